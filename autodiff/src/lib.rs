@@ -1,0 +1,1 @@
+//! chi autodiff (in progress).

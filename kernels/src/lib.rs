@@ -1,0 +1,28 @@
+//! # chi-kernels
+//!
+//! Dense CPU kernels for chi, with no knowledge of autodiff. Every kernel works on plain slices
+//! (`&[T]` for `T` = `f32` or `f64`), checks its arguments with a message naming the kernel and
+//! the sizes, and is tested against a naive float64 reference.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`gemm`] | `C ← α·op(A)·op(B) + β·C`, strided; batched GEMM; GEMV |
+//! | [`elementwise`] | unary/binary maps, broadcasting, derivatives, fused updates |
+//! | [`reduce`] | sum/max/argmax along an axis, softmax, log-softmax, log-sum-exp |
+//! | [`conv`] | im2col/col2im (1-D, 2-D), max-pooling with argmax |
+//! | [`gather`] | embedding row gather, scatter-add of rows |
+//! | [`layout`] | permutation (general transpose) |
+//! | [`fpmode`] | flush denormals to zero |
+
+#![warn(missing_docs)]
+
+pub mod conv;
+pub mod elementwise;
+pub mod fpmode;
+pub mod gather;
+pub mod gemm;
+pub mod layout;
+mod real;
+pub mod reduce;
+
+pub use real::Real;

@@ -1,0 +1,1 @@
+//! chi models (in progress).
