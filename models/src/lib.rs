@@ -1,1 +1,7 @@
-//! chi models (in progress).
+//! # chi-models
+//!
+//! Layers, optimisers, the context-aware model family, data loaders, experiments and the `chi`
+//! command-line program.
+
+pub mod bench;
+pub mod cli;
