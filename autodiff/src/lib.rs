@@ -1,1 +1,45 @@
-//! chi autodiff (in progress).
+//! # chi-autodiff
+//!
+//! A tape-based reverse-mode automatic differentiation engine, small enough to read in a sitting.
+//!
+//! * [`Tensor`]: immutable n-d arrays of `f32`/`f64`; ops are methods (`a.matmul(&b)`, `x.tanh()`).
+//! * [`tape`]: the Wengert list that records ops on tensors that require grad.
+//! * [`backward`]: the reverse walk; [`Tensor::backward`] and the functional [`grad`];
+//!   [`GradOptions::create_graph`] for higher order; [`hvp`], [`jvp`].
+//! * [`ops`]: every differentiable op, forward and backward side by side, and the one `match`
+//!   that dispatches backward rules.
+//! * [`gradcheck`](mod@gradcheck): finite-difference checking as a product feature.
+//! * [`anomaly`]: find the forward op where NaN/Inf first appears.
+//! * [`dot`]: print the tape, or export it to Graphviz DOT.
+//!
+//! ```
+//! use chi_autodiff::Tensor;
+//! let w = Tensor::<f64>::from_vec(vec![0.5, -0.3], &[2, 1]).requires_grad();
+//! let x = Tensor::from_vec(vec![1.0, 2.0], &[1, 2]);
+//! let loss = x.matmul(&w).tanh().sum();
+//! loss.backward();
+//! let g = w.grad().unwrap(); // ∂loss/∂w = xᵀ·(1 − tanh²)
+//! assert!((g.data()[0] - (1.0 - (-0.1f64).tanh().powi(2))).abs() < 1e-12);
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod anomaly;
+pub mod backward;
+pub mod dot;
+pub mod gradcheck;
+pub mod ops;
+mod rng;
+mod shape;
+pub mod tape;
+mod tensor;
+
+pub use anomaly::{detect_anomaly, Anomaly};
+pub use backward::{grad, hvp, jvp, AutodiffError, GradOptions};
+pub use gradcheck::{check_grads, gradcheck, gradgradcheck, GradcheckOptions, GradcheckReport};
+pub use ops::custom::CustomOp;
+pub use rng::Rng;
+pub use shape::{Shape, MAX_RANK};
+pub use tape::{clear_tape, is_grad_enabled, no_grad, no_grad_guard, set_anomaly_enabled, tape_len, Float, SparseRows};
+pub use tensor::Tensor;
+pub use chi_kernels::elementwise::{Binary, Unary};

@@ -1,0 +1,302 @@
+//! [`Tensor`]: an immutable n-dimensional array of `f32` or `f64`, optionally tracked by the tape.
+//!
+//! Values are never mutated in place once shared: an op always produces a new tensor. That is
+//! what makes saved values safe (PyTorch needs version counters to catch in-place writes to
+//! tensors saved for backward; chi cannot have that bug). Parameter updates replace a tensor's
+//! storage copy-on-write ([`Tensor::update`]), keeping its identity (its `Var`).
+
+use crate::tape::{Float, Hook, SparseRows, Var};
+use crate::Shape;
+use std::fmt;
+use std::rc::Rc;
+
+/// An n-dimensional row-major array of `T` (`f32` or `f64`).
+///
+/// Cloning is cheap (reference counted) and clones share identity: a gradient computed for one
+/// clone is the gradient of all of them.
+///
+/// ```
+/// use chi_autodiff::Tensor;
+/// let x = Tensor::<f64>::from_vec(vec![1.0, 2.0, 3.0], &[3]).requires_grad();
+/// let y = x.mul(&x).sum(); // Σ x²
+/// y.backward();
+/// assert_eq!(x.grad().unwrap().to_vec(), vec![2.0, 4.0, 6.0]);
+/// ```
+pub struct Tensor<T: Float> {
+    pub(crate) data: Rc<Vec<T>>,
+    pub(crate) shape: Shape,
+    pub(crate) var: Option<Rc<Var<T>>>,
+}
+
+impl<T: Float> Clone for Tensor<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        Tensor { data: self.data.clone(), shape: self.shape, var: self.var.clone() }
+    }
+}
+
+impl<T: Float> Tensor<T> {
+    pub(crate) fn from_parts(data: Rc<Vec<T>>, shape: Shape, var: Option<Rc<Var<T>>>) -> Self {
+        Tensor { data, shape, var }
+    }
+
+    // ---------------------------------------------------------------- construction
+
+    /// A constant tensor from row-major data. Panics if `data.len()` does not match the shape.
+    #[track_caller]
+    pub fn from_vec(data: Vec<T>, shape: &[usize]) -> Self {
+        let shape = Shape::new(shape);
+        assert!(
+            data.len() == shape.numel(),
+            "Tensor::from_vec: {} values cannot have shape {shape:?} ({} elements)",
+            data.len(),
+            shape.numel()
+        );
+        Tensor { data: Rc::new(data), shape, var: None }
+    }
+    /// A constant tensor with the given shape (a [`Shape`], an array or a slice).
+    #[track_caller]
+    pub fn new(data: Vec<T>, shape: impl Into<Shape>) -> Self {
+        let s: Shape = shape.into();
+        Self::from_vec(data, s.dims())
+    }
+    /// A rank-0 constant.
+    pub fn scalar(v: T) -> Self {
+        Tensor { data: Rc::new(vec![v]), shape: Shape::scalar(), var: None }
+    }
+    /// A constant filled with `v`.
+    pub fn full(shape: &[usize], v: T) -> Self {
+        let s = Shape::new(shape);
+        Tensor { data: Rc::new(vec![v; s.numel()]), shape: s, var: None }
+    }
+    /// Zeros.
+    pub fn zeros(shape: &[usize]) -> Self {
+        Self::full(shape, T::ZERO)
+    }
+    /// Ones.
+    pub fn ones(shape: &[usize]) -> Self {
+        Self::full(shape, T::ONE)
+    }
+    /// Zeros with the shape of `self`.
+    pub fn zeros_like(&self) -> Self {
+        Self::zeros(self.shape())
+    }
+    /// `0, 1, …, n−1` as a rank-1 tensor.
+    pub fn arange(n: usize) -> Self {
+        Self::from_vec((0..n).map(T::from_usize).collect(), &[n])
+    }
+    /// Standard normal samples from a seeded generator.
+    pub fn randn(shape: &[usize], rng: &mut crate::Rng) -> Self {
+        let s = Shape::new(shape);
+        Self::from_vec((0..s.numel()).map(|_| T::from_f64(rng.normal())).collect(), shape)
+    }
+    /// Uniform samples in `[lo, hi)` from a seeded generator.
+    pub fn rand_uniform(shape: &[usize], lo: f64, hi: f64, rng: &mut crate::Rng) -> Self {
+        let s = Shape::new(shape);
+        Self::from_vec((0..s.numel()).map(|_| T::from_f64(rng.uniform(lo, hi))).collect(), shape)
+    }
+
+    // ---------------------------------------------------------------- inspection
+
+    /// Dimensions.
+    #[inline]
+    pub fn shape(&self) -> &[usize] {
+        self.shape.dims()
+    }
+    /// The [`Shape`] value.
+    #[inline]
+    pub fn shape_obj(&self) -> Shape {
+        self.shape
+    }
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape.rank()
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.numel()
+    }
+    /// Size of an axis (negative counts from the end).
+    pub fn dim(&self, axis: isize) -> usize {
+        self.shape.dim(self.shape.axis("dim", axis))
+    }
+    /// The values, row-major.
+    #[inline]
+    pub fn data(&self) -> &[T] {
+        &self.data
+    }
+    /// A copy of the values.
+    pub fn to_vec(&self) -> Vec<T> {
+        self.data.to_vec()
+    }
+    /// The single value of a one-element tensor.
+    #[track_caller]
+    pub fn item(&self) -> T {
+        assert!(self.numel() == 1, "item: tensor of shape {:?} has {} elements, not 1", self.shape, self.numel());
+        self.data[0]
+    }
+    /// Whether every value is finite.
+    pub fn all_finite(&self) -> bool {
+        self.data.iter().all(|v| v.is_finite())
+    }
+    /// Converts to `f64` (a new constant).
+    pub fn to_f64(&self) -> Tensor<f64> {
+        Tensor::from_vec(self.data.iter().map(|v| v.to_f64()).collect(), self.shape())
+    }
+    /// Converts to `f32` (a new constant).
+    pub fn to_f32(&self) -> Tensor<f32> {
+        Tensor::from_vec(self.data.iter().map(|v| v.to_f64() as f32).collect(), self.shape())
+    }
+    /// Converts from another element type (a new constant).
+    pub fn cast_from<U: Float>(src: &Tensor<U>) -> Tensor<T> {
+        Tensor::from_vec(src.data.iter().map(|v| T::from_f64(v.to_f64())).collect(), src.shape())
+    }
+
+    // ---------------------------------------------------------------- autodiff identity
+
+    /// Marks this tensor as a leaf that requires grad (a parameter or an input to differentiate
+    /// with respect to). Returns a new identity; clones of the result share it.
+    pub fn requires_grad(self) -> Self {
+        Tensor { data: self.data, shape: self.shape, var: Some(Rc::new(Var::new(None))) }
+    }
+    /// Whether ops on this tensor are recorded (it has an identity that requires grad).
+    pub fn is_tracked(&self) -> bool {
+        self.requires_grad_flag()
+    }
+    pub(crate) fn requires_grad_flag(&self) -> bool {
+        self.var.as_ref().is_some_and(|v| v.requires_grad.get())
+    }
+    /// Freezes (`false`) or unfreezes (`true`) a leaf: a frozen leaf is treated as a constant by
+    /// every op until unfrozen. Applies to all clones. Panics on a non-leaf.
+    #[track_caller]
+    pub fn set_requires_grad(&self, on: bool) {
+        match &self.var {
+            Some(v) if v.is_leaf() => v.requires_grad.set(on),
+            Some(_) => panic!("set_requires_grad: only leaves can be frozen; use detach() on an intermediate"),
+            None => panic!("set_requires_grad: tensor has no autodiff identity; call requires_grad() first"),
+        }
+    }
+    /// Whether this tensor is a leaf (no recorded op produced it).
+    pub fn is_leaf(&self) -> bool {
+        self.var.as_ref().is_none_or(|v| v.is_leaf())
+    }
+    /// The same values with no autodiff identity (stop-gradient).
+    pub fn detach(&self) -> Self {
+        Tensor { data: self.data.clone(), shape: self.shape, var: None }
+    }
+    /// A unique id for a tracked tensor (shared by its clones); `None` for constants.
+    pub fn id(&self) -> Option<u64> {
+        self.var.as_ref().map(|v| v.id)
+    }
+    /// Whether two tensors share an autodiff identity.
+    pub fn same_var(&self, other: &Tensor<T>) -> bool {
+        match (&self.var, &other.var) {
+            (Some(a), Some(b)) => Rc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+    /// Names the tensor (shown in graph exports and anomaly reports).
+    pub fn named(self, name: &str) -> Self {
+        if let Some(v) = &self.var {
+            *v.name.borrow_mut() = Some(Rc::from(name));
+        }
+        self
+    }
+    /// The name given by [`Tensor::named`].
+    pub fn name(&self) -> Option<String> {
+        self.var.as_ref().and_then(|v| v.name.borrow().as_ref().map(|s| s.to_string()))
+    }
+    /// The accumulated gradient (leaves, or intermediates after [`Tensor::retain_grad`]).
+    /// A row-sparse gradient is returned densified.
+    pub fn grad(&self) -> Option<Tensor<T>> {
+        let v = self.var.as_ref()?;
+        if let Some(g) = v.grad.borrow().as_ref() {
+            return Some(g.clone());
+        }
+        v.sparse_grad.borrow().as_ref().map(|s| s.to_dense())
+    }
+    /// The row-sparse gradient of an embedding table marked with [`Tensor::sparse_grad`].
+    pub fn sparse_grad_rows(&self) -> Option<SparseRows<T>> {
+        self.var.as_ref()?.sparse_grad.borrow().clone()
+    }
+    /// Replaces the accumulated gradient.
+    pub fn set_grad(&self, g: Option<Tensor<T>>) {
+        if let Some(v) = &self.var {
+            *v.grad.borrow_mut() = g;
+        }
+    }
+    /// Clears the accumulated gradient (dense and sparse).
+    pub fn zero_grad(&self) {
+        if let Some(v) = &self.var {
+            *v.grad.borrow_mut() = None;
+            *v.sparse_grad.borrow_mut() = None;
+        }
+    }
+    /// Asks backward to keep this intermediate's gradient, readable with [`Tensor::grad`].
+    #[track_caller]
+    pub fn retain_grad(&self) -> &Self {
+        let v = self.var.as_ref().expect("retain_grad: tensor does not require grad");
+        v.retain.set(true);
+        self
+    }
+    /// Makes gather ops (embedding lookups) deliver this leaf's gradient as rows
+    /// ([`Tensor::sparse_grad_rows`]) instead of a dense tensor, so large vocabularies do not
+    /// cost a dense gradient per step. Other ops still deliver dense gradients into `grad()`.
+    #[track_caller]
+    pub fn sparse_grad(self) -> Self {
+        let v = self.var.as_ref().expect("sparse_grad: call requires_grad() first");
+        assert!(v.is_leaf(), "sparse_grad: only leaves can have sparse gradients");
+        v.sparse.set(true);
+        self
+    }
+    /// Registers a hook run when this tensor's gradient is complete during backward. It may
+    /// observe the gradient or return `Some(replacement)`.
+    ///
+    /// ```
+    /// use chi_autodiff::Tensor;
+    /// let x = Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2]).requires_grad();
+    /// let y = x.mul_scalar(3.0);
+    /// y.register_hook(|g| Some(g.mul_scalar(2.0))); // double the gradient flowing through y
+    /// y.sum().backward();
+    /// assert_eq!(x.grad().unwrap().to_vec(), vec![6.0, 6.0]);
+    /// ```
+    #[track_caller]
+    pub fn register_hook(&self, hook: impl Fn(&Tensor<T>) -> Option<Tensor<T>> + 'static) {
+        let v = self.var.as_ref().expect("register_hook: tensor does not require grad");
+        let h: Hook<T> = Rc::new(hook);
+        v.hooks.borrow_mut().push(h);
+    }
+
+    /// Replaces the values, keeping identity and shape (for optimisers). Copy-on-write: a copy
+    /// saved on a tape keeps the old values. Panics if `f` changes the length.
+    pub fn update(&mut self, f: impl FnOnce(&mut [T])) {
+        let v = Rc::make_mut(&mut self.data);
+        f(v);
+    }
+    /// Replaces the values with `values` (same shape), keeping identity.
+    #[track_caller]
+    pub fn set_values(&mut self, values: Vec<T>) {
+        assert!(values.len() == self.numel(), "set_values: {} values for shape {:?}", values.len(), self.shape);
+        self.data = Rc::new(values);
+    }
+
+    /// L2 norm of the values.
+    pub fn norm(&self) -> f64 {
+        self.data.iter().map(|v| v.to_f64() * v.to_f64()).sum::<f64>().sqrt()
+    }
+}
+
+impl<T: Float> fmt::Debug for Tensor<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.numel();
+        write!(f, "Tensor<{}>{:?}", T::NAME, self.shape)?;
+        if self.requires_grad_flag() {
+            write!(f, " (requires grad)")?;
+        }
+        if n <= 16 {
+            write!(f, " {:?}", &self.data[..])
+        } else {
+            write!(f, " [{:?}, {:?}, … {:?}]", self.data[0], self.data[1], self.data[n - 1])
+        }
+    }
+}
