@@ -29,6 +29,7 @@ pub mod backward;
 pub mod dot;
 pub mod gradcheck;
 pub mod ops;
+pub mod registry;
 mod rng;
 mod shape;
 pub mod tape;

@@ -23,6 +23,12 @@ use crate::Float;
 use chi_kernels::elementwise::{Binary, Unary};
 use std::rc::Rc;
 
+/// Registry entries for ops defined in modules added after the core set (see
+/// [`crate::registry`]); each op family appends its cases here.
+pub(crate) fn registry_extra() -> Vec<crate::registry::OpCase> {
+    Vec::new()
+}
+
 /// One recorded operation and the values its backward rule needs.
 ///
 /// Fields are the op's inputs (named as in the forward function) and whatever the backward

@@ -1,0 +1,232 @@
+//! Engine behaviour: wrong rules are caught, closed-form oracles, hooks, retain_grad, gradients
+//! of intermediates, detach/no-grad/freezing, errors, higher order, anomaly provenance.
+
+use chi_autodiff::*;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+fn t(v: &[f64], s: &[usize]) -> Tensor<f64> {
+    Tensor::from_vec(v.to_vec(), s)
+}
+fn close(a: &[f64], b: &[f64], tol: f64) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{a:?} vs {b:?}");
+    }
+}
+
+/// sin-like op whose backward is deliberately wrong (uses 2x instead of 3x²).
+struct WrongCube;
+impl CustomOp<f64> for WrongCube {
+    fn name(&self) -> &str {
+        "wrong_cube"
+    }
+    fn forward(&self, x: &[&Tensor<f64>]) -> Tensor<f64> {
+        x[0].mul(x[0]).mul(x[0])
+    }
+    fn backward(&self, x: &[&Tensor<f64>], _o: &Tensor<f64>, g: &Tensor<f64>) -> Vec<Option<Tensor<f64>>> {
+        vec![Some(g.mul(x[0]).mul_scalar(2.0))]
+    }
+}
+
+#[test]
+fn gradcheck_catches_a_wrong_backward_rule() {
+    let x = t(&[0.4, -1.1, 1.7], &[3]);
+    let r = gradcheck(|xs| Tensor::apply_custom(Rc::new(WrongCube), &[xs[0].clone()]), &[x.clone()], &GradcheckOptions::default());
+    let rep = r.expect_err("wrong rule must fail");
+    assert!(!rep.passed && rep.worst.is_some());
+    // And fast mode catches it too.
+    let fast = GradcheckOptions { fast_mode: true, ..Default::default() };
+    assert!(gradcheck(|xs| Tensor::apply_custom(Rc::new(WrongCube), &[xs[0].clone()]), &[x.clone()], &fast).is_err());
+    // JAX-style check too (fails on the adjoint identity or the forward-mode comparison).
+    assert!(check_grads(|xs| Tensor::apply_custom(Rc::new(WrongCube), &[xs[0].clone()]), &[x], 1e-4, 1e-3, 1).is_err());
+}
+
+#[test]
+fn gradcheck_compares_real_values() {
+    let x = t(&[0.3, -0.7], &[2]);
+    let r = gradcheck(|xs| xs[0].tanh(), &[x], &GradcheckOptions::default()).unwrap();
+    assert_eq!(r.checked, 2);
+    assert!(r.max_abs_err < 1e-8);
+}
+
+#[test]
+fn cross_entropy_gradient_is_softmax_minus_onehot() {
+    let logits = t(&[1.0, 2.0, 0.5, -1.0, 0.3, 3.0], &[2, 3]).requires_grad();
+    let targets = [1usize, 2];
+    let lp = logits.log_softmax(1);
+    let picked = lp.take(Rc::new(vec![1, 3 + 2]), &[2]);
+    let loss = picked.neg().sum();
+    loss.backward();
+    let sm = logits.detach().softmax(1);
+    let mut expect = sm.to_vec();
+    for (r, &c) in targets.iter().enumerate() {
+        expect[r * 3 + c] -= 1.0;
+    }
+    close(logits.grad().unwrap().data(), &expect, 1e-12);
+}
+
+#[test]
+fn logsumexp_gradient_is_softmax() {
+    let x = t(&[1.0, 2.0, -3.0, 0.1], &[4]).requires_grad();
+    x.logsumexp(0, false).backward();
+    close(x.grad().unwrap().data(), x.detach().softmax(0).data(), 1e-12);
+}
+
+#[test]
+fn hooks_observe_and_replace_and_retain_grad() {
+    let x = t(&[1.0, 2.0], &[2]).requires_grad();
+    let y = x.mul_scalar(3.0);
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let s2 = seen.clone();
+    y.register_hook(move |g| {
+        s2.borrow_mut().push(g.to_vec());
+        None
+    });
+    y.retain_grad();
+    let z = y.square().sum();
+    z.backward();
+    assert_eq!(seen.borrow()[0], vec![6.0, 12.0]);
+    assert_eq!(y.grad().unwrap().to_vec(), vec![6.0, 12.0]);
+    assert_eq!(x.grad().unwrap().to_vec(), vec![18.0, 36.0]);
+}
+
+#[test]
+fn gradient_with_respect_to_an_intermediate() {
+    let x = t(&[0.5, -0.5], &[2]).requires_grad();
+    let h = x.tanh();
+    let loss = h.mul(&h).sum();
+    let g = grad(&[&loss], &[&h], None, GradOptions::default()).unwrap();
+    close(g[0].data(), &h.detach().mul_scalar(2.0).to_vec(), 1e-12);
+    assert!(x.grad().is_none(), "grad() must not touch .grad");
+}
+
+#[test]
+fn detach_no_grad_and_freezing() {
+    let w = t(&[2.0], &[1]).requires_grad();
+    let v = t(&[3.0], &[1]).requires_grad();
+    let y = w.mul(&v.detach());
+    assert!(y.is_tracked());
+    y.sum().backward();
+    assert_eq!(w.grad().unwrap().to_vec(), vec![3.0]);
+    assert!(v.grad().is_none());
+
+    let z = no_grad(|| w.mul(&v));
+    assert!(!z.is_tracked());
+
+    w.zero_grad();
+    w.set_requires_grad(false); // frozen group
+    let y = w.mul(&v).sum();
+    y.backward();
+    assert!(w.grad().is_none());
+    assert_eq!(v.grad().unwrap().to_vec(), vec![2.0]);
+    w.set_requires_grad(true);
+}
+
+#[test]
+fn clear_errors() {
+    let x = t(&[1.0, 2.0], &[2]).requires_grad();
+    let y = x.mul_scalar(2.0);
+    let e = y.try_backward().unwrap_err();
+    assert!(e.to_string().contains("shape [2]"), "{e}");
+    let c = t(&[1.0], &[1]);
+    assert!(matches!(c.try_backward(), Err(AutodiffError::NotTracked(_))));
+    // Backward twice through a freed tape.
+    let l = x.mul(&x).sum();
+    let l2 = l.mul_scalar(1.0);
+    l.backward();
+    let e = l2.try_backward().unwrap_err();
+    assert!(matches!(e, AutodiffError::TapeFreed(_)), "{e}");
+    assert!(e.to_string().contains("already freed"));
+}
+
+#[test]
+#[should_panic(expected = "add: shapes [2, 3] and [4] cannot be broadcast together")]
+fn shape_mismatch_names_op_and_shapes() {
+    let a = Tensor::<f32>::zeros(&[2, 3]);
+    let b = Tensor::<f32>::zeros(&[4]);
+    let _ = a.add(&b);
+}
+
+#[test]
+#[should_panic(expected = "matmul: inner dimensions differ: [2, 3] × [4, 5]")]
+fn matmul_mismatch_names_shapes() {
+    let _ = Tensor::<f64>::zeros(&[2, 3]).matmul(&Tensor::zeros(&[4, 5]));
+}
+
+#[test]
+fn higher_order_hvp_and_jvp() {
+    // f(x) = Σ x_i³ x_j ... use f = (Σ x²)² : H = 4(x xᵀ·2 + (Σx²) I)
+    let x = t(&[0.5, -1.0, 2.0], &[3]);
+    let v = t(&[1.0, 0.5, -0.25], &[3]);
+    let hv = hvp(|x| x.square().sum().square(), &x, &v).unwrap();
+    let s: f64 = x.data().iter().map(|a| a * a).sum();
+    let xv: f64 = x.data().iter().zip(v.data()).map(|(a, b)| a * b).sum();
+    let expect: Vec<f64> = x.data().iter().zip(v.data()).map(|(xi, vi)| 8.0 * xi * xv + 4.0 * s * vi).collect();
+    close(hv.data(), &expect, 1e-10);
+
+    // J·t of elementwise tanh = (1 − tanh²) ⊙ t
+    let jt = jvp(|x| x.tanh(), &x, &v).unwrap();
+    let expect: Vec<f64> = x.data().iter().zip(v.data()).map(|(a, b)| (1.0 - a.tanh().powi(2)) * b).collect();
+    close(jt.data(), &expect, 1e-12);
+
+    // Third derivative of x⁴ at 1.5 = 24x = 36.
+    let x = Tensor::<f64>::scalar(1.5).requires_grad();
+    let y = x.pow_scalar(4.0);
+    let d1 = grad(&[&y], &[&x], None, GradOptions::create_graph()).unwrap();
+    let d2 = grad(&[&d1[0]], &[&x], None, GradOptions::create_graph()).unwrap();
+    let d3 = grad(&[&d2[0]], &[&x], None, GradOptions::default()).unwrap();
+    assert!((d3[0].item() - 36.0).abs() < 1e-9);
+}
+
+#[test]
+fn jax_style_check_works_in_f32() {
+    let x = Tensor::<f32>::from_vec(vec![0.3, -0.8, 1.1, 0.2, 0.9, -0.4], &[2, 3]);
+    let w = Tensor::<f32>::from_vec(vec![0.5, -0.2, 0.1, 0.7, -0.3, 0.4], &[3, 2]);
+    check_grads(|xs| xs[0].matmul(&xs[1]).tanh().softmax(1), &[x, w], 1e-2, 2e-2, 7).unwrap();
+}
+
+#[test]
+fn anomaly_names_the_forward_op_and_call_site() {
+    let x = t(&[1.0, 0.0], &[2]).requires_grad();
+    let a = detect_anomaly(|| x.ln().sum().backward()).unwrap_err();
+    assert_eq!(a.op, "log");
+    assert_eq!(a.phase, anomaly::Phase::Forward);
+    assert!(a.location.contains("engine.rs"), "{}", a.location);
+    // Backward anomaly: sqrt(0) = 0 is finite, but its gradient 1/(2·0) is not.
+    let x = t(&[4.0, 0.0], &[2]).requires_grad();
+    let a = detect_anomaly(|| x.sqrt().sum().backward()).unwrap_err();
+    assert_eq!((a.op.as_str(), a.phase), ("sqrt", anomaly::Phase::Backward));
+    clear_tape::<f64>();
+}
+
+#[test]
+fn sparse_embedding_gradient_equals_dense() {
+    let table = Tensor::<f64>::from_vec((0..12).map(|i| i as f64 * 0.1).collect(), &[4, 3]);
+    let ids = [3usize, 1, 3, 0];
+    let dense = table.clone().requires_grad();
+    dense.embedding(&ids).square().sum().backward();
+    let sparse = table.requires_grad().sparse_grad();
+    sparse.embedding(&ids).square().sum().backward();
+    let rows = sparse.sparse_grad_rows().unwrap();
+    assert_eq!(rows.ids, ids.to_vec());
+    assert_eq!(rows.to_dense().to_vec(), dense.grad().unwrap().to_vec());
+}
+
+#[test]
+fn leaf_gradients_accumulate_across_backward_calls() {
+    let x = t(&[1.0], &[1]).requires_grad();
+    x.mul_scalar(2.0).sum().backward();
+    x.mul_scalar(3.0).sum().backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![5.0]);
+}
+
+#[test]
+fn retain_graph_allows_a_second_backward() {
+    let x = t(&[2.0], &[1]).requires_grad();
+    let y = x.square().sum();
+    y.backward_with(None, GradOptions::retain_graph()).unwrap();
+    y.backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![8.0]);
+    assert_eq!(tape_len::<f64>(), 0);
+}

@@ -1,0 +1,44 @@
+//! A 10,000-step training loop runs in flat memory: the tape is freed after every backward
+//! pass and live heap bytes do not grow after warm-up (thread-local
+//! scratch and the first tape's capacity are allocated once, in the first steps). A counting global allocator measures it.
+
+use chi_autodiff::{tape_len, Rng, Tensor};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+struct Counting;
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
+        System.dealloc(p, l)
+    }
+}
+#[global_allocator]
+static A: Counting = Counting;
+
+#[test]
+fn ten_thousand_steps_in_flat_memory() {
+    let mut rng = Rng::new(1);
+    let mut w = Tensor::<f32>::randn(&[8, 4], &mut rng).mul_scalar(0.1).requires_grad();
+    let x = Tensor::<f32>::randn(&[16, 8], &mut rng);
+    let y = Tensor::<f32>::randn(&[16, 4], &mut rng);
+    let mut live_at_1000 = 0;
+    for step in 0..10_000 {
+        let loss = x.matmul(&w).tanh().sub(&y).square().mean();
+        loss.backward();
+        let g = w.grad().unwrap();
+        w.update(|v| v.iter_mut().zip(g.data()).for_each(|(a, b)| *a -= 0.01 * b));
+        w.zero_grad();
+        assert_eq!(tape_len::<f32>(), 0);
+        if step == 1000 {
+            live_at_1000 = LIVE.load(Ordering::Relaxed);
+        }
+    }
+    let live_end = LIVE.load(Ordering::Relaxed);
+    assert!(live_end - live_at_1000 < 1024, "live heap grew from {live_at_1000} to {live_end} bytes");
+}
