@@ -16,12 +16,10 @@ pub fn gather_rows<T: Real>(table: &[T], dim: usize, ids: &[usize], out: &mut [T
 /// `grad[ids[r], :] += g[r, :]`; repeated ids accumulate.
 pub fn scatter_add_rows<T: Real>(g: &[T], dim: usize, ids: &[usize], grad: &mut [T]) {
     assert!(g.len() == ids.len() * dim, "scatter_add_rows: gradient has {} elements, need {} ids × {dim}", g.len(), ids.len());
+    assert!(dim == 0 || grad.len() % dim == 0, "scatter_add_rows: grad of {} elements is not a whole number of rows of {dim}", grad.len());
     let rows = if dim == 0 { 0 } else { grad.len() / dim };
     for (r, &id) in ids.iter().enumerate() {
         assert!(id < rows || dim == 0, "scatter_add_rows: index {id} out of range for a table of {rows} rows");
-        let dst = &mut grad[id * dim..(id + 1) * dim];
-        for (d, &s) in dst.iter_mut().zip(&g[r * dim..(r + 1) * dim]) {
-            *d += s;
-        }
+        crate::elementwise::axpy(T::ONE, &g[r * dim..(r + 1) * dim], &mut grad[id * dim..(id + 1) * dim]);
     }
 }

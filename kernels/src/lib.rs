@@ -22,7 +22,9 @@ pub mod fpmode;
 pub mod gather;
 pub mod gemm;
 pub mod layout;
+mod parallel;
 mod real;
 pub mod reduce;
+mod simd_math;
 
 pub use real::Real;

@@ -1,0 +1,80 @@
+//! When and how kernels split work across rayon threads, plus the `T → f32/f64` dispatch used
+//! to reach the SIMD paths from generic code.
+//!
+//! Splitting is deterministic: chunk boundaries depend only on the problem size (never on the
+//! number of threads), and every elementwise SIMD function is lane-independent, so results are
+//! bitwise identical with 1 or many threads.
+
+use std::any::TypeId;
+
+/// Elementwise work (in "cheap element-ops", see [`Cost`]) below which kernels stay on the
+/// calling thread. Measured on the 2-core Zen 3 box (`benches/benches/elementwise.rs`): a rayon
+/// fork-join costs a few µs, so a cheap op (add, ~0.1 ns/element in cache) only wins from
+/// ~128K elements up, while `exp`/`tanh` (~0.5–1 ns/element) win from ~16K.
+pub(crate) const PAR_WORK: usize = 1 << 17;
+
+/// Chunk length for parallel elementwise work (a multiple of every vector width).
+pub(crate) const PAR_CHUNK: usize = 1 << 15;
+
+/// Relative per-element cost of an operation (1 = one load/store-bound arithmetic op).
+#[derive(Clone, Copy)]
+pub(crate) struct Cost(pub usize);
+
+/// Whether `n` elements at `cost` are worth splitting across threads.
+#[inline]
+pub(crate) fn should_split(n: usize, cost: Cost) -> bool {
+    n.saturating_mul(cost.0) >= PAR_WORK && n > PAR_CHUNK && rayon::current_num_threads() > 1
+}
+
+/// Chunk length for `n` elements at `cost`: about `PAR_CHUNK / cost`, rounded to 64.
+#[inline]
+pub(crate) fn chunk_len(cost: Cost) -> usize {
+    ((PAR_CHUNK / cost.0.max(1)) & !63).max(1024)
+}
+
+/// `true` iff `T` and `U` are the same type.
+#[inline(always)]
+pub(crate) fn same<T: 'static, U: 'static>() -> bool {
+    TypeId::of::<T>() == TypeId::of::<U>()
+}
+
+/// Reinterpret `&[T]` as `&[U]` when they are the same type.
+#[inline(always)]
+pub(crate) fn cast<T: 'static, U: 'static>(x: &[T]) -> &[U] {
+    assert!(same::<T, U>(), "internal error: cast between different element types");
+    // SAFETY: T and U are the same type (checked above), so layout, alignment and validity agree.
+    unsafe { std::slice::from_raw_parts(x.as_ptr() as *const U, x.len()) }
+}
+
+/// Reinterpret `&mut [T]` as `&mut [U]` when they are the same type.
+#[inline(always)]
+pub(crate) fn cast_mut<T: 'static, U: 'static>(x: &mut [T]) -> &mut [U] {
+    assert!(same::<T, U>(), "internal error: cast between different element types");
+    // SAFETY: as in `cast`; the unique borrow of `x` is transferred to the result.
+    unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut U, x.len()) }
+}
+
+/// Convert a scalar between two equal types.
+#[inline(always)]
+pub(crate) fn cast_scalar<T: crate::Real, U: crate::Real>(x: T) -> U {
+    U::from_f64(x.to_f64())
+}
+
+/// Run `$body` with `$V` bound to the SIMD vector type of `$T` (`f32x8` or `f64x4`); `$else`
+/// for any other `Real` implementation.
+macro_rules! dispatch {
+    ($T:ty, $V:ident => $body:expr, else => $fallback:expr) => {{
+        if $crate::parallel::same::<$T, f32>() {
+            #[allow(dead_code)]
+            type $V = wide::f32x8;
+            $body
+        } else if $crate::parallel::same::<$T, f64>() {
+            #[allow(dead_code)]
+            type $V = wide::f64x4;
+            $body
+        } else {
+            $fallback
+        }
+    }};
+}
+pub(crate) use dispatch;
