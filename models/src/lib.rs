@@ -5,3 +5,5 @@
 
 pub mod bench;
 pub mod cli;
+pub mod nn;
+pub mod params;
