@@ -5,5 +5,6 @@
 
 pub mod bench;
 pub mod cli;
+pub mod gradcheck;
 pub mod nn;
 pub mod params;

@@ -84,6 +84,11 @@ impl<T: Float> Param<T> {
     pub fn ptr_eq(&self, other: &Param<T>) -> bool {
         Rc::ptr_eq(&self.0, &other.0)
     }
+    /// Swaps in another tensor as this parameter's value (identity included), returning the old
+    /// one. Used by [`crate::gradcheck::check_model`] to put the checker's leaves in place.
+    pub fn replace(&self, t: Tensor<T>) -> Tensor<T> {
+        std::mem::replace(&mut *self.0.value.borrow_mut(), t)
+    }
     /// Values as a plain vector.
     pub fn to_vec(&self) -> Vec<T> {
         self.0.value.borrow().to_vec()
@@ -228,5 +233,22 @@ mod tests {
         assert!(before.same_var(&b.get()), "identity survives updates");
         assert_eq!(before.to_vec(), vec![0.0, 0.0], "old value snapshots are not mutated");
         assert_eq!(s.groups(), vec!["g1".to_string(), "g2".to_string()]);
+    }
+}
+
+#[cfg(test)]
+mod check_tests {
+    use super::*;
+    use chi_autodiff::GradcheckOptions;
+    #[test]
+    fn check_model_passes_for_a_correct_model_and_restores_params() {
+        let mut rng = Rng::new(3);
+        let mut s = ParamStore::<f64>::new();
+        let w = s.add("w", "g", init::normal(&[3, 2], 1.0, &mut rng));
+        let x = Tensor::randn(&[4, 3], &mut rng);
+        let before = w.get();
+        let r = crate::gradcheck::check_model(&s, &[x], |xs| xs[0].matmul(&w.get()).tanh(), &GradcheckOptions::default()).unwrap();
+        assert_eq!(r.checked, 12 + 6);
+        assert!(w.get().same_var(&before));
     }
 }
