@@ -25,6 +25,10 @@ pub struct Cli {
 pub enum Command {
     /// Benchmarks: kernels side by side with their peers.
     Bench(BenchArgs),
+    /// Gradient checks of every differentiable op (or of a whole model) against finite differences.
+    Gradcheck(crate::gradcheck::GradcheckArgs),
+    /// Draw the tape of a built-in example as Graphviz DOT (SVG/PNG if `dot` is installed).
+    Graph(crate::graph::GraphArgs),
 }
 
 /// `chi bench ...`
@@ -40,6 +44,8 @@ pub struct BenchArgs {
 pub enum BenchWhich {
     /// GEMM: chi vs matrixmultiply, GFLOPS and % of the measured FMA ceiling.
     Gemm(crate::bench::gemm::GemmBenchArgs),
+    /// Per-op overhead of the tape: a chain of scalar ops, forward + backward.
+    Tape(crate::bench::tape::TapeBenchArgs),
 }
 
 /// Sets up the global thread pool, then runs the chosen subcommand.
@@ -53,7 +59,10 @@ pub fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Some(Command::Bench(b)) => match b.which {
             BenchWhich::Gemm(a) => crate::bench::gemm::run(&a),
+            BenchWhich::Tape(a) => crate::bench::tape::run(&a),
         },
+        Some(Command::Gradcheck(a)) => crate::gradcheck::run_cli(&a),
+        Some(Command::Graph(a)) => crate::graph::run(&a, &cli.out),
         None => crate::bench::gemm::run(&crate::bench::gemm::GemmBenchArgs::default_job()),
     }
 }

@@ -6,5 +6,12 @@
 pub mod bench;
 pub mod cli;
 pub mod gradcheck;
+pub mod graph;
 pub mod nn;
 pub mod params;
+
+/// Whole-model gradient-check cases contributed by model families (see
+/// [`gradcheck::model_registry`]).
+pub fn model_gradcheck_cases() -> Vec<gradcheck::ModelCase> {
+    Vec::new()
+}
