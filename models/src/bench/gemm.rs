@@ -143,10 +143,10 @@ fn bench_size<T: Real + MmGemm>(n: usize, threads: usize, reps: usize) -> (f64, 
     let b: Vec<T> = (0..n * n).map(|_| rand()).collect();
     let mut c = vec![T::ZERO; n * n];
     let par = if threads > 1 { Par::Auto } else { Par::Seq };
-    let mut chi = |c: &mut [T]| {
+    let chi = |c: &mut [T]| {
         gemm_par(par, T::ONE, MatRef::row_major(&a, n, n), MatRef::row_major(&b, n, n), T::ZERO, MatMut::row_major(c, n, n))
     };
-    let mut mm = |c: &mut [T]| T::mm_gemm(n, &a, &b, c);
+    let mm = |c: &mut [T]| T::mm_gemm(n, &a, &b, c);
     let flops = 2.0 * (n as f64).powi(3);
     // Calibrate: calls per sample so a sample lasts ≥ 10 ms (also warms caches and thread pools).
     let t0 = Instant::now();

@@ -1,0 +1,49 @@
+//! Cache-blocking constants of the BLIS-style GEMM, and why they fit this machine.
+//!
+//! The driver ([`super::driver`]) runs the five BLIS loops around a register-blocked microkernel:
+//!
+//! ```text
+//! for jc in 0..n step NC          // loop 5: a column panel of B and C          (B panel lives in L3)
+//!   for pc in 0..k step KC        // loop 4: a KC-deep slice; pack B[pc.., jc..] → B̃ (KC × NC)
+//!     for ic in 0..m step MC      // loop 3: a row block;      pack A[ic.., pc..] → Ã (MC × KC, lives in L2)
+//!       for jr in 0..NC step NR   // loop 2: one KC × NR micro-panel of B̃ (lives in L1)
+//!         for ir in 0..MC step MR // loop 1: one MR × KC micro-panel of Ã (streamed from L2)
+//!           microkernel: C[MR × NR] += Ã_ir · B̃_jr   (rank-KC update in registers)
+//! ```
+//!
+//! Target machine (see `ANCHORS.md`): AMD Zen 3, L1d 32 KiB, L2 512 KiB per core, L3 32 MiB shared.
+//!
+//! * **KC** (loop 4, the depth of every packed panel) sets the L1 footprint of the innermost loop:
+//!   one B̃ micro-panel (KC × NR) is reused by all MC/MR micro-panels of Ã, so it must stay in L1 along
+//!   with the Ã micro-panel being streamed (MR × KC) and the C tile. f32, 6×16 tile, KC = 256:
+//!   B̃ micro-panel 16 KiB + Ã micro-panel 6 KiB = 22 KiB of the 32 KiB L1. f64, 6×8 tile, KC = 256:
+//!   16 KiB + 12 KiB = 28 KiB. A larger KC also amortises the C load/store of each tile over more FMAs.
+//! * **MC** (loop 3, rows of the packed Ã block) sets the L2 footprint: Ã (MC × KC) is reused across all
+//!   NC/NR micro-panels of B̃ and must stay in the 512 KiB L2 next to the B̃ micro-panels passing
+//!   through. f32: 144 × 256 × 4 B = 144 KiB; f64: 96 × 256 × 8 B = 192 KiB — well under half of L2,
+//!   leaving room for B̃ and C traffic. MC is a multiple of MR.
+//! * **NC** (loop 5, columns of the packed B̃ panel) sets the L3 footprint: B̃ (KC × NC) is reused by
+//!   every MC row block. f32: 256 × 4096 × 4 B = 4 MiB; f64: 256 × 2048 × 8 B = 4 MiB, an eighth
+//!   of the 32 MiB L3 (shared by both cores, which each pack their own B̃ when threaded). NC is a
+//!   multiple of NR, and in practice so large that square problems up to n = 4096 use one panel.
+//!
+//! These values were chosen by measurement with `chi bench gemm` on the target machine; the
+//! neighbourhood (KC 192–384, MC 72–240) is flat to within timing noise.
+
+/// Blocking parameters of one microkernel (in elements).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Blocking {
+    /// Rows of a packed Ã block (loop 3); a multiple of `MR`.
+    pub mc: usize,
+    /// Depth of packed panels (loop 4).
+    pub kc: usize,
+    /// Columns of a packed B̃ panel (loop 5); a multiple of `NR`.
+    pub nc: usize,
+}
+
+/// AVX2 f32 6×16 kernel.
+pub(crate) const AVX2_F32: Blocking = Blocking { mc: 144, kc: 256, nc: 4096 };
+/// AVX2 f64 6×8 kernel.
+pub(crate) const AVX2_F64: Blocking = Blocking { mc: 96, kc: 256, nc: 2048 };
+/// Portable 4×8 kernel (either type): the same footprints, rounded to its tile.
+pub(crate) const PORTABLE: Blocking = Blocking { mc: 128, kc: 256, nc: 2048 };

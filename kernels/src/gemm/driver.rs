@@ -1,0 +1,146 @@
+//! The BLIS five-loop driver (see [`super::blocking`] for the loop nest and constants) and its
+//! multi-threaded split. When `m` fits one MC block, B̃ panels are narrowed to
+//! [`SMALL_M_PANELS`] micro-panels so they are packed into, and consumed from, L2.
+
+use super::blocking::Blocking;
+use super::microkernel::Kernel;
+use super::pack::{pack_a, pack_b, with_scratch};
+use super::{MatMut, MatRef};
+use crate::Real;
+use std::marker::PhantomData;
+
+/// A raw view of (a sub-block of) the output matrix, so that threads can write disjoint tiles of
+/// one strided `C` (which cannot be split into disjoint `&mut` slices when, say, column blocks of
+/// a row-major matrix interleave in memory).
+///
+/// Invariant: every element `(i, j)` with `i < rows`, `j < cols` lies inside the `&mut` slice this
+/// view was made from (checked by [`MatMut::check`] before construction), and while views exist,
+/// that borrow is held and different views cover disjoint element sets.
+pub(crate) struct CView<'a, T> {
+    ptr: *mut T,
+    pub rows: usize,
+    pub cols: usize,
+    pub rs: usize,
+    pub cs: usize,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: a CView is a (disjoint, see the invariant) region of a `&mut [T]`, which is Send/Sync for
+// `T: Send`/`Sync`; tasks sharing a `&CView` only ever write disjoint tiles through it.
+unsafe impl<T: Send> Send for CView<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for CView<'_, T> {}
+
+impl<'a, T> CView<'a, T> {
+    /// A view of all of `c` (whose bounds the caller has checked).
+    pub(crate) fn new(c: &'a mut MatMut<'_, T>) -> Self {
+        CView { ptr: c.data.as_mut_ptr(), rows: c.rows, cols: c.cols, rs: c.rs, cs: c.cs, _borrow: PhantomData }
+    }
+    /// The sub-block `[i0, i0+rows) × [j0, j0+cols)` (must lie inside this view).
+    fn sub(&self, i0: usize, rows: usize, j0: usize, cols: usize) -> CView<'a, T> {
+        debug_assert!(i0 + rows <= self.rows && j0 + cols <= self.cols);
+        CView {
+            ptr: self.ptr.wrapping_add(i0 * self.rs + j0 * self.cs),
+            rows,
+            cols,
+            rs: self.rs,
+            cs: self.cs,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+fn rows_of<'a, T>(a: &MatRef<'a, T>, i0: usize, rows: usize) -> MatRef<'a, T> {
+    MatRef { data: &a.data[i0 * a.rs..], rows, ..*a }
+}
+fn cols_of<'a, T>(b: &MatRef<'a, T>, j0: usize, cols: usize) -> MatRef<'a, T> {
+    MatRef { data: &b.data[j0 * b.cs..], cols, ..*b }
+}
+
+/// `C ← α·A·B + β·C` on up to `threads` threads of the current rayon pool.
+///
+/// The larger of `m` and `n` is cut into one contiguous block per thread (aligned to the tile), and
+/// each thread runs the whole sequential algorithm on its block with its own packed Ã and B̃: on
+/// this 2-core machine each core has its own L2, so sharing B̃ would save only a little packing
+/// while adding a barrier per KC step.
+pub(crate) fn gemm<T: Real>(kern: &Kernel<T>, threads: usize, alpha: T, a: MatRef<T>, b: MatRef<T>, beta: T, c: CView<T>) {
+    let (m, n) = (c.rows, c.cols);
+    let split_n = n >= m;
+    let (len, unit) = if split_n { (n, kern.nr) } else { (m, kern.mr) };
+    let units = len.div_ceil(unit);
+    let tasks = threads.min(units).max(1);
+    if tasks == 1 {
+        return gemm_seq(kern, alpha, a, b, beta, &c);
+    }
+    let per = units.div_ceil(tasks) * unit;
+    let c = &c;
+    rayon::scope(|s| {
+        for t in 0..tasks {
+            let start = t * per;
+            if start >= len {
+                break;
+            }
+            let size = per.min(len - start);
+            let (a, b) = (a, b);
+            let job = move || {
+                if split_n {
+                    gemm_seq(kern, alpha, a, cols_of(&b, start, size), beta, &c.sub(0, m, start, size));
+                } else {
+                    gemm_seq(kern, alpha, rows_of(&a, start, size), b, beta, &c.sub(start, size, 0, n));
+                }
+            };
+            if t + 1 == tasks || start + per >= len {
+                job(); // the last block runs on the calling thread
+            } else {
+                s.spawn(move |_| job());
+            }
+        }
+    });
+}
+
+/// Micro-panels per B̃ panel when `m ≤ MC` (8 × KC × NR = 128 KiB for both AVX2 kernels).
+const SMALL_M_PANELS: usize = 8;
+
+/// The sequential five-loop algorithm on the calling thread.
+fn gemm_seq<T: Real>(kern: &Kernel<T>, alpha: T, a: MatRef<T>, b: MatRef<T>, beta: T, c: &CView<T>) {
+    let (m, n, k) = (c.rows, c.cols, a.cols);
+    let (mr, nr) = (kern.mr, kern.nr);
+    let bl = kern.blocking;
+    // With a single MC block (small m, e.g. an RNN step with batch 16), B̃ is used by one row
+    // block only, so a KC × NC panel would be written to L3 and read back once. Use a narrow
+    // panel (SMALL_M_PANELS micro-panels, 128 KiB) instead: it is packed into L2 and consumed there.
+    let bl = if m <= bl.mc { Blocking { nc: bl.nc.min(SMALL_M_PANELS * nr), ..bl } } else { bl };
+    let a_len = m.min(bl.mc).div_ceil(mr) * mr * k.min(bl.kc);
+    let b_len = n.min(bl.nc).div_ceil(nr) * nr * k.min(bl.kc);
+    with_scratch::<T, _>(a_len, b_len, |apack, bpack| {
+        for jc in (0..n).step_by(bl.nc) {
+            let nc = bl.nc.min(n - jc);
+            for pc in (0..k).step_by(bl.kc) {
+                let kc = bl.kc.min(k - pc);
+                // Later KC slices accumulate into what the first one wrote.
+                let beta = if pc == 0 { beta } else { T::ONE };
+                pack_b(nr, &b, pc, kc, jc, nc, bpack);
+                for ic in (0..m).step_by(bl.mc) {
+                    let mc = bl.mc.min(m - ic);
+                    pack_a(mr, &a, ic, mc, pc, kc, apack);
+                    for jr in (0..nc).step_by(nr) {
+                        let nrr = nr.min(nc - jr);
+                        let bp = &bpack[jr * kc..(jr + nr) * kc];
+                        for ir in (0..mc).step_by(mr) {
+                            let mrr = mr.min(mc - ir);
+                            let ap = &apack[ir * kc..(ir + mr) * kc];
+                            let ct = c.sub(ic + ir, mrr, jc + jr, nrr);
+                            // SAFETY: `ap`/`bp` are whole packed micro-panels (MR·kc and NR·kc
+                            // elements, length-checked by the slicing above); `bp` starts at a
+                            // multiple of NR·kc elements from the 64-byte-aligned scratch, and
+                            // NR·size_of::<T>() is 64 bytes for the AVX2 kernels, so it is 32-byte
+                            // aligned. The mrr × nrr tile `ct` lies inside `c`, which this thread
+                            // owns exclusively (CView invariant).
+                            unsafe { (kern.tile)(mrr, nrr, kc, alpha, ap.as_ptr(), bp.as_ptr(), beta, ct.ptr, ct.rs, ct.cs) };
+                        }
+                    }
+                }
+            }
+        }
+    });
+}

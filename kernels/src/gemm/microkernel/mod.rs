@@ -1,0 +1,127 @@
+//! Register-blocked microkernels: `C[MR × NR] ← α·Ã·B̃ + β·C` over packed micro-panels.
+//!
+//! * [`avx2`]: hand-written AVX2 + FMA kernels (`std::arch`), 6×16 for f32 and 6×8 for f64. Each
+//!   row of the tile is two ymm vectors of B̃ times a broadcast element of Ã, so the inner loop has
+//!   12 independent FMA chains (enough to cover Zen 3's 2 pipes × 4-cycle latency) and needs no
+//!   cross-lane shuffles: only 2 vector loads and 6 broadcast loads per 12 FMAs.
+//!   Edge tiles run a kernel instantiated for exactly their row count and vector count (so an
+//!   m = 16 problem does 6 + 6 + 4 rows of work, not 18), storing partial columns through a buffer.
+//! * [`portable`]: a 4×8 kernel in plain Rust for machines without AVX2/FMA (and for tests); its
+//!   edge tiles compute the full tile and store the valid part.
+//!
+//! Which one runs is decided at run time ([`Kernel::select`]), never at compile time.
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx2;
+pub(crate) mod portable;
+
+use super::blocking::{self, Blocking};
+use crate::Real;
+use std::any::TypeId;
+
+/// Which microkernel family to use. [`KernelChoice::Auto`] is what [`super::gemm`] uses.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelChoice {
+    /// AVX2+FMA if the CPU has it and the type is `f32`/`f64`, else portable.
+    Auto,
+    /// Force the portable kernel (for testing the fallback).
+    Portable,
+}
+
+/// True if this CPU can run the AVX2+FMA kernels (checked once, then cached by `std`).
+pub(crate) fn has_avx2_fma() -> bool {
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "x86")))]
+    {
+        false
+    }
+}
+
+pub(crate) fn is_f32<T: 'static>() -> bool {
+    TypeId::of::<T>() == TypeId::of::<f32>()
+}
+pub(crate) fn is_f64<T: 'static>() -> bool {
+    TypeId::of::<T>() == TypeId::of::<f64>()
+}
+
+/// The microkernel signature: `(mr, nr, k, α, Ã, B̃, β, C, rsc, csc)` computes the `mr × nr` tile
+/// `C ← α·Ã·B̃ + β·C` (`mr ≤ MR`, `nr ≤ NR`; smaller values are edge tiles).
+///
+/// # Safety
+/// `a` points to `k·MR` readable elements (an Ã micro-panel), `b` to `k·NR` readable elements
+/// aligned to 32 bytes (a B̃ micro-panel), and `c + i·rsc + j·csc` is valid for reads and writes
+/// for every `i < mr`, `j < nr`, with no other thread accessing those elements.
+pub(crate) type TileFn<T> = unsafe fn(usize, usize, usize, T, *const T, *const T, T, *mut T, usize, usize);
+
+/// A selected microkernel: its tile shape, blocking and entry point.
+#[derive(Clone, Copy)]
+pub(crate) struct Kernel<T> {
+    pub mr: usize,
+    pub nr: usize,
+    pub blocking: Blocking,
+    pub tile: TileFn<T>,
+}
+
+impl<T: Real> Kernel<T> {
+    /// The kernel for this CPU and type (or the portable one if forced).
+    pub(crate) fn select(choice: KernelChoice) -> Self {
+        if choice == KernelChoice::Auto && has_avx2_fma() {
+            if is_f32::<T>() {
+                return Kernel { mr: 6, nr: 16, blocking: blocking::AVX2_F32, tile: avx2_tile::<T> };
+            }
+            if is_f64::<T>() {
+                return Kernel { mr: 6, nr: 8, blocking: blocking::AVX2_F64, tile: avx2_tile::<T> };
+            }
+        }
+        Kernel {
+            mr: portable::MR,
+            nr: portable::NR,
+            blocking: blocking::PORTABLE,
+            tile: portable::tile::<T>,
+        }
+    }
+}
+
+/// Generic entry to the AVX2 tile kernels; only ever selected when `T` is `f32` or `f64` and the CPU
+/// has AVX2+FMA.
+///
+/// # Safety
+/// As for [`TileFn`], plus: the CPU supports AVX2 and FMA.
+#[allow(clippy::too_many_arguments)]
+unsafe fn avx2_tile<T: Real>(
+    mr: usize,
+    nr: usize,
+    k: usize,
+    alpha: T,
+    a: *const T,
+    b: *const T,
+    beta: T,
+    c: *mut T,
+    rsc: usize,
+    csc: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_f32::<T>() {
+            // SAFETY: T is f32 (TypeId checked), so the pointer casts are identities and the f64
+            // round trip of alpha/beta is exact; the caller upholds the kernel contract and
+            // `Kernel::select` only chose this kernel after detecting AVX2+FMA.
+            unsafe {
+                avx2::sgemm_tile(mr, nr, k, alpha.to_f64() as f32, a.cast(), b.cast(), beta.to_f64() as f32, c.cast(), rsc, csc)
+            }
+        } else {
+            debug_assert!(is_f64::<T>());
+            // SAFETY: as above, with T = f64 (the only other type `select` picks this kernel for).
+            unsafe { avx2::dgemm_tile(mr, nr, k, alpha.to_f64(), a.cast(), b.cast(), beta.to_f64(), c.cast(), rsc, csc) }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (mr, nr, k, alpha, a, b, beta, c, rsc, csc);
+        unreachable!("AVX2 kernel selected on a non-x86_64 target");
+    }
+}

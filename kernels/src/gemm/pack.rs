@@ -1,0 +1,162 @@
+//! Packing of A and B into the contiguous micro-panel layouts the microkernels stream, and the
+//! thread-local, 64-byte-aligned scratch those packed panels live in.
+//!
+//! * Ã (an `mc × kc` block of A) is stored as ⌈mc/MR⌉ micro-panels; micro-panel `p` holds, for
+//!   each `kk < kc`, the `MR` elements `A[p·MR + i, kk]` contiguously (rows past `mc` are zero).
+//! * B̃ (a `kc × nc` block of B) is stored as ⌈nc/NR⌉ micro-panels; micro-panel `q` holds, for each
+//!   `kk < kc`, the `NR` elements `B[kk, q·NR + j]` contiguously (columns past `nc` are zero).
+//!
+//! So the microkernel reads both operands with unit stride, whatever the strides of A and B
+//! (transposes are handled here, once per block, instead of in the O(mnk) loop).
+
+use super::microkernel::{is_f32, is_f64};
+use super::MatRef;
+use crate::Real;
+use std::cell::RefCell;
+
+/// One cache line; the scratch is a vector of these so every buffer starts 64-byte aligned.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct Line([u8; 64]);
+
+thread_local! {
+    /// Per-thread packing scratch. It only grows, so steady-state calls never allocate.
+    static SCRATCH: RefCell<Vec<Line>> = const { RefCell::new(Vec::new()) };
+}
+
+fn lines_for<T>(n: usize) -> usize {
+    (n * std::mem::size_of::<T>()).div_ceil(64)
+}
+
+/// Runs `f` with two zero-or-garbage-initialised, 64-byte-aligned buffers of `na` and `nb`
+/// elements taken from this thread's scratch (allocated only if the scratch is too small, or if it
+/// is already in use further up this thread's stack).
+pub(crate) fn with_scratch<T: Real, R>(na: usize, nb: usize, f: impl FnOnce(&mut [T], &mut [T]) -> R) -> R {
+    let fresh = |f: &mut dyn FnMut(&mut [T], &mut [T]) -> R| {
+        let (mut a, mut b) = (vec![T::ZERO; na], vec![T::ZERO; nb]);
+        f(&mut a, &mut b)
+    };
+    let mut f = Some(f);
+    let mut call = |a: &mut [T], b: &mut [T]| (f.take().expect("scratch callback runs once"))(a, b);
+    if !(is_f32::<T>() || is_f64::<T>()) {
+        return fresh(&mut call);
+    }
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut lines) => {
+            let (la, lb) = (lines_for::<T>(na), lines_for::<T>(nb));
+            if lines.len() < la + lb {
+                lines.clear();
+                lines.resize(la + lb, Line([0; 64]));
+            }
+            let (pa, pb) = lines.split_at_mut(la);
+            // SAFETY: T is f32 or f64 (checked above): size 4 or 8, alignment ≤ 64, and every bit
+            // pattern is a valid value. `pa` spans la·64 ≥ na·size_of::<T>() bytes starting 64-byte
+            // aligned, `pb` likewise for nb; the two regions are disjoint, and the RefCell borrow
+            // (held until `call` returns) makes them exclusive to this call.
+            let (a, b) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(pa.as_mut_ptr().cast::<T>(), na),
+                    std::slice::from_raw_parts_mut(pb.as_mut_ptr().cast::<T>(), nb),
+                )
+            };
+            call(a, b)
+        }
+        Err(_) => fresh(&mut call),
+    })
+}
+
+/// Packs `A[i0 .. i0+mc, p0 .. p0+kc]` into `dst` as `MR`-row micro-panels.
+pub(crate) fn pack_a<T: Real>(mr: usize, a: &MatRef<T>, i0: usize, mc: usize, p0: usize, kc: usize, dst: &mut [T]) {
+    let pack = match mr {
+        6 => pack_panels::<T, 6>,
+        4 => pack_panels::<T, 4>,
+        _ => unreachable!("no microkernel has MR = {mr}"),
+    };
+    pack(a.data, a.rs, a.cs, i0, mc, p0, kc, dst)
+}
+
+/// Packs `B[p0 .. p0+kc, j0 .. j0+nc]` into `dst` as `NR`-column micro-panels (the same layout as
+/// packing the rows of Bᵀ).
+pub(crate) fn pack_b<T: Real>(nr: usize, b: &MatRef<T>, p0: usize, kc: usize, j0: usize, nc: usize, dst: &mut [T]) {
+    let pack = match nr {
+        16 => pack_panels::<T, 16>,
+        8 => pack_panels::<T, 8>,
+        _ => unreachable!("no microkernel has NR = {nr}"),
+    };
+    pack(b.data, b.cs, b.rs, j0, nc, p0, kc, dst)
+}
+
+/// Packs the `rlen × klen` block starting at `(r0, k0)` of the strided matrix `data[r·sr + k·sk]`
+/// into `⌈rlen/R⌉` panels; panel `q` holds, for each `kk`, elements `(q·R + i, k0 + kk)` for `i < R`
+/// contiguously, zero-padded past `rlen`.
+#[allow(clippy::too_many_arguments)]
+fn pack_panels<T: Real, const R: usize>(
+    data: &[T],
+    sr: usize,
+    sk: usize,
+    r0: usize,
+    rlen: usize,
+    k0: usize,
+    klen: usize,
+    dst: &mut [T],
+) {
+    if rlen == 0 || klen == 0 {
+        return;
+    }
+    // Every element read below has index ≤ `last` (the block's far corner); check it once.
+    let last = (r0 + rlen - 1) * sr + (k0 + klen - 1) * sk;
+    assert!(last < data.len(), "gemm: packing past the end of an operand ({last} ≥ {})", data.len());
+    let src = data.as_ptr();
+    let dst = &mut dst[..rlen.div_ceil(R) * R * klen];
+    let full = rlen / R;
+    if sr == 1 && full > 1 {
+        // The panel direction is contiguous (e.g. row-major B): walk each source row across a
+        // group of panels (GROUP·R contiguous elements) so reads stream through whole cache lines
+        // and pages, instead of touching one short run per row and page per panel.
+        const GROUP: usize = 8;
+        for g0 in (0..full).step_by(GROUP) {
+            let g1 = (g0 + GROUP).min(full);
+            for kk in 0..klen {
+                for q in g0..g1 {
+                    let s = (r0 + q * R) + (k0 + kk) * sk;
+                    // SAFETY: panel q < full is complete, so its R elements s .. s+R−1 have
+                    // row ≤ r0 + rlen − 1 and column k0 + kk ≤ k0 + klen − 1: index ≤ `last`.
+                    let v = unsafe { &*(src.add(s) as *const [T; R]) };
+                    dst[q * R * klen + kk * R..][..R].copy_from_slice(v);
+                }
+            }
+        }
+        if full * R < rlen {
+            pack_panels::<T, R>(data, sr, sk, r0 + full * R, rlen - full * R, k0, klen, &mut dst[full * R * klen..]);
+        }
+        return;
+    }
+    for (panel, out) in dst.chunks_exact_mut(R * klen).enumerate() {
+        let rb = r0 + panel * R;
+        let rows = R.min(r0 + rlen - rb);
+        let base = rb * sr + k0 * sk;
+        if rows == R && sr == 1 {
+            // The panel direction is contiguous: copy R elements per kk.
+            for (kk, o) in out.chunks_exact_mut(R).enumerate() {
+                // SAFETY: the R elements base + kk·sk + i (i < R) have index ≤ `last` (rows == R, so
+                // rb + R − 1 ≤ r0 + rlen − 1, and kk < klen), which is < data.len() (asserted).
+                let s = unsafe { &*(src.add(base + kk * sk) as *const [T; R]) };
+                o.copy_from_slice(s);
+            }
+        } else if rows == R {
+            for (kk, o) in out.chunks_exact_mut(R).enumerate() {
+                for (i, oi) in o.iter_mut().enumerate() {
+                    // SAFETY: row rb + i ≤ r0 + rlen − 1 and column k0 + kk ≤ k0 + klen − 1, so the
+                    // index is ≤ `last` < data.len() (asserted).
+                    *oi = unsafe { *src.add(base + i * sr + kk * sk) };
+                }
+            }
+        } else {
+            for (kk, o) in out.chunks_exact_mut(R).enumerate() {
+                for (i, oi) in o.iter_mut().enumerate() {
+                    *oi = if i < rows { data[base + i * sr + kk * sk] } else { T::ZERO };
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,432 @@
+//! GEMM, batched GEMM and GEMV against a naive float64 reference, over sizes (including tile and
+//! block edges), layouts (row/column-major, transposed views, padded and non-unit strides), α/β
+//! (including 0, 1, and β = 0 over NaN), both dtypes, thread counts, and the forced portable kernel.
+
+use chi_kernels::gemm::{
+    gemm, gemm_batched, gemm_par, gemm_with_kernel, gemv, gemv_with_kernel, BatchRef, KernelChoice, MatMut, MatRef, Par,
+};
+use chi_kernels::Real;
+use proptest::prelude::*;
+
+/// How a logical `rows × cols` matrix is stored.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Layout {
+    /// Row-major with `pad` extra elements per row (leading dimension `cols + pad`).
+    Row(usize),
+    /// Column-major with `pad` extra elements per column.
+    Col(usize),
+    /// Neither stride is 1: row-major with column stride 2.
+    Strided,
+    /// Stored as the transpose (a `cols × rows` row-major buffer) and viewed through `.t()`.
+    TransposedRow,
+}
+
+const LAYOUTS: [Layout; 5] = [Layout::Row(0), Layout::Col(0), Layout::Row(3), Layout::Strided, Layout::TransposedRow];
+
+/// Deterministic pseudo-random values in [-1, 1).
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
+
+/// Storage for a logical row-major `vals` (`rows × cols`) in `layout`; returns (buffer, rs, cs, transposed).
+/// Unused slots hold `fill` (so reading a padding slot shows up as a wrong answer or a NaN).
+fn store<T: Real>(vals: &[f64], rows: usize, cols: usize, layout: Layout, fill: T) -> (Vec<T>, usize, usize, bool) {
+    let (len, rs, cs, tr) = match layout {
+        Layout::Row(p) => (rows * (cols + p), cols + p, 1, false),
+        Layout::Col(p) => (cols * (rows + p), 1, rows + p, false),
+        Layout::Strided => (rows * (2 * cols + 1), 2 * cols + 1, 2, false),
+        Layout::TransposedRow => (rows * cols, 1, rows, true),
+    };
+    let mut buf = vec![fill; len.max(1)];
+    for i in 0..rows {
+        for j in 0..cols {
+            buf[i * rs + j * cs] = T::from_f64(vals[i * cols + j]);
+        }
+    }
+    (buf, rs, cs, tr)
+}
+
+fn view<T>(buf: &[T], rows: usize, cols: usize, rs: usize, cs: usize, tr: bool) -> MatRef<'_, T> {
+    if tr {
+        // The buffer is the transpose stored row-major: (cols × rows) with strides (cs, rs).
+        MatRef { data: buf, rows: cols, cols: rows, rs: cs, cs: rs }.t()
+    } else {
+        MatRef { data: buf, rows, cols, rs, cs }
+    }
+}
+
+fn view_mut<T>(buf: &mut [T], rows: usize, cols: usize, rs: usize, cs: usize, tr: bool) -> MatMut<'_, T> {
+    if tr {
+        MatMut { data: buf, rows: cols, cols: rows, rs: cs, cs: rs }.t()
+    } else {
+        MatMut { data: buf, rows, cols, rs, cs }
+    }
+}
+
+/// Reference `α·A·B + β·C` in f64 plus a per-element error scale `|α|·Σ|a||b| + |β||c|`.
+fn reference(m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], beta: f64, c: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let mut out = vec![0.0; m * n];
+    let mut mag = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let (mut s, mut sa) = (0.0, 0.0);
+            for p in 0..k {
+                let t = a[i * k + p] * b[p * n + j];
+                s += t;
+                sa += t.abs();
+            }
+            let old = if beta == 0.0 { 0.0 } else { beta * c[i * n + j] };
+            out[i * n + j] = alpha * s + old;
+            mag[i * n + j] = alpha.abs() * sa + old.abs();
+        }
+    }
+    (out, mag)
+}
+
+struct Problem {
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    c: Vec<f64>,
+}
+
+impl Problem {
+    fn new(m: usize, n: usize, k: usize, seed: u64) -> Self {
+        Problem { m, n, k, a: values(m * k, seed), b: values(k * n, seed + 1), c: values(m * n, seed + 2) }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    la: Layout,
+    lb: Layout,
+    lc: Layout,
+    alpha: f64,
+    beta: f64,
+    par: Par,
+    kernel: KernelChoice,
+}
+
+fn run_case<T: Real>(p: &Problem, cfg: Config, expect: &(Vec<f64>, Vec<f64>)) -> Result<(), String> {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let (ab, ars, acs, atr) = store::<T>(&p.a, m, k, cfg.la, T::from_f64(f64::NAN));
+    let (bb, brs, bcs, btr) = store::<T>(&p.b, k, n, cfg.lb, T::from_f64(f64::NAN));
+    let c_init = if cfg.beta == 0.0 { vec![f64::NAN; m * n] } else { p.c.clone() };
+    let (mut cb, crs, ccs, ctr) = store::<T>(&c_init, m, n, cfg.lc, T::from_f64(1234.5));
+    let untouched = cb.clone();
+    {
+        let a = view(&ab, m, k, ars, acs, atr);
+        let b = view(&bb, k, n, brs, bcs, btr);
+        let c = view_mut(&mut cb, m, n, crs, ccs, ctr);
+        gemm_with_kernel(cfg.kernel, cfg.par, T::from_f64(cfg.alpha), a, b, T::from_f64(cfg.beta), c);
+    }
+    let eps = T::EPSILON.to_f64();
+    let (want, mag) = expect;
+    let mut written = vec![false; cb.len()];
+    for i in 0..m {
+        for j in 0..n {
+            let idx = if ctr { i * crs + j * ccs } else { i * crs + j * ccs };
+            written[idx] = true;
+            let got = cb[idx].to_f64();
+            let tol = 4.0 * eps * (k as f64 + 2.0) * mag[i * n + j] + f64::MIN_POSITIVE;
+            let err = (got - want[i * n + j]).abs();
+            if !(err <= tol) {
+                return Err(format!(
+                    "{} m={m} n={n} k={k} {cfg:?}: C[{i},{j}] = {got}, want {} (err {err:e}, tol {tol:e})",
+                    T::NAME,
+                    want[i * n + j]
+                ));
+            }
+        }
+    }
+    for (idx, w) in written.iter().enumerate() {
+        if !w && cb[idx].to_f64() != untouched[idx].to_f64() {
+            return Err(format!("{} m={m} n={n} k={k} {cfg:?}: padding element {idx} of C was written", T::NAME));
+        }
+    }
+    Ok(())
+}
+
+fn check<T: Real>(p: &Problem, cfg: Config) {
+    let c_init = if cfg.beta == 0.0 { vec![0.0; p.m * p.n] } else { p.c.clone() };
+    let expect = reference(p.m, p.n, p.k, cfg.alpha, &p.a, &p.b, cfg.beta, &c_init);
+    run_case::<T>(p, cfg, &expect).unwrap();
+}
+
+const AUTO: KernelChoice = KernelChoice::Auto;
+const PORTABLE: KernelChoice = KernelChoice::Portable;
+
+/// Tile multiples ± 1 (AVX2: MR = 6, NR = 16 f32 / 8 f64; portable: 4 × 8; MC = 96/128/144,
+/// KC = 256), primes, and 1.
+#[test]
+fn fixed_sizes_all_layouts() {
+    let triples = [
+        (1, 1, 1),
+        (1, 17, 5),
+        (9, 1, 13),
+        (2, 3, 1),
+        (5, 7, 11),
+        (6, 16, 8),
+        (7, 17, 9),
+        (12, 32, 3),
+        (13, 31, 29),
+        (17, 15, 257),
+        (47, 48, 49),
+        (95, 97, 64),
+        (143, 33, 255),
+        (145, 65, 31),
+        (97, 129, 100),
+        (289, 40, 20),
+        (64, 33, 513),
+    ];
+    for (t, &(m, n, k)) in triples.iter().enumerate() {
+        let p = Problem::new(m, n, k, t as u64 * 10);
+        for (alpha, beta) in [(1.0, 0.0), (0.75, -1.5), (-1.0, 1.0)] {
+            let e = reference(m, n, k, alpha, &p.a, &p.b, beta, &if beta == 0.0 { vec![0.0; m * n] } else { p.c.clone() });
+            for la in LAYOUTS {
+                for lb in LAYOUTS {
+                    for lc in [Layout::Row(0), Layout::Col(2), Layout::Strided, Layout::TransposedRow] {
+                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Threads(2), AUTO), (Par::Seq, PORTABLE)] {
+                            let cfg = Config { la, lb, lc, alpha, beta, par, kernel };
+                            run_case::<f32>(&p, cfg, &e).unwrap();
+                            run_case::<f64>(&p, cfg, &e).unwrap();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Wider than one packed B̃ panel (NC = 4096 f32, 2048 f64) and deeper than one KC slice.
+#[test]
+fn more_than_one_nc_panel() {
+    for (m, n, k) in [(7, 4100, 3), (13, 2049, 260)] {
+        let p = Problem::new(m, n, k, 77);
+        for par in [Par::Seq, Par::Threads(2)] {
+            let cfg = Config { la: Layout::Row(0), lb: Layout::Row(0), lc: Layout::Row(0), alpha: 1.0, beta: 0.5, par, kernel: AUTO };
+            check::<f32>(&p, cfg);
+            check::<f64>(&p, cfg);
+        }
+    }
+}
+
+#[test]
+fn alpha_zero_and_k_zero_scale_c() {
+    for k in [0, 5] {
+        let (m, n) = (4, 3);
+        let a = vec![f32::NAN; m * k.max(1)];
+        let b = vec![f32::NAN; k.max(1) * n];
+        let mut c = vec![2.0f32; m * n];
+        let alpha = if k == 0 { 1.0 } else { 0.0 };
+        let (a, b) = (MatRef { data: &a, rows: m, cols: k, rs: k, cs: 1 }, MatRef { data: &b, rows: k, cols: n, rs: n, cs: 1 });
+        if k == 0 {
+            gemm(alpha, a, b, 3.0, MatMut::row_major(&mut c, m, n));
+            assert!(c.iter().all(|&v| v == 6.0), "{c:?}");
+        } else {
+            // α = 0: A and B are not read (BLAS), so their NaNs don't propagate.
+            gemm(alpha, a, b, 0.0, MatMut::row_major(&mut c, m, n));
+            assert!(c.iter().all(|&v| v == 0.0), "{c:?}");
+        }
+    }
+}
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![
+        Just(Layout::Row(0)),
+        Just(Layout::Col(0)),
+        (1usize..5).prop_map(Layout::Row),
+        (1usize..5).prop_map(Layout::Col),
+        Just(Layout::Strided),
+        Just(Layout::TransposedRow),
+    ]
+}
+
+fn dim() -> impl Strategy<Value = usize> {
+    prop_oneof![1usize..24, 1usize..120, 1usize..300]
+}
+
+fn scalar() -> impl Strategy<Value = f64> {
+    prop_oneof![Just(0.0), Just(1.0), Just(-1.0), -2.0f64..2.0]
+}
+
+fn config() -> impl Strategy<Value = Config> {
+    (
+        layout(),
+        layout(),
+        layout(),
+        scalar(),
+        scalar(),
+        prop_oneof![Just(Par::Seq), Just(Par::Threads(1)), Just(Par::Threads(2)), Just(Par::Auto)],
+        prop_oneof![3 => Just(AUTO), 1 => Just(PORTABLE)],
+    )
+        .prop_map(|(la, lb, lc, alpha, beta, par, kernel)| Config { la, lb, lc, alpha, beta, par, kernel })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn gemm_matches_reference(m in dim(), n in dim(), k in dim(), cfg in config(), seed in 0u64..1000) {
+        let p = Problem::new(m, n, k, seed);
+        let c_init = if cfg.beta == 0.0 { vec![0.0; m * n] } else { p.c.clone() };
+        let e = reference(m, n, k, cfg.alpha, &p.a, &p.b, cfg.beta, &c_init);
+        run_case::<f32>(&p, cfg, &e).map_err(TestCaseError::fail)?;
+        run_case::<f64>(&p, cfg, &e).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn gemv_matches_reference(m in dim(), k in dim(), la in layout(), alpha in scalar(), beta in scalar(),
+                              par in prop_oneof![Just(Par::Seq), Just(Par::Threads(2))],
+                              kernel in prop_oneof![Just(AUTO), Just(PORTABLE)], seed in 0u64..1000) {
+        check_gemv::<f32>(m, k, la, alpha, beta, par, kernel, seed).map_err(TestCaseError::fail)?;
+        check_gemv::<f64>(m, k, la, alpha, beta, par, kernel, seed).map_err(TestCaseError::fail)?;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_gemv<T: Real>(m: usize, k: usize, la: Layout, alpha: f64, beta: f64, par: Par, kernel: KernelChoice, seed: u64) -> Result<(), String> {
+    let (av, xv, yv) = (values(m * k, seed), values(k, seed + 1), values(m, seed + 2));
+    let y0 = if beta == 0.0 { vec![0.0; m] } else { yv.clone() };
+    let (want, mag) = reference(m, 1, k, alpha, &av, &xv, beta, &y0);
+    let (ab, rs, cs, tr) = store::<T>(&av, m, k, la, T::from_f64(f64::NAN));
+    let x: Vec<T> = xv.iter().map(|&v| T::from_f64(v)).collect();
+    let mut y: Vec<T> = if beta == 0.0 { vec![T::from_f64(f64::NAN); m] } else { yv.iter().map(|&v| T::from_f64(v)).collect() };
+    gemv_with_kernel(kernel, par, T::from_f64(alpha), view(&ab, m, k, rs, cs, tr), &x, T::from_f64(beta), &mut y);
+    for i in 0..m {
+        let tol = 4.0 * T::EPSILON.to_f64() * (k as f64 + 2.0) * mag[i] + f64::MIN_POSITIVE;
+        let err = (y[i].to_f64() - want[i]).abs();
+        if !(err <= tol) {
+            return Err(format!("gemv {} m={m} k={k} {la:?} α={alpha} β={beta} {par:?} {kernel:?}: y[{i}] = {}, want {}", T::NAME, y[i], want[i]));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn gemv_large_threaded_and_public_entry() {
+    for la in LAYOUTS {
+        check_gemv::<f32>(517, 300, la, 1.0, 0.0, Par::Threads(2), AUTO, 3).unwrap();
+        check_gemv::<f64>(300, 517, la, -0.5, 2.0, Par::Auto, AUTO, 4).unwrap();
+    }
+    let a = [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let mut y = [f64::NAN; 2];
+    gemv(1.0, MatRef::row_major(&a, 2, 3), &[1.0, 0.0, -1.0], 0.0, &mut y);
+    assert_eq!(y, [-2.0, -2.0]);
+}
+
+fn check_batched<T: Real>(count: usize, m: usize, n: usize, k: usize, b_transposed: bool, alpha: f64, beta: f64) {
+    let av = values(count * m * k, 1);
+    let bv = values(count * k * n, 2);
+    let cv = values(count * m * n, 3);
+    let a: Vec<T> = av.iter().map(|&v| T::from_f64(v)).collect();
+    // B_i is k×n; stored either row-major, or as the row-major n×k transpose viewed through .t().
+    let mut b_store = vec![T::ZERO; count * k * n];
+    for bi in 0..count {
+        for p in 0..k {
+            for j in 0..n {
+                let v = T::from_f64(bv[bi * k * n + p * n + j]);
+                if b_transposed {
+                    b_store[bi * k * n + j * k + p] = v;
+                } else {
+                    b_store[bi * k * n + p * n + j] = v;
+                }
+            }
+        }
+    }
+    let bref = if b_transposed { BatchRef::row_major(&b_store, count, n, k).t() } else { BatchRef::row_major(&b_store, count, k, n) };
+    let mut c: Vec<T> = if beta == 0.0 { vec![T::from_f64(f64::NAN); count * m * n] } else { cv.iter().map(|&v| T::from_f64(v)).collect() };
+    gemm_batched(T::from_f64(alpha), BatchRef::row_major(&a, count, m, k), bref, T::from_f64(beta), &mut c);
+    for bi in 0..count {
+        let r = |v: &[f64], len: usize| v[bi * len..(bi + 1) * len].to_vec();
+        let c0 = if beta == 0.0 { vec![0.0; m * n] } else { r(&cv, m * n) };
+        let (want, mag) = reference(m, n, k, alpha, &r(&av, m * k), &r(&bv, k * n), beta, &c0);
+        for idx in 0..m * n {
+            let tol = 4.0 * T::EPSILON.to_f64() * (k as f64 + 2.0) * mag[idx] + f64::MIN_POSITIVE;
+            let got = c[bi * m * n + idx].to_f64();
+            assert!((got - want[idx]).abs() <= tol, "gemm_batched {} matrix {bi} element {idx}: {got} vs {}", T::NAME, want[idx]);
+        }
+    }
+}
+
+#[test]
+fn batched_small_and_large() {
+    for &(count, m, n, k) in &[(1, 3, 4, 5), (12, 7, 9, 11), (8, 64, 64, 16), (3, 100, 110, 90)] {
+        for bt in [false, true] {
+            check_batched::<f32>(count, m, n, k, bt, 1.0, 0.0);
+            check_batched::<f64>(count, m, n, k, bt, 0.5, -1.0);
+        }
+    }
+}
+
+#[test]
+fn par_variants_agree_bitwise_with_seq_for_square() {
+    // Threads split whole tiles, so every element is computed by the same instruction sequence.
+    let n = 200;
+    let a = values(n * n, 5).iter().map(|&v| v as f32).collect::<Vec<_>>();
+    let b = values(n * n, 6).iter().map(|&v| v as f32).collect::<Vec<_>>();
+    let mut c1 = vec![0.0f32; n * n];
+    let mut c2 = vec![0.0f32; n * n];
+    gemm_par(Par::Seq, 1.0, MatRef::row_major(&a, n, n), MatRef::row_major(&b, n, n), 0.0, MatMut::row_major(&mut c1, n, n));
+    gemm_par(Par::Threads(2), 1.0, MatRef::row_major(&a, n, n), MatRef::row_major(&b, n, n), 0.0, MatMut::row_major(&mut c2, n, n));
+    assert_eq!(c1, c2);
+}
+
+#[test]
+#[should_panic(expected = "gemm: shape mismatch: A is 2x3, B is 4x2, C is 2x2")]
+fn gemm_shape_mismatch_panics() {
+    let (a, b) = ([0.0f32; 6], [0.0f32; 8]);
+    let mut c = [0.0f32; 4];
+    gemm(1.0, MatRef::row_major(&a, 2, 3), MatRef::row_major(&b, 4, 2), 0.0, MatMut::row_major(&mut c, 2, 2));
+}
+
+#[test]
+#[should_panic(expected = "gemm: matrix B is 3x2 with strides (2, 1) and needs 6 elements, but its buffer has 5")]
+fn gemm_short_buffer_panics() {
+    let (a, b) = ([0.0f64; 6], [0.0f64; 5]);
+    let mut c = [0.0f64; 4];
+    gemm(1.0, MatRef::row_major(&a, 2, 3), MatRef { data: &b, rows: 3, cols: 2, rs: 2, cs: 1 }, 0.0, MatMut::row_major(&mut c, 2, 2));
+}
+
+#[test]
+#[should_panic(expected = "gemm: matrix C is 2x2 with strides (1, 3) and needs 5 elements, but its buffer has 4")]
+fn gemm_short_c_panics() {
+    let (a, b) = ([0.0f32; 4], [0.0f32; 4]);
+    let mut c = [0.0f32; 4];
+    gemm(1.0, MatRef::row_major(&a, 2, 2), MatRef::row_major(&b, 2, 2), 0.0, MatMut { data: &mut c, rows: 2, cols: 2, rs: 1, cs: 3 });
+}
+
+#[test]
+#[should_panic(expected = "gemv: shape mismatch: A is 2x3, x has 2, y has 2")]
+fn gemv_shape_mismatch_panics() {
+    let a = [0.0f32; 6];
+    let mut y = [0.0f32; 2];
+    gemv(1.0, MatRef::row_major(&a, 2, 3), &[0.0; 2], 0.0, &mut y);
+}
+
+#[test]
+#[should_panic(expected = "gemm_batched: C buffer has 10 elements, need 12 (3 matrices of 2x2)")]
+fn batched_short_c_panics() {
+    let a = [0.0f32; 12];
+    let mut c = [0.0f32; 10];
+    gemm_batched(1.0, BatchRef::row_major(&a, 3, 2, 2), BatchRef::row_major(&a, 3, 2, 2), 0.0, &mut c);
+}
+
+#[test]
+#[should_panic(expected = "gemm_batched: batch A has 3 matrices of 2x2 (strides (2, 1), batch stride 4) and needs 12 elements, but its buffer has 11")]
+fn batched_short_a_panics() {
+    let a = [0.0f32; 11];
+    let b = [0.0f32; 12];
+    let mut c = [0.0f32; 12];
+    gemm_batched(1.0, BatchRef::row_major(&a, 3, 2, 2), BatchRef::row_major(&b, 3, 2, 2), 0.0, &mut c);
+}
