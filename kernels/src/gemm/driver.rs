@@ -7,6 +7,7 @@ use super::microkernel::Kernel;
 use super::pack::{pack_a, pack_b, with_scratch};
 use super::{MatMut, MatRef};
 use crate::Real;
+use rayon::prelude::*;
 use std::marker::PhantomData;
 
 /// A raw view of (a sub-block of) the output matrix, so that threads can write disjoint tiles of
@@ -59,44 +60,47 @@ fn cols_of<'a, T>(b: &MatRef<'a, T>, j0: usize, cols: usize) -> MatRef<'a, T> {
 
 /// `C ← α·A·B + β·C` on up to `threads` threads of the current rayon pool.
 ///
-/// The larger of `m` and `n` is cut into one contiguous block per thread (aligned to the tile), and
-/// each thread runs the whole sequential algorithm on its block with its own packed Ã and B̃: on
-/// this 2-core machine each core has its own L2, so sharing B̃ would save only a little packing
-/// while adding a barrier per KC step.
+/// The larger of `m` and `n` is cut into contiguous blocks (aligned to the tile), and each block
+/// runs the whole sequential algorithm with its own packed Ã and B̃: on this 2-core machine each
+/// core has its own L2, so sharing B̃ would save only a little packing while adding a barrier per
+/// KC step. When `threads` is the whole pool, there are up to [`TASKS_PER_THREAD`] blocks per
+/// thread (each at least [`MIN_TASK_FLOPS`]), so that rayon's work stealing rebalances the load
+/// when a core is busy with another process (this machine is shared); otherwise exactly
+/// `threads` blocks, so at most that many threads take part.
 pub(crate) fn gemm<T: Real>(kern: &Kernel<T>, threads: usize, alpha: T, a: MatRef<T>, b: MatRef<T>, beta: T, c: CView<T>) {
-    let (m, n) = (c.rows, c.cols);
+    let (m, n, k) = (c.rows, c.cols, a.cols);
     let split_n = n >= m;
     let (len, unit) = if split_n { (n, kern.nr) } else { (m, kern.mr) };
     let units = len.div_ceil(unit);
-    let tasks = threads.min(units).max(1);
+    let wanted = if threads > 1 && threads >= rayon::current_num_threads() {
+        let by_work = 2 * m * n * k / MIN_TASK_FLOPS;
+        (threads * TASKS_PER_THREAD).min(by_work).max(threads)
+    } else {
+        threads
+    };
+    let tasks = wanted.min(units).max(1);
     if tasks == 1 {
         return gemm_seq(kern, alpha, a, b, beta, &c);
     }
     let per = units.div_ceil(tasks) * unit;
+    let tasks = len.div_ceil(per);
     let c = &c;
-    rayon::scope(|s| {
-        for t in 0..tasks {
-            let start = t * per;
-            if start >= len {
-                break;
-            }
-            let size = per.min(len - start);
-            let (a, b) = (a, b);
-            let job = move || {
-                if split_n {
-                    gemm_seq(kern, alpha, a, cols_of(&b, start, size), beta, &c.sub(0, m, start, size));
-                } else {
-                    gemm_seq(kern, alpha, rows_of(&a, start, size), b, beta, &c.sub(start, size, 0, n));
-                }
-            };
-            if t + 1 == tasks || start + per >= len {
-                job(); // the last block runs on the calling thread
-            } else {
-                s.spawn(move |_| job());
-            }
+    (0..tasks).into_par_iter().with_max_len(1).for_each(|t| {
+        let start = t * per;
+        let size = per.min(len - start);
+        if split_n {
+            gemm_seq(kern, alpha, a, cols_of(&b, start, size), beta, &c.sub(0, m, start, size));
+        } else {
+            gemm_seq(kern, alpha, rows_of(&a, start, size), b, beta, &c.sub(start, size, 0, n));
         }
     });
 }
+
+/// Upper bound on blocks per thread in [`gemm`] (more blocks: better balance, more packing of
+/// the operand every block needs in full).
+const TASKS_PER_THREAD: usize = 4;
+/// Lower bound on a block's work in [`gemm`] (~50 µs on one core).
+const MIN_TASK_FLOPS: usize = 2_000_000;
 
 /// Micro-panels per B̃ panel when `m ≤ MC` (8 × KC × NR = 128 KiB for both AVX2 kernels).
 const SMALL_M_PANELS: usize = 8;

@@ -171,19 +171,16 @@ fn check_gemm_shapes<T>(kernel: &str, a: &MatRef<T>, b: &MatRef<T>, c: &MatMut<T
 /// µs, and splitting starts to pay at about n = 96 (≈ 1.8 MFLOP, ~30 µs on one core).
 pub const PAR_MIN_FLOPS: usize = 2 * 96 * 96 * 96;
 
-/// How many threads a product of this size gets.
-fn threads_for(par: Par, m: usize, n: usize, k: usize) -> usize {
-    let pool = rayon::current_num_threads().max(1);
+/// How many threads a product of this size gets. The rayon pool is only consulted when more than
+/// one thread could be used, so sequential calls never initialise rayon's global pool (which
+/// would make a later `ThreadPoolBuilder::build_global` fail).
+/// `big`: whether the product is above the size threshold at which [`Par::Auto`] uses threads.
+fn threads_for(par: Par, big: bool) -> usize {
     match par {
-        Par::Seq => 1,
-        Par::Threads(t) => t.clamp(1, pool),
-        Par::Auto => {
-            if 2 * m * n * k >= PAR_MIN_FLOPS {
-                pool
-            } else {
-                1
-            }
-        }
+        Par::Seq | Par::Threads(0 | 1) => 1,
+        Par::Threads(t) => t.min(rayon::current_num_threads().max(1)),
+        Par::Auto if big => rayon::current_num_threads().max(1),
+        Par::Auto => 1,
     }
 }
 
@@ -233,7 +230,7 @@ pub fn gemm_with_kernel<T: Real>(choice: KernelChoice, par: Par, alpha: T, a: Ma
     // with vector stores.
     let (a, b, mut c) = if c.rs == 1 && c.cs != 1 { (b.t(), a.t(), c.t()) } else { (a, b, c) };
     let (m, n) = (c.rows, c.cols);
-    let threads = threads_for(par, m, n, k);
+    let threads = threads_for(par, 2 * m * n * k >= PAR_MIN_FLOPS);
     if n == 1 {
         let (rs, data) = (c.rs, &mut *c.data);
         let x = gemv_impl::Strided { data: b.data, stride: b.rs };
@@ -377,7 +374,7 @@ pub fn gemm_batched<T: Real>(alpha: T, a: BatchRef<T>, b: BatchRef<T>, beta: T, 
     }
     let c = &mut c[..a.count * m * n];
     let small = 2 * m * n * k < PAR_MIN_FLOPS;
-    if small && a.count > 1 && rayon::current_num_threads() > 1 {
+    if small && a.count > 1 && 2 * a.count * m * n * k >= PAR_MIN_FLOPS && rayon::current_num_threads() > 1 {
         c.par_chunks_mut(m * n).enumerate().with_min_len(batch_grain(m, n, k)).for_each(|(i, ci)| {
             gemm_par(Par::Seq, alpha, a.mat(i), b.mat(i), beta, MatMut::row_major(ci, m, n));
         });
@@ -426,10 +423,6 @@ pub fn gemv_with_kernel<T: Real>(choice: KernelChoice, par: Par, alpha: T, a: Ma
         y.iter_mut().for_each(|v| *v = if beta == T::ZERO { T::ZERO } else { beta * *v });
         return;
     }
-    let threads = match par {
-        Par::Seq => 1,
-        Par::Threads(t) => t.clamp(1, rayon::current_num_threads().max(1)),
-        Par::Auto => rayon::current_num_threads().max(1),
-    };
+    let threads = threads_for(par, a.rows * a.cols >= gemv_impl::GEMV_PAR_MIN);
     gemv_impl::gemv_contig(choice, threads, alpha, a, x, beta, y);
 }

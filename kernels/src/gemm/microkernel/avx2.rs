@@ -136,7 +136,7 @@ unsafe fn sgemm_tile_mv<const M: usize, const V: usize>(
         }
     } else {
         // Partial columns or non-unit column stride: through a buffer, element by element.
-        let mut buf = [0.0 as f32; 16];
+        let mut buf = [0.0f32; 16];
         for (i, abi) in ab.iter().enumerate() {
             for (v, &acc) in abi.iter().enumerate() {
                 // SAFETY: buf has 16 ≥ V·8 elements; vector v covers v·8 .. v·8 + 8.
@@ -172,7 +172,7 @@ pub(crate) unsafe fn sdot(n: usize, a: *const f32, x: *const f32) -> f32 {
         i += 8;
     }
     let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
-    let mut lanes = [0.0 as f32; 8];
+    let mut lanes = [0.0f32; 8];
     // SAFETY: `lanes` holds exactly 8 elements.
     unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), s) };
     let mut total: f32 = lanes.iter().sum();
@@ -346,7 +346,7 @@ unsafe fn dgemm_tile_mv<const M: usize, const V: usize>(
         }
     } else {
         // Partial columns or non-unit column stride: through a buffer, element by element.
-        let mut buf = [0.0 as f64; 8];
+        let mut buf = [0.0f64; 8];
         for (i, abi) in ab.iter().enumerate() {
             for (v, &acc) in abi.iter().enumerate() {
                 // SAFETY: buf has 8 ≥ V·4 elements; vector v covers v·4 .. v·4 + 4.
@@ -382,7 +382,7 @@ pub(crate) unsafe fn ddot(n: usize, a: *const f64, x: *const f64) -> f64 {
         i += 4;
     }
     let s = _mm256_add_pd(_mm256_add_pd(acc[0], acc[1]), _mm256_add_pd(acc[2], acc[3]));
-    let mut lanes = [0.0 as f64; 4];
+    let mut lanes = [0.0f64; 4];
     // SAFETY: `lanes` holds exactly 4 elements.
     unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), s) };
     let mut total: f64 = lanes.iter().sum();
