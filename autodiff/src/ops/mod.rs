@@ -14,6 +14,8 @@ pub mod arith;
 pub mod custom;
 pub mod index;
 pub mod linalg;
+pub mod loss;
+pub mod nn;
 pub mod reduce;
 pub mod shape_ops;
 pub mod unary;
@@ -26,7 +28,9 @@ use std::rc::Rc;
 /// Registry entries for ops defined in modules added after the core set (see
 /// [`crate::registry`]); each op family appends its cases here.
 pub(crate) fn registry_extra() -> Vec<crate::registry::OpCase> {
-    Vec::new()
+    let mut v = nn::registry();
+    v.extend(loss::registry());
+    v
 }
 
 /// One recorded operation and the values its backward rule needs.
@@ -80,6 +84,10 @@ pub enum Op<T: Float> {
     GatherRows { table: Tensor<T>, ids: Rc<Vec<usize>> },
     /// Row scatter-add into a `[rows, dim]` zero table ([`index`]); adjoint of `GatherRows`.
     ScatterRows { x: Tensor<T>, ids: Rc<Vec<usize>> },
+    /// Sliding-window patches `[N, C, …] → [N, P, C·K]` ([`nn`]); adjoint of `Col2Im`.
+    Im2Col { x: Tensor<T>, win: nn::Window },
+    /// Overlap-add of patches `[N, P, C·K] → [N, C, …]` ([`nn`]); adjoint of `Im2Col`.
+    Col2Im { x: Tensor<T>, win: nn::Window },
     /// A user-defined op ([`custom`]).
     Custom { f: Rc<dyn custom::CustomOp<T>>, inputs: Vec<Tensor<T>> },
 }
@@ -110,6 +118,8 @@ impl<T: Float> Op<T> {
             Op::ScatterAdd { .. } => "scatter_add".into(),
             Op::GatherRows { .. } => "gather_rows".into(),
             Op::ScatterRows { .. } => "scatter_rows".into(),
+            Op::Im2Col { .. } => "im2col".into(),
+            Op::Col2Im { .. } => "col2im".into(),
             Op::Custom { f, .. } => f.name().to_string(),
         }
     }
@@ -134,7 +144,9 @@ impl<T: Float> Op<T> {
             | Op::LogSumExp { x, .. }
             | Op::Take { x, .. }
             | Op::ScatterAdd { x, .. }
-            | Op::ScatterRows { x, .. } => vec![x],
+            | Op::ScatterRows { x, .. }
+            | Op::Im2Col { x, .. }
+            | Op::Col2Im { x, .. } => vec![x],
             Op::GatherRows { table, .. } => vec![table],
             Op::Concat { xs, .. } | Op::Custom { inputs: xs, .. } => xs.iter().collect(),
         }
@@ -168,6 +180,8 @@ impl<T: Float> Op<T> {
             Op::ScatterAdd { x, idx } => vec![Some(g.take(idx.clone(), x.shape()))],
             Op::GatherRows { table, ids } => vec![Some(g.scatter_rows(ids.clone(), table.shape()[0]))],
             Op::ScatterRows { x, ids } => vec![Some(g.gather_rows(ids.clone(), x.shape()))],
+            Op::Im2Col { win, .. } => vec![Some(g.col2im(*win))],
+            Op::Col2Im { win, .. } => vec![Some(g.im2col(*win))],
             Op::Custom { f, inputs } => {
                 let refs: Vec<&Tensor<T>> = inputs.iter().collect();
                 let grads = f.backward(&refs, out, g);

@@ -1,0 +1,440 @@
+//! Neural-network layers: 1-D and 2-D convolution, max pooling, dropout.
+//!
+//! ## Convolution as im2col + one GEMM
+//! [`Tensor::im2col`] cuts a batch of images into its sliding-window patches, laid out
+//! **`[N, P, C·K]`** (`P` = output positions `OH·OW` or `OL`, `C·K` = patch length `C·KH·KW` or
+//! `C·K`). A convolution is then
+//!
+//! ```text
+//! cols [N, P, C·K] × Wᵀ [C·K, Cout] → [N, P, Cout] → permute → [N, Cout, P] → reshape
+//! ```
+//!
+//! The product has one shared right operand, so it runs as a single GEMM over `N·P` rows
+//! (forward, and the weight gradient `colsᵀ·g` in backward), with only the weight (small) and the
+//! output transposed, never the patch matrix.
+//!
+//! `Im2Col` and [`Tensor::col2im`] (overlap-add of patches back into images) are adjoint linear
+//! maps: each one's backward rule is the other. Both are recorded ops, so a convolution — built
+//! from them, `matmul`, `permute` and `reshape` — is differentiable to any order.
+//!
+//! ## Pooling
+//! Max pooling finds the arg-max of every window with the kernels and then gathers with the
+//! differentiable [`Tensor::take`] (whose backward is `scatter_add`, whose backward is `take`),
+//! so it needs no op of its own.
+
+use crate::ops::Op;
+use crate::registry::{distinct, normal, Case, OpCase};
+use crate::tape::record;
+use crate::tensor::Tensor;
+use crate::{Float, Rng, Shape};
+use chi_kernels::conv as kc;
+pub use chi_kernels::conv::Conv2dGeom;
+use std::panic::Location;
+use std::rc::Rc;
+
+/// Sliding-window geometry of one image, for [`Tensor::im2col`] and [`Tensor::col2im`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// A 1-D window over a `[C, L]` signal.
+    D1 {
+        /// Channels.
+        c: usize,
+        /// Signal length.
+        l: usize,
+        /// Kernel width.
+        k: usize,
+        /// Stride.
+        stride: usize,
+        /// Zero padding at both ends.
+        pad: usize,
+    },
+    /// A 2-D window over a `[C, H, W]` image (same stride and padding in both directions).
+    D2(Conv2dGeom),
+}
+
+impl Window {
+    /// Checks that the window fits and has a positive stride, panicking with `op`'s name.
+    #[track_caller]
+    fn validate(&self, op: &str) {
+        match *self {
+            Window::D1 { l, k, stride, pad, .. } => {
+                assert!(stride > 0, "{op}: stride must be positive");
+                assert!(k > 0, "{op}: kernel width must be positive");
+                assert!(
+                    kc::out_len(l, k, stride, pad).is_some(),
+                    "{op}: kernel {k} with padding {pad} does not fit length {l}"
+                );
+            }
+            Window::D2(g) => {
+                assert!(g.stride > 0, "{op}: stride must be positive");
+                assert!(g.kh > 0 && g.kw > 0, "{op}: kernel {}x{} must be non-empty", g.kh, g.kw);
+                assert!(
+                    g.out_h().is_some() && g.out_w().is_some(),
+                    "{op}: kernel {}x{} with padding {} does not fit input {}x{}",
+                    g.kh,
+                    g.kw,
+                    g.pad,
+                    g.h,
+                    g.w
+                );
+            }
+        }
+    }
+    /// Per-image input dims: `[C, L]` or `[C, H, W]`.
+    pub fn image_dims(&self) -> Vec<usize> {
+        match *self {
+            Window::D1 { c, l, .. } => vec![c, l],
+            Window::D2(g) => vec![g.c, g.h, g.w],
+        }
+    }
+    /// Output spatial dims: `[OL]` or `[OH, OW]` (panics if the window does not fit).
+    pub fn out_dims(&self) -> Vec<usize> {
+        match *self {
+            Window::D1 { l, k, stride, pad, .. } => vec![kc::out_len(l, k, stride, pad).expect("window does not fit")],
+            Window::D2(g) => vec![g.out_h().expect("window does not fit"), g.out_w().expect("window does not fit")],
+        }
+    }
+    /// Number of window positions `P` (`OL` or `OH·OW`).
+    pub fn positions(&self) -> usize {
+        self.out_dims().iter().product()
+    }
+    /// Patch length (`C·K` or `C·KH·KW`).
+    pub fn patch_len(&self) -> usize {
+        match *self {
+            Window::D1 { c, k, .. } => c * k,
+            Window::D2(g) => g.c * g.kh * g.kw,
+        }
+    }
+    fn image_numel(&self) -> usize {
+        self.image_dims().iter().product()
+    }
+    /// Kernel im2col of one image into `cols` laid out `[patch_len, positions]`.
+    fn im2col_kernel<T: Float>(&self, x: &[T], cols: &mut [T]) {
+        match *self {
+            Window::D1 { c, l, k, stride, pad } => kc::im2col_1d(x, c, l, k, stride, pad, cols),
+            Window::D2(g) => kc::im2col_2d(x, g, cols),
+        }
+    }
+    /// Kernel col2im (accumulating) of `[patch_len, positions]` cols into one image.
+    fn col2im_kernel<T: Float>(&self, cols: &[T], dx: &mut [T]) {
+        match *self {
+            Window::D1 { c, l, k, stride, pad } => kc::col2im_1d(cols, c, l, k, stride, pad, dx),
+            Window::D2(g) => kc::col2im_2d(cols, g, dx),
+        }
+    }
+}
+
+/// `dst[j·rows + i] = src[i·cols + j]`: transpose a row-major `[rows, cols]` matrix (tiled).
+fn transpose<T: Copy>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
+    debug_assert!(src.len() == rows * cols && dst.len() == rows * cols);
+    const B: usize = 32;
+    for i0 in (0..rows).step_by(B) {
+        for j0 in (0..cols).step_by(B) {
+            for i in i0..(i0 + B).min(rows) {
+                for j in j0..(j0 + B).min(cols) {
+                    dst[j * rows + i] = src[i * cols + j];
+                }
+            }
+        }
+    }
+}
+
+#[track_caller]
+fn check_bias<T: Float>(op: &str, bias: Option<&Tensor<T>>, cout: usize) {
+    if let Some(b) = bias {
+        assert!(b.shape() == [cout], "{op}: bias must be [Cout] = [{cout}], got {:?}", b.shape());
+    }
+}
+
+impl<T: Float> Tensor<T> {
+    /// Sliding-window patches of a batch of images: `[N, C, H, W]` (or `[N, C, L]` for a
+    /// [`Window::D1`]) → `[N, P, C·K]`, where row `p` of image `n` holds the (zero-padded) window
+    /// at output position `p` (row-major over `OH, OW`), ordered `(c, ki, kj)`.
+    ///
+    /// Differentiable to any order: its backward is [`Tensor::col2im`], and vice versa.
+    #[track_caller]
+    pub fn im2col(&self, win: Window) -> Tensor<T> {
+        let loc = Location::caller();
+        win.validate("im2col");
+        let img = win.image_dims();
+        assert!(
+            self.rank() == img.len() + 1 && self.shape()[1..] == img[..],
+            "im2col: input shape {:?} does not match the window's image [N, {}]",
+            self.shape,
+            img.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+        );
+        let n = self.shape()[0];
+        let (p, ck, per) = (win.positions(), win.patch_len(), win.image_numel());
+        let mut out = vec![T::ZERO; n * p * ck];
+        let mut scratch = vec![T::ZERO; p * ck];
+        for i in 0..n {
+            win.im2col_kernel(&self.data[i * per..(i + 1) * per], &mut scratch);
+            transpose(&scratch, ck, p, &mut out[i * p * ck..(i + 1) * p * ck]);
+        }
+        record(out, Shape::new(&[n, p, ck]), &[self], loc, |_| Op::Im2Col { x: self.clone(), win })
+    }
+
+    /// Overlap-add of patches back into images, the adjoint of [`Tensor::im2col`]:
+    /// `[N, P, C·K]` → `[N, C, H, W]` (or `[N, C, L]`), summing every patch entry into the input
+    /// position it was read from (padding entries are dropped).
+    #[track_caller]
+    pub fn col2im(&self, win: Window) -> Tensor<T> {
+        let loc = Location::caller();
+        win.validate("col2im");
+        let (p, ck, per) = (win.positions(), win.patch_len(), win.image_numel());
+        assert!(
+            self.rank() == 3 && self.shape()[1] == p && self.shape()[2] == ck,
+            "col2im: input shape {:?} is not [N, P, C·K] = [N, {p}, {ck}] for window {win:?}",
+            self.shape
+        );
+        let n = self.shape()[0];
+        let mut out = vec![T::ZERO; n * per];
+        let mut scratch = vec![T::ZERO; p * ck];
+        for i in 0..n {
+            transpose(&self.data[i * p * ck..(i + 1) * p * ck], p, ck, &mut scratch);
+            win.col2im_kernel(&scratch, &mut out[i * per..(i + 1) * per]);
+        }
+        let mut shape = vec![n];
+        shape.extend(win.image_dims());
+        record(out, Shape::new(&shape), &[self], loc, |_| Op::Col2Im { x: self.clone(), win })
+    }
+
+    /// 2-D convolution (cross-correlation, as in PyTorch): `x [N, C, H, W]`, `w [Cout, C, KH, KW]`,
+    /// optional `bias [Cout]` → `[N, Cout, OH, OW]` with `OH = ⌊(H + 2·padding − KH)/stride⌋ + 1`
+    /// (likewise `OW`). Zero padding on all four sides.
+    ///
+    /// ```
+    /// use chi_autodiff::Tensor;
+    /// let x = Tensor::<f64>::from_vec((0..16).map(|v| v as f64).collect(), &[1, 1, 4, 4]);
+    /// let w = Tensor::from_vec(vec![1.0, 0.0, 0.0, -1.0], &[1, 1, 2, 2]); // x[i,j] − x[i+1,j+1]
+    /// let y = x.conv2d(&w, None, 2, 0);
+    /// assert_eq!(y.shape(), &[1, 1, 2, 2]);
+    /// assert_eq!(y.to_vec(), vec![-5.0; 4]);
+    /// ```
+    #[track_caller]
+    pub fn conv2d(&self, w: &Tensor<T>, bias: Option<&Tensor<T>>, stride: usize, padding: usize) -> Tensor<T> {
+        assert!(self.rank() == 4, "conv2d: input must be [N, C, H, W], got {:?} (weight {:?})", self.shape, w.shape);
+        assert!(w.rank() == 4, "conv2d: weight must be [Cout, C, KH, KW], got {:?} (input {:?})", w.shape, self.shape);
+        let (n, c, h, wd) = (self.shape()[0], self.shape()[1], self.shape()[2], self.shape()[3]);
+        let (co, ci, kh, kw) = (w.shape()[0], w.shape()[1], w.shape()[2], w.shape()[3]);
+        assert!(c == ci, "conv2d: input {:?} has {c} channels but weight {:?} expects {ci}", self.shape, w.shape);
+        check_bias("conv2d", bias, co);
+        let g = Conv2dGeom { c, h, w: wd, kh, kw, stride, pad: padding };
+        let win = Window::D2(g);
+        win.validate(&format!("conv2d (input {:?}, weight {:?}, stride {stride}, padding {padding})", self.shape, w.shape));
+        let (oh, ow) = (g.out_h().unwrap(), g.out_w().unwrap());
+        let y = conv_gemm(self, w, win, n, co).reshape(&[n, co, oh, ow]);
+        match bias {
+            Some(b) => y.add(&b.reshape(&[1, co, 1, 1])),
+            None => y,
+        }
+    }
+
+    /// 1-D convolution (cross-correlation): `x [N, C, L]`, `w [Cout, C, K]`, optional
+    /// `bias [Cout]` → `[N, Cout, OL]` with `OL = ⌊(L + 2·padding − K)/stride⌋ + 1`.
+    ///
+    /// A text CNN applies several widths `K` to `[N, E, T]` embeddings and max-pools over time
+    /// with `max_axis(-1, false)`.
+    #[track_caller]
+    pub fn conv1d(&self, w: &Tensor<T>, bias: Option<&Tensor<T>>, stride: usize, padding: usize) -> Tensor<T> {
+        assert!(self.rank() == 3, "conv1d: input must be [N, C, L], got {:?} (weight {:?})", self.shape, w.shape);
+        assert!(w.rank() == 3, "conv1d: weight must be [Cout, C, K], got {:?} (input {:?})", w.shape, self.shape);
+        let (n, c, l) = (self.shape()[0], self.shape()[1], self.shape()[2]);
+        let (co, ci, k) = (w.shape()[0], w.shape()[1], w.shape()[2]);
+        assert!(c == ci, "conv1d: input {:?} has {c} channels but weight {:?} expects {ci}", self.shape, w.shape);
+        check_bias("conv1d", bias, co);
+        let win = Window::D1 { c, l, k, stride, pad: padding };
+        win.validate(&format!("conv1d (input {:?}, weight {:?}, stride {stride}, padding {padding})", self.shape, w.shape));
+        let ol = win.positions();
+        let y = conv_gemm(self, w, win, n, co).reshape(&[n, co, ol]);
+        match bias {
+            Some(b) => y.add(&b.reshape(&[1, co, 1])),
+            None => y,
+        }
+    }
+
+    /// 2-D max pooling with a `k×k` window: `[N, C, H, W]` → `[N, C, OH, OW]`,
+    /// `OH = ⌊(H − k)/stride⌋ + 1`. The gradient goes to the first maximum of each window.
+    #[track_caller]
+    pub fn max_pool2d(&self, k: usize, stride: usize) -> Tensor<T> {
+        assert!(self.rank() == 4, "max_pool2d: input must be [N, C, H, W], got {:?}", self.shape);
+        let (n, c, h, w) = (self.shape()[0], self.shape()[1], self.shape()[2], self.shape()[3]);
+        let g = Conv2dGeom { c, h, w, kh: k, kw: k, stride, pad: 0 };
+        Window::D2(g).validate(&format!("max_pool2d (input {:?}, kernel {k}, stride {stride})", self.shape));
+        let (oh, ow) = (g.out_h().unwrap(), g.out_w().unwrap());
+        let (per, out_per) = (c * h * w, c * oh * ow);
+        let mut vals = vec![T::ZERO; out_per];
+        let mut idx = vec![0usize; n * out_per];
+        for i in 0..n {
+            let arg = &mut idx[i * out_per..(i + 1) * out_per];
+            kc::maxpool_2d(&self.data[i * per..(i + 1) * per], g, &mut vals, arg);
+            arg.iter_mut().for_each(|a| *a += i * per);
+        }
+        self.take(Rc::new(idx), &[n, c, oh, ow])
+    }
+
+    /// 1-D max pooling with a window of `k`: `[N, C, L]` → `[N, C, OL]`,
+    /// `OL = ⌊(L − k)/stride⌋ + 1`. The gradient goes to the first maximum of each window.
+    #[track_caller]
+    pub fn max_pool1d(&self, k: usize, stride: usize) -> Tensor<T> {
+        assert!(self.rank() == 3, "max_pool1d: input must be [N, C, L], got {:?}", self.shape);
+        let (n, c, l) = (self.shape()[0], self.shape()[1], self.shape()[2]);
+        let win = Window::D1 { c, l, k, stride, pad: 0 };
+        win.validate(&format!("max_pool1d (input {:?}, kernel {k}, stride {stride})", self.shape));
+        let ol = win.positions();
+        let (per, out_per) = (c * l, c * ol);
+        let mut vals = vec![T::ZERO; out_per];
+        let mut idx = vec![0usize; n * out_per];
+        for i in 0..n {
+            let arg = &mut idx[i * out_per..(i + 1) * out_per];
+            kc::maxpool_1d(&self.data[i * per..(i + 1) * per], c, l, k, stride, &mut vals, arg);
+            arg.iter_mut().for_each(|a| *a += i * per);
+        }
+        self.take(Rc::new(idx), &[n, c, ol])
+    }
+
+    /// Inverted dropout: in training, each element is zeroed with probability `p` and the rest
+    /// are scaled by `1/(1−p)` (so the expectation is unchanged); `x ⊙ mask` with a constant
+    /// mask drawn from `rng` (the same seed gives the same mask). The identity when
+    /// `!training` or `p == 0`; all zeros when `p == 1`. Panics unless `0 ≤ p ≤ 1`.
+    #[track_caller]
+    pub fn dropout(&self, p: f64, training: bool, rng: &mut Rng) -> Tensor<T> {
+        assert!((0.0..=1.0).contains(&p), "dropout: probability {p} is not in [0, 1] (input {:?})", self.shape);
+        if !training || p == 0.0 {
+            return self.clone();
+        }
+        let keep = if p < 1.0 { T::from_f64(1.0 / (1.0 - p)) } else { T::ZERO };
+        let mask: Vec<T> = (0..self.numel()).map(|_| if rng.next_f64() >= p { keep } else { T::ZERO }).collect();
+        self.mul(&Tensor::from_vec(mask, self.shape()))
+    }
+}
+
+/// `im2col(x) · W_flatᵀ`, permuted to `[N, Cout, P]`.
+#[track_caller]
+fn conv_gemm<T: Float>(x: &Tensor<T>, w: &Tensor<T>, win: Window, n: usize, co: usize) -> Tensor<T> {
+    let (p, ck) = (win.positions(), win.patch_len());
+    let cols = x.im2col(win); // [N, P, C·K]
+    let wt = w.reshape(&[co, ck]).t(); // [C·K, Cout]
+    let y = cols.matmul(&wt); // [N, P, Cout]: one GEMM over N·P rows
+    if p == 1 || co == 1 {
+        y.reshape(&[n, co, p])
+    } else {
+        y.permute(&[0, 2, 1])
+    }
+}
+
+// ------------------------------------------------------------------------------ registry
+
+fn case(inputs: Vec<Tensor<f64>>, f: impl Fn(&[Tensor<f64>]) -> Tensor<f64> + 'static) -> Case {
+    Case { inputs, f: Box::new(f) }
+}
+
+/// Random small 2-D conv geometry: `(n, c, h, w, cout, kh, kw, stride, pad)`.
+fn conv2d_dims(r: &mut Rng) -> (usize, usize, usize, usize, usize, usize, usize, usize, usize) {
+    let (n, c, co) = (1 + r.below(2), 1 + r.below(3), 1 + r.below(3));
+    let (kh, kw) = (1 + r.below(3), 1 + r.below(3));
+    let stride = 1 + r.below(2);
+    let pad = r.below(2);
+    let h = (kh + r.below(3)).saturating_sub(2 * pad).max(1);
+    let w = (kw + r.below(3)).saturating_sub(2 * pad).max(1);
+    (n, c, h, w, co, kh, kw, stride, pad)
+}
+
+/// Registry entries for the ops of this module.
+pub(crate) fn registry() -> Vec<OpCase> {
+    vec![
+        OpCase {
+            name: "im2col",
+            order2: true,
+            make: |r| {
+                let (n, c, h, w, _, kh, kw, stride, pad) = conv2d_dims(r);
+                let win = Window::D2(Conv2dGeom { c, h, w, kh, kw, stride, pad });
+                case(vec![normal(r, &[n, c, h, w])], move |x| x[0].im2col(win))
+            },
+        },
+        OpCase {
+            name: "col2im",
+            order2: true,
+            make: |r| {
+                let (n, c, l) = (1 + r.below(2), 1 + r.below(2), 2 + r.below(4));
+                let (k, stride, pad) = (1 + r.below(3), 1 + r.below(2), r.below(2));
+                let k = k.min(l);
+                let win = Window::D1 { c, l, k, stride, pad };
+                case(vec![normal(r, &[n, win.positions(), win.patch_len()])], move |x| x[0].col2im(win))
+            },
+        },
+        OpCase {
+            name: "conv2d",
+            order2: true,
+            make: |r| {
+                let (n, c, h, w, co, kh, kw, stride, pad) = conv2d_dims(r);
+                let mut inputs = vec![normal(r, &[n, c, h, w]), normal(r, &[co, c, kh, kw])];
+                if r.below(2) == 0 {
+                    inputs.push(normal(r, &[co]));
+                }
+                case(inputs, move |x| x[0].conv2d(&x[1], x.get(2), stride, pad))
+            },
+        },
+        OpCase {
+            name: "conv1d",
+            order2: true,
+            make: |r| {
+                let (n, c, co, k) = (1 + r.below(2), 1 + r.below(3), 1 + r.below(3), 1 + r.below(3));
+                let (stride, pad) = (1 + r.below(2), r.below(2));
+                let l = k + r.below(4);
+                let mut inputs = vec![normal(r, &[n, c, l]), normal(r, &[co, c, k])];
+                if r.below(2) == 0 {
+                    inputs.push(normal(r, &[co]));
+                }
+                case(inputs, move |x| x[0].conv1d(&x[1], x.get(2), stride, pad))
+            },
+        },
+        OpCase {
+            name: "text_cnn_max_over_time",
+            order2: true,
+            make: |r| {
+                let (n, e, t) = (1 + r.below(2), 1 + r.below(3), 3 + r.below(3));
+                let (k1, k2) = (1 + r.below(2), 2 + r.below(2));
+                // Distinct inputs keep the max over time away from ties.
+                let inputs = vec![distinct(r, &[n, e, t]).mul_scalar(0.3), normal(r, &[2, e, k1]), normal(r, &[2, e, k2])];
+                case(inputs, |x| {
+                    let a = x[0].conv1d(&x[1], None, 1, 0).tanh().max_axis(-1, false);
+                    let b = x[0].conv1d(&x[2], None, 1, 1).tanh().max_axis(-1, false);
+                    Tensor::concat(&[a, b], 1)
+                })
+            },
+        },
+        OpCase {
+            name: "max_pool2d",
+            order2: true,
+            make: |r| {
+                let (n, c) = (1 + r.below(2), 1 + r.below(2));
+                let (k, stride) = (1 + r.below(3), 1 + r.below(2));
+                let (h, w) = (k + r.below(3), k + r.below(3));
+                case(vec![distinct(r, &[n, c, h, w])], move |x| x[0].max_pool2d(k, stride))
+            },
+        },
+        OpCase {
+            name: "max_pool1d",
+            order2: true,
+            make: |r| {
+                let (n, c) = (1 + r.below(2), 1 + r.below(3));
+                let (k, stride) = (1 + r.below(3), 1 + r.below(3));
+                let l = k + r.below(5);
+                case(vec![distinct(r, &[n, c, l])], move |x| x[0].max_pool1d(k, stride))
+            },
+        },
+        OpCase {
+            name: "dropout",
+            order2: true,
+            make: |r| {
+                let s = crate::registry::rand_shape(r, 1, 3);
+                let seed = r.next_u64();
+                let p = [0.0, 0.25, 0.5][r.below(3)];
+                // A fixed seed inside the closure: every evaluation draws the same mask. The
+                // square makes the second derivative non-trivial.
+                case(vec![normal(r, &s)], move |x| x[0].dropout(p, true, &mut Rng::new(seed)).square())
+            },
+        },
+    ]
+}
