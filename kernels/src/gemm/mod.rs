@@ -6,12 +6,16 @@
 //!
 //! # Implementation
 //!
-//! A BLIS-style GEMM: A and B are packed into contiguous micro-panels ([`pack`]), cache-blocked
-//! with the constants documented in [`blocking`] (which also shows the five-loop nest), and
-//! multiplied by a register-blocked microkernel ([`microkernel`]): hand-written AVX2+FMA 6×16 (f32)
-//! and 6×8 (f64) tiles chosen at run time with `is_x86_feature_detected!`, or a portable 4×8 tile.
-//! Partial edge tiles go through a small stack buffer. Packing scratch is thread-local, 64-byte
-//! aligned and reused (no allocation per call in steady state).
+//! A BLIS-style GEMM (source files under `kernels/src/gemm/`):
+//!
+//! * `pack.rs`: A and B are packed into contiguous MR-row / NR-column micro-panels, in
+//!   thread-local, 64-byte-aligned scratch that is reused (no allocation per call in steady state);
+//! * `blocking.rs`: the cache-blocking constants MC/KC/NC, the five-loop nest, and why each value
+//!   fits the 32 KiB L1 / 512 KiB L2 / 32 MiB L3 of the target;
+//! * `microkernel/`: register-blocked tiles, hand-written AVX2+FMA 6×16 (f32) and 6×8 (f64) with
+//!   broadcast loads and no shuffles, chosen at run time with `is_x86_feature_detected!`, or a
+//!   portable 4×8 tile; edge tiles run a kernel instantiated for exactly their rows;
+//! * `driver.rs`: the loops and the thread split; `gemv.rs`: the matrix–vector path.
 //!
 //! Above [`PAR_MIN_FLOPS`] (measured), [`Par::Auto`] splits the larger output dimension across the
 //! threads of the current rayon pool. `n == 1` and `m == 1` take the GEMV path ([`gemv`]), and
@@ -167,8 +171,12 @@ fn check_gemm_shapes<T>(kernel: &str, a: &MatRef<T>, b: &MatRef<T>, c: &MatMut<T
 
 /// Products with fewer flops (`2·m·n·k`) than this run on one thread under [`Par::Auto`].
 ///
-/// Measured with `chi bench gemm` on the 2-core target: waking a second rayon worker costs a few
-/// µs, and splitting starts to pay at about n = 96 (≈ 1.8 MFLOP, ~30 µs on one core).
+/// Measured on the 2-core target: handing half of a product to the second rayon worker costs
+/// ~12 µs (wake-up and join; n = 64 took 16 µs on one thread and 28 µs on two), while one core
+/// does n = 96 (1.8 MFLOP) in ~50 µs, so splitting pays from about n = 96 when the other core is
+/// idle (at n = 128, 2 threads reached 51 GFLOPS vs 30 on one). When the other core is busy
+/// with another process, threads lose at every size; the work-stealing split (see
+/// `driver::gemm`) bounds that loss.
 pub const PAR_MIN_FLOPS: usize = 2 * 96 * 96 * 96;
 
 /// How many threads a product of this size gets. The rayon pool is only consulted when more than
