@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod data;
 pub mod gradcheck;
 pub mod graph;
 pub mod nn;
@@ -15,3 +16,7 @@ pub mod params;
 pub fn model_gradcheck_cases() -> Vec<gradcheck::ModelCase> {
     Vec::new()
 }
+pub mod checkpoint;
+pub mod optim;
+pub mod train;
+pub mod ca;

@@ -1,0 +1,305 @@
+//! Datasets for `chi train`: a small in-memory representation general enough for dense
+//! features, token sequences and sentence pairs, the built-in synthetic datasets, and the
+//! seeded mini-batch [`Batcher`].
+
+use chi_autodiff::{Rng, Tensor};
+use serde::{Deserialize, Serialize};
+
+/// What the targets mean (decides the loss and the metrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Task {
+    /// Class labels; the model outputs `[batch, classes]` logits; softmax cross-entropy.
+    Classification {
+        /// Number of classes.
+        classes: usize,
+    },
+    /// Labels 0/1; the model outputs `[batch]` (or `[batch, 1]`) logits; sigmoid cross-entropy.
+    Binary,
+    /// Real targets; the model outputs `[batch]` (or `[batch, 1]`); mean squared error.
+    Regression,
+}
+
+/// The inputs of a split.
+#[derive(Clone, Debug)]
+pub enum Inputs {
+    /// Fixed-size examples, row-major: example `i` is `x[i·k..(i+1)·k]` with `k = Π shape`.
+    Dense {
+        /// All values.
+        x: Vec<f32>,
+        /// Shape of one example (`[2]` for points, `[1, 28, 28]` for images).
+        shape: Vec<usize>,
+    },
+    /// Token-id sequences (variable length).
+    Tokens {
+        /// One sequence per example.
+        seqs: Vec<Vec<usize>>,
+        /// Vocabulary size.
+        vocab: usize,
+    },
+    /// Pairs of token sequences (sentence similarity).
+    TokenPairs {
+        /// One pair per example.
+        pairs: Vec<(Vec<usize>, Vec<usize>)>,
+        /// Vocabulary size.
+        vocab: usize,
+    },
+}
+
+impl Inputs {
+    /// Number of examples.
+    pub fn len(&self) -> usize {
+        match self {
+            Inputs::Dense { x, shape } => x.len() / shape.iter().product::<usize>().max(1),
+            Inputs::Tokens { seqs, .. } => seqs.len(),
+            Inputs::TokenPairs { pairs, .. } => pairs.len(),
+        }
+    }
+    /// Whether there are no examples.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The examples `idx` of a dense split as a `[idx.len(), shape...]` constant. Panics on
+    /// token inputs.
+    pub fn dense_batch(&self, idx: &[usize]) -> Tensor<f32> {
+        let Inputs::Dense { x, shape } = self else { panic!("dense_batch: inputs are not dense") };
+        let k: usize = shape.iter().product();
+        let mut v = Vec::with_capacity(idx.len() * k);
+        for &i in idx {
+            v.extend_from_slice(&x[i * k..(i + 1) * k]);
+        }
+        let mut s = vec![idx.len()];
+        s.extend_from_slice(shape);
+        Tensor::from_vec(v, &s)
+    }
+}
+
+/// The targets of a split.
+#[derive(Clone, Debug)]
+pub enum Targets {
+    /// Class labels (classification, or 0/1 for binary).
+    Classes(Vec<usize>),
+    /// Real values (regression, or 0/1 for binary).
+    Values(Vec<f32>),
+}
+
+impl Targets {
+    /// Number of targets.
+    pub fn len(&self) -> usize {
+        match self {
+            Targets::Classes(v) => v.len(),
+            Targets::Values(v) => v.len(),
+        }
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Target `i` as a real number.
+    pub fn value(&self, i: usize) -> f64 {
+        match self {
+            Targets::Classes(v) => v[i] as f64,
+            Targets::Values(v) => v[i] as f64,
+        }
+    }
+    /// Target `i` as a class.
+    pub fn class(&self, i: usize) -> usize {
+        match self {
+            Targets::Classes(v) => v[i],
+            Targets::Values(v) => v[i].round().max(0.0) as usize,
+        }
+    }
+}
+
+/// One split (train or test).
+#[derive(Clone, Debug)]
+pub struct Split {
+    /// Inputs.
+    pub inputs: Inputs,
+    /// Targets, one per example.
+    pub targets: Targets,
+}
+
+impl Split {
+    /// Number of examples.
+    pub fn len(&self) -> usize {
+        self.inputs.len()
+    }
+    /// Whether the split is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A dataset: a task and its train and test splits.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    /// Registry name.
+    pub name: String,
+    /// What the targets mean.
+    pub task: Task,
+    /// Training split.
+    pub train: Split,
+    /// Test split.
+    pub test: Split,
+}
+
+/// Options of the built-in synthetic datasets (and, via `options`, of any registered one).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DataConfig {
+    /// Training examples (synthetic datasets).
+    pub n_train: usize,
+    /// Test examples (synthetic datasets).
+    pub n_test: usize,
+    /// Noise level (synthetic datasets).
+    pub noise: f64,
+    /// Number of classes (spirals).
+    pub classes: usize,
+    /// Where to read data from (file-based datasets).
+    pub path: Option<String>,
+    /// Dataset-specific options.
+    pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        DataConfig { n_train: 1000, n_test: 500, noise: 0.1, classes: 3, path: None, options: Default::default() }
+    }
+}
+
+/// `classes` interleaved spiral arms in the plane with Gaussian noise (a classic non-linear
+/// classification toy). Example `i` of class `c`: radius `r ∈ [0, 1]`, angle
+/// `θ = 2π·c/classes + 4r + noise`.
+pub fn spirals(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
+    let k = cfg.classes;
+    if k < 2 {
+        return Err(format!("spirals: need at least 2 classes, got {k}"));
+    }
+    let make = |n: usize, rng: &mut Rng| {
+        let mut x = Vec::with_capacity(2 * n);
+        let mut y = Vec::with_capacity(n);
+        for _ in 0..n {
+            let c = rng.below(k);
+            let r = rng.next_f64();
+            let th = 2.0 * std::f64::consts::PI * c as f64 / k as f64 + 4.0 * r + cfg.noise * rng.normal();
+            x.push((r * th.cos()) as f32);
+            x.push((r * th.sin()) as f32);
+            y.push(c);
+        }
+        Split { inputs: Inputs::Dense { x, shape: vec![2] }, targets: Targets::Classes(y) }
+    };
+    let train = make(cfg.n_train, rng);
+    let test = make(cfg.n_test, rng);
+    Ok(Dataset { name: "spirals".into(), task: Task::Classification { classes: k }, train, test })
+}
+
+/// Noisy XOR: points uniform in `[−1, 1]²`, label 1 when `x·y > 0`, each label flipped with
+/// probability `noise`. A binary task (sigmoid output).
+pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
+    let make = |n: usize, rng: &mut Rng| {
+        let mut x = Vec::with_capacity(2 * n);
+        let mut y = Vec::with_capacity(n);
+        for _ in 0..n {
+            let a = rng.uniform(-1.0, 1.0);
+            let b = rng.uniform(-1.0, 1.0);
+            let mut l = a * b > 0.0;
+            if rng.next_f64() < cfg.noise {
+                l = !l;
+            }
+            x.push(a as f32);
+            x.push(b as f32);
+            y.push(l as usize);
+        }
+        Split { inputs: Inputs::Dense { x, shape: vec![2] }, targets: Targets::Classes(y) }
+    };
+    let train = make(cfg.n_train, rng);
+    let test = make(cfg.n_test, rng);
+    Ok(Dataset { name: "xor-noise".into(), task: Task::Binary, train, test })
+}
+
+/// The paper's smooth surface (seed 000 §4.5.1) as regression: `z = x·exp(−x² − y²)` for
+/// `(x, y)` uniform in `[−2, 2]²`, plus Gaussian noise of std `noise`.
+pub fn surface(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
+    let make = |n: usize, rng: &mut Rng| {
+        let mut x = Vec::with_capacity(2 * n);
+        let mut y = Vec::with_capacity(n);
+        for _ in 0..n {
+            let a = rng.uniform(-2.0, 2.0);
+            let b = rng.uniform(-2.0, 2.0);
+            x.push(a as f32);
+            x.push(b as f32);
+            y.push((a * (-a * a - b * b).exp() + cfg.noise * rng.normal()) as f32);
+        }
+        Split { inputs: Inputs::Dense { x, shape: vec![2] }, targets: Targets::Values(y) }
+    };
+    let train = make(cfg.n_train, rng);
+    let test = make(cfg.n_test, rng);
+    Ok(Dataset { name: "surface".into(), task: Task::Regression, train, test })
+}
+
+/// Resumable position of a [`Batcher`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatcherState {
+    /// Current epoch (0-based).
+    pub epoch: u64,
+    /// Position in the current epoch's order.
+    pub pos: usize,
+    /// The shuffling generator's state *before* this epoch's shuffle (the order is rebuilt
+    /// from it on restore).
+    pub epoch_rng: u64,
+}
+
+/// Mini-batches of example indices, reshuffled every epoch with its own seeded generator. The
+/// last batch of an epoch may be smaller.
+#[derive(Clone, Debug)]
+pub struct Batcher {
+    n: usize,
+    batch: usize,
+    shuffle: bool,
+    order: Vec<usize>,
+    rng: Rng,
+    state: BatcherState,
+}
+
+impl Batcher {
+    /// Batches of `batch` indices from `0..n`, shuffled with `rng` when `shuffle`.
+    pub fn new(n: usize, batch: usize, shuffle: bool, rng: Rng) -> Batcher {
+        assert!(n > 0 && batch > 0, "Batcher: need n > 0 and batch > 0 (n = {n}, batch = {batch})");
+        let mut b = Batcher { n, batch, shuffle, order: Vec::new(), rng: rng.clone(), state: BatcherState { epoch: 0, pos: 0, epoch_rng: rng.state() } };
+        b.start_epoch();
+        b
+    }
+    fn start_epoch(&mut self) {
+        self.state.epoch_rng = self.rng.state();
+        self.order = (0..self.n).collect();
+        if self.shuffle {
+            self.rng.shuffle(&mut self.order);
+        }
+        self.state.pos = 0;
+    }
+    /// The next batch of indices.
+    pub fn next_batch(&mut self) -> Vec<usize> {
+        if self.state.pos >= self.n {
+            self.state.epoch += 1;
+            self.start_epoch();
+        }
+        let end = (self.state.pos + self.batch).min(self.n);
+        let b = self.order[self.state.pos..end].to_vec();
+        self.state.pos = end;
+        b
+    }
+    /// Current epoch.
+    pub fn epoch(&self) -> u64 {
+        self.state.epoch
+    }
+    /// The resumable state.
+    pub fn state(&self) -> BatcherState {
+        self.state
+    }
+    /// Restores a state from [`Batcher::state`] (same `n`, `batch`, `shuffle`).
+    pub fn restore(&mut self, s: BatcherState) {
+        self.rng = Rng::from_state(s.epoch_rng);
+        self.start_epoch();
+        self.state = s;
+    }
+}

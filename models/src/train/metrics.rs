@@ -1,0 +1,104 @@
+//! Evaluation metrics: accuracy, mean squared error, Pearson and Spearman correlation.
+
+/// Fraction of `pred[i] == target[i]` (0 for empty input).
+pub fn accuracy(pred: &[usize], target: &[usize]) -> f64 {
+    assert_eq!(pred.len(), target.len(), "accuracy: {} predictions for {} targets", pred.len(), target.len());
+    if pred.is_empty() {
+        return 0.0;
+    }
+    pred.iter().zip(target).filter(|(a, b)| a == b).count() as f64 / pred.len() as f64
+}
+
+/// Index of the largest value of each row of a row-major `[rows, cols]` matrix (first on ties).
+pub fn argmax_rows(values: &[f64], cols: usize) -> Vec<usize> {
+    values
+        .chunks(cols)
+        .map(|r| r.iter().enumerate().fold((0, f64::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b }).0)
+        .collect()
+}
+
+/// Mean squared error `Σ(pᵢ − yᵢ)² / n` (0 for empty input).
+pub fn mse(pred: &[f64], target: &[f64]) -> f64 {
+    assert_eq!(pred.len(), target.len(), "mse: {} predictions for {} targets", pred.len(), target.len());
+    if pred.is_empty() {
+        return 0.0;
+    }
+    pred.iter().zip(target).map(|(p, y)| (p - y) * (p - y)).sum::<f64>() / pred.len() as f64
+}
+
+/// Pearson correlation `cov(x, y) / (σx σy)`. `NaN` when fewer than two points or a constant
+/// input (the correlation is undefined).
+pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
+    assert_eq!(x.len(), y.len(), "pearson: {} vs {} values", x.len(), y.len());
+    let n = x.len();
+    if n < 2 {
+        return f64::NAN;
+    }
+    let mx = x.iter().sum::<f64>() / n as f64;
+    let my = y.iter().sum::<f64>() / n as f64;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        let (da, db) = (a - mx, b - my);
+        sxy += da * db;
+        sxx += da * da;
+        syy += db * db;
+    }
+    if sxx == 0.0 || syy == 0.0 {
+        return f64::NAN;
+    }
+    sxy / (sxx.sqrt() * syy.sqrt())
+}
+
+/// 1-based ranks with ties given the average of the ranks they span (`[10, 20, 20, 30]` →
+/// `[1, 2.5, 2.5, 4]`). NaN sorts last.
+pub fn ranks(x: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..x.len()).collect();
+    idx.sort_by(|&a, &b| x[a].total_cmp(&x[b]));
+    let mut r = vec![0.0; x.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && x[idx[j + 1]] == x[idx[i]] {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &idx[i..=j] {
+            r[k] = avg;
+        }
+        i = j + 1;
+    }
+    r
+}
+
+/// Spearman rank correlation: Pearson correlation of the average ranks (correct with ties).
+pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
+    assert_eq!(x.len(), y.len(), "spearman: {} vs {} values", x.len(), y.len());
+    pearson(&ranks(x), &ranks(y))
+}
+
+/// Running mean of a stream of values (loss over an epoch, ...).
+#[derive(Clone, Debug, Default)]
+pub struct Mean {
+    sum: f64,
+    n: u64,
+}
+
+impl Mean {
+    /// Adds a value.
+    pub fn add(&mut self, v: f64) {
+        self.sum += v;
+        self.n += 1;
+    }
+    /// The mean so far (`NaN` when empty).
+    pub fn value(&self) -> f64 {
+        if self.n == 0 {
+            f64::NAN
+        } else {
+            self.sum / self.n as f64
+        }
+    }
+    /// Number of values.
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+}
