@@ -1,0 +1,161 @@
+//! Word-pair similarity benchmarks (WordSim-353, SimLex-999) and the rank statistics used to
+//! score embeddings on them.
+//!
+//! Accepted layouts: gensim's `wordsim353.tsv` / `simlex999.txt` (`#` comment lines, then
+//! `word1<TAB>word2<TAB>score`), the original `SimLex-999.txt` (a header line
+//! `word1 word2 POS SimLex999 …`; the score is the `SimLex999` column) and the original
+//! WordSim `combined.csv` (`Word 1,Word 2,Human (mean)` header, comma-separated). Fields are
+//! split on tabs if the line has one, else on commas, else on spaces.
+
+use super::error::{lines, parse_file, strip_bom, utf8_line, DataError, Result};
+use super::glove::Embeddings;
+use std::path::Path;
+
+/// One scored word pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WordPair {
+    /// First word.
+    pub a: String,
+    /// Second word.
+    pub b: String,
+    /// Human similarity score.
+    pub score: f64,
+}
+
+fn split(line: &str) -> Vec<&str> {
+    if line.contains('\t') {
+        line.split('\t').map(str::trim).collect()
+    } else if line.contains(',') {
+        line.split(',').map(str::trim).collect()
+    } else {
+        line.split_whitespace().collect()
+    }
+}
+
+/// Parses a word-pair similarity file held in memory.
+pub fn word_pairs_from_bytes(bytes: &[u8]) -> Result<Vec<WordPair>> {
+    let mut out = Vec::new();
+    let mut score_col = 2usize;
+    let mut first = true;
+    for (no, _, line) in lines(strip_bom(bytes)) {
+        let line = utf8_line(no, line)?;
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let f = split(t);
+        if first {
+            first = false;
+            let is_header = f.get(2).map_or(true, |s| s.parse::<f64>().is_err());
+            if is_header {
+                if let Some(c) = f.iter().position(|h| {
+                    let h = h.to_ascii_lowercase();
+                    h == "simlex999" || h.starts_with("human")
+                }) {
+                    score_col = c;
+                }
+                continue;
+            }
+        }
+        if f.len() <= score_col || f.len() < 3 {
+            return Err(DataError::at_line(
+                no,
+                format!("expected word1, word2 and a score (column {}), found {} field(s)", score_col + 1, f.len()),
+            ));
+        }
+        let score: f64 = f[score_col]
+            .parse()
+            .ok()
+            .filter(|s: &f64| s.is_finite())
+            .ok_or_else(|| DataError::at_line(no, format!("score '{}' is not a finite number", f[score_col])))?;
+        if f[0].is_empty() || f[1].is_empty() {
+            return Err(DataError::at_line(no, "empty word"));
+        }
+        out.push(WordPair { a: f[0].to_string(), b: f[1].to_string(), score });
+    }
+    if out.is_empty() {
+        return Err(DataError::whole("no word pairs"));
+    }
+    Ok(out)
+}
+
+/// Reads a word-pair similarity file (`wordsim353.tsv`, `simlex999.txt`, …).
+pub fn load_word_pairs(path: impl AsRef<Path>) -> Result<Vec<WordPair>> {
+    parse_file(path.as_ref(), word_pairs_from_bytes)
+}
+
+/// Ranks (1-based), ties get the average rank. NaNs are ranked last.
+pub fn ranks(x: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..x.len()).collect();
+    idx.sort_by(|&i, &j| x[i].total_cmp(&x[j]));
+    let mut r = vec![0.0; x.len()];
+    let mut s = 0;
+    while s < idx.len() {
+        let mut e = s + 1;
+        while e < idx.len() && x[idx[e]] == x[idx[s]] {
+            e += 1;
+        }
+        let avg = (s + e + 1) as f64 / 2.0; // mean of ranks s+1 ..= e
+        for &k in &idx[s..e] {
+            r[k] = avg;
+        }
+        s = e;
+    }
+    r
+}
+
+/// Pearson correlation (NaN when fewer than 2 points or a constant input).
+pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len().min(y.len());
+    if n < 2 {
+        return f64::NAN;
+    }
+    let mx = x[..n].iter().sum::<f64>() / n as f64;
+    let my = y[..n].iter().sum::<f64>() / n as f64;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for i in 0..n {
+        let (a, b) = (x[i] - mx, y[i] - my);
+        sxy += a * b;
+        sxx += a * a;
+        syy += b * b;
+    }
+    sxy / (sxx.sqrt() * syy.sqrt())
+}
+
+/// Spearman rank correlation (Pearson of the tie-averaged ranks, as scipy computes it).
+pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len().min(y.len());
+    pearson(&ranks(&x[..n]), &ranks(&y[..n]))
+}
+
+/// Result of scoring embeddings on a word-pair benchmark.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimilarityScore {
+    /// Spearman correlation between cosine similarity and the human scores, over covered pairs.
+    pub spearman: f64,
+    /// Pearson correlation, same pairs.
+    pub pearson: f64,
+    /// Pairs with both words in the vocabulary.
+    pub covered: usize,
+    /// Pairs skipped because a word is missing.
+    pub missing: usize,
+}
+
+/// Scores embeddings on word pairs: cosine similarity vs human score, over the pairs whose
+/// words are both in the vocabulary (looked up as given, then lower-cased).
+pub fn evaluate_word_pairs(emb: &Embeddings, pairs: &[WordPair]) -> SimilarityScore {
+    let (mut model, mut human) = (Vec::new(), Vec::new());
+    let look = |w: &str| emb.get(w).or_else(|| emb.get(&w.to_lowercase()));
+    for p in pairs {
+        if let (Some(a), Some(b)) = (look(&p.a), look(&p.b)) {
+            model.push(super::glove::cosine(a, b) as f64);
+            human.push(p.score);
+        }
+    }
+    SimilarityScore {
+        spearman: spearman(&model, &human),
+        pearson: pearson(&model, &human),
+        covered: model.len(),
+        missing: pairs.len() - model.len(),
+    }
+}
