@@ -15,7 +15,7 @@ pub struct Cli {
     /// Output directory for logs, plots and checkpoints.
     #[arg(long, global = true, default_value = "runs")]
     pub out: std::path::PathBuf,
-    /// What to do (default: `reproduce`... until experiments exist, `bench gemm`).
+    /// What to do (default: `reproduce`, the paper's built-in experiments).
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -23,6 +23,12 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Train a model on a dataset (flags or a TOML config), with logs, plots and checkpoints.
+    Train(crate::train::cli::TrainArgs),
+    /// Evaluate a checkpoint on a dataset split.
+    Eval(crate::train::cli::EvalArgs),
+    /// Run the paper's experiments and print paper vs chi.
+    Reproduce(crate::reproduce::ReproduceArgs),
     /// Benchmarks: kernels side by side with their peers.
     Bench(BenchArgs),
     /// Gradient checks of every differentiable op (or of a whole model) against finite differences.
@@ -61,8 +67,12 @@ pub fn run(cli: Cli) -> Result<(), String> {
             BenchWhich::Gemm(a) => crate::bench::gemm::run(&a),
             BenchWhich::Tape(a) => crate::bench::tape::run(&a),
         },
+        Some(Command::Train(a)) => crate::train::cli::run_train(&a, cli.seed, &cli.out),
+        Some(Command::Eval(a)) => crate::train::cli::run_eval(&a, &cli.out),
+        Some(Command::Reproduce(a)) => crate::reproduce::run(&a, cli.seed, &cli.out).map(|_| ()),
         Some(Command::Gradcheck(a)) => crate::gradcheck::run_cli(&a),
         Some(Command::Graph(a)) => crate::graph::run(&a, &cli.out),
-        None => crate::bench::gemm::run(&crate::bench::gemm::GemmBenchArgs::default_job()),
+        // The README's main job: every built-in reproduction, full size.
+        None => crate::reproduce::run(&crate::reproduce::ReproduceArgs::default(), cli.seed, &cli.out).map(|_| ()),
     }
 }

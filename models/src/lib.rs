@@ -10,11 +10,12 @@ pub mod gradcheck;
 pub mod graph;
 pub mod nn;
 pub mod params;
+pub mod reproduce;
 
 /// Whole-model gradient-check cases contributed by model families (see
 /// [`gradcheck::model_registry`]).
 pub fn model_gradcheck_cases() -> Vec<gradcheck::ModelCase> {
-    Vec::new()
+    ca::gradcheck_cases()
 }
 pub mod checkpoint;
 pub mod optim;
