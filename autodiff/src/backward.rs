@@ -96,6 +96,15 @@ fn run_hooks<T: Float>(var: &Var<T>, mut g: Tensor<T>) -> Tensor<T> {
     g
 }
 
+/// Frees this thread's tape for `T` when dropped (see `run_backward`).
+struct FreeTapeOnDrop<T: Float>(std::marker::PhantomData<T>);
+
+impl<T: Float> Drop for FreeTapeOnDrop<T> {
+    fn drop(&mut self) {
+        T::tape().with(|t| t.borrow_mut().free());
+    }
+}
+
 /// The backward walk. `roots` are `(output, seed)` pairs. With `targets`, returns the gradient
 /// of each target (zeros if it does not influence the outputs) and leaves `.grad` untouched;
 /// without, accumulates into the `.grad` of leaves (and of retained intermediates).
@@ -166,13 +175,25 @@ pub(crate) fn run_backward<T: Float>(
     });
 
     let _mode = set_grad_enabled(create);
+    // Without `retain_graph` the tape is freed at the end anyway, so take its nodes now and
+    // consume them from the back: no clone and no thread-local access per node, and each node's
+    // saved tensors are released as soon as its rule has run (lower peak memory). The guard
+    // frees the tape (bumping its generation) on every exit, including errors.
+    let mut owned = if retain { None } else { Some((T::tape().with(|t| std::mem::take(&mut t.borrow_mut().nodes)), FreeTapeOnDrop::<T>(std::marker::PhantomData))) };
     for i in (0..n).rev() {
-        let Some(g) = grads[i].take() else { continue };
-        let (op, out, location): (Op<T>, Tensor<T>, _) = T::tape().with(|t| {
-            let t = t.borrow();
-            let node = &t.nodes[i];
-            (node.op.clone(), node.out.clone(), node.location)
+        let node = owned.as_mut().map(|(nodes, _)| {
+            nodes.truncate(i + 1);
+            nodes.pop().expect("tape node below the output")
         });
+        let Some(g) = grads[i].take() else { continue };
+        let (op, out, location): (Op<T>, Tensor<T>, _) = match node {
+            Some(node) => (node.op, node.out, node.location),
+            None => T::tape().with(|t| {
+                let t = t.borrow();
+                let node = &t.nodes[i];
+                (node.op.clone(), node.out.clone(), node.location)
+            }),
+        };
         let var = out.var.clone().expect("tape node output has a Var");
         let g = run_hooks(&var, g);
         if var.retain.get() {
@@ -190,17 +211,26 @@ pub(crate) fn run_backward<T: Float>(
             }
         }
         let inputs = op.inputs();
-        let need: Vec<bool> = inputs
-            .iter()
-            .map(|x| {
-                x.requires_grad_flag()
-                    && match (&needed, &x.var) {
-                        (None, _) => true,
-                        (Some(nd), Some(v)) => target_of(v).is_some() || matches!(v.node, Some((_, j)) if nd[j as usize]),
-                        (Some(_), None) => false,
-                    }
-            })
-            .collect();
+        let need_of = |x: &Tensor<T>| {
+            x.requires_grad_flag()
+                && match (&needed, &x.var) {
+                    (None, _) => true,
+                    (Some(nd), Some(v)) => target_of(v).is_some() || matches!(v.node, Some((_, j)) if nd[j as usize]),
+                    (Some(_), None) => false,
+                }
+        };
+        // Inline for one- and two-input ops: no allocation per node on the common path.
+        let (mut need_inline, need_heap): ([bool; 2], Vec<bool>);
+        let need: &[bool] = if inputs.len() <= 2 {
+            need_inline = [false; 2];
+            for (k, x) in inputs.iter().enumerate() {
+                need_inline[k] = need_of(x);
+            }
+            &need_inline[..inputs.len()]
+        } else {
+            need_heap = inputs.iter().map(|x| need_of(x)).collect();
+            &need_heap
+        };
         if !need.iter().any(|&b| b) {
             continue;
         }
@@ -216,7 +246,7 @@ pub(crate) fn run_backward<T: Float>(
                 continue;
             }
         }
-        let gis = op.backward(&out, &g, &need, !create);
+        let gis = op.backward(&out, &g, need, !create);
         if is_anomaly_enabled() {
             anomaly::check_backward(&op, &g, &gis, location);
         }
@@ -263,9 +293,7 @@ pub(crate) fn run_backward<T: Float>(
         }
     }
     drop(_mode);
-    if !retain {
-        T::tape().with(|t| t.borrow_mut().free());
-    }
+    drop(owned); // frees the tape (see `FreeTapeOnDrop`)
     let out = match targets {
         Some(ts) => results.into_iter().zip(ts).map(|(r, t)| r.unwrap_or_else(|| Tensor::zeros(t.shape()))).collect(),
         None => Vec::new(),

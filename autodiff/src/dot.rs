@@ -99,7 +99,7 @@ pub fn to_dot<T: Float>(outputs: &[&Tensor<T>], opts: &DotOptions) -> String {
             if !reach[i] {
                 continue;
             }
-            for x in tape.nodes[i].op.inputs() {
+            for x in tape.nodes[i].op.inputs().iter() {
                 if let Some((g, j)) = x.var.as_ref().and_then(|v| v.node) {
                     if g == gen {
                         reach[j as usize] = true;
@@ -128,7 +128,7 @@ pub fn to_dot<T: Float>(outputs: &[&Tensor<T>], opts: &DotOptions) -> String {
                 label += &format!("\\n{}", node.location);
             }
             let _ = writeln!(s, "  n{i} [shape=box, style=rounded, label=\"{}\"];", esc(&label));
-            for x in node.op.inputs() {
+            for x in node.op.inputs().iter() {
                 let src = match x.var.as_ref() {
                     Some(v) => match v.node {
                         Some((_, j)) => format!("n{j}"),

@@ -33,6 +33,25 @@ pub(crate) fn registry_extra() -> Vec<crate::registry::OpCase> {
     v
 }
 
+/// The inputs of an op ([`Op::inputs`]), as a slice. One- and two-input ops (almost all of
+/// them) keep the list inline, so the backward walk does not allocate a list per node.
+pub enum Inputs<'a, T: Float> {
+    /// The first `n` of the two references are the inputs.
+    Inline([&'a Tensor<T>; 2], usize),
+    /// Ops with any number of inputs (concat, custom ops).
+    Heap(Vec<&'a Tensor<T>>),
+}
+
+impl<'a, T: Float> std::ops::Deref for Inputs<'a, T> {
+    type Target = [&'a Tensor<T>];
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Inputs::Inline(a, n) => &a[..*n],
+            Inputs::Heap(v) => v,
+        }
+    }
+}
+
 /// One recorded operation and the values its backward rule needs.
 ///
 /// Fields are the op's inputs (named as in the forward function) and whatever the backward
@@ -125,11 +144,11 @@ impl<T: Float> Op<T> {
     }
 
     /// The differentiable inputs, in the order `backward` returns their gradients.
-    pub fn inputs(&self) -> Vec<&Tensor<T>> {
+    pub fn inputs(&self) -> Inputs<'_, T> {
         match self {
-            Op::Binary { a, b, .. } | Op::Where { a, b, .. } | Op::Matmul { a, b } => vec![a, b],
-            Op::BinaryScalar { a, .. } => vec![a],
-            Op::Unary { x, .. }
+            Op::Binary { a, b, .. } | Op::Where { a, b, .. } | Op::Matmul { a, b } => Inputs::Inline([a, b], 2),
+            Op::BinaryScalar { a: x, .. }
+            | Op::Unary { x, .. }
             | Op::Permute { x, .. }
             | Op::Reshape { x }
             | Op::BroadcastTo { x }
@@ -146,9 +165,9 @@ impl<T: Float> Op<T> {
             | Op::ScatterAdd { x, .. }
             | Op::ScatterRows { x, .. }
             | Op::Im2Col { x, .. }
-            | Op::Col2Im { x, .. } => vec![x],
-            Op::GatherRows { table, .. } => vec![table],
-            Op::Concat { xs, .. } | Op::Custom { inputs: xs, .. } => xs.iter().collect(),
+            | Op::Col2Im { x, .. }
+            | Op::GatherRows { table: x, .. } => Inputs::Inline([x, x], 1),
+            Op::Concat { xs, .. } | Op::Custom { inputs: xs, .. } => Inputs::Heap(xs.iter().collect()),
         }
     }
 
