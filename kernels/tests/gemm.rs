@@ -167,9 +167,11 @@ fn check<T: Real>(p: &Problem, cfg: Config) {
 
 const AUTO: KernelChoice = KernelChoice::Auto;
 const PORTABLE: KernelChoice = KernelChoice::Portable;
+/// AVX2 even where AVX-512 exists (so that both x86 kernels are tested on AVX-512 machines).
+const AVX2: KernelChoice = KernelChoice::Avx2;
 
-/// Tile multiples ± 1 (AVX2: MR = 6, NR = 16 f32 / 8 f64; portable: 4 × 8; MC = 96/128/144,
-/// KC = 256), primes, and 1.
+/// Tile multiples ± 1 (AVX-512: MR = 12, NR = 32 f32 / 16 f64; AVX2: MR = 6, NR = 16 f32 / 8 f64;
+/// portable: 4 × 8; MC = 96/128/144, KC = 256), primes, and 1.
 #[test]
 fn fixed_sizes_all_layouts() {
     let triples = [
@@ -181,6 +183,9 @@ fn fixed_sizes_all_layouts() {
         (6, 16, 8),
         (7, 17, 9),
         (12, 32, 3),
+        (11, 33, 7),
+        (24, 64, 17),
+        (25, 95, 40),
         (13, 31, 29),
         (17, 15, 257),
         (47, 48, 49),
@@ -198,7 +203,7 @@ fn fixed_sizes_all_layouts() {
             for la in LAYOUTS {
                 for lb in LAYOUTS {
                     for lc in [Layout::Row(0), Layout::Col(2), Layout::Strided, Layout::TransposedRow] {
-                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Threads(2), AUTO), (Par::Seq, PORTABLE)] {
+                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Threads(2), AUTO), (Par::Seq, AVX2), (Par::Seq, PORTABLE)] {
                             let cfg = Config { la, lb, lc, alpha, beta, par, kernel };
                             run_case::<f32>(&p, cfg, &e).unwrap();
                             run_case::<f64>(&p, cfg, &e).unwrap();
@@ -270,7 +275,7 @@ fn config() -> impl Strategy<Value = Config> {
         scalar(),
         scalar(),
         prop_oneof![Just(Par::Seq), Just(Par::Threads(1)), Just(Par::Threads(2)), Just(Par::Auto)],
-        prop_oneof![3 => Just(AUTO), 1 => Just(PORTABLE)],
+        prop_oneof![3 => Just(AUTO), 1 => Just(AVX2), 1 => Just(PORTABLE)],
     )
         .prop_map(|(la, lb, lc, alpha, beta, par, kernel)| Config { la, lb, lc, alpha, beta, par, kernel })
 }
@@ -290,7 +295,7 @@ proptest! {
     #[test]
     fn gemv_matches_reference(m in dim(), k in dim(), la in layout(), alpha in scalar(), beta in scalar(),
                               par in prop_oneof![Just(Par::Seq), Just(Par::Threads(2))],
-                              kernel in prop_oneof![Just(AUTO), Just(PORTABLE)], seed in 0u64..1000) {
+                              kernel in prop_oneof![Just(AUTO), Just(AVX2), Just(PORTABLE)], seed in 0u64..1000) {
         check_gemv::<f32>(m, k, la, alpha, beta, par, kernel, seed).map_err(TestCaseError::fail)?;
         check_gemv::<f64>(m, k, la, alpha, beta, par, kernel, seed).map_err(TestCaseError::fail)?;
     }

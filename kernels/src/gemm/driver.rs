@@ -74,7 +74,10 @@ pub(crate) fn gemm<T: Real>(kern: &Kernel<T>, threads: usize, alpha: T, a: MatRe
     let units = len.div_ceil(unit);
     let wanted = if threads > 1 && threads >= rayon::current_num_threads() {
         let by_work = 2 * m * n * k / MIN_TASK_FLOPS;
-        (threads * TASKS_PER_THREAD).min(by_work).max(threads)
+        // Each block packs the whole of the other operand, so blocks narrower than MIN_TASK_SPAN
+        // spend too much of their time packing (an NR = 32 block of a 256³ product: ~40 %).
+        let by_span = len / MIN_TASK_SPAN;
+        (threads * TASKS_PER_THREAD).min(by_work).min(by_span).max(threads)
     } else {
         threads
     };
@@ -97,10 +100,15 @@ pub(crate) fn gemm<T: Real>(kern: &Kernel<T>, threads: usize, alpha: T, a: MatRe
 }
 
 /// Upper bound on blocks per thread in [`gemm`] (more blocks: better balance, more packing of
-/// the operand every block needs in full).
-const TASKS_PER_THREAD: usize = 4;
+/// the operand every block needs in full). Measured (Zen 5, 2 threads, sgemm n = 256…2048,
+/// `chi --threads 2 bench gemm`): 4 → 1.06–1.19× matrixmultiply, 2 → 1.19–1.25×.
+const TASKS_PER_THREAD: usize = 2;
 /// Lower bound on a block's work in [`gemm`] (~50 µs on one core).
 const MIN_TASK_FLOPS: usize = 2_000_000;
+/// Lower bound on a block's width (rows or columns) in [`gemm`] when there are more blocks than
+/// threads: packing the shared operand costs ~1/width of the block's FMAs. Measured (Zen 5, 2
+/// threads, sgemm n = 256): without it, 8 blocks of 32 columns ran at 0.97× matrixmultiply.
+const MIN_TASK_SPAN: usize = 128;
 
 /// Micro-panels per B̃ panel when `m ≤ MC` (8 × KC × NR = 128 KiB for both AVX2 kernels).
 const SMALL_M_PANELS: usize = 8;
@@ -137,8 +145,8 @@ fn gemm_seq<T: Real>(kern: &Kernel<T>, alpha: T, a: MatRef<T>, b: MatRef<T>, bet
                             // SAFETY: `ap`/`bp` are whole packed micro-panels (MR·kc and NR·kc
                             // elements, length-checked by the slicing above); `bp` starts at a
                             // multiple of NR·kc elements from the 64-byte-aligned scratch, and
-                            // NR·size_of::<T>() is 64 bytes for the AVX2 kernels, so it is 32-byte
-                            // aligned. The mrr × nrr tile `ct` lies inside `c`, which this thread
+                            // NR·size_of::<T>() is 64 bytes for the AVX2 kernels (so it is 32-byte
+                            // aligned) and 128 bytes for the AVX-512 ones (64-byte aligned). The mrr × nrr tile `ct` lies inside `c`, which this thread
                             // owns exclusively (CView invariant).
                             unsafe { (kern.tile)(mrr, nrr, kc, alpha, ap.as_ptr(), bp.as_ptr(), beta, ct.ptr, ct.rs, ct.cs) };
                         }

@@ -81,7 +81,7 @@ pub(crate) fn gemv_contig<T: Real>(choice: KernelChoice, threads: usize, alpha: 
 
 fn gemv_seq<T: Real>(choice: KernelChoice, alpha: T, a: MatRef<T>, x: &[T], beta: T, y: &mut [T]) {
     let (m, k) = (a.rows, a.cols);
-    let simd = choice == KernelChoice::Auto
+    let simd = choice != KernelChoice::Portable
         && microkernel::has_avx2_fma()
         && (microkernel::is_f32::<T>() || microkernel::is_f64::<T>());
     if a.cs == 1 || (k == 1 && a.rs != 1) {

@@ -12,9 +12,10 @@
 //!   thread-local, 64-byte-aligned scratch that is reused (no allocation per call in steady state);
 //! * `blocking.rs`: the cache-blocking constants MC/KC/NC, the five-loop nest, and why each value
 //!   fits the 32 KiB L1 / 512 KiB L2 / 32 MiB L3 of the target;
-//! * `microkernel/`: register-blocked tiles, hand-written AVX2+FMA 6×16 (f32) and 6×8 (f64) with
-//!   broadcast loads and no shuffles, chosen at run time with `is_x86_feature_detected!`, or a
-//!   portable 4×8 tile; edge tiles run a kernel instantiated for exactly their rows;
+//! * `microkernel/`: register-blocked tiles, hand-written AVX-512F 12×32 (f32) / 12×16 (f64) and
+//!   AVX2+FMA 6×16 (f32) / 6×8 (f64) with broadcast loads and no shuffles, chosen at run time with
+//!   `is_x86_feature_detected!` (widest first), or a portable 4×8 tile; edge tiles run a kernel
+//!   instantiated for exactly their rows;
 //! * `driver.rs`: the loops and the thread split; `gemv.rs`: the matrix–vector path.
 //!
 //! Above [`PAR_MIN_FLOPS`] (measured), [`Par::Auto`] splits the larger output dimension across the

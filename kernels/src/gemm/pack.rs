@@ -68,6 +68,7 @@ pub(crate) fn with_scratch<T: Real, R>(na: usize, nb: usize, f: impl FnOnce(&mut
 /// Packs `A[i0 .. i0+mc, p0 .. p0+kc]` into `dst` as `MR`-row micro-panels.
 pub(crate) fn pack_a<T: Real>(mr: usize, a: &MatRef<T>, i0: usize, mc: usize, p0: usize, kc: usize, dst: &mut [T]) {
     let pack = match mr {
+        12 => pack_panels::<T, 12>,
         6 => pack_panels::<T, 6>,
         4 => pack_panels::<T, 4>,
         _ => unreachable!("no microkernel has MR = {mr}"),
@@ -79,6 +80,7 @@ pub(crate) fn pack_a<T: Real>(mr: usize, a: &MatRef<T>, i0: usize, mc: usize, p0
 /// packing the rows of Bᵀ).
 pub(crate) fn pack_b<T: Real>(nr: usize, b: &MatRef<T>, p0: usize, kc: usize, j0: usize, nc: usize, dst: &mut [T]) {
     let pack = match nr {
+        32 => pack_panels::<T, 32>,
         16 => pack_panels::<T, 16>,
         8 => pack_panels::<T, 8>,
         _ => unreachable!("no microkernel has NR = {nr}"),

@@ -2,8 +2,9 @@
 //! of this machine's FMA ceiling measured in the same process.
 //!
 //! Method (the machine is shared and noisy, so everything is a median of alternating runs):
-//! * **Ceiling**: a register-only AVX2 FMA loop with 12 independent ymm accumulator chains (enough
-//!   to cover 2 FMA pipes × 4-cycle latency) runs simultaneously on every thread of the rayon pool
+//! * **Ceiling**: a register-only FMA loop of the widest vectors the GEMM kernel uses (AVX-512: 24
+//!   independent zmm chains; AVX2: 12 ymm chains; enough to cover 2 FMA pipes × 4-cycle latency)
+//!   runs simultaneously on every thread of the rayon pool
 //!   ([`rayon::broadcast`]). It is sampled once per chi/matrixmultiply pair, so each size's
 //!   ceiling (the median of those samples) reflects the same machine load as its GEMM timings. The
 //!   f64 ceiling is measured with f64 FMAs (half the f32 lanes).
@@ -70,6 +71,8 @@ pub struct GemmBenchRow {
     pub ceiling_gflops: f64,
     /// chi as a percentage of the ceiling.
     pub pct_of_ceiling: f64,
+    /// Vector ISA of chi's microkernel and of the ceiling loop (`avx512`, `avx2`, `portable`).
+    pub isa: &'static str,
 }
 
 /// Runs the benchmark and prints its report.
@@ -103,8 +106,8 @@ fn bench_all<T: Real + MmGemm>(sizes: &[usize], threads: usize, reps: usize, tab
     let ceiling = fma_ceiling::<T>();
     let kernel = if T::NAME == "f32" { "sgemm" } else { "dgemm" };
     if table {
-        println!("machine: {} | {threads} thread(s) | AVX2+FMA: {} | measured {} FMA ceiling: {:.1} GFLOPS (re-measured per size)",
-            cpu_name(), if has_avx2_fma() { "yes" } else { "no" }, T::NAME, ceiling);
+        println!("machine: {} | {threads} thread(s) | GEMM kernels: {} | measured {} FMA ceiling: {:.1} GFLOPS (re-measured per size)",
+            cpu_name(), gemm_isa(), T::NAME, ceiling);
         println!("{:>6} {:>7} {:>10} {:>16} {:>7} {:>11}", "n", "kernel", "chi GF/s", "matrixmult GF/s", "ratio", "% ceiling");
     }
     let mut rows = Vec::new();
@@ -119,6 +122,7 @@ fn bench_all<T: Real + MmGemm>(sizes: &[usize], threads: usize, reps: usize, tab
             ratio: round(ratio, 3),
             ceiling_gflops: round(ceiling, 2),
             pct_of_ceiling: round(100.0 * chi / ceiling, 1),
+            isa: gemm_isa(),
         };
         if table {
             println!("{:>6} {:>7} {:>10.1} {:>16.1} {:>7.3} {:>10.1}%", r.n, r.kernel, r.chi_gflops, r.matrixmultiply_gflops, r.ratio, r.pct_of_ceiling);
@@ -187,7 +191,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 pub trait MmGemm: Sized {
     /// `c ← a·b` for row-major `n × n` matrices.
     fn mm_gemm(n: usize, a: &[Self], b: &[Self], c: &mut [Self]);
-    /// Runs `iters` rounds of 12 independent vector FMAs; returns the flops done (NaN without AVX2+FMA).
+    /// Runs `iters` rounds of independent vector FMAs of the widest ISA chi's GEMM uses here;
+    /// returns the flops done (NaN without AVX2+FMA).
     fn fma_loop(iters: usize) -> f64;
 }
 
@@ -199,6 +204,13 @@ impl MmGemm for f32 {
         unsafe { matrixmultiply::sgemm(n, n, n, 1.0, a.as_ptr(), n_, 1, b.as_ptr(), n_, 1, 0.0, c.as_mut_ptr(), n_, 1) }
     }
     fn fma_loop(iters: usize) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512() {
+            // SAFETY: AVX-512F was detected on this CPU.
+            let s = unsafe { fma::f32_loop512(iters / 2) };
+            black_box(s);
+            return ((iters / 2) * 24 * 16 * 2) as f64;
+        }
         #[cfg(target_arch = "x86_64")]
         if has_avx2_fma() {
             // SAFETY: AVX2 and FMA were detected on this CPU.
@@ -220,6 +232,13 @@ impl MmGemm for f64 {
     }
     fn fma_loop(iters: usize) -> f64 {
         #[cfg(target_arch = "x86_64")]
+        if has_avx512() {
+            // SAFETY: AVX-512F was detected on this CPU.
+            let s = unsafe { fma::f64_loop512(iters / 2) };
+            black_box(s);
+            return ((iters / 2) * 24 * 8 * 2) as f64;
+        }
+        #[cfg(target_arch = "x86_64")]
         if has_avx2_fma() {
             // SAFETY: AVX2 and FMA were detected on this CPU.
             let s = unsafe { fma::f64_loop(iters) };
@@ -228,6 +247,29 @@ impl MmGemm for f64 {
         }
         let _ = iters;
         f64::NAN
+    }
+}
+
+/// True on CPUs where chi's GEMM uses its AVX-512 kernels.
+pub fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The vector ISA chi's GEMM microkernels use on this CPU.
+pub fn gemm_isa() -> &'static str {
+    if has_avx512() {
+        "avx512"
+    } else if has_avx2_fma() {
+        "avx2"
+    } else {
+        "portable"
     }
 }
 
@@ -249,16 +291,16 @@ mod fma {
     use std::hint::black_box;
 
     macro_rules! fma_loop {
-        ($name:ident, $t:ty, $set1:ident, $fmadd:ident, $add:ident, $store:ident, $lanes:expr) => {
-            /// Runs `iters` × 12 vector FMAs; returns a value depending on all of them.
+        ($name:ident, $feat:literal, $chains:literal, $t:ty, $set1:ident, $fmadd:ident, $add:ident, $store:ident, $lanes:expr) => {
+            /// Runs `iters` × `$chains` vector FMAs; returns a value depending on all of them.
             ///
             /// # Safety
-            /// The CPU supports AVX2 and FMA.
-            #[target_feature(enable = "avx2,fma")]
+            /// The CPU supports the target features this function enables.
+            #[target_feature(enable = $feat)]
             pub(super) unsafe fn $name(iters: usize) -> $t {
                 let x = $set1(black_box(0.999_999 as $t));
                 let y = $set1(black_box(1e-7 as $t));
-                let mut acc = [$set1(black_box(0.5 as $t)); 12];
+                let mut acc = [$set1(black_box(0.5 as $t)); $chains];
                 for _ in 0..iters {
                     for a in acc.iter_mut() {
                         *a = $fmadd(*a, x, y);
@@ -275,8 +317,10 @@ mod fma {
             }
         };
     }
-    fma_loop!(f32_loop, f32, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_storeu_ps, 8);
-    fma_loop!(f64_loop, f64, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, _mm256_storeu_pd, 4);
+    fma_loop!(f32_loop, "avx2,fma", 12, f32, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_storeu_ps, 8);
+    fma_loop!(f64_loop, "avx2,fma", 12, f64, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, _mm256_storeu_pd, 4);
+    fma_loop!(f32_loop512, "avx512f", 24, f32, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_storeu_ps, 16);
+    fma_loop!(f64_loop512, "avx512f", 24, f64, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, _mm512_storeu_pd, 8);
 }
 
 /// One FMA-ceiling sample in GFLOPS for `T`: the loop runs on every rayon thread at once.
