@@ -20,6 +20,11 @@
 //! to size the work (`--quick` must keep the whole built-in set under two minutes), and
 //! [`Ctx::run_seed`] for each run's seed so results are deterministic.
 
+mod nn_surface;
+mod nn_xor;
+mod rnn_synthetic;
+mod util;
+
 use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -146,7 +151,32 @@ pub struct Experiment {
 
 /// Every experiment, built-in ones first.
 pub fn registry() -> Vec<Experiment> {
-    vec![]
+    vec![
+        Experiment {
+            name: "ca-rnn-synthetic",
+            title: "CA-RNN vs LSTM vs GRU on the paper's 2-sentence validation task (Sec. 4.4.1)",
+            data: &[],
+            runs: 10,
+            quick_runs: 3,
+            run: rnn_synthetic::run,
+        },
+        Experiment {
+            name: "ca-nn-xor",
+            title: "CA-NN vs 1- and 2-hidden-layer NNs on the four XOR points (Sec. 4.5.1, Fig. 15)",
+            data: &[],
+            runs: 10,
+            quick_runs: 2,
+            run: nn_xor::run,
+        },
+        Experiment {
+            name: "ca-nn-surface",
+            title: "CA-NN single vs stacked on z = x·exp(−x²−y²) from 1% of an 81×81 grid (Sec. 4.5.1, Fig. 16)",
+            data: &[],
+            runs: 10,
+            quick_runs: 2,
+            run: nn_surface::run,
+        },
+    ]
 }
 
 /// Whether an experiment runs without downloaded data.

@@ -187,3 +187,56 @@ fn colormap(f: f64) -> RGBColor {
     let m = |p: f64, q: f64| (p + (q - p) * t).round() as u8;
     RGBColor(m(a.0, b.0), m(a.1, b.1), m(a.2, b.2))
 }
+
+/// Draws a function sampled on a regular grid (`grid[row][col]`, row `r` at
+/// `y = y0 + r·(y1 − y0)/(rows − 1)`, column likewise in x) as a colour map with a **linear**
+/// scale, to `path` (`.svg` or `.png`). Used for fitted surfaces and χ maps.
+pub fn surface(path: &Path, title: &str, x: (f64, f64), y: (f64, f64), grid: &[Vec<f64>]) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: plotting failed: {e}", path.display());
+    let size = (640, 600);
+    if is_png(path) {
+        let root = BitMapBackend::new(path, size).into_drawing_area();
+        draw_surface(&root, title, x, y, grid, false).map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))
+    } else {
+        let root = SVGBackend::new(path, size).into_drawing_area();
+        draw_surface(&root, title, x, y, grid, true).map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))
+    }
+}
+
+fn draw_surface<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, x: (f64, f64), y: (f64, f64), grid: &[Vec<f64>], text: bool) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let rows = grid.len();
+    let cols = grid.iter().map(|r| r.len()).max().unwrap_or(0);
+    if rows < 2 || cols < 2 {
+        return Ok(());
+    }
+    let finite = grid.iter().flatten().filter(|v| v.is_finite());
+    let lo = finite.clone().copied().fold(f64::INFINITY, f64::min);
+    let hi = finite.copied().fold(f64::NEG_INFINITY, f64::max);
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    let (dx, dy) = ((x.1 - x.0) / (cols - 1) as f64, (y.1 - y.0) / (rows - 1) as f64);
+    let mut b = ChartBuilder::on(root);
+    b.margin(12);
+    if text {
+        b.caption(format!("{title} (colour: {lo:.3} … {hi:.3})"), ("sans-serif", 18)).x_label_area_size(40).y_label_area_size(50);
+    }
+    let mut chart = b.build_cartesian_2d((x.0 - dx / 2.0)..(x.1 + dx / 2.0), (y.0 - dy / 2.0)..(y.1 + dy / 2.0)).map_err(|x| e(&x))?;
+    if text {
+        chart.configure_mesh().disable_mesh().x_desc("x").y_desc("y").draw().map_err(|x| e(&x))?;
+    }
+    let cells = grid.iter().enumerate().flat_map(|(r, row)| {
+        row.iter().enumerate().map(move |(c, v)| {
+            let f = if v.is_finite() { (v - lo) / span } else { 0.0 };
+            let (cx, cy) = (x.0 + c as f64 * dx, y.0 + r as f64 * dy);
+            Rectangle::new([(cx - dx / 2.0, cy - dy / 2.0), (cx + dx / 2.0, cy + dy / 2.0)], colormap(f).filled())
+        })
+    });
+    chart.draw_series(cells).map_err(|x| e(&x))?;
+    Ok(())
+}
