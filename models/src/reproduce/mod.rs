@@ -20,6 +20,8 @@
 //! to size the work (`--quick` must keep the whole built-in set under two minutes), and
 //! [`Ctx::run_seed`] for each run's seed so results are deterministic.
 
+mod att_synthetic;
+mod bsfe_synthetic;
 mod nn_surface;
 mod nn_xor;
 mod rnn_synthetic;
@@ -175,6 +177,22 @@ pub fn registry() -> Vec<Experiment> {
             runs: 10,
             quick_runs: 2,
             run: nn_surface::run,
+        },
+        Experiment {
+            name: "ca-bsfe-synthetic",
+            title: "CA-BSFE vs averaging on a planted bag-of-features task with known χ̃ (Sec. 3.2)",
+            data: &[],
+            runs: 5,
+            quick_runs: 1,
+            run: bsfe_synthetic::run,
+        },
+        Experiment {
+            name: "ca-att-synthetic",
+            title: "CA-ATT vs softmax (Bahdanau, Luong) attention when 0, 1 or several inputs are relevant (Sec. 3.3)",
+            data: &[],
+            runs: 5,
+            quick_runs: 1,
+            run: att_synthetic::run,
         },
     ]
 }
