@@ -141,10 +141,15 @@ struct Parsed {
 }
 
 fn parse(path: &Path) -> Result<Parsed, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    parse_bytes(path, &bytes)
+}
+
+/// [`parse`] of a file's contents (`path` names it in errors).
+fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, String> {
     let p = path.display();
-    let bytes = std::fs::read(path).map_err(|e| format!("{p}: cannot read: {e}"))?;
-    let st = SafeTensors::deserialize(&bytes).map_err(|e| format!("{p}: not a valid safetensors file (truncated or corrupt?): {e}"))?;
-    let (_, md) = SafeTensors::read_metadata(&bytes).map_err(|e| format!("{p}: corrupt header: {e}"))?;
+    let st = SafeTensors::deserialize(bytes).map_err(|e| format!("{p}: not a valid safetensors file (truncated or corrupt?): {e}"))?;
+    let (_, md) = SafeTensors::read_metadata(bytes).map_err(|e| format!("{p}: corrupt header: {e}"))?;
     let meta = md.metadata().clone().unwrap_or_default();
     let mut tensors = BTreeMap::new();
     for (name, view) in st.tensors() {
@@ -202,7 +207,15 @@ pub fn save_params<T: Float>(path: &Path, params: &[Param<T>], metadata: &BTreeM
 /// shape, and the file may hold no other tensor (optimiser tensors of a full checkpoint are
 /// allowed). All-or-nothing. Returns the file's metadata.
 pub fn load_params<T: Float>(path: &Path, params: &[Param<T>]) -> Result<BTreeMap<String, String>, String> {
-    let parsed = parse(path)?;
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    load_params_from_bytes(path, &bytes, params)
+}
+
+/// [`load_params`] from a file's contents already in memory (`name` labels errors). Used by the
+/// fuzz targets; never panics on any input.
+pub fn load_params_from_bytes<T: Float>(name: &Path, bytes: &[u8], params: &[Param<T>]) -> Result<BTreeMap<String, String>, String> {
+    let path = name;
+    let parsed = parse_bytes(path, bytes)?;
     let values = check_params(path, &parsed, params, true)?;
     for (p, v) in params.iter().zip(values) {
         p.set_values(v);
@@ -271,8 +284,16 @@ fn parse_meta(path: &Path, parsed: &Parsed) -> Result<CheckpointMeta, String> {
 /// Loads a full checkpoint into `params` and `optim` and returns its metadata. Everything is
 /// validated first; on error nothing is changed.
 pub fn load_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &mut Optimizer<T>) -> Result<CheckpointMeta, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    load_checkpoint_from_bytes(path, &bytes, params, optim)
+}
+
+/// [`load_checkpoint`] from a file's contents already in memory (`name` labels errors). Used by
+/// the fuzz targets; never panics on any input.
+pub fn load_checkpoint_from_bytes<T: Float>(name: &Path, bytes: &[u8], params: &[Param<T>], optim: &mut Optimizer<T>) -> Result<CheckpointMeta, String> {
+    let path = name;
     let p = path.display();
-    let parsed = parse(path)?;
+    let parsed = parse_bytes(path, bytes)?;
     let meta = parse_meta(path, &parsed)?;
     let values = check_params(path, &parsed, params, true)?;
     // Optimiser state.

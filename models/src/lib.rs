@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod cli;
 pub mod data;
+pub mod fuzzing;
 pub mod gradcheck;
 pub mod graph;
 pub mod nn;

@@ -1,0 +1,3 @@
+//! Fuzz target `idx`: see `chi_models::fuzzing::idx` for what it checks.
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_models::fuzzing::idx(data));
