@@ -9,10 +9,18 @@ use std::path::Path;
 
 /// Parses a one-document-per-line corpus held in memory. Trailing whitespace is trimmed; blank
 /// lines are errors (a document would silently disappear otherwise).
+///
+/// Encoding: a line that is valid UTF-8 is read as UTF-8; any other line is read as Latin-1
+/// (ISO-8859-1), because the gensim copy of `lee.cor` is Latin-1 (e.g. byte `0xA3`, "£", in
+/// document 41) and every byte sequence is valid Latin-1.
 pub fn corpus_from_bytes(bytes: &[u8]) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for (no, _, line) in lines(strip_bom(bytes)) {
-        let doc = utf8_line(no, line)?.trim_end();
+        let decoded = match utf8_line(no, line) {
+            Ok(s) => s.to_string(),
+            Err(_) => line.iter().map(|&b| char::from(b)).collect(),
+        };
+        let doc = decoded.trim_end();
         if doc.trim().is_empty() {
             return Err(DataError::at_line(no, "empty document (expected one document per line)"));
         }

@@ -25,6 +25,7 @@ mod bsfe_synthetic;
 mod nn_surface;
 mod nn_xor;
 mod rnn_synthetic;
+mod sem_lee;
 mod util;
 
 use clap::Args;
@@ -193,6 +194,14 @@ pub fn registry() -> Vec<Experiment> {
             runs: 5,
             quick_runs: 1,
             run: att_synthetic::run,
+        },
+        Experiment {
+            name: "ca-sem-lee",
+            title: "CA-SEM vs SIF vs averaging, GloVe 6B 50d, Lee document similarity (Sec. 4.1 stand-in)",
+            data: &["gensim", "glove"],
+            runs: 1,
+            quick_runs: 1,
+            run: sem_lee::run,
         },
     ]
 }
