@@ -21,6 +21,7 @@
 //! [`Ctx::run_seed`] for each run's seed so results are deterministic.
 
 mod att_synthetic;
+mod bsfe_reviews;
 mod bsfe_synthetic;
 mod nn_surface;
 mod nn_xor;
@@ -202,6 +203,14 @@ pub fn registry() -> Vec<Experiment> {
             runs: 1,
             quick_runs: 1,
             run: sem_lee::run,
+        },
+        Experiment {
+            name: "ca-bsfe-reviews",
+            title: "CA-BSFE vs averaging, with/without em_steps, Pang & Lee reviews and sentences, 10-fold CV (Sec. 4.2)",
+            data: &["pang-lee"],
+            runs: 1,
+            quick_runs: 1,
+            run: bsfe_reviews::run,
         },
     ]
 }
