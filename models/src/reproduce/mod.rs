@@ -23,6 +23,7 @@
 mod att_synthetic;
 mod bsfe_reviews;
 mod bsfe_synthetic;
+mod cnn_mnist;
 mod nn_surface;
 mod nn_xor;
 mod rnn_synthetic;
@@ -211,6 +212,14 @@ pub fn registry() -> Vec<Experiment> {
             runs: 1,
             quick_runs: 1,
             run: bsfe_reviews::run,
+        },
+        Experiment {
+            name: "ca-cnn-mnist",
+            title: "CA-CNN vs CNN (one conv layer + hidden 128), MNIST 10k and Fashion-MNIST, kernels 4/8/12, σ-maps (Sec. 4.6)",
+            data: &["mnist", "fashion-mnist"],
+            runs: 1,
+            quick_runs: 1,
+            run: cnn_mnist::run,
         },
     ]
 }
