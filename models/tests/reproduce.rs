@@ -66,3 +66,34 @@ fn list_names_every_experiment_and_unknown_names_fail() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("unknown experiment 'no-such-experiment'"), "{err}");
 }
+
+/// The real-data experiments' quick variants, when the data has been fetched (skipped with the
+/// fetch command otherwise): they run end to end and report finite numbers.
+#[test]
+fn real_data_experiments_run_quick_when_data_is_present() {
+    let reg = chi_models::reproduce::registry();
+    let real: Vec<_> = reg.iter().filter(|e| !chi_models::reproduce::is_builtin(e)).collect();
+    assert!(real.len() >= 3, "expected the real-data experiments in the registry");
+    for e in real {
+        let missing: Vec<String> = e
+            .data
+            .iter()
+            .filter_map(|d| d.parse::<chi_models::data::Dataset>().ok())
+            .filter_map(|d| chi_models::data::require(d).err())
+            .collect();
+        if !missing.is_empty() {
+            eprintln!("SKIPPED {}: {}", e.name, missing.join("; "));
+            continue;
+        }
+        let out = tmp(e.name);
+        let o = chi().args(["--out", out.to_str().unwrap(), "reproduce", e.name, "--quick", "--json"]).output().unwrap();
+        assert!(o.status.success(), "{} --quick failed: {}", e.name, String::from_utf8_lossy(&o.stderr));
+        let stdout = String::from_utf8(o.stdout).unwrap();
+        assert!(stdout.lines().count() >= 2, "{}: too few rows", e.name);
+        for line in stdout.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(v["chi_mean"].as_f64().is_some_and(f64::is_finite), "{}: {line}", e.name);
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
