@@ -26,6 +26,7 @@ mod bsfe_synthetic;
 mod cnn_mnist;
 mod nn_surface;
 mod nn_xor;
+mod res_fashion;
 mod rnn_synthetic;
 mod sem_lee;
 mod util;
@@ -220,6 +221,14 @@ pub fn registry() -> Vec<Experiment> {
             runs: 1,
             quick_runs: 1,
             run: cnn_mnist::run,
+        },
+        Experiment {
+            name: "ca-res-fashion",
+            title: "CA-RES vs plain CNN vs ResNet blocks (conv + hidden 512), Fashion-MNIST as the CIFAR stand-in (Sec. 4.7)",
+            data: &["fashion-mnist"],
+            runs: 1,
+            quick_runs: 1,
+            run: res_fashion::run,
         },
     ]
 }
