@@ -1,0 +1,297 @@
+//! chi's side of the PyTorch comparison (`benches/torch/side_by_side.py` drives both sides).
+//!
+//! `side_by_side WORKLOAD [--threads N] [--reps R]` runs one workload `R` times after two
+//! warm-up runs and prints one JSON line: the median and all times in milliseconds, plus
+//! correctness numbers for a fixed instance — the loss before and after one optimiser step and
+//! the sum and sum of squares of one gradient — that the PyTorch side computes too.
+//!
+//! Weights and inputs come from a closed form both sides evaluate identically
+//! (`fill(tag, i) = scale · sin(0.37·i + tag)` in float64, rounded to f32), indexed in PyTorch's
+//! layout, so no files need to be exchanged. `side_by_side --list` prints the workloads.
+
+use chi_autodiff::{no_grad, Tensor};
+use chi_models::nn::{run_sequence_batch, Activation, Conv1dText, Embedding, Linear, LstmCell};
+use chi_models::params::{Param, ParamStore};
+use chi_autodiff::Rng;
+use std::time::Instant;
+
+const WORKLOADS: [&str; 10] =
+    ["scalar_chain", "lstm_h128_b16", "lstm_h512_b16", "lstm_h512_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"];
+
+/// `scale · sin(0.37·i + tag)` for `i < n`, as f32.
+fn fill(tag: f64, n: usize, scale: f64) -> Vec<f32> {
+    (0..n).map(|i| (scale * (0.37 * i as f64 + tag).sin()) as f32).collect()
+}
+
+/// Sets a `[rows, cols]` chi weight (`x·W` convention) from PyTorch's `[cols, rows]` layout.
+fn set_transposed(p: &Param<f32>, tag: f64, scale: f64) {
+    let (rows, cols) = (p.shape()[0], p.shape()[1]);
+    let t = fill(tag, rows * cols, scale); // torch layout [cols, rows]
+    let mut v = vec![0.0; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            v[r * cols + c] = t[c * rows + r];
+        }
+    }
+    p.set_values(v);
+}
+
+fn set_same(p: &Param<f32>, tag: f64, scale: f64) {
+    p.set_values(fill(tag, p.numel(), scale));
+}
+
+fn sgd(store: &ParamStore<f32>, lr: f32) {
+    no_grad(|| {
+        for p in store.params() {
+            if let Some(g) = p.grad() {
+                let g = g.to_vec();
+                p.update(|v| v.iter_mut().zip(&g).for_each(|(w, d)| *w -= lr * d));
+            }
+        }
+    });
+}
+
+/// A workload: `step()` runs forward + backward (+ update) once and returns the loss;
+/// `check()` returns (loss before, loss after one step, grad sum, grad sum of squares).
+struct Work {
+    step: Box<dyn FnMut() -> f64>,
+    check: Box<dyn FnMut() -> [f64; 4]>,
+    /// Ops per step (for per-op figures), 0 if not meaningful.
+    ops: usize,
+}
+
+fn grad_stats(p: &Param<f32>) -> (f64, f64) {
+    let g = p.grad().map(|g| g.to_vec()).unwrap_or_default();
+    (g.iter().map(|x| *x as f64).sum(), g.iter().map(|x| (*x as f64).powi(2)).sum())
+}
+
+fn lstm(hidden: usize, input: usize, batch: usize, steps: usize) -> Work {
+    let build = move || {
+        let mut store = ParamStore::<f32>::new();
+        let mut rng = Rng::new(0);
+        let cell = LstmCell::new(&mut store, "lstm", "g", input, hidden, false, &mut rng);
+        let head = Linear::new(&mut store, "head", "g", hidden, 1, true, &mut rng);
+        let s = 1.0 / (hidden as f64).sqrt();
+        set_transposed(&cell.w_ih, 1.0, s);
+        set_transposed(&cell.w_hh, 2.0, s);
+        set_same(&cell.bias, 3.0, s);
+        set_transposed(&head.weight, 4.0, s);
+        set_same(head.bias.as_ref().unwrap(), 5.0, s);
+        let x = Tensor::from_vec(fill(6.0, batch * steps * input, 1.0), &[batch, steps, input]);
+        let y = Tensor::from_vec(fill(7.0, batch, 1.0), &[batch, 1]);
+        (store, cell, head, x, y)
+    };
+    let loss = |cell: &LstmCell<f32>, head: &Linear<f32>, x: &Tensor<f32>, y: &Tensor<f32>| {
+        let (_, state) = run_sequence_batch(cell, x, None, None);
+        head.forward(&state[0]).mse_loss(y)
+    };
+    let (store, cell, head, x, y) = build();
+    let step = Box::new(move || {
+        store.zero_grad();
+        let l = loss(&cell, &head, &x, &y);
+        let v = l.item() as f64;
+        l.backward();
+        sgd(&store, 0.01);
+        v
+    });
+    let check = Box::new(move || {
+        let (store, cell, head, x, y) = build();
+        let l = loss(&cell, &head, &x, &y);
+        let l0 = l.item() as f64;
+        l.backward();
+        let (gs, gq) = grad_stats(&cell.w_ih);
+        sgd(&store, 0.01);
+        let l1 = no_grad(|| loss(&cell, &head, &x, &y).item() as f64);
+        [l0, l1, gs, gq]
+    });
+    Work { step, check, ops: 0 }
+}
+
+fn mlp() -> Work {
+    let build = || {
+        let mut store = ParamStore::<f32>::new();
+        let mut rng = Rng::new(0);
+        let l1 = Linear::new(&mut store, "fc1", "g", 784, 1024, true, &mut rng);
+        let l2 = Linear::new(&mut store, "fc2", "g", 1024, 10, true, &mut rng);
+        set_transposed(&l1.weight, 1.0, 1.0 / 28.0);
+        set_same(l1.bias.as_ref().unwrap(), 2.0, 0.03);
+        set_transposed(&l2.weight, 3.0, 1.0 / 32.0);
+        set_same(l2.bias.as_ref().unwrap(), 4.0, 0.03);
+        let x = Tensor::from_vec(fill(5.0, 128 * 784, 1.0), &[128, 784]);
+        let y: Vec<usize> = (0..128).map(|i| i % 10).collect();
+        (store, l1, l2, x, y)
+    };
+    let loss = |l1: &Linear<f32>, l2: &Linear<f32>, x: &Tensor<f32>, y: &[usize]| l2.forward(&l1.forward(x).relu()).cross_entropy(y);
+    let (store, l1, l2, x, y) = build();
+    let step = Box::new(move || {
+        store.zero_grad();
+        let l = loss(&l1, &l2, &x, &y);
+        let v = l.item() as f64;
+        l.backward();
+        sgd(&store, 0.01);
+        v
+    });
+    let check = Box::new(move || {
+        let (store, l1, l2, x, y) = build();
+        let l = loss(&l1, &l2, &x, &y);
+        let l0 = l.item() as f64;
+        l.backward();
+        let (gs, gq) = grad_stats(&l1.weight);
+        sgd(&store, 0.01);
+        [l0, no_grad(|| loss(&l1, &l2, &x, &y).item() as f64), gs, gq]
+    });
+    Work { step, check, ops: 0 }
+}
+
+fn textcnn() -> Work {
+    const V: usize = 5000;
+    let build = || {
+        let mut store = ParamStore::<f32>::new();
+        let mut rng = Rng::new(0);
+        let emb = Embedding::new(&mut store, "emb", "g", V, 100, false, &mut rng);
+        let conv = Conv1dText::new(&mut store, "conv", "g", 100, &[3, 4, 5], 100, Activation::Relu, &mut rng);
+        let fc = Linear::new(&mut store, "fc", "g", 300, 2, true, &mut rng);
+        set_same(&emb.weight, 1.0, 1.0);
+        for (i, (_, w, b)) in conv.filters.iter().enumerate() {
+            set_same(w, 2.0 + i as f64, 0.05);
+            set_same(b, 5.0 + i as f64, 0.05);
+        }
+        set_transposed(&fc.weight, 8.0, 0.05);
+        set_same(fc.bias.as_ref().unwrap(), 9.0, 0.05);
+        let ids: Vec<usize> = (0..50 * 60).map(|i| (i * 7919) % V).collect();
+        let y: Vec<usize> = (0..50).map(|i| i % 2).collect();
+        (store, emb, conv, fc, ids, y)
+    };
+    let loss = |emb: &Embedding<f32>, conv: &Conv1dText<f32>, fc: &Linear<f32>, ids: &[usize], y: &[usize]| {
+        fc.forward(&conv.forward(&emb.forward_shaped(ids, &[50, 60]))).cross_entropy(y)
+    };
+    let (store, emb, conv, fc, ids, y) = build();
+    let step = Box::new(move || {
+        store.zero_grad();
+        let l = loss(&emb, &conv, &fc, &ids, &y);
+        let v = l.item() as f64;
+        l.backward();
+        sgd(&store, 0.01);
+        v
+    });
+    let check = Box::new(move || {
+        let (store, emb, conv, fc, ids, y) = build();
+        let l = loss(&emb, &conv, &fc, &ids, &y);
+        let l0 = l.item() as f64;
+        l.backward();
+        let (gs, gq) = grad_stats(&conv.filters[0].1);
+        sgd(&store, 0.01);
+        [l0, no_grad(|| loss(&emb, &conv, &fc, &ids, &y).item() as f64), gs, gq]
+    });
+    Work { step, check, ops: 0 }
+}
+
+fn scalar_chain() -> Work {
+    const N: usize = 1000;
+    let run = || {
+        let x = Tensor::<f32>::scalar(0.5).requires_grad();
+        let mut y = x.clone();
+        for _ in 0..N {
+            y = y.mul_scalar(1.01).add_scalar(0.1).tanh();
+        }
+        let v = y.item() as f64;
+        y.backward();
+        (v, x.grad().map(|g| g.item() as f64).unwrap_or(f64::NAN))
+    };
+    Work { step: Box::new(move || run().0), check: Box::new(move || {
+        let (v, g) = run();
+        [v, v, g, g * g]
+    }), ops: 3 * N }
+}
+
+fn sgemm(n: usize) -> Work {
+    let a = Tensor::from_vec(fill(1.0, n * n, 1.0), &[n, n]);
+    let b = Tensor::from_vec(fill(2.0, n * n, 1.0), &[n, n]);
+    let (a2, b2) = (a.clone(), b.clone());
+    Work {
+        step: Box::new(move || a.matmul(&b).data()[0] as f64),
+        check: Box::new(move || {
+            let c = a2.matmul(&b2).to_vec();
+            // Σ|c| and Σc² (no cancellation, unlike Σc, so f32 rounding differences stay small).
+            let a: f64 = c.iter().map(|x| (*x as f64).abs()).sum();
+            let q: f64 = c.iter().map(|x| (*x as f64).powi(2)).sum();
+            [q, q, a, q]
+        }),
+        ops: 0,
+    }
+}
+
+fn softmax_fb(log: bool) -> Work {
+    let run = move || {
+        let x = Tensor::from_vec(fill(1.0, 4096 * 1024, 3.0), &[4096, 1024]).requires_grad();
+        let w = Tensor::from_vec(fill(2.0, 4096 * 1024, 1.0), &[4096, 1024]);
+        let y = if log { x.log_softmax(1) } else { x.softmax(1) };
+        let l = y.mul(&w).sum();
+        let v = l.item() as f64;
+        l.backward();
+        let g = x.grad().unwrap().to_vec();
+        // Σ|g| rather than Σg: a softmax gradient sums to zero along each row.
+        (v, g.iter().map(|x| (*x as f64).abs()).sum::<f64>(), g.iter().map(|x| (*x as f64).powi(2)).sum::<f64>())
+    };
+    Work {
+        step: Box::new(move || run().0),
+        check: Box::new(move || {
+            let (v, s, q) = run();
+            [v, v, s, q]
+        }),
+        ops: 0,
+    }
+}
+
+fn workload(name: &str) -> Option<Work> {
+    Some(match name {
+        "scalar_chain" => scalar_chain(),
+        "lstm_h128_b16" => lstm(128, 64, 16, 35),
+        "lstm_h512_b16" => lstm(512, 512, 16, 25),
+        "lstm_h512_b64" => lstm(512, 512, 64, 25),
+        "mlp" => mlp(),
+        "textcnn" => textcnn(),
+        "sgemm256" => sgemm(256),
+        "sgemm1024" => sgemm(1024),
+        "softmax_fb" => softmax_fb(false),
+        "log_softmax_fb" => softmax_fb(true),
+        _ => return None,
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--list") {
+        WORKLOADS.iter().for_each(|w| println!("{w}"));
+        return;
+    }
+    let name = args.first().cloned().unwrap_or_else(|| {
+        eprintln!("usage: side_by_side WORKLOAD [--threads N] [--reps R] (--list for workloads)");
+        std::process::exit(2)
+    });
+    let opt = |flag: &str, default: usize| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).map_or(default, |v| v.parse().expect("a number"));
+    let (threads, reps) = (opt("--threads", 1), opt("--reps", 5));
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().expect("thread pool");
+    let Some(mut w) = workload(&name) else {
+        eprintln!("unknown workload {name}; one of {WORKLOADS:?}");
+        std::process::exit(2)
+    };
+    let check = (w.check)();
+    for _ in 0..2 {
+        std::hint::black_box((w.step)());
+    }
+    let mut times: Vec<f64> = (0..reps.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box((w.step)());
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    let all = times.clone();
+    times.sort_by(|a, b| a.total_cmp(b));
+    let median = times[times.len() / 2];
+    println!(
+        "{{\"side\":\"chi\",\"workload\":\"{name}\",\"threads\":{threads},\"median_ms\":{median},\"times_ms\":{all:?},\"ops\":{},\"loss0\":{},\"loss1\":{},\"grad_sum\":{},\"grad_sumsq\":{}}}",
+        w.ops, check[0], check[1], check[2], check[3]
+    );
+}

@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""chi vs PyTorch (CPU), the same workloads side by side on this machine.
+
+Usage: benches/torch/side_by_side.py [--threads 1,2] [--rounds 3] [--reps 5] [--json] [WORKLOAD...]
+
+For each workload and thread count, rounds alternate: chi (the Rust binary
+`target/release/side_by_side`, built by `cargo build --release -p chi-benches`) runs `reps` timed
+repetitions, then PyTorch does the same in this process; the reported times are medians over all
+repetitions of all rounds, and the ratio is chi / PyTorch (below 1: chi is faster). Correctness:
+both sides build the same fixed instance (weights and inputs from the closed form
+`scale * sin(0.37 i + tag)` in PyTorch's layouts) and report the loss before and after one
+optimiser step and the sum / sum of squares of one gradient; the largest relative difference is
+printed per workload (target: 1e-4 in f32).
+
+PyTorch is optional: `scripts/setup-torch.sh` installs it; without it this script says so and
+exits with status 3. Nothing in the Rust test suite needs it.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHI = os.path.join(ROOT, "target", "release", "side_by_side")
+
+try:
+    import torch
+except ImportError:
+    print("side_by_side: PyTorch is not installed for %s; run scripts/setup-torch.sh "
+          "(Debian python3-torch) and use /usr/bin/python3" % sys.executable, file=sys.stderr)
+    sys.exit(3)
+
+WORKLOADS = ["scalar_chain", "lstm_h128_b16", "lstm_h512_b16", "lstm_h512_b64", "mlp", "textcnn",
+             "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"]
+
+
+def fill(tag, shape, scale):
+    """scale * sin(0.37 i + tag) over a row-major tensor of `shape`, computed in float64."""
+    n = 1
+    for s in shape:
+        n *= s
+    i = torch.arange(n, dtype=torch.float64)
+    return (scale * torch.sin(0.37 * i + tag)).to(torch.float32).reshape(shape)
+
+
+def sgd(params, lr):
+    with torch.no_grad():
+        for p in params:
+            if p.grad is not None:
+                p -= lr * p.grad
+
+
+def grad_stats(p):
+    g = p.grad.double()
+    return float(g.sum()), float((g * g).sum())
+
+
+def lstm(hidden, inp, batch, steps):
+    def build():
+        s = 1.0 / math.sqrt(hidden)
+        cell = torch.nn.LSTM(inp, hidden, batch_first=True)
+        head = torch.nn.Linear(hidden, 1)
+        with torch.no_grad():
+            cell.weight_ih_l0.copy_(fill(1.0, (4 * hidden, inp), s))
+            cell.weight_hh_l0.copy_(fill(2.0, (4 * hidden, hidden), s))
+            cell.bias_ih_l0.copy_(fill(3.0, (4 * hidden,), s))
+            cell.bias_hh_l0.zero_()
+            head.weight.copy_(fill(4.0, (1, hidden), s))
+            head.bias.copy_(fill(5.0, (1,), s))
+        x = fill(6.0, (batch, steps, inp), 1.0)
+        y = fill(7.0, (batch, 1), 1.0)
+        params = list(cell.parameters()) + list(head.parameters())
+        return cell, head, x, y, params
+
+    def loss(cell, head, x, y):
+        _, (h, _) = cell(x)
+        return torch.nn.functional.mse_loss(head(h[0]), y)
+
+    cell, head, x, y, params = build()
+
+    def step():
+        for p in params:
+            p.grad = None
+        l = loss(cell, head, x, y)
+        l.backward()
+        sgd(params, 0.01)
+        return float(l)
+
+    def check():
+        cell, head, x, y, params = build()
+        l = loss(cell, head, x, y)
+        l0 = float(l)
+        l.backward()
+        gs, gq = grad_stats(cell.weight_ih_l0)
+        sgd(params, 0.01)
+        with torch.no_grad():
+            l1 = float(loss(cell, head, x, y))
+        return [l0, l1, gs, gq]
+
+    return step, check, 0
+
+
+def mlp():
+    def build():
+        l1 = torch.nn.Linear(784, 1024)
+        l2 = torch.nn.Linear(1024, 10)
+        with torch.no_grad():
+            l1.weight.copy_(fill(1.0, (1024, 784), 1.0 / 28.0))
+            l1.bias.copy_(fill(2.0, (1024,), 0.03))
+            l2.weight.copy_(fill(3.0, (10, 1024), 1.0 / 32.0))
+            l2.bias.copy_(fill(4.0, (10,), 0.03))
+        x = fill(5.0, (128, 784), 1.0)
+        y = torch.arange(128) % 10
+        return l1, l2, x, y, list(l1.parameters()) + list(l2.parameters())
+
+    def loss(l1, l2, x, y):
+        return torch.nn.functional.cross_entropy(l2(torch.relu(l1(x))), y)
+
+    l1, l2, x, y, params = build()
+
+    def step():
+        for p in params:
+            p.grad = None
+        l = loss(l1, l2, x, y)
+        l.backward()
+        sgd(params, 0.01)
+        return float(l)
+
+    def check():
+        l1, l2, x, y, params = build()
+        l = loss(l1, l2, x, y)
+        l0 = float(l)
+        l.backward()
+        gs, gq = grad_stats(l1.weight)
+        sgd(params, 0.01)
+        with torch.no_grad():
+            return [l0, float(loss(l1, l2, x, y)), gs, gq]
+
+    return step, check, 0
+
+
+def textcnn():
+    V = 5000
+
+    def build():
+        emb = torch.nn.Embedding(V, 100)
+        convs = [torch.nn.Conv1d(100, 100, h) for h in (3, 4, 5)]
+        fc = torch.nn.Linear(300, 2)
+        with torch.no_grad():
+            emb.weight.copy_(fill(1.0, (V, 100), 1.0))
+            for i, c in enumerate(convs):
+                c.weight.copy_(fill(2.0 + i, (100, 100, c.kernel_size[0]), 0.05))
+                c.bias.copy_(fill(5.0 + i, (100,), 0.05))
+            fc.weight.copy_(fill(8.0, (2, 300), 0.05))
+            fc.bias.copy_(fill(9.0, (2,), 0.05))
+        ids = (torch.arange(50 * 60) * 7919 % V).reshape(50, 60)
+        y = torch.arange(50) % 2
+        params = list(emb.parameters()) + [p for c in convs for p in c.parameters()] + list(fc.parameters())
+        return emb, convs, fc, ids, y, params
+
+    def loss(emb, convs, fc, ids, y):
+        x = emb(ids).transpose(1, 2)  # [B, emb, len]
+        pooled = [torch.relu(c(x)).max(dim=2).values for c in convs]
+        return torch.nn.functional.cross_entropy(fc(torch.cat(pooled, 1)), y)
+
+    emb, convs, fc, ids, y, params = build()
+
+    def step():
+        for p in params:
+            p.grad = None
+        l = loss(emb, convs, fc, ids, y)
+        l.backward()
+        sgd(params, 0.01)
+        return float(l)
+
+    def check():
+        emb, convs, fc, ids, y, params = build()
+        l = loss(emb, convs, fc, ids, y)
+        l0 = float(l)
+        l.backward()
+        gs, gq = grad_stats(convs[0].weight)
+        sgd(params, 0.01)
+        with torch.no_grad():
+            return [l0, float(loss(emb, convs, fc, ids, y)), gs, gq]
+
+    return step, check, 0
+
+
+def scalar_chain():
+    n = 1000
+
+    def run():
+        x = torch.tensor(0.5, requires_grad=True)
+        y = x
+        for _ in range(n):
+            y = torch.tanh(y * 1.01 + 0.1)
+        v = float(y)
+        y.backward()
+        return v, float(x.grad)
+
+    def check():
+        v, g = run()
+        return [v, v, g, g * g]
+
+    return (lambda: run()[0]), check, 3 * n
+
+
+def sgemm(n):
+    a = fill(1.0, (n, n), 1.0)
+    b = fill(2.0, (n, n), 1.0)
+
+    def check():
+        c = (a @ b).double()
+        # sum |c| and sum c^2 (no cancellation, unlike sum c).
+        q = float((c * c).sum())
+        return [q, q, float(c.abs().sum()), q]
+
+    return (lambda: float((a @ b)[0, 0])), check, 0
+
+
+def softmax_fb(log):
+    def run():
+        x = fill(1.0, (4096, 1024), 3.0).requires_grad_(True)
+        w = fill(2.0, (4096, 1024), 1.0)
+        y = torch.log_softmax(x, 1) if log else torch.softmax(x, 1)
+        l = (y * w).sum()
+        v = float(l)
+        l.backward()
+        g = x.grad.double()
+        # sum |g| rather than sum g: a softmax gradient sums to zero along each row.
+        return v, float(g.abs().sum()), float((g * g).sum())
+
+    def check():
+        v, s, q = run()
+        return [v, v, s, q]
+
+    return (lambda: run()[0]), check, 0
+
+
+def workload(name):
+    return {
+        "scalar_chain": scalar_chain,
+        "lstm_h128_b16": lambda: lstm(128, 64, 16, 35),
+        "lstm_h512_b16": lambda: lstm(512, 512, 16, 25),
+        "lstm_h512_b64": lambda: lstm(512, 512, 64, 25),
+        "mlp": mlp,
+        "textcnn": textcnn,
+        "sgemm256": lambda: sgemm(256),
+        "sgemm1024": lambda: sgemm(1024),
+        "softmax_fb": lambda: softmax_fb(False),
+        "log_softmax_fb": lambda: softmax_fb(True),
+    }[name]()
+
+
+def torch_side(name, threads, reps):
+    torch.set_num_threads(threads)
+    step, check, ops = workload(name)
+    c = check()
+    for _ in range(2):
+        step()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - t) * 1e3)
+    return {"times_ms": times, "check": c, "ops": ops}
+
+
+def chi_side(name, threads, reps):
+    out = subprocess.run([CHI, name, "--threads", str(threads), "--reps", str(reps)], check=True, capture_output=True, text=True)
+    d = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"times_ms": d["times_ms"], "check": [d["loss0"], d["loss1"], d["grad_sum"], d["grad_sumsq"]], "ops": d["ops"]}
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(a), abs(b), 1e-30)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("workloads", nargs="*", default=WORKLOADS)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    if not os.path.exists(CHI):
+        print("side_by_side: %s missing; run `cargo build --release -p chi-benches --bin side_by_side`" % CHI, file=sys.stderr)
+        sys.exit(2)
+    if not a.json:
+        print("PyTorch %s | %s" % (torch.__version__, " ".join(os.uname()[2:3])))
+        print("%-16s %3s %12s %12s %8s %10s" % ("workload", "thr", "chi ms", "torch ms", "ratio", "max reldiff"))
+    for threads in [int(t) for t in a.threads.split(",")]:
+        for name in a.workloads:
+            ct, tt = [], []
+            for _ in range(a.rounds):
+                c = chi_side(name, threads, a.reps)
+                t = torch_side(name, threads, a.reps)
+                ct += c["times_ms"]
+                tt += t["times_ms"]
+            cm, tm = statistics.median(ct), statistics.median(tt)
+            diff = max(rel(x, y) for x, y in zip(c["check"], t["check"]))
+            row = {"workload": name, "threads": threads, "chi_ms": cm, "torch_ms": tm, "ratio": cm / tm,
+                   "max_rel_diff": diff, "chi_check": c["check"], "torch_check": t["check"]}
+            if c["ops"]:
+                row["chi_ns_per_op"] = cm * 1e6 / c["ops"]
+                row["torch_ns_per_op"] = tm * 1e6 / t["ops"]
+            if a.json:
+                print(json.dumps(row), flush=True)
+            else:
+                print("%-16s %3d %12.3f %12.3f %8.3f %10.2e" % (name, threads, cm, tm, cm / tm, diff), flush=True)
+
+
+if __name__ == "__main__":
+    main()
