@@ -95,28 +95,34 @@ impl Net {
     }
 }
 
-/// σ-maps of `idx` digits side by side with the digits: a grid image.
+/// σ-maps of `idx` digits side by side with the digits, two digit/σ-map pairs per row (so the
+/// image is roughly square): a grid for [`surface`], bottom row first.
 fn sigma_grid(net: &Net, set: &ImageSet, idx: &[usize]) -> Option<Vec<Vec<f64>>> {
     let ConvLayer::Ca(c) = &net.conv else { return None };
     let (x, _) = batch(set, idx);
     let maps = no_grad(|| c.sigma_map(&x));
     let (s, o) = (set.rows, maps.dim(2));
-    let m = maps.to_vec();
-    let xs = x.to_vec();
-    let width = 2 * s + 2;
-    let mut grid = vec![vec![f64::NAN; idx.len() * width]; s];
-    for (d, _) in idx.iter().enumerate() {
+    let (m, xs) = (maps.to_vec(), x.to_vec());
+    let (bw, bh) = (2 * s + 3, s + 2); // one digit + its σ-map, with a 1-pixel gap
+    let per_row = 2;
+    let rows = idx.len().div_ceil(per_row);
+    let mut grid = vec![vec![f64::NAN; per_row * bw]; rows * bh];
+    for d in 0..idx.len() {
+        let (r0, c0) = ((d / per_row) * bh, (d % per_row) * bw);
         for r in 0..s {
             for col in 0..s {
-                grid[s - 1 - r][d * width + col] = xs[d * s * s + r * s + col] as f64;
+                grid[r0 + r][c0 + col] = xs[d * s * s + r * s + col] as f64;
             }
-            for col in 0..o {
-                if r < o {
-                    grid[s - 1 - r][d * width + s + 1 + col] = m[d * o * o + r * o + col] as f64;
+            if r < o {
+                for col in 0..o {
+                    // Centre the (smaller) σ-map beside the digit.
+                    let off = (s - o) / 2;
+                    grid[r0 + r + off][c0 + s + 1 + off + col] = m[d * o * o + r * o + col] as f64;
                 }
             }
         }
     }
+    grid.reverse(); // surface() draws row 0 at the bottom
     Some(grid)
 }
 
