@@ -251,3 +251,20 @@ fn gru_step_matches_hand_computation() {
         assert!((h[u] - want).abs() < 1e-12, "h[{u}] {} vs {want}", h[u]);
     }
 }
+
+/// The fast text-convolution path (`forward`: row gather + one GEMM) equals the generic one
+/// (`feature_maps`: `conv1d` on the transposed input) followed by the max over time.
+#[test]
+fn text_conv_fast_path_equals_generic_conv1d() {
+    let mut rng = Rng::new(11);
+    let mut s = ParamStore::<f64>::new();
+    let conv = Conv1dText::new(&mut s, "c", "g", 4, &[1, 2, 5], 3, Activation::Tanh, &mut rng);
+    perturb(&s, &mut rng);
+    let x = Tensor::randn(&[3, 7, 4], &mut rng);
+    let fast = conv.forward(&x).to_vec();
+    let maps = conv.feature_maps(&x);
+    let generic = Tensor::concat(&maps.iter().map(|m| m.max_axis(-1, false)).collect::<Vec<_>>(), 1).to_vec();
+    for (a, b) in fast.iter().zip(&generic) {
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    }
+}

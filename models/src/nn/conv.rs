@@ -5,6 +5,7 @@
 use super::param_name;
 use crate::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
+use std::rc::Rc;
 
 /// Pointwise nonlinearity applied to feature maps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,9 +80,35 @@ impl<T: Float> Conv1dText<T> {
         self.filters.iter().map(|(_, w, b)| self.act.apply(&xt.conv1d(&w.get(), Some(&b.get()), 1, 0))).collect()
     }
     /// `x [batch, len, emb]` → `[batch, n_filters · widths.len()]`.
+    ///
+    /// Computed in the input's own layout, without the transposes of the generic
+    /// [`Tensor::conv1d`] path ([`Conv1dText::feature_maps`]): in `[batch, len, emb]` a window of
+    /// `h` consecutive words is `h·emb` contiguous numbers, so the windows of every width are one
+    /// row gather (`gather_rows`, whose backward is a scatter-add) into `[batch·regions, h·emb]`,
+    /// then one GEMM with the weight reordered to `[h·emb, n_f]` (tap-major, matching the
+    /// windows), then the max over regions. Profiled on the PyTorch side-by-side text-CNN
+    /// workload, the generic path spent a third of its time in `permute`/`transpose`.
     #[track_caller]
     pub fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
-        let pooled: Vec<Tensor<T>> = self.feature_maps(x).iter().map(|m| m.max_axis(-1, false)).collect();
+        assert!(x.rank() == 3 && x.dim(2) == self.emb, "Conv1dText: input must be [batch, len, {}], got {:?}", self.emb, x.shape());
+        let (b, len, e) = (x.dim(0), x.dim(1), self.emb);
+        let rows = x.reshape(&[b * len, e]);
+        let pooled: Vec<Tensor<T>> = self
+            .filters
+            .iter()
+            .map(|(h, w, bias)| {
+                let h = *h;
+                assert!(len >= h, "Conv1dText: sequence length {len} is shorter than filter width {h}");
+                let p = len - h + 1;
+                // Row ids of every window: window (n, i) is rows n·len + i … n·len + i + h − 1.
+                let ids: Vec<usize> = (0..b).flat_map(|n| (0..p).flat_map(move |i| (0..h).map(move |r| n * len + i + r))).collect();
+                let windows = rows.gather_rows(Rc::new(ids), &[b * p * h, e]).reshape(&[b * p, h * e]);
+                // W [n_f, emb, h] → [h, emb, n_f] → [h·emb, n_f]: row r·emb + c holds W[:, c, r].
+                let wt = w.get().permute(&[2, 1, 0]).reshape(&[h * e, self.n_filters]);
+                let o = windows.matmul(&wt).add(&bias.get()).reshape(&[b, p, self.n_filters]);
+                self.act.apply(&o).max_axis(1, false)
+            })
+            .collect();
         Tensor::concat(&pooled, 1)
     }
 }
