@@ -28,6 +28,7 @@ pub mod anomaly;
 pub mod backward;
 pub mod dot;
 pub mod gradcheck;
+pub mod malloc;
 pub mod ops;
 pub mod registry;
 mod rng;

@@ -271,6 +271,10 @@ fn main() {
     });
     let opt = |flag: &str, default: usize| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).map_or(default, |v| v.parse().expect("a number"));
     let (threads, reps) = (opt("--threads", 1), opt("--reps", 5));
+    // As the `chi` program does (and PyTorch's caching allocator): keep freed memory for reuse.
+    if !args.iter().any(|a| a == "--no-malloc-tuning") {
+        chi_autodiff::malloc::keep_freed_memory();
+    }
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().expect("thread pool");
     let Some(mut w) = workload(&name) else {
         eprintln!("unknown workload {name}; one of {WORKLOADS:?}");
