@@ -12,7 +12,7 @@
 //! for time); k = 8 on Fashion-MNIST (3,000 steps = 5 epochs). The σ-maps (χ per position,
 //! Fig. 18) of test digits are drawn after 1,000 and 10,000 steps of the k = 8 MNIST run.
 
-use super::util::{mean_curve, write_curves};
+use super::util::{image_batch, mean_curve, write_curves};
 use super::{Ctx, Report, Row};
 use crate::ca::CaConv2d;
 use crate::data::{self, Dataset, ImageSet};
@@ -38,14 +38,6 @@ pub fn stratified_split(set: &ImageSet, frac: f64) -> (Vec<usize>, Vec<usize>) {
     (train, test)
 }
 
-fn batch(set: &ImageSet, idx: &[usize]) -> (Tensor<f32>, Vec<usize>) {
-    let px = set.rows * set.cols;
-    let mut v = Vec::with_capacity(idx.len() * px);
-    for &i in idx {
-        v.extend_from_slice(&set.pixels[i * px..(i + 1) * px]);
-    }
-    (Tensor::from_vec(v, &[idx.len(), 1, set.rows, set.cols]), idx.iter().map(|&i| set.labels[i] as usize).collect())
-}
 
 enum ConvLayer {
     Plain(Conv2d<f32>),
@@ -85,7 +77,7 @@ impl Net {
         no_grad(|| {
             let mut correct = 0;
             for chunk in idx.chunks(500) {
-                let (x, y) = batch(set, chunk);
+                let (x, y) = image_batch(set, chunk);
                 let l = self.logits(&x);
                 let pred = l.argmax_axis(1).to_vec();
                 correct += pred.iter().zip(&y).filter(|(p, t)| **p as usize == **t).count();
@@ -99,7 +91,7 @@ impl Net {
 /// image is roughly square): a grid for [`surface`], bottom row first.
 fn sigma_grid(net: &Net, set: &ImageSet, idx: &[usize]) -> Option<Vec<Vec<f64>>> {
     let ConvLayer::Ca(c) = &net.conv else { return None };
-    let (x, _) = batch(set, idx);
+    let (x, _) = image_batch(set, idx);
     let maps = no_grad(|| c.sigma_map(&x));
     let (s, o) = (set.rows, maps.dim(2));
     let (m, xs) = (maps.to_vec(), x.to_vec());
@@ -148,7 +140,7 @@ fn train(ctx: &Ctx, tag: &str, ca: bool, k: usize, depth: usize, set_train: &Ima
             rng.shuffle(&mut order);
             pos = 0;
         }
-        let (x, y) = batch(set_train, &order[pos..pos + BATCH]);
+        let (x, y) = image_batch(set_train, &order[pos..pos + BATCH]);
         pos += BATCH;
         net.store.zero_grad();
         net.logits(&x).cross_entropy(&y).backward();

@@ -19,7 +19,7 @@
 //! so the CA-RES block is the paper's tuple `(l, 1, 1, 0)` whose `b = 1` form (χ ≡ 1) is exactly
 //! the ResNet block (the reduction is tested in `models/tests/ca.rs` for the dense CA-RES).
 
-use super::util::{mean_curve, write_curves};
+use super::util::{image_batch, mean_curve, write_curves};
 use super::{Ctx, Report, Row};
 use crate::data::{self, Dataset, ImageSet};
 use crate::nn::{Conv2d, Linear};
@@ -140,20 +140,12 @@ impl Net {
     }
 }
 
-fn batch(set: &ImageSet, idx: &[usize]) -> (Tensor<f32>, Vec<usize>) {
-    let px = set.rows * set.cols;
-    let mut v = Vec::with_capacity(idx.len() * px);
-    for &i in idx {
-        v.extend_from_slice(&set.pixels[i * px..(i + 1) * px]);
-    }
-    (Tensor::from_vec(v, &[idx.len(), 1, set.rows, set.cols]), idx.iter().map(|&i| set.labels[i] as usize).collect())
-}
 
 fn accuracy(net: &Net, set: &ImageSet, idx: &[usize]) -> f64 {
     no_grad(|| {
         let mut correct = 0;
         for chunk in idx.chunks(500) {
-            let (x, y) = batch(set, chunk);
+            let (x, y) = image_batch(set, chunk);
             let pred = net.logits(&x).argmax_axis(1);
             correct += pred.iter().zip(&y).filter(|(p, t)| p == t).count();
         }
@@ -176,7 +168,7 @@ fn train(kind: Kind, blocks: usize, l: usize, train_set: &ImageSet, tr: &[usize]
             rng.shuffle(&mut order);
             pos = 0;
         }
-        let (x, y) = batch(train_set, &order[pos..pos + BATCH]);
+        let (x, y) = image_batch(train_set, &order[pos..pos + BATCH]);
         pos += BATCH;
         net.store.zero_grad();
         net.logits(&x).cross_entropy(&y).backward();

@@ -5,6 +5,7 @@ use super::Ctx;
 use crate::optim::Optimizer;
 use crate::params::ParamStore;
 use crate::train::plot::{line_plot, LinePlot};
+use crate::data::ImageSet;
 use chi_autodiff::{Float, Tensor};
 use std::fmt::Write as _;
 
@@ -51,4 +52,14 @@ pub fn step<T: Float>(store: &ParamStore<T>, opt: &mut Optimizer<T>, loss: impl 
     l.backward();
     opt.step_params(store.params());
     v
+}
+
+/// Images `idx` of `set` as a `[len, 1, rows, cols]` batch, and their labels.
+pub fn image_batch(set: &ImageSet, idx: &[usize]) -> (Tensor<f32>, Vec<usize>) {
+    let px = set.rows * set.cols;
+    let mut v = Vec::with_capacity(idx.len() * px);
+    for &i in idx {
+        v.extend_from_slice(&set.pixels[i * px..(i + 1) * px]);
+    }
+    (Tensor::from_vec(v, &[idx.len(), 1, set.rows, set.cols]), idx.iter().map(|&i| set.labels[i] as usize).collect())
 }
