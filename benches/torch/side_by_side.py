@@ -223,9 +223,12 @@ def sgemm(n):
 
 
 def softmax_fb(log):
+    # Inputs are made once (outside the timed step): the step is forward + backward only.
+    x0 = fill(1.0, (4096, 1024), 3.0)
+    w = fill(2.0, (4096, 1024), 1.0)
+
     def run():
-        x = fill(1.0, (4096, 1024), 3.0).requires_grad_(True)
-        w = fill(2.0, (4096, 1024), 1.0)
+        x = x0.detach().requires_grad_(True)
         y = torch.log_softmax(x, 1) if log else torch.softmax(x, 1)
         l = (y * w).sum()
         v = float(l)
@@ -287,14 +290,29 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if not os.path.exists(CHI):
         print("side_by_side: %s missing; run `cargo build --release -p chi-benches --bin side_by_side`" % CHI, file=sys.stderr)
         sys.exit(2)
-    if not a.json:
-        print("PyTorch %s | %s" % (torch.__version__, " ".join(os.uname()[2:3])))
+    counts = [int(t) for t in a.threads.split(",")]
+    if len(counts) > 1 or os.environ.get("OMP_NUM_THREADS") != str(counts[0]):
+        # PyTorch's OpenMP pool and its BLAS (OpenBLAS spawns its own threads) read their sizes
+        # from the environment at load time: run each thread count in a fresh process with
+        # OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = MKL_NUM_THREADS = N, so both libraries use
+        # exactly N threads.
+        if not a.json:
+            print("PyTorch %s, chi %s" % (torch.__version__, CHI), flush=True)
+            print("%-16s %3s %12s %12s %8s %10s" % ("workload", "thr", "chi ms", "torch ms", "ratio", "max reldiff"), flush=True)
+        for n in counts:
+            env = dict(os.environ, OMP_NUM_THREADS=str(n), OPENBLAS_NUM_THREADS=str(n), MKL_NUM_THREADS=str(n))
+            args = [sys.executable, os.path.abspath(__file__), "--threads", str(n), "--rounds", str(a.rounds), "--reps", str(a.reps)]
+            args += (["--json"] if a.json else []) + ["--no-header"] + a.workloads
+            subprocess.run(args, env=env, check=True)
+        return
+    if not a.json and not a.no_header:
         print("%-16s %3s %12s %12s %8s %10s" % ("workload", "thr", "chi ms", "torch ms", "ratio", "max reldiff"))
-    for threads in [int(t) for t in a.threads.split(",")]:
+    for threads in counts:
         for name in a.workloads:
             ct, tt = [], []
             for _ in range(a.rounds):
