@@ -144,7 +144,7 @@ def mlp():
 
 
 def textcnn():
-    V = 5000
+    V = 20000  # as the ANCHORS.md baseline (vocab 20k, dense embedding gradient)
 
     def build():
         emb = torch.nn.Embedding(V, 100)

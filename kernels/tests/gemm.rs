@@ -442,3 +442,54 @@ fn batched_short_a_panics() {
     let mut c = [0.0f32; 12];
     gemm_batched(1.0, BatchRef::row_major(&a, 3, 2, 2), BatchRef::row_major(&b, 3, 2, 2), 0.0, &mut c);
 }
+
+/// A stride so large that the view's extent overflows `usize` must be rejected, not wrap around
+/// into a small length that passes the bounds check (release builds do not check overflow).
+#[test]
+#[should_panic(expected = "gemm: matrix A is 9x2 with strides (2305843009213693952, 1), whose extent overflows usize")]
+fn gemm_overflowing_stride_panics() {
+    let a = [0.0f32; 16];
+    let b = [0.0f32; 4];
+    let mut c = [0.0f32; 18];
+    let huge = 1usize << 61; // 8 · 2^61 wraps to 0 in 64 bits
+    gemm(1.0, MatRef { data: &a, rows: 9, cols: 2, rs: huge, cs: 1 }, MatRef::row_major(&b, 2, 2), 0.0, MatMut::row_major(&mut c, 9, 2));
+}
+
+#[test]
+#[should_panic(expected = "gemm_batched: batch A of 3 matrices of 2x2 (strides (2, 1), batch stride 9223372036854775808) has an extent that overflows usize")]
+fn batched_overflowing_batch_stride_panics() {
+    let a = [0.0f32; 12];
+    let mut c = [0.0f32; 12];
+    let bad = BatchRef { batch_stride: 1usize << 63, ..BatchRef::row_major(&a, 3, 2, 2) };
+    gemm_batched(1.0, bad, BatchRef::row_major(&a, 3, 2, 2), 0.0, &mut c);
+}
+
+/// An output view whose distinct elements share memory (row stride 0) would let the two threads
+/// of a split GEMM write the same addresses: a data race. It is rejected before any work starts,
+/// for every size and thread setting.
+#[test]
+fn gemm_aliasing_output_is_rejected() {
+    for (rows, cols, rs, cs) in [(400, 100, 0, 1), (4, 3, 1, 1), (5, 1, 0, 1), (1, 5, 7, 0), (3, 3, 2, 3)] {
+        let a = vec![1.0f32; rows * 7];
+        let b = vec![1.0f32; 7 * cols];
+        let mut c = vec![0.0f32; rows * cols + rs * rows + cs * cols];
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            gemm_par(
+                Par::Threads(2),
+                1.0,
+                MatRef::row_major(&a, rows, 7),
+                MatRef::row_major(&b, 7, cols),
+                0.0,
+                MatMut { data: &mut c, rows, cols, rs, cs },
+            )
+        }));
+        let msg = r.expect_err("aliasing C accepted");
+        let msg = msg.downcast_ref::<String>().expect("panic message");
+        assert!(msg.contains("distinct elements overlap or interleave"), "{rows}x{cols} ({rs}, {cs}): {msg}");
+    }
+    // A legal exotic-but-disjoint layout (padded column-major) is still accepted.
+    let (a, b) = ([1.0f64; 6], [1.0f64; 6]);
+    let mut c = [0.0f64; 12];
+    gemm(1.0, MatRef::row_major(&a, 2, 3), MatRef::row_major(&b, 3, 2), 0.0, MatMut { data: &mut c, rows: 2, cols: 2, rs: 1, cs: 5 });
+    assert_eq!([c[0], c[1], c[5], c[6]], [3.0; 4]);
+}

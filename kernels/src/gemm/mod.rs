@@ -65,13 +65,44 @@ pub struct MatMut<'a, T> {
     pub cs: usize,
 }
 
-/// Smallest buffer length that holds every element of a `rows × cols` view with these strides.
-pub(crate) fn required_len(rows: usize, cols: usize, rs: usize, cs: usize) -> usize {
+/// Smallest buffer length that holds every element of a `rows × cols` view with these strides,
+/// or `None` if that length does not fit in `usize`.
+///
+/// Checked arithmetic matters here: release builds do not check overflow, and a wrapped length
+/// would let absurd strides (say `rs = 2^61`) pass the bounds check and reach the unchecked reads
+/// of the packing code and the stores of the microkernels.
+pub(crate) fn required_len(rows: usize, cols: usize, rs: usize, cs: usize) -> Option<usize> {
     if rows == 0 || cols == 0 {
-        0
+        Some(0)
     } else {
-        (rows - 1) * rs + (cols - 1) * cs + 1
+        (rows - 1).checked_mul(rs)?.checked_add((cols - 1).checked_mul(cs)?)?.checked_add(1)
     }
+}
+
+/// Whether two distinct elements `(i, j)` of a `rows × cols` view with strides `(rs, cs)` can share
+/// an address (or interleave). An output matrix must not: GEMM's threads write disjoint row or
+/// column ranges of C, which is only a data-race-free split if distinct elements are distinct
+/// memory. The test is the usual sufficient one: with the strides sorted, the smaller one is
+/// non-zero and the larger one steps over a whole run of the smaller. It rejects a few exotic
+/// injective layouts (e.g. 2×2 with strides (2, 3)), which no caller needs.
+pub(crate) fn may_alias(rows: usize, cols: usize, rs: usize, cs: usize) -> bool {
+    match (rows > 1, cols > 1) {
+        (false, false) => false,
+        (true, false) => rs == 0,
+        (false, true) => cs == 0,
+        (true, true) => {
+            let ((s1, d1), s2) = if rs <= cs { ((rs, rows), cs) } else { ((cs, cols), rs) };
+            match s1.checked_mul(d1) {
+                Some(run) => s1 == 0 || s2 < run,
+                None => true, // the larger stride cannot step over a run that long
+            }
+        }
+    }
+}
+
+/// The panic message of a view whose extent overflows `usize`.
+fn overflow_message(kernel: &str, name: &str, rows: usize, cols: usize, rs: usize, cs: usize) -> String {
+    format!("{kernel}: matrix {name} is {rows}x{cols} with strides ({rs}, {cs}), whose extent overflows usize")
 }
 
 impl<'a, T> MatRef<'a, T> {
@@ -89,7 +120,9 @@ impl<'a, T> MatRef<'a, T> {
     }
     /// Panics with a message naming `kernel` if the view addresses memory outside `data`.
     pub fn check(&self, kernel: &str, name: &str) {
-        let need = required_len(self.rows, self.cols, self.rs, self.cs);
+        let Some(need) = required_len(self.rows, self.cols, self.rs, self.cs) else {
+            panic!("{}", overflow_message(kernel, name, self.rows, self.cols, self.rs, self.cs))
+        };
         assert!(
             need <= self.data.len(),
             "{kernel}: matrix {name} is {}x{} with strides ({}, {}) and needs {need} elements, but its buffer has {}",
@@ -125,7 +158,9 @@ impl<'a, T> MatMut<'a, T> {
     }
     /// Panics with a message naming `kernel` if the view addresses memory outside `data`.
     pub fn check(&self, kernel: &str, name: &str) {
-        let need = required_len(self.rows, self.cols, self.rs, self.cs);
+        let Some(need) = required_len(self.rows, self.cols, self.rs, self.cs) else {
+            panic!("{}", overflow_message(kernel, name, self.rows, self.cols, self.rs, self.cs))
+        };
         assert!(
             need <= self.data.len(),
             "{kernel}: matrix {name} is {}x{} with strides ({}, {}) and needs {need} elements, but its buffer has {}",
@@ -168,6 +203,14 @@ fn check_gemm_shapes<T>(kernel: &str, a: &MatRef<T>, b: &MatRef<T>, c: &MatMut<T
     a.check(kernel, "A");
     b.check(kernel, "B");
     c.check(kernel, "C");
+    assert!(
+        !may_alias(c.rows, c.cols, c.rs, c.cs),
+        "{kernel}: output C is {}x{} with strides ({}, {}), so distinct elements overlap or interleave; C must be a non-overlapping view",
+        c.rows,
+        c.cols,
+        c.rs,
+        c.cs
+    );
 }
 
 /// Products with fewer flops (`2·m·n·k`) than this run on one thread under [`Par::Auto`].
@@ -321,7 +364,14 @@ impl<'a, T> BatchRef<'a, T> {
         if self.count == 0 {
             return;
         }
-        let need = (self.count - 1) * self.batch_stride + required_len(self.rows, self.cols, self.rs, self.cs);
+        let need = required_len(self.rows, self.cols, self.rs, self.cs)
+            .and_then(|one| (self.count - 1).checked_mul(self.batch_stride)?.checked_add(one));
+        let Some(need) = need else {
+            panic!(
+                "{kernel}: batch {name} of {} matrices of {}x{} (strides ({}, {}), batch stride {}) has an extent that overflows usize",
+                self.count, self.rows, self.cols, self.rs, self.cs, self.batch_stride
+            )
+        };
         assert!(
             need <= self.data.len(),
             "{kernel}: batch {name} has {} matrices of {}x{} (strides ({}, {}), batch stride {}) and needs {need} elements, but its buffer has {}",

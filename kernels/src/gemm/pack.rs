@@ -29,40 +29,47 @@ fn lines_for<T>(n: usize) -> usize {
 }
 
 /// Runs `f` with two zero-or-garbage-initialised, 64-byte-aligned buffers of `na` and `nb`
-/// elements taken from this thread's scratch (allocated only if the scratch is too small, or if it
-/// is already in use further up this thread's stack).
+/// elements taken from this thread's scratch (freshly allocated, still 64-byte aligned, if the
+/// scratch is too small, or if it is already in use further up this thread's stack, which happens
+/// when a rayon worker holding it picks up another GEMM task while it waits).
+///
+/// The alignment is a safety requirement, not only a speed one: the microkernels read packed B
+/// with aligned vector loads (`_mm256_load_ps`, `_mm512_load_ps`, ...).
 pub(crate) fn with_scratch<T: Real, R>(na: usize, nb: usize, f: impl FnOnce(&mut [T], &mut [T]) -> R) -> R {
-    let fresh = |f: &mut dyn FnMut(&mut [T], &mut [T]) -> R| {
-        let (mut a, mut b) = (vec![T::ZERO; na], vec![T::ZERO; nb]);
-        f(&mut a, &mut b)
-    };
-    let mut f = Some(f);
-    let mut call = |a: &mut [T], b: &mut [T]| (f.take().expect("scratch callback runs once"))(a, b);
-    if !(is_f32::<T>() || is_f64::<T>()) {
-        return fresh(&mut call);
-    }
+    assert!(is_f32::<T>() || is_f64::<T>(), "gemm scratch: only f32 and f64 are supported");
+    let (la, lb) = (lines_for::<T>(na), lines_for::<T>(nb));
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
         Ok(mut lines) => {
-            let (la, lb) = (lines_for::<T>(na), lines_for::<T>(nb));
             if lines.len() < la + lb {
                 lines.clear();
                 lines.resize(la + lb, Line([0; 64]));
             }
-            let (pa, pb) = lines.split_at_mut(la);
-            // SAFETY: T is f32 or f64 (checked above): size 4 or 8, alignment ≤ 64, and every bit
-            // pattern is a valid value. `pa` spans la·64 ≥ na·size_of::<T>() bytes starting 64-byte
-            // aligned, `pb` likewise for nb; the two regions are disjoint, and the RefCell borrow
-            // (held until `call` returns) makes them exclusive to this call.
-            let (a, b) = unsafe {
-                (
-                    std::slice::from_raw_parts_mut(pa.as_mut_ptr().cast::<T>(), na),
-                    std::slice::from_raw_parts_mut(pb.as_mut_ptr().cast::<T>(), nb),
-                )
-            };
-            call(a, b)
+            let (a, b) = carve::<T>(&mut lines, na, nb);
+            f(a, b)
         }
-        Err(_) => fresh(&mut call),
+        Err(_) => {
+            let mut lines = vec![Line([0; 64]); la + lb];
+            let (a, b) = carve::<T>(&mut lines, na, nb);
+            f(a, b)
+        }
     })
+}
+
+/// Splits `lines` into two disjoint, 64-byte-aligned element buffers of `na` and `nb` elements.
+fn carve<T: Real>(lines: &mut [Line], na: usize, nb: usize) -> (&mut [T], &mut [T]) {
+    let (la, lb) = (lines_for::<T>(na), lines_for::<T>(nb));
+    assert!(lines.len() >= la + lb, "gemm scratch: {} lines for {la} + {lb}", lines.len());
+    let (pa, pb) = lines.split_at_mut(la);
+    // SAFETY: T is f32 or f64 (asserted by the caller): size 4 or 8, alignment ≤ 64, and every bit
+    // pattern is a valid value. `pa` spans la·64 ≥ na·size_of::<T>() bytes starting 64-byte
+    // aligned, `pb` (≥ lb lines) likewise for nb; the two regions are disjoint, and both borrow
+    // `lines` mutably for the lifetime of the result, so they are exclusive to the caller.
+    unsafe {
+        (
+            std::slice::from_raw_parts_mut(pa.as_mut_ptr().cast::<T>(), na),
+            std::slice::from_raw_parts_mut(pb.as_mut_ptr().cast::<T>(), nb),
+        )
+    }
 }
 
 /// Packs `A[i0 .. i0+mc, p0 .. p0+kc]` into `dst` as `MR`-row micro-panels.
@@ -105,8 +112,12 @@ fn pack_panels<T: Real, const R: usize>(
     if rlen == 0 || klen == 0 {
         return;
     }
-    // Every element read below has index ≤ `last` (the block's far corner); check it once.
-    let last = (r0 + rlen - 1) * sr + (k0 + klen - 1) * sk;
+    // Every element read below has index ≤ `last` (the block's far corner); check it once, with
+    // checked arithmetic so that no stride can wrap the bound in a release build.
+    let last = (r0 + rlen - 1)
+        .checked_mul(sr)
+        .and_then(|r| r.checked_add((k0 + klen - 1).checked_mul(sk)?))
+        .expect("gemm: packing: operand extent overflows usize");
     assert!(last < data.len(), "gemm: packing past the end of an operand ({last} ≥ {})", data.len());
     let src = data.as_ptr();
     let dst = &mut dst[..rlen.div_ceil(R) * R * klen];
@@ -160,5 +171,34 @@ fn pack_panels<T: Real, const R: usize>(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_scratch;
+
+    /// The microkernels read packed panels with aligned loads, so every scratch buffer must be
+    /// 64-byte aligned, including the freshly allocated one used when the thread's scratch is
+    /// already borrowed further up the stack (a rayon worker running a nested GEMM task).
+    #[test]
+    fn scratch_is_aligned_when_nested() {
+        fn aligned<T>(s: &[T]) -> bool {
+            s.as_ptr() as usize % 64 == 0
+        }
+        with_scratch::<f32, _>(37, 101, |a, b| {
+            assert!(aligned(a) && aligned(b));
+            a.fill(1.0);
+            b.fill(2.0);
+            with_scratch::<f32, _>(53, 7, |c, d| {
+                assert!(aligned(c) && aligned(d), "nested (fresh) scratch is not 64-byte aligned");
+                assert_eq!((c.len(), d.len()), (53, 7));
+                c.fill(3.0);
+                d.fill(4.0);
+            });
+            with_scratch::<f64, _>(9, 1, |c, d| assert!(aligned(c) && aligned(d)));
+            // The outer buffers are untouched by the nested calls.
+            assert!(a.iter().all(|&v| v == 1.0) && b.iter().all(|&v| v == 2.0));
+        });
     }
 }
