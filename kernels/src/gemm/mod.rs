@@ -10,15 +10,16 @@
 //!
 //! * `pack.rs`: A and B are packed into contiguous MR-row / NR-column micro-panels, in
 //!   thread-local, 64-byte-aligned scratch that is reused (no allocation per call in steady state);
-//! * `blocking.rs`: the cache-blocking constants MC/KC/NC, the five-loop nest, and why each value
-//!   fits the 32 KiB L1 / 512 KiB L2 / 32 MiB L3 of the target;
+//! * `blocking.rs`: the cache-blocking constants MC/KC/NC, the five-loop nest, and, for each
+//!   microkernel, its L1/L2/L3 footprint on Zen 3 (32 KiB / 512 KiB / 32 MiB) and Zen 5
+//!   (48 KiB / 1 MiB / 32 MiB), including where a block does not fit and why that is tolerable;
 //! * `microkernel/`: register-blocked tiles, hand-written AVX-512F 12×32 (f32) / 12×16 (f64) and
 //!   AVX2+FMA 6×16 (f32) / 6×8 (f64) with broadcast loads and no shuffles, chosen at run time with
 //!   `is_x86_feature_detected!` (widest first), or a portable 4×8 tile; edge tiles run a kernel
 //!   instantiated for exactly their rows;
 //! * `driver.rs`: the loops and the thread split; `gemv.rs`: the matrix–vector path.
 //!
-//! Above [`PAR_MIN_FLOPS`] (measured), [`Par::Auto`] splits the larger output dimension across the
+//! Above [`par_min_flops`] (measured per microkernel), [`Par::Auto`] splits the larger output dimension across the
 //! threads of the current rayon pool. `n == 1` and `m == 1` take the GEMV path ([`gemv`]), and
 //! [`gemm_batched`] runs small products in parallel across the batch.
 
@@ -213,15 +214,41 @@ fn check_gemm_shapes<T>(kernel: &str, a: &MatRef<T>, b: &MatRef<T>, c: &MatMut<T
     );
 }
 
-/// Products with fewer flops (`2·m·n·k`) than this run on one thread under [`Par::Auto`].
+/// Products with fewer flops (`2·m·n·k`) than this run on one thread under [`Par::Auto`] when the
+/// AVX2 or portable microkernel is in use.
 ///
-/// Measured on the 2-core target: handing half of a product to the second rayon worker costs
-/// ~12 µs (wake-up and join; n = 64 took 16 µs on one thread and 28 µs on two), while one core
-/// does n = 96 (1.8 MFLOP) in ~50 µs, so splitting pays from about n = 96 when the other core is
-/// idle (at n = 128, 2 threads reached 51 GFLOPS vs 30 on one). When the other core is busy
-/// with another process, threads lose at every size; the work-stealing split (see
+/// Measured on the 2-core Zen 3 machine (AVX2): handing half of a product to the second rayon
+/// worker costs ~12 µs (wake-up and join; n = 64 took 16 µs on one thread and 28 µs on two),
+/// while one core does n = 96 (1.8 MFLOP) in ~50 µs, so splitting pays from about n = 96 when
+/// the other core is idle (at n = 128, 2 threads reached 51 GFLOPS vs 30 on one). When the other
+/// core is busy with another process, threads lose at every size; the work-stealing split (see
 /// `driver::gemm`) bounds that loss.
 pub const PAR_MIN_FLOPS: usize = 2 * 96 * 96 * 96;
+
+/// [`PAR_MIN_FLOPS`] for the AVX-512 f32 kernel (12×32 tile).
+///
+/// Measured on the 2-core Zen 5 machine (`chi bench gemm --threads 1` vs `--threads 2`, 21
+/// samples, medians, 2026-11-23): one thread runs n = 128 at 163–178 GFLOPS (~25 µs), two
+/// threads at 91–99; n = 160: 173 vs 143; n = 192: 178 vs 192; n = 224: 178 vs 217. The AVX-512
+/// kernel is twice as fast per core as AVX2, so the fixed cost of waking and joining the second
+/// worker (~30 µs on this VM) is amortised only from n ≈ 185 (12.6 MFLOP, ~70 µs on one core).
+pub const PAR_MIN_FLOPS_AVX512_F32: usize = 2 * 184 * 184 * 184;
+
+/// [`PAR_MIN_FLOPS`] for the AVX-512 f64 kernel (12×16 tile). Measured as for
+/// [`PAR_MIN_FLOPS_AVX512_F32`]: n = 96 runs at 83 GFLOPS on one thread and 45 on two, n = 128 at
+/// 89 vs 94, n = 160 at 89 vs 96, n = 192 at 92 vs 119: the split pays from n ≈ 128 (~48 µs on one
+/// core; f64 does half the flops per cycle, so the crossover in flops is lower than for f32).
+pub const PAR_MIN_FLOPS_AVX512_F64: usize = 2 * 128 * 128 * 128;
+
+/// The flop count from which [`Par::Auto`] uses threads, for the microkernel `choice` selects for
+/// `T` on this CPU (see the constants above for the measurements behind each value).
+pub fn par_min_flops<T: Real>(choice: KernelChoice) -> usize {
+    match microkernel::Kernel::<T>::select(choice).family {
+        microkernel::Family::Avx512 if microkernel::is_f32::<T>() => PAR_MIN_FLOPS_AVX512_F32,
+        microkernel::Family::Avx512 => PAR_MIN_FLOPS_AVX512_F64,
+        _ => PAR_MIN_FLOPS,
+    }
+}
 
 /// How many threads a product of this size gets. The rayon pool is only consulted when more than
 /// one thread could be used, so sequential calls never initialise rayon's global pool (which
@@ -282,7 +309,7 @@ pub fn gemm_with_kernel<T: Real>(choice: KernelChoice, par: Par, alpha: T, a: Ma
     // with vector stores.
     let (a, b, mut c) = if c.rs == 1 && c.cs != 1 { (b.t(), a.t(), c.t()) } else { (a, b, c) };
     let (m, n) = (c.rows, c.cols);
-    let threads = threads_for(par, 2 * m * n * k >= PAR_MIN_FLOPS);
+    let threads = threads_for(par, 2 * m * n * k >= par_min_flops::<T>(choice));
     if n == 1 {
         let (rs, data) = (c.rs, &mut *c.data);
         let x = gemv_impl::Strided { data: b.data, stride: b.rs };
@@ -389,7 +416,7 @@ impl<'a, T> BatchRef<'a, T> {
 /// Batched GEMM over `count` independent products: `C_i ← α·A_i·B_i + β·C_i`.
 ///
 /// `c` holds `count` contiguous row-major `m × n` matrices. Small products (as in attention,
-/// below [`PAR_MIN_FLOPS`] each) are spread over the threads of the current rayon pool one
+/// below [`par_min_flops`] each) are spread over the threads of the current rayon pool one
 /// product per task; large ones run one after another, each with the threaded GEMM.
 ///
 /// ```
@@ -432,8 +459,9 @@ pub fn gemm_batched<T: Real>(alpha: T, a: BatchRef<T>, b: BatchRef<T>, beta: T, 
         return;
     }
     let c = &mut c[..a.count * m * n];
-    let small = 2 * m * n * k < PAR_MIN_FLOPS;
-    if small && a.count > 1 && 2 * a.count * m * n * k >= PAR_MIN_FLOPS && rayon::current_num_threads() > 1 {
+    let par_min = par_min_flops::<T>(KernelChoice::Auto);
+    let small = 2 * m * n * k < par_min;
+    if small && a.count > 1 && 2 * a.count * m * n * k >= par_min && rayon::current_num_threads() > 1 {
         c.par_chunks_mut(m * n).enumerate().with_min_len(batch_grain(m, n, k)).for_each(|(i, ci)| {
             gemm_par(Par::Seq, alpha, a.mat(i), b.mat(i), beta, MatMut::row_major(ci, m, n));
         });
