@@ -3,6 +3,7 @@
 //! Layers, optimisers, the context-aware model family, data loaders, experiments and the `chi`
 //! command-line program.
 
+pub mod allocator;
 pub mod bench;
 pub mod cli;
 pub mod data;

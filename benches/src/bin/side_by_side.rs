@@ -19,6 +19,11 @@ const WORKLOADS: [&str; 10] =
     ["scalar_chain", "lstm_h128_b16", "lstm_h512_b16", "lstm_h512_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"];
 
 /// `scale · sin(0.37·i + tag)` for `i < n`, as f32.
+
+/// The same allocator as the `chi` program (see `chi_models::allocator`).
+#[global_allocator]
+static GLOBAL: chi_models::allocator::MiMalloc = chi_models::allocator::MiMalloc;
+
 fn fill(tag: f64, n: usize, scale: f64) -> Vec<f32> {
     (0..n).map(|i| (scale * (0.37 * i as f64 + tag).sin()) as f32).collect()
 }
@@ -277,6 +282,7 @@ fn main() {
     let (threads, reps) = (opt("--threads", 1), opt("--reps", 5));
     // As the `chi` program does (and PyTorch's caching allocator): keep freed memory for reuse.
     if !args.iter().any(|a| a == "--no-malloc-tuning") {
+        chi_models::allocator::keep_freed_memory();
         chi_autodiff::malloc::keep_freed_memory();
     }
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().expect("thread pool");

@@ -3,8 +3,15 @@
 use clap::Parser;
 use chi_models::cli::{Cli, run};
 
+/// mimalloc serves the many small, short-lived allocations of a tape faster than glibc (see
+/// `chi_models::allocator`).
+#[global_allocator]
+static GLOBAL: chi_models::allocator::MiMalloc = chi_models::allocator::MiMalloc;
+
 fn main() {
-    // Reuse freed tensor memory instead of re-faulting it every step (see the module docs).
+    // Reuse freed tensor memory instead of re-faulting it every step (see the module docs): the
+    // mimalloc setting for Rust allocations, the glibc one for any C library's.
+    chi_models::allocator::keep_freed_memory();
     chi_autodiff::malloc::keep_freed_memory();
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
