@@ -1,8 +1,15 @@
 //! Elementwise kernels vs naive float64 references, both dtypes, random lengths (including 0,
 //! 1 and non-multiples of the vector width), large lengths (threaded path), special values and
 //! bad arguments.
+//!
+//! The threaded cases run inside an explicit 2-thread rayon pool ([`common::in_pool`]): the
+//! kernels only split when the current pool has more than one thread, which the global pool of a
+//! one-core runner does not.
+
+mod common;
 
 use chi_kernels::elementwise::*;
+use common::in_pool;
 use chi_kernels::Real;
 use proptest::prelude::*;
 
@@ -160,26 +167,97 @@ fn small_lengths_exhaustive() {
 
 #[test]
 fn large_threaded_matches_serial_bitwise() {
-    // 1M + 3 elements: goes through the rayon split; results must equal the per-element SIMD
-    // result computed on a short slice (position- and thread-independent).
+    // 1M + 3 elements: in the 2-thread pool this goes through the rayon split; the results must
+    // equal, bit for bit, those of a 1-thread pool and the per-element SIMD result computed on a
+    // short slice (position- and thread-independent), and be close to the f64 reference.
     let n = (1 << 20) + 3;
     let x: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.001).sin() * 20.0).collect();
     for op in [Unary::Exp, Unary::Tanh, Unary::Sigmoid, Unary::Relu, Unary::Softplus] {
         let mut y = vec![0f32; n];
-        unary(op, &x, &mut y);
+        in_pool(2, || unary(op, &x, &mut y));
+        let mut y1 = vec![0f32; n];
+        in_pool(1, || unary(op, &x, &mut y1));
+        assert!(y.iter().zip(&y1).all(|(a, b)| a.to_bits() == b.to_bits()), "{}: 2 threads differ from 1", op.name());
         for i in (0..n).step_by(9973).chain([n - 1, n - 2]) {
             let mut one = [0f32];
             unary(op, &x[i..i + 1], &mut one);
             assert_eq!(y[i].to_bits(), one[0].to_bits(), "{} at {i}", op.name());
+            let want = op.apply(x[i] as f64);
+            assert!(close(y[i] as f64, want, tol::<f32>()), "{} at {i}: x={} got {} want {want}", op.name(), x[i], y[i]);
         }
     }
     let b: Vec<f32> = x.iter().map(|v| v * 0.5).collect();
     let mut out = vec![0f32; n];
-    binary(Binary::Add, &x, &b, &mut out);
+    in_pool(2, || binary(Binary::Add, &x, &b, &mut out));
     assert!(out.iter().zip(&x).all(|(o, v)| *o == v + v * 0.5));
     let mut y = b.clone();
-    axpy(2.0, &x, &mut y);
+    in_pool(2, || axpy(2.0, &x, &mut y));
     assert!(y.iter().zip(&x).zip(&b).all(|((y, x), b)| *y == x.mul_add(2.0, *b)));
+    // mul_acc through the split: every element is one f32 fused multiply-add (lanes and tails).
+    let mut y = b.clone();
+    in_pool(2, || mul_acc(&x, &b, &mut y));
+    for i in 0..n {
+        assert_eq!(y[i].to_bits(), x[i].mul_add(b[i], b[i]).to_bits(), "mul_acc at {i}");
+        let (p, bi) = (x[i] as f64 * b[i] as f64, b[i] as f64);
+        assert!((y[i] as f64 - (p + bi)).abs() <= f32::EPSILON as f64 * (p.abs() + bi.abs()) + 1e-30, "mul_acc at {i} vs f64");
+    }
+}
+
+/// `mul_acc`'s vector lanes use an f32 (f64) FMA: one rounding of `a·b + y`. Its scalar tail must
+/// round the same way, or an element's value would depend on whether it falls in a full vector or
+/// in the tail (i.e. on the slice length and the thread split).
+fn check_mul_acc_position_independent<T: Real>(n: usize, traps: &[(usize, f64, f64, f64, f64)]) {
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
+    };
+    let mut a: Vec<T> = (0..n).map(|_| T::from_f64(rnd())).collect();
+    let mut b: Vec<T> = (0..n).map(|_| T::from_f64(rnd())).collect();
+    let mut y0: Vec<T> = (0..n).map(|_| T::from_f64(rnd())).collect();
+    for &(i, ai, bi, yi, _) in traps {
+        (a[i], b[i], y0[i]) = (T::from_f64(ai), T::from_f64(bi), T::from_f64(yi));
+    }
+    let mut full = y0.clone();
+    mul_acc(&a, &b, &mut full);
+    for i in 0..n {
+        // Element i is the last of a length-(i+1) call, so it lies in the scalar tail unless
+        // i + 1 is a multiple of the vector width; in the length-n call it is mostly in a vector.
+        let mut short = y0[..=i].to_vec();
+        mul_acc(&a[..=i], &b[..=i], &mut short);
+        assert_eq!(short[i].to_f64().to_bits(), full[i].to_f64().to_bits(), "{} mul_acc element {i}: length {} vs {n}", T::NAME, i + 1);
+        let (p, yi) = (a[i].to_f64() * b[i].to_f64(), y0[i].to_f64());
+        let want = p + yi;
+        // One rounding of T, plus the f64 reference's own (tiny next to T::EPSILON for f32; for
+        // f64 the product and the sum each round once, hence the scale |a·b| + |y|).
+        let tol = T::EPSILON.to_f64() * (p.abs() + yi.abs()) + 1e-300;
+        assert!((full[i].to_f64() - want).abs() <= tol, "{} mul_acc element {i}: {} vs f64 {want}", T::NAME, full[i]);
+    }
+    for &(i, .., expect) in traps {
+        assert_eq!(full[i].to_f64(), expect, "{} mul_acc trap at {i}", T::NAME);
+    }
+}
+
+#[test]
+fn mul_acc_tail_rounds_like_the_lanes() {
+    // A double-rounding trap for f32: a = b = 1 + 2⁻¹², y = 2⁻⁶⁰. Exactly, a·b + y =
+    // 1 + 2⁻¹¹ + 2⁻²⁴ + 2⁻⁶⁰, just above the midpoint 1 + 2⁻¹¹ + 2⁻²⁴ between two f32 values, so
+    // one rounding (FMA) gives 1 + 2⁻¹¹ + 2⁻²³. Rounding first to f64 lands exactly on the
+    // midpoint (2⁻⁶⁰ is below half an f64 ULP), and ties-to-even then gives 1 + 2⁻¹¹.
+    let t = 1.0 + 2f64.powi(-12);
+    let fused = 1.0 + 2f64.powi(-11) + 2f64.powi(-23);
+    let y = 2f64.powi(-60);
+    // n = 37: vectors of 8 cover 0..32, the tail 32..37. Traps at positions that are in a vector
+    // in the full call (3, 17) and in the tail of it (35); all are in the tail of a short call.
+    check_mul_acc_position_independent::<f32>(37, &[(3, t, t, y, fused), (17, t, t, y, fused), (35, t, t, y, fused)]);
+    // f64: vectors of 4; the tail was already one f64 rounding, checked all the same.
+    check_mul_acc_position_independent::<f64>(23, &[]);
+    for n in [1, 7, 8, 9, 16] {
+        check_mul_acc_position_independent::<f32>(n, &[]);
+        check_mul_acc_position_independent::<f64>(n, &[]);
+    }
 }
 
 #[test]
@@ -244,7 +322,7 @@ fn bcast_ref(op: Binary, a: &[f64], sa: &[usize], b: &[f64], sb: &[usize], shape
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
-    fn broadcast_matches_reference(shape in prop::collection::vec(1usize..6, 1..5), mask_a in any::<u8>(), mask_b in any::<u8>(), op_i in 0usize..6) {
+    fn broadcast_matches_reference(shape in prop::collection::vec(1usize..6, 1..5), mask_a in any::<u8>(), mask_b in any::<u8>(), op_i in 0usize..BINARY.len()) {
         let op = BINARY[op_i];
         let strides = |mask: u8| -> (Vec<usize>, usize) {
             // stride-0 on axes whose bit is set, contiguous over the rest
@@ -257,8 +335,13 @@ proptest! {
         };
         let (sa, na) = strides(mask_a);
         let (sb, nb) = strides(mask_b);
-        let a: Vec<f64> = (0..na).map(|i| i as f64 * 0.7 - 3.0).collect();
-        let b: Vec<f64> = (0..nb).map(|i| 1.5 + i as f64 * 0.3).collect();
+        // Pow (not commutative, like Sub and Div, so a swapped scalar side shows) gets positive
+        // bases, where it is defined, and exponents in [-2, 2.5] so that no f32 result overflows.
+        let (a, b): (Vec<f64>, Vec<f64>) = if op == Binary::Pow {
+            ((0..na).map(|i| 0.25 + i as f64 * 0.7).collect(), (0..nb).map(|i| -2.0 + (i % 10) as f64 * 0.5).collect())
+        } else {
+            ((0..na).map(|i| i as f64 * 0.7 - 3.0).collect(), (0..nb).map(|i| 1.5 + i as f64 * 0.3).collect())
+        };
         let want = bcast_ref(op, &a, &sa, &b, &sb, &shape);
         let mut out = vec![0.0; want.len()];
         binary_broadcast(op, &a, &sa, &b, &sb, &mut out, &shape);
@@ -280,7 +363,8 @@ fn broadcast_large_bias_add() {
     let a: Vec<f32> = (0..r * c).map(|i| i as f32).collect();
     let b: Vec<f32> = (0..c).map(|i| -(i as f32)).collect();
     let mut out = vec![0f32; r * c];
-    binary_broadcast(Binary::Add, &a, &[c, 1], &b, &[0, 1], &mut out, &[r, c]);
+    // 300K elements in the 2-thread pool: rows are split across the threads.
+    in_pool(2, || binary_broadcast(Binary::Add, &a, &[c, 1], &b, &[0, 1], &mut out, &[r, c]));
     for i in 0..r {
         for j in 0..c {
             assert_eq!(out[i * c + j], (i * c + j) as f32 - j as f32);
@@ -307,9 +391,21 @@ fn backward_len_mismatch() {
 }
 
 #[test]
-#[should_panic(expected = "axpby: length mismatch: y has 5 elements, expected 4")]
+#[should_panic(expected = "axpy: length mismatch: y has 5 elements, expected 4")]
 fn axpy_len_mismatch() {
     axpy(1.0, &[1f32; 4], &mut [0f32; 5]);
+}
+
+#[test]
+#[should_panic(expected = "axpby: length mismatch: y has 3 elements, expected 4")]
+fn axpby_len_mismatch() {
+    axpby(1.0, &[1f64; 4], 2.0, &mut [0f64; 3]);
+}
+
+#[test]
+#[should_panic(expected = "mul_acc: length mismatch: y has 3 elements, expected 4")]
+fn mul_acc_len_mismatch() {
+    mul_acc(&[1f32; 4], &[1f32; 4], &mut [0f32; 3]);
 }
 
 #[test]

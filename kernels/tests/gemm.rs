@@ -1,7 +1,14 @@
 //! GEMM, batched GEMM and GEMV against a naive float64 reference, over sizes (including tile and
 //! block edges), layouts (row/column-major, transposed views, padded and non-unit strides), α/β
 //! (including 0, 1, and β = 0 over NaN), both dtypes, thread counts, and the forced portable kernel.
+//!
+//! Every threaded case (`Par::Threads(2)`, `Par::Auto`) runs inside an explicit 2-thread rayon
+//! pool ([`common::in_pool`]): `Par::Threads(2)` is capped at the current pool's size, so in the
+//! global pool of a one-core runner the split would silently not happen.
 
+mod common;
+
+use common::in_pool;
 use chi_kernels::gemm::{
     gemm, gemm_batched, gemm_par, gemm_with_kernel, gemv, gemv_with_kernel, BatchRef, KernelChoice, MatMut, MatRef, Par,
 };
@@ -19,6 +26,15 @@ enum Layout {
     Strided,
     /// Stored as the transpose (a `cols × rows` row-major buffer) and viewed through `.t()`.
     TransposedRow,
+}
+
+/// Threads of the pool a case with `par` runs in: 2 for every setting that may split, so that
+/// the split is exercised on any host; 1 for the sequential settings.
+fn pool_threads(par: Par) -> usize {
+    match par {
+        Par::Seq | Par::Threads(0 | 1) => 1,
+        _ => 2,
+    }
 }
 
 const LAYOUTS: [Layout; 5] = [Layout::Row(0), Layout::Col(0), Layout::Row(3), Layout::Strided, Layout::TransposedRow];
@@ -129,7 +145,7 @@ fn run_case<T: Real>(p: &Problem, cfg: Config, expect: &(Vec<f64>, Vec<f64>)) ->
         let a = view(&ab, m, k, ars, acs, atr);
         let b = view(&bb, k, n, brs, bcs, btr);
         let c = view_mut(&mut cb, m, n, crs, ccs, ctr);
-        gemm_with_kernel(cfg.kernel, cfg.par, T::from_f64(cfg.alpha), a, b, T::from_f64(cfg.beta), c);
+        in_pool(pool_threads(cfg.par), || gemm_with_kernel(cfg.kernel, cfg.par, T::from_f64(cfg.alpha), a, b, T::from_f64(cfg.beta), c));
     }
     let eps = T::EPSILON.to_f64();
     let (want, mag) = expect;
@@ -309,7 +325,7 @@ fn check_gemv<T: Real>(m: usize, k: usize, la: Layout, alpha: f64, beta: f64, pa
     let (ab, rs, cs, tr) = store::<T>(&av, m, k, la, T::from_f64(f64::NAN));
     let x: Vec<T> = xv.iter().map(|&v| T::from_f64(v)).collect();
     let mut y: Vec<T> = if beta == 0.0 { vec![T::from_f64(f64::NAN); m] } else { yv.iter().map(|&v| T::from_f64(v)).collect() };
-    gemv_with_kernel(kernel, par, T::from_f64(alpha), view(&ab, m, k, rs, cs, tr), &x, T::from_f64(beta), &mut y);
+    in_pool(pool_threads(par), || gemv_with_kernel(kernel, par, T::from_f64(alpha), view(&ab, m, k, rs, cs, tr), &x, T::from_f64(beta), &mut y));
     for i in 0..m {
         let tol = 4.0 * T::EPSILON.to_f64() * (k as f64 + 2.0) * mag[i] + f64::MIN_POSITIVE;
         let err = (y[i].to_f64() - want[i]).abs();
@@ -358,7 +374,8 @@ fn check_batched<T: Real>(count: usize, m: usize, n: usize, k: usize, b_transpos
     }
     let bref = if b_transposed { BatchRef::row_major(&b_store, count, n, k).t() } else { BatchRef::row_major(&b_store, count, k, n) };
     let mut c: Vec<T> = if beta == 0.0 { vec![T::from_f64(f64::NAN); count * m * n] } else { cv.iter().map(|&v| T::from_f64(v)).collect() };
-    gemm_batched(T::from_f64(alpha), BatchRef::row_major(&a, count, m, k), bref, T::from_f64(beta), &mut c);
+    // In the 2-thread pool: large batches are split across its threads.
+    in_pool(2, || gemm_batched(T::from_f64(alpha), BatchRef::row_major(&a, count, m, k), bref, T::from_f64(beta), &mut c));
     for bi in 0..count {
         let r = |v: &[f64], len: usize| v[bi * len..(bi + 1) * len].to_vec();
         let c0 = if beta == 0.0 { vec![0.0; m * n] } else { r(&cv, m * n) };
@@ -384,14 +401,22 @@ fn batched_small_and_large() {
 #[test]
 fn par_variants_agree_bitwise_with_seq_for_square() {
     // Threads split whole tiles, so every element is computed by the same instruction sequence.
+    // n = 200 in a 2-thread pool splits into 2 column blocks (see `driver::gemm`).
     let n = 200;
     let a = values(n * n, 5).iter().map(|&v| v as f32).collect::<Vec<_>>();
     let b = values(n * n, 6).iter().map(|&v| v as f32).collect::<Vec<_>>();
     let mut c1 = vec![0.0f32; n * n];
     let mut c2 = vec![0.0f32; n * n];
-    gemm_par(Par::Seq, 1.0, MatRef::row_major(&a, n, n), MatRef::row_major(&b, n, n), 0.0, MatMut::row_major(&mut c1, n, n));
-    gemm_par(Par::Threads(2), 1.0, MatRef::row_major(&a, n, n), MatRef::row_major(&b, n, n), 0.0, MatMut::row_major(&mut c2, n, n));
+    in_pool(1, || gemm_par(Par::Seq, 1.0, MatRef::row_major(&a, n, n), MatRef::row_major(&b, n, n), 0.0, MatMut::row_major(&mut c1, n, n)));
+    in_pool(2, || gemm_par(Par::Threads(2), 1.0, MatRef::row_major(&a, n, n), MatRef::row_major(&b, n, n), 0.0, MatMut::row_major(&mut c2, n, n)));
     assert_eq!(c1, c2);
+    // ... and both are right: against the f64 reference.
+    let (av, bv): (Vec<f64>, Vec<f64>) = (a.iter().map(|&v| v as f64).collect(), b.iter().map(|&v| v as f64).collect());
+    let (want, mag) = reference(n, n, n, 1.0, &av, &bv, 0.0, &[]);
+    for i in 0..n * n {
+        let tol = 4.0 * f32::EPSILON as f64 * (n as f64 + 2.0) * mag[i];
+        assert!((c1[i] as f64 - want[i]).abs() <= tol, "C[{i}] = {}, want {}", c1[i], want[i]);
+    }
 }
 
 #[test]
@@ -474,14 +499,16 @@ fn gemm_aliasing_output_is_rejected() {
         let b = vec![1.0f32; 7 * cols];
         let mut c = vec![0.0f32; rows * cols + rs * rows + cs * cols];
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            gemm_par(
-                Par::Threads(2),
-                1.0,
-                MatRef::row_major(&a, rows, 7),
-                MatRef::row_major(&b, 7, cols),
-                0.0,
-                MatMut { data: &mut c, rows, cols, rs, cs },
-            )
+            in_pool(2, || {
+                gemm_par(
+                    Par::Threads(2),
+                    1.0,
+                    MatRef::row_major(&a, rows, 7),
+                    MatRef::row_major(&b, 7, cols),
+                    0.0,
+                    MatMut { data: &mut c, rows, cols, rs, cs },
+                )
+            })
         }));
         let msg = r.expect_err("aliasing C accepted");
         let msg = msg.downcast_ref::<String>().expect("panic message");

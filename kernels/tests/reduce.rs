@@ -1,8 +1,15 @@
 //! Reductions and normalisers vs naive float64 references over random [outer, n, inner]
 //! layouts (inner = 1 is the SIMD row path, inner > 1 the column path), both dtypes, huge
 //! logits, infinities, ties, and bad arguments.
+//!
+//! Large inputs run in explicit 1- and 2-thread rayon pools ([`common::in_pool`]) and are
+//! compared with each other: the kernels only split when the current pool has more than one
+//! thread, which the global pool of a one-core runner does not.
+
+mod common;
 
 use chi_kernels::reduce::*;
+use common::in_pool;
 use chi_kernels::Real;
 use proptest::prelude::*;
 
@@ -195,27 +202,71 @@ fn argmax_ties_and_nan() {
     assert_eq!((m, a), ([f64::NEG_INFINITY; 2], [0, 0]));
 }
 
+/// Neumaier's compensated sum: error ≈ one rounding of the result plus O(n·ε²)·Σ|x|.
+fn neumaier(xs: impl Iterator<Item = f64>) -> f64 {
+    let (mut s, mut c) = (0.0f64, 0.0f64);
+    for x in xs {
+        let t = s + x;
+        c += if s.abs() >= x.abs() { (s - t) + x } else { (x - t) + s };
+        s = t;
+    }
+    s + c
+}
+
 #[test]
 fn sums_large_and_deterministic() {
+    // 3M + 1 elements: blocks of 4096 summed on 2 threads (2-thread pool) or 1. The block
+    // boundaries and the pairwise combination do not depend on the thread count, so the results
+    // must be bitwise equal, and both within the log-n error bound of the f64 reference.
     let n = 3_000_001;
-    let x: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 1e-3).collect();
-    let exact: f64 = x.iter().map(|&v| v as f64).sum();
-    let s = sum_all(&x) as f64;
-    assert!((s - exact).abs() < 1e-6 * exact, "{s} vs {exact}");
-    assert_eq!(sum_all(&x).to_bits(), sum_all(&x).to_bits());
-    let d = dot(&x, &x) as f64;
-    let de: f64 = x.iter().map(|&v| v as f64 * v as f64).sum();
-    assert!((d - de).abs() < 1e-6 * de);
-    assert_eq!(sum_sq(&x).to_bits(), dot(&x, &x).to_bits());
+    let mut st = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = || {
+        st ^= st << 13;
+        st ^= st >> 7;
+        st ^= st << 17;
+        (st >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let xs: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { ((i % 1000) as f64) * 1e-3 } else { rnd() }).collect();
+    let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
+    let x64: Vec<f64> = x32.iter().map(|&v| v as f64).collect(); // same values in both dtypes
+    // References accurate to ~1 f64 ULP (a plain f64 loop over 3M terms could be off by far more
+    // than the f64 kernel's own bound): compensated sums, and exact products via FMA.
+    let exact = neumaier(x64.iter().copied());
+    let abs: f64 = x64.iter().map(|v| v.abs()).sum();
+    let exact_sq = neumaier(x64.iter().flat_map(|&v| {
+        let p = v * v;
+        [p, v.mul_add(v, -p)] // p + its rounding error = v² exactly
+    }));
+    let run32 = || (sum_all(&x32), dot(&x32, &x32), sum_sq(&x32));
+    let run64 = || (sum_all(&x64), dot(&x64, &x64), sum_sq(&x64));
+    let (s1, d1, q1) = in_pool(1, run32);
+    let (s2, d2, q2) = in_pool(2, run32);
+    assert_eq!((s1.to_bits(), d1.to_bits(), q1.to_bits()), (s2.to_bits(), d2.to_bits(), q2.to_bits()), "f32: 1 vs 2 threads");
+    let (e1, f1, g1) = in_pool(1, run64);
+    let (e2, f2, g2) = in_pool(2, run64);
+    assert_eq!((e1.to_bits(), f1.to_bits(), g1.to_bits()), (e2.to_bits(), f2.to_bits(), g2.to_bits()), "f64: 1 vs 2 threads");
+    // Error bound: each lane sums ≤ 128 terms, then ~log2(733) pairwise levels: ≲ 140·ε·Σ|x|.
+    let bound = |eps: f64, scale: f64| 140.0 * eps * scale;
+    assert!((s1 as f64 - exact).abs() <= bound(f32::EPSILON as f64, abs), "f32 sum {s1} vs {exact}");
+    assert!((d1 as f64 - exact_sq).abs() <= bound(f32::EPSILON as f64, exact_sq), "f32 dot {d1} vs {exact_sq}");
+    assert_eq!(q1.to_bits(), d1.to_bits(), "sum_sq is dot(x, x)");
+    assert!((e1 - exact).abs() <= bound(f64::EPSILON, abs), "f64 sum {e1} vs {exact}");
+    assert!((f1 - exact_sq).abs() <= bound(f64::EPSILON, exact_sq), "f64 dot {f1} vs {exact_sq}");
     assert_eq!(sum_all::<f64>(&[]), 0.0);
-    // large softmax rows (threaded path)
+    // large softmax rows (threaded path): 1 vs 2 threads bitwise, and against the f64 reference
     let (outer, len) = (512, 1000);
     let x: Vec<f32> = (0..outer * len).map(|i| ((i * 7919 % 1000) as f32) * 0.01).collect();
-    let mut y = vec![0f32; x.len()];
-    softmax(&x, outer, len, 1, &mut y);
+    let mut y2 = vec![0f32; x.len()];
+    in_pool(2, || softmax(&x, outer, len, 1, &mut y2));
+    let mut y1 = vec![0f32; x.len()];
+    in_pool(1, || softmax(&x, outer, len, 1, &mut y1));
+    assert!(y1.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()), "softmax: 1 vs 2 threads");
     for o in [0, 255, 511] {
-        let tot: f64 = y[o * len..(o + 1) * len].iter().map(|&v| v as f64).sum();
-        assert!((tot - 1.0).abs() < 1e-5);
+        let row: Vec<f64> = x[o * len..(o + 1) * len].iter().map(|&v| v as f64).collect();
+        let (p, _) = ref_softmax(&row);
+        for j in 0..len {
+            assert!(close(y2[o * len + j] as f64, p[j], 2e-5), "softmax row {o} col {j}: {} vs {}", y2[o * len + j], p[j]);
+        }
     }
 }
 
