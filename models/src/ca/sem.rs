@@ -26,6 +26,15 @@
 //! is what the stopping rule of step 3 guards against. [`CaSem::energy`] records every accepted
 //! iterate.
 //!
+//! Two places where the paper's text and its energy disagree, and which one chi follows:
+//! * **Fig. 1's caption** describes χ̃ through the ratio `|v0 − o| / |w′ − v0|` of the
+//!   construction; under Eq. 17 that ratio equals `1 − χ̃`, not `χ̃`. chi follows the energy
+//!   (Eq. 17): step 1b is the projection onto the segment that minimises it
+//!   (`models/tests/ca_formulas.rs` checks the step against the energy and the figure).
+//! * **step 2** solves for `v0` without the constraint `v0 ⟂ w′`; the next step 1a restores it
+//!   by re-projecting `w′`. So between step 2 and the next step 1a the state is not feasible; every
+//!   state that [`CaSem::fit`] accepts (and reports an energy for) is taken after step 1b, and is.
+//!
 //! Sentence embedding (Eq. 18): `s = v0 Σ χ̃(w) + Σ (1 − χ̃(w)) w'`, OOV words embed as `v0` with
 //! χ̃ = 1. Baselines: [`average`] and [`sif`] (Arora et al. 2017: weights `a/(a + p(w))`, then the
 //! first principal component of the sentence set is removed).
