@@ -34,7 +34,12 @@ pub fn check_model(
     r
 }
 
+use crate::nn::{
+    run_sequence_batch, stack_outputs, Activation, AdditiveScore, Attention, AttentionScore, ConcatScore, Conv1dText, Conv2d, DotScore, GeneralScore,
+    GruCell, GruVariant, LstmCell, MaxPool2d, RecurrentCell, SelfAttention,
+};
 use crate::params::{init, ParamStore as Store};
+use crate::train::recurrent::CellKind;
 use chi_autodiff::registry::{check_case, registry};
 use chi_autodiff::Rng;
 use clap::Args;
@@ -73,6 +78,9 @@ pub struct ModelCase {
     pub build: fn() -> ModelInstance,
 }
 
+/// A closure running a model on the checked inputs and returning its output or loss.
+pub type LossFn = Box<dyn Fn(&[Tensor<f64>]) -> Tensor<f64>>;
+
 /// A tiny model instance for a gradient check.
 pub struct ModelInstance {
     /// The model's parameters.
@@ -80,7 +88,7 @@ pub struct ModelInstance {
     /// Inputs whose gradients are checked too.
     pub inputs: Vec<Tensor<f64>>,
     /// Runs the model and returns its output or loss.
-    pub loss: Box<dyn Fn(&[Tensor<f64>]) -> Tensor<f64>>,
+    pub loss: LossFn,
 }
 
 fn mlp_instance() -> ModelInstance {
@@ -94,9 +102,105 @@ fn mlp_instance() -> ModelInstance {
     ModelInstance { store, inputs: vec![x], loss: Box::new(loss) }
 }
 
+/// Generic parameter values for a check: zero biases would hide bias-gradient bugs.
+fn perturbed(store: &Store<f64>, rng: &mut Rng) {
+    crate::ca::nn::perturb(store, rng);
+}
+
+/// A recurrent cell over 4 steps of a batch of 2 (second sequence 2 steps long, so the
+/// padding mask is checked too), 3 → 4; output: every step's output and the final state.
+fn recurrent_instance(make: fn(&mut Store<f64>, &mut Rng) -> Box<dyn RecurrentCell<f64>>) -> ModelInstance {
+    let mut rng = Rng::new(12);
+    let mut store = Store::new();
+    let cell = make(&mut store, &mut rng);
+    perturbed(&store, &mut rng);
+    let xs = Tensor::randn(&[2, 4, 3], &mut rng); // [B, T, in]
+    let loss = move |x: &[Tensor<f64>]| {
+        let (outs, state) = run_sequence_batch(cell.as_ref(), &x[0], None, Some(&[4, 2]));
+        Tensor::concat(&[stack_outputs(&outs).reshape(&[2, 16]), Tensor::concat(&state, 1)], 1)
+    };
+    ModelInstance { store, inputs: vec![xs], loss: Box::new(loss) }
+}
+
+/// Global attention of a query `[2, 3]` over 4 keys `[2, 4, 3]` and values `[2, 4, 2]`, one key
+/// masked; output: context and weights. Query, keys and values are checked too.
+fn attention_instance(make: fn(&mut Store<f64>, &mut Rng) -> Box<dyn AttentionScore<f64>>) -> ModelInstance {
+    let mut rng = Rng::new(13);
+    let mut store = Store::new();
+    let att = Attention::new(make(&mut store, &mut rng));
+    perturbed(&store, &mut rng);
+    let inputs = vec![Tensor::randn(&[2, 3], &mut rng), Tensor::randn(&[2, 4, 3], &mut rng), Tensor::randn(&[2, 4, 2], &mut rng)];
+    let mask = [true, true, true, false, true, true, true, true];
+    let loss = move |x: &[Tensor<f64>]| {
+        let o = att.forward(&x[0], &x[1], &x[2], Some(&mask));
+        Tensor::concat(&[o.context, o.weights], 1)
+    };
+    ModelInstance { store, inputs, loss: Box::new(loss) }
+}
+
+/// Self-attention (learned context vector) over `[2, 4, 3]` annotations, one step masked.
+fn self_attention_instance() -> ModelInstance {
+    let mut rng = Rng::new(14);
+    let mut store = Store::new();
+    let sa = SelfAttention::new(&mut store, "self_att", "att", 3, 4, &mut rng);
+    perturbed(&store, &mut rng);
+    let mask = [true, true, true, false, true, true, true, true];
+    let loss = move |x: &[Tensor<f64>]| sa.forward(&x[0], Some(&mask)).context;
+    ModelInstance { store, inputs: vec![Tensor::randn(&[2, 4, 3], &mut rng)], loss: Box::new(loss) }
+}
+
+/// 3×3 convolution 2 → 3 channels (padding 1), tanh, 2×2 max-pooling, on `[1, 2, 6, 6]`.
+fn conv2d_maxpool_instance() -> ModelInstance {
+    let mut rng = Rng::new(15);
+    let mut store = Store::new();
+    let conv = Conv2d::new(&mut store, "conv", "conv", 2, 3, 3, 1, 1, true, &mut rng);
+    perturbed(&store, &mut rng);
+    let pool = MaxPool2d::new(2, 2);
+    let loss = move |x: &[Tensor<f64>]| pool.forward(&conv.forward(&x[0]).tanh());
+    ModelInstance { store, inputs: vec![Tensor::randn(&[1, 2, 6, 6], &mut rng)], loss: Box::new(loss) }
+}
+
+/// Text convolution (Kim 2014): widths 2 and 3, 2 filters each, tanh, max over time, on
+/// `[2, 6, 3]` word vectors.
+fn text_conv1d_instance() -> ModelInstance {
+    let mut rng = Rng::new(16);
+    let mut store = Store::new();
+    let conv = Conv1dText::new(&mut store, "textconv", "conv", 3, &[2, 3], 2, Activation::Tanh, &mut rng);
+    perturbed(&store, &mut rng);
+    let loss = move |x: &[Tensor<f64>]| conv.forward(&x[0]);
+    ModelInstance { store, inputs: vec![Tensor::randn(&[2, 6, 3], &mut rng)], loss: Box::new(loss) }
+}
+
 /// Every model registered for whole-graph gradient checks. Model families append theirs here.
+///
+/// Besides the MLP: the layers of [`crate::nn`] (recurrent cells over a masked sequence,
+/// attention with each score, convolutions), the `chi train` sequence classifiers end to end
+/// with their cross-entropy (`seq-*`, [`crate::train::recurrent::gradcheck_instance`]), and the
+/// context-aware models ([`crate::ca::gradcheck_cases`]).
 pub fn model_registry() -> Vec<ModelCase> {
-    let mut v = vec![ModelCase { name: "mlp", build: mlp_instance }];
+    let mut v = vec![
+        ModelCase { name: "mlp", build: mlp_instance },
+        ModelCase { name: "lstm", build: || recurrent_instance(|s, r| Box::new(LstmCell::new(s, "lstm", "rnn", 3, 4, false, r))) },
+        ModelCase { name: "lstm-peephole", build: || recurrent_instance(|s, r| Box::new(LstmCell::new(s, "lstm", "rnn", 3, 4, true, r))) },
+        ModelCase {
+            name: "gru",
+            build: || recurrent_instance(|s, r| Box::new(GruCell::new(s, "gru", "rnn", 3, 4, GruVariant::ResetBeforeMatmul, r))),
+        },
+        ModelCase {
+            name: "gru-reset-after",
+            build: || recurrent_instance(|s, r| Box::new(GruCell::new(s, "gru", "rnn", 3, 4, GruVariant::ResetAfterMatmul, r))),
+        },
+        ModelCase { name: "attention-bahdanau", build: || attention_instance(|s, r| Box::new(AdditiveScore::new(s, "bahdanau", "att", 3, 3, 5, r))) },
+        ModelCase { name: "attention-luong", build: || attention_instance(|s, r| Box::new(GeneralScore::new(s, "luong", "att", 3, 3, r))) },
+        ModelCase { name: "attention-luong-dot", build: || attention_instance(|_, _| Box::new(DotScore)) },
+        ModelCase { name: "attention-luong-concat", build: || attention_instance(|s, r| Box::new(ConcatScore::new(s, "concat", "att", 3, 3, 5, r))) },
+        ModelCase { name: "self-attention", build: self_attention_instance },
+        ModelCase { name: "conv2d-maxpool", build: conv2d_maxpool_instance },
+        ModelCase { name: "text-conv1d", build: text_conv1d_instance },
+        ModelCase { name: "seq-lstm", build: || crate::train::recurrent::gradcheck_instance(CellKind::Lstm) },
+        ModelCase { name: "seq-gru", build: || crate::train::recurrent::gradcheck_instance(CellKind::Gru) },
+        ModelCase { name: "seq-ca-rnn", build: || crate::train::recurrent::gradcheck_instance(CellKind::CaRnn) },
+    ];
     v.extend(crate::model_gradcheck_cases());
     v
 }

@@ -12,10 +12,11 @@ pub struct TrainArgs {
     /// TOML config file (flags override its values).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Model name (see --list).
+    /// Model name: mlp (dense inputs), or lstm, gru, ca-rnn (token sequences, e.g.
+    /// --dataset first-token); see --list.
     #[arg(long)]
     pub model: Option<String>,
-    /// Dataset name (see --list).
+    /// Dataset name: spirals, xor-noise, surface (dense) or first-token (sequences); see --list.
     #[arg(long)]
     pub dataset: Option<String>,
     /// Training steps.
@@ -49,7 +50,7 @@ pub struct TrainArgs {
     /// Block-coordinate blocks: groups separated by '/', blocks by ',' (e.g. "chi,embedding").
     #[arg(long)]
     pub em_blocks: Option<String>,
-    /// Hidden sizes, comma-separated (e.g. 64,64).
+    /// Hidden sizes, comma-separated (e.g. 64,64): MLP layers, or stacked recurrent layers.
     #[arg(long)]
     pub hidden: Option<String>,
     /// Dropout probability.

@@ -237,6 +237,63 @@ pub fn surface(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
     Ok(Dataset { name: "surface".into(), task: Task::Regression, train, test })
 }
 
+/// A whole-number option of `options` (`default` when absent), with the dataset or model name
+/// `what` in the error message.
+pub fn option_usize(options: &serde_json::Map<String, serde_json::Value>, key: &str, default: usize, what: &str) -> Result<usize, String> {
+    match options.get(key) {
+        None => Ok(default),
+        Some(v) => v.as_u64().map(|n| n as usize).ok_or_else(|| format!("{what}: option {key:?} must be a non-negative integer, got {v}")),
+    }
+}
+
+/// Fails if `options` has a key not in `known` (catches typos such as `seqlen`).
+pub fn check_options(options: &serde_json::Map<String, serde_json::Value>, known: &[&str], what: &str) -> Result<(), String> {
+    match options.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(format!("{what}: unknown option {k:?} (known: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") })),
+        None => Ok(()),
+    }
+}
+
+/// Long-range memory task for recurrent models: token sequences of length `seq_len` whose class
+/// is decided by the **first** token only.
+///
+/// Tokens `0..classes` are *signal* tokens, tokens `classes..classes + distractors` are
+/// *distractors*. Example of class `c`: `[c, d_1, …, d_{T−1}]` with each `d_i` a uniformly drawn
+/// distractor. A model must carry the first token through `T − 1` uninformative steps, so the
+/// gradient ‖∂L/∂h_t‖ has to reach `t = 0` for it to learn: the vanishing-gradient picture of
+/// `gradflow_time.csv`. Options (in `[data.options]`): `seq_len` (default 12, at least 1),
+/// `distractors` (default 8, at least 1). Uses `n_train`, `n_test`, `classes`; ignores `noise`.
+pub fn first_token(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
+    let what = "dataset first-token";
+    check_options(&cfg.options, &["seq_len", "distractors"], what)?;
+    let seq_len = option_usize(&cfg.options, "seq_len", 12, what)?;
+    let distractors = option_usize(&cfg.options, "distractors", 8, what)?;
+    let k = cfg.classes;
+    if k < 2 {
+        return Err(format!("{what}: need at least 2 classes, got {k}"));
+    }
+    if seq_len == 0 || distractors == 0 {
+        return Err(format!("{what}: seq_len and distractors must be at least 1 (got {seq_len} and {distractors})"));
+    }
+    let vocab = k + distractors;
+    let make = |n: usize, rng: &mut Rng| {
+        let mut seqs = Vec::with_capacity(n);
+        let mut y = Vec::with_capacity(n);
+        for _ in 0..n {
+            let c = rng.below(k);
+            let mut s = Vec::with_capacity(seq_len);
+            s.push(c);
+            s.extend((1..seq_len).map(|_| k + rng.below(distractors)));
+            seqs.push(s);
+            y.push(c);
+        }
+        Split { inputs: Inputs::Tokens { seqs, vocab }, targets: Targets::Classes(y) }
+    };
+    let train = make(cfg.n_train, rng);
+    let test = make(cfg.n_test, rng);
+    Ok(Dataset { name: "first-token".into(), task: Task::Classification { classes: k }, train, test })
+}
+
 /// Resumable position of a [`Batcher`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatcherState {

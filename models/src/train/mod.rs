@@ -6,7 +6,8 @@
 //! * [`evaluate_checkpoint`]: rebuilds the model of a checkpoint and reports its metrics.
 //! * Building blocks: [`data`] (datasets, [`data::Batcher`]), [`metrics`], [`schedule`]
 //!   (learning-rate schedules, block-coordinate freezing), [`log`], [`plot`], [`progress`],
-//!   [`gradflow`], [`registry`] (model and dataset tables), [`cli`] (clap argument types).
+//!   [`gradflow`], [`registry`] (model and dataset tables), [`recurrent`] (the LSTM / GRU /
+//!   CA-RNN sequence classifiers), [`cli`] (clap argument types).
 //!
 //! ## Determinism
 //! One seed fixes everything: the master generator `Rng::new(seed)` is forked, in this order,
@@ -19,7 +20,8 @@
 //! `config.toml`, `log.jsonl` or `log.csv` (`step, epoch, loss, lr, grad_norm, block,
 //! examples_per_sec`), `eval.jsonl`, `gradflow.csv` (`step,param,norm`), `gradflow_time.csv`
 //! (`step,t,norm`, recurrent models), `loss.svg/.png`, `eval.svg/.png`, `gradflow.svg/.png`,
-//! `gradflow_time.svg/.png`, `checkpoints/step-NNNNNNNN.ckpt.safetensors`,
+//! `gradflow_time.svg/.png` (heatmap, training step × t) and `gradflow_time_lines.svg/.png`
+//! (‖∂L/∂h_t‖ against t for a few training steps), `checkpoints/step-NNNNNNNN.ckpt.safetensors`,
 //! `model.safetensors` (final weights) and `summary.json`.
 
 pub mod cli;
@@ -29,6 +31,7 @@ pub mod log;
 pub mod metrics;
 pub mod plot;
 pub mod progress;
+pub mod recurrent;
 pub mod registry;
 pub mod schedule;
 
@@ -427,8 +430,8 @@ pub fn fmt_metrics(m: &BTreeMap<String, f64>) -> String {
     m.iter().map(|(k, v)| format!("{k} {v:.4}")).collect::<Vec<_>>().join(", ")
 }
 
-/// Draws the plots of a run directory from its logs: `loss`, `eval`, `gradflow` and
-/// `gradflow_time` as SVG and PNG (where there is data).
+/// Draws the plots of a run directory from its logs: `loss`, `eval`, `gradflow`,
+/// `gradflow_time` and `gradflow_time_lines` as SVG and PNG (where there is data).
 pub fn write_plots(out: &Path, format: LogFormat) -> Result<(), String> {
     let log_path = out.join(format!("log.{}", format.ext()));
     let loss = log::read_column(&log_path, "loss")?;
@@ -463,6 +466,16 @@ pub fn write_plots(out: &Path, format: LogFormat) -> Result<(), String> {
             let (steps, rows) = gf.time_matrix();
             let ys: Vec<f64> = steps.iter().map(|s| *s as f64).collect();
             plot::heatmap(&out.join(format!("gradflow_time.{ext}")), "‖∂L/∂h_t‖ per time step", "time step t", "training step", &ys, &rows)?;
+            // The same numbers as curves over t for up to four recorded steps (first … last).
+            let picks: Vec<usize> = if rows.len() <= 4 { (0..rows.len()).collect() } else { (0..4).map(|k| k * (rows.len() - 1) / 3).collect() };
+            let series: Vec<(String, Vec<(f64, f64)>)> = picks
+                .iter()
+                .map(|&i| (format!("step {}", steps[i]), rows[i].iter().enumerate().map(|(t, v)| (t as f64, *v)).collect()))
+                .collect();
+            plot::line_plot(
+                &out.join(format!("gradflow_time_lines.{ext}")),
+                &plot::LinePlot { title: "‖∂L/∂h_t‖ against time step", x_label: "time step t", y_label: "‖∂L/∂h_t‖", log_y: true, series: &series },
+            )?;
         }
     }
     Ok(())

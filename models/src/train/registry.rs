@@ -4,8 +4,9 @@
 
 use super::data::{self, DataConfig, Dataset, Inputs, Split, Task};
 use super::metrics;
+use super::recurrent::{self, CellKind};
 use crate::params::{init, Param, ParamStore};
-use chi_autodiff::{no_grad, Rng, Tensor};
+use chi_autodiff::{no_grad, Float, Rng, Tensor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -13,9 +14,10 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModelConfig {
-    /// Hidden layer sizes (MLP) or `[hidden]` (recurrent models).
+    /// Hidden layer sizes: of the MLP, or of each stacked cell of a recurrent model
+    /// (`[32]` = one layer of 32).
     pub hidden: Vec<usize>,
-    /// Activation: `tanh`, `relu` or `sigmoid`.
+    /// Activation of the MLP: `tanh`, `relu` or `sigmoid` (recurrent cells have their own).
     pub activation: String,
     /// Dropout probability on hidden activations while training.
     pub dropout: f64,
@@ -74,18 +76,25 @@ pub struct DatasetEntry {
     pub build: DatasetBuilder,
 }
 
-/// Registered models.
-pub static MODELS: &[ModelEntry] = &[ModelEntry {
-    name: "mlp",
-    about: "multi-layer perceptron on dense inputs (hidden sizes, activation, dropout)",
-    build: build_mlp,
-}];
+/// Registered models. The recurrent ones are [`recurrent::SeqClassifier`]s differing only in
+/// the cell.
+pub static MODELS: &[ModelEntry] = &[
+    ModelEntry { name: "mlp", about: "multi-layer perceptron on dense inputs (hidden sizes, activation, dropout)", build: build_mlp },
+    ModelEntry { name: "lstm", about: "token sequences: embedding → LSTM layers → linear head (options: embed, peephole)", build: build_lstm },
+    ModelEntry { name: "gru", about: "token sequences: embedding → GRU layers → linear head (option: embed)", build: build_gru },
+    ModelEntry { name: "ca-rnn", about: "token sequences: embedding → CA-RNN layers (paper §3.4) → linear head (option: embed)", build: build_ca_rnn },
+];
 
 /// Registered datasets.
 pub static DATASETS: &[DatasetEntry] = &[
     DatasetEntry { name: "spirals", about: "synthetic: interleaved 2-D spirals, `classes` classes", build: data::spirals },
     DatasetEntry { name: "xor-noise", about: "synthetic: 2-D XOR with label noise, binary", build: data::xor_noise },
     DatasetEntry { name: "surface", about: "synthetic: z = x·exp(−x²−y²) regression (paper §4.5.1)", build: data::surface },
+    DatasetEntry {
+        name: "first-token",
+        about: "synthetic: token sequences labelled by their first token (long-range memory; options seq_len, distractors)",
+        build: data::first_token,
+    },
 ];
 
 /// Looks up a model.
@@ -159,9 +168,9 @@ impl Mlp {
 
 /// Inverted dropout with a mask drawn from `rng`: each entry kept with probability `1 − p` and
 /// scaled by `1/(1 − p)`.
-pub fn dropout(x: &Tensor<f32>, p: f64, rng: &mut Rng) -> Tensor<f32> {
+pub fn dropout<T: Float>(x: &Tensor<T>, p: f64, rng: &mut Rng) -> Tensor<T> {
     let keep = 1.0 / (1.0 - p);
-    let mask: Vec<f32> = (0..x.numel()).map(|_| if rng.next_f64() < p { 0.0 } else { keep as f32 }).collect();
+    let mask: Vec<T> = (0..x.numel()).map(|_| if rng.next_f64() < p { T::ZERO } else { T::from_f64(keep) }).collect();
     x.mul(&Tensor::from_vec(mask, x.shape()))
 }
 
@@ -188,24 +197,38 @@ fn build_mlp(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn M
     Ok(Box::new(Mlp::new(input, &cfg.hidden, output, &cfg.activation, cfg.dropout, rng)?))
 }
 
+fn build_lstm(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    recurrent::build(CellKind::Lstm, cfg, ds, rng)
+}
+
+fn build_gru(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    recurrent::build(CellKind::Gru, cfg, ds, rng)
+}
+
+fn build_ca_rnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    recurrent::build(CellKind::CaRnn, cfg, ds, rng)
+}
+
 // ------------------------------------------------------------------------------------ loss
 
 /// The task's loss on a batch (mean over examples): softmax cross-entropy, sigmoid
-/// cross-entropy (binary) or mean squared error (regression). Built from core ops only.
-pub fn task_loss(task: Task, output: &Tensor<f32>, split: &Split, idx: &[usize]) -> Tensor<f32> {
+/// cross-entropy (binary) or mean squared error (regression). Built from core ops only; `f32`
+/// in training, `f64` in whole-model gradient checks.
+pub fn task_loss<T: Float>(task: Task, output: &Tensor<T>, split: &Split, idx: &[usize]) -> Tensor<T> {
     let b = idx.len();
+    let targets = || Tensor::from_vec(idx.iter().map(|&i| T::from_f64(split.targets.value(i))).collect(), &[b]);
     match task {
         Task::Classification { classes } => {
-            let mut onehot = vec![0.0f32; b * classes];
+            let mut onehot = vec![T::ZERO; b * classes];
             for (r, &i) in idx.iter().enumerate() {
-                onehot[r * classes + split.targets.class(i)] = 1.0;
+                onehot[r * classes + split.targets.class(i)] = T::ONE;
             }
             let lp = output.log_softmax(-1);
             lp.mul(&Tensor::from_vec(onehot, &[b, classes])).sum().mul_scalar(-1.0 / b as f64)
         }
         Task::Binary => {
             let z = output.reshape(&[b]);
-            let y = Tensor::from_vec(idx.iter().map(|&i| split.targets.value(i) as f32).collect(), &[b]);
+            let y = targets();
             // −[y·log σ(z) + (1 − y)·log σ(−z)]
             let pos = y.mul(&z.log_sigmoid());
             let neg = y.rsub_scalar(1.0).mul(&z.neg().log_sigmoid());
@@ -213,7 +236,7 @@ pub fn task_loss(task: Task, output: &Tensor<f32>, split: &Split, idx: &[usize])
         }
         Task::Regression => {
             let z = output.reshape(&[b]);
-            let y = Tensor::from_vec(idx.iter().map(|&i| split.targets.value(i) as f32).collect(), &[b]);
+            let y = targets();
             z.sub(&y).square().mean()
         }
     }
