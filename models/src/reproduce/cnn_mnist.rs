@@ -12,6 +12,7 @@
 //! for time); k = 8 on Fashion-MNIST (3,000 steps = 5 epochs). The σ-maps (χ per position,
 //! Fig. 18) of test digits are drawn after 1,000 and 10,000 steps of the k = 8 MNIST run.
 
+use super::units::UnitData;
 use super::util::{image_batch, mean_curve, write_curves};
 use super::{Ctx, Report, Row};
 use crate::ca::CaConv2d;
@@ -121,10 +122,28 @@ fn sigma_grid(net: &Net, set: &ImageSet, idx: &[usize]) -> Option<Vec<Vec<f64>>>
 struct RunOut {
     acc: f64,
     curve: Vec<(f64, f64)>,
+    /// σ-map files written, relative to the experiment directory.
+    files: Vec<String>,
 }
 
+impl RunOut {
+    /// As a unit record.
+    fn to_unit(&self) -> UnitData {
+        UnitData::new().with_scalar("accuracy", self.acc).with_curve("probe_accuracy", &self.curve).with_strings("files", self.files.clone())
+    }
+    /// From a unit record; the σ-map files it names must still be there.
+    fn from_unit(ctx: &Ctx, d: &UnitData) -> Result<RunOut, String> {
+        let files = d.strings("files")?;
+        if let Some(f) = files.iter().find(|f| !ctx.path(f).is_file()) {
+            return Err(format!("its σ-map {} is missing", ctx.path(f).display()));
+        }
+        Ok(RunOut { acc: d.scalar("accuracy")?, curve: d.curve("probe_accuracy")?, files })
+    }
+}
+
+/// Trains one network (one unit of work), with a progress bar labelled `what`.
 #[allow(clippy::too_many_arguments)]
-fn train(ctx: &Ctx, tag: &str, ca: bool, k: usize, depth: usize, set_train: &ImageSet, tr: &[usize], set_test: &ImageSet, te: &[usize], steps: usize, seed: u64, maps_at: &[usize], rep: &mut Report) -> Result<RunOut, String> {
+fn train(ctx: &Ctx, what: &str, tag: &str, ca: bool, k: usize, depth: usize, set_train: &ImageSet, tr: &[usize], set_test: &ImageSet, te: &[usize], steps: usize, seed: u64, maps_at: &[usize]) -> Result<RunOut, String> {
     let mut rng = Rng::new(seed);
     let net = Net::new(ca, k, depth, set_train.rows, &mut rng);
     let mut opt = Optimizer::new(OptimConfig::adagrad(LR));
@@ -135,6 +154,8 @@ fn train(ctx: &Ctx, tag: &str, ca: bool, k: usize, depth: usize, set_train: &Ima
     let probe: Vec<usize> = te.iter().step_by((te.len() / 1000).max(1)).copied().collect();
     let shown: Vec<usize> = te.iter().step_by(te.len() / 8).take(8).copied().collect();
     let every = (steps / 10).max(1);
+    let mut files = Vec::new();
+    let bar = ctx.bar(what, steps);
     for s in 0..steps {
         if pos + BATCH > order.len() {
             rng.shuffle(&mut order);
@@ -143,8 +164,11 @@ fn train(ctx: &Ctx, tag: &str, ca: bool, k: usize, depth: usize, set_train: &Ima
         let (x, y) = image_batch(set_train, &order[pos..pos + BATCH]);
         pos += BATCH;
         net.store.zero_grad();
-        net.logits(&x).cross_entropy(&y).backward();
+        let loss = net.logits(&x).cross_entropy(&y);
+        let loss_value = f64::from(loss.item());
+        loss.backward();
         opt.step_params(net.store.params());
+        bar.tick(s + 1, loss_value);
         if (s + 1) % every == 0 {
             curve.push((s as f64 + 1.0, net.accuracy(set_test, &probe)));
         }
@@ -153,12 +177,13 @@ fn train(ctx: &Ctx, tag: &str, ca: bool, k: usize, depth: usize, set_train: &Ima
                 for ext in ["png", "svg"] {
                     let f = format!("sigma_map_{tag}_step{}.{ext}", s + 1);
                     surface(&ctx.path(&f), &format!("digits and their σ-maps after {} steps ({tag})", s + 1), (0.0, grid[0].len() as f64 - 1.0), (0.0, grid.len() as f64 - 1.0), &grid)?;
-                    rep.files.push(f);
+                    files.push(f);
                 }
             }
         }
     }
-    Ok(RunOut { acc: net.accuracy(set_test, te), curve })
+    bar.finish();
+    Ok(RunOut { acc: net.accuracy(set_test, te), curve, files })
 }
 
 /// The experiment.
@@ -173,6 +198,8 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let (ks, maps_at): (&[usize], Vec<usize>) = if ctx.quick { (&[8], vec![60]) } else { (&[4, 8, 12], vec![1000, 10_000]) };
     let steps_for = |k: usize| if ctx.quick { 60 } else if k == 8 { 10_000 } else { 3_000 };
     let steps = steps_for(8);
+    let (fsteps, quick_stride) = if ctx.quick { (60, 20) } else { (3000, 1) };
+    ctx.plan_units((ks.len() + 1) * 2 * ctx.runs);
     let mut curves = Vec::new();
     for &k in ks {
         for ca in [false, true] {
@@ -182,7 +209,12 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             for r in 0..ctx.runs {
                 let maps = if k == 8 && r == 0 { maps_at.clone() } else { vec![] };
                 let tag = if ca { "ca-cnn_mnist_k8" } else { "cnn_mnist_k8" };
-                let o = train(ctx, tag, ca, k, depth, &mnist, &tr, &mnist, &te, steps_for(k), ctx.run_seed(r), &maps, &mut rep)?;
+                let (seed, n) = (ctx.run_seed(r), steps_for(k));
+                let what = format!("MNIST {name} run {r}");
+                let config = format!("data=mnist {}/{} stratified; ca={ca} k={k} depth={depth} hidden={HIDDEN} steps={n} adagrad lr={LR} batch={BATCH} maps_at={maps:?} seed={seed}", tr.len(), te.len());
+                let key = format!("mnist-{}-k{k}-run{r}", if ca { "ca-cnn" } else { "cnn" });
+                let o = ctx.unit(&key, &config, || Ok(train(ctx, &what, tag, ca, k, depth, &mnist, &tr, &mnist, &te, n, seed, &maps)?.to_unit()), |d| RunOut::from_unit(ctx, d))?;
+                rep.files.extend(o.files);
                 accs.push(o.acc);
                 cs.push(o.curve);
             }
@@ -196,18 +228,18 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let fdir = data::require(Dataset::FashionMnist)?;
     let (ftrain, ftest) = data::load_mnist_idx_dir(&fdir).map_err(|e| e.to_string())?;
     rep.data.push(format!("Debian dataset-fashion-mnist 0.0~git20200523.55506a9-1: {} train / {} test", ftrain.n, ftest.n));
-    let (fsteps, ftr, fte): (usize, Vec<usize>, Vec<usize>) = if ctx.quick {
-        (60, (0..ftrain.n).step_by(20).collect(), (0..ftest.n).step_by(20).collect())
-    } else {
-        (3000, (0..ftrain.n).collect(), (0..ftest.n).collect())
-    };
+    let (ftr, fte): (Vec<usize>, Vec<usize>) = ((0..ftrain.n).step_by(quick_stride).collect(), (0..ftest.n).step_by(quick_stride).collect());
     let mut fcurves = Vec::new();
     for ca in [false, true] {
         let name = format!("{} (8×8, {depth})", if ca { "CA-CNN" } else { "CNN" });
         let mut accs = Vec::new();
         let mut cs = Vec::new();
         for r in 0..ctx.runs {
-            let o = train(ctx, "fashion", ca, 8, depth, &ftrain, &ftr, &ftest, &fte, fsteps, ctx.run_seed(r), &[], &mut rep)?;
+            let seed = ctx.run_seed(r);
+            let what = format!("Fashion {name} run {r}");
+            let config = format!("data=fashion-mnist {}/{} (every {quick_stride}th); ca={ca} k=8 depth={depth} hidden={HIDDEN} steps={fsteps} adagrad lr={LR} batch={BATCH} seed={seed}", ftr.len(), fte.len());
+            let key = format!("fashion-{}-k8-run{r}", if ca { "ca-cnn" } else { "cnn" });
+            let o = ctx.unit(&key, &config, || Ok(train(ctx, &what, "fashion", ca, 8, depth, &ftrain, &ftr, &ftest, &fte, fsteps, seed, &[])?.to_unit()), |d| RunOut::from_unit(ctx, d))?;
             accs.push(o.acc);
             cs.push(o.curve);
         }

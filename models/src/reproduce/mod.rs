@@ -8,7 +8,20 @@
 //!
 //! * `results.json`: the rows with every per-run value, the notes, the configuration (runs,
 //!   quick, seed), the data versions used and the wall time;
-//! * whatever plots and curves the experiment writes into its directory ([`Ctx::dir`]).
+//! * whatever plots and curves the experiment writes into its directory ([`Ctx::dir`]);
+//! * `units/KEY.json`: one record per finished unit of work (a model variant × run, or a
+//!   cross-validation fold) with every number the experiment aggregates or plots, written
+//!   atomically as soon as the unit finishes. `chi reproduce NAME --resume` reuses the valid
+//!   records and runs only the missing units, giving the same final table; a corrupt or
+//!   mismatched record is ignored with a warning naming the file (see [`units`]).
+//!
+//! Long training loops show a progress bar (experiment, unit i/n, step/total, loss, elapsed,
+//! ETA) when stderr is a terminal and `--json` is not given ([`Ctx::bar`]).
+//!
+//! `--runs N` sets the repetitions of experiments whose runs are seeded repetitions. Two
+//! experiments have no such repetitions and ignore it with a warning ([`Experiment::fixed_runs`]):
+//! `ca-sem-lee` is deterministic (one run) and `ca-bsfe-reviews` reports one value per
+//! cross-validation fold; their `results.json` records the truthful count (1; the folds).
 //!
 //! Built-in experiments need no download and are what `chi reproduce` (and `cargo run
 //! --release` with no arguments) runs. Real-data experiments (issue 6) list the datasets they
@@ -18,7 +31,9 @@
 //! Write `reproduce/my_exp.rs` with `pub fn run(ctx: &Ctx) -> Result<Report, String>`, add a
 //! `mod` line and an [`Experiment`] entry in [`registry`]. Use [`Ctx::runs`] and [`Ctx::quick`]
 //! to size the work (`--quick` must keep the whole built-in set under two minutes), and
-//! [`Ctx::run_seed`] for each run's seed so results are deterministic.
+//! [`Ctx::run_seed`] for each run's seed so results are deterministic. Run each independent
+//! unit of work (a model variant × run) through [`Ctx::unit`], so it is recorded and
+//! `--resume` can skip it, and show long training loops with [`Ctx::bar`].
 
 mod att_synthetic;
 mod bsfe_reviews;
@@ -29,14 +44,16 @@ mod nn_xor;
 mod res_fashion;
 mod rnn_synthetic;
 mod sem_lee;
+pub mod units;
 mod util;
 
 use clap::Args;
+use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// `chi reproduce [NAME…] [--quick] [--runs N] [--json]`.
+/// `chi reproduce [NAME…] [--quick] [--runs N] [--json] [--resume]`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ReproduceArgs {
     /// Experiments to run (default: every built-in one; `--list` shows all).
@@ -53,11 +70,19 @@ pub struct ReproduceArgs {
     /// List the experiments and exit.
     #[arg(long)]
     pub list: bool,
+    /// Reuse the finished units of work (model variant × run, or CV fold) recorded in
+    /// `OUT/reproduce/NAME/units/` by an earlier run with the same configuration, and run only
+    /// the rest. A corrupt or mismatched record is ignored with a warning naming the file, and
+    /// its unit runs again.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 /// What an experiment gets to run with.
 #[derive(Clone, Debug)]
 pub struct Ctx {
+    /// The experiment's name (labels progress bars and unit records).
+    pub name: String,
     /// Small variant for CI (`--quick`).
     pub quick: bool,
     /// Number of repetitions.
@@ -68,6 +93,14 @@ pub struct Ctx {
     pub dir: PathBuf,
     /// Whether to show progress on stderr (off for `--json` and non-terminals).
     pub progress: bool,
+    /// `--resume`: reuse valid unit records ([`Ctx::unit`]).
+    pub resume: bool,
+    /// Units the experiment said it will run ([`Ctx::plan_units`]; 0: unknown).
+    units_planned: Cell<usize>,
+    /// Units run in this invocation.
+    units_ran: Cell<usize>,
+    /// Units taken from their records.
+    units_reused: Cell<usize>,
 }
 
 impl Ctx {
@@ -137,6 +170,9 @@ pub struct Report {
     pub data: Vec<String>,
     /// Extra configuration worth recording (hyperparameters), as `(key, value)`.
     pub config: Vec<(String, String)>,
+    /// The number of values per row when it is not [`Ctx::runs`] (e.g. one per CV fold), for
+    /// experiments that ignore `--runs` ([`Experiment::fixed_runs`]).
+    pub runs: Option<usize>,
 }
 
 /// One registered experiment.
@@ -153,6 +189,9 @@ pub struct Experiment {
     pub quick_runs: usize,
     /// The experiment.
     pub run: fn(&Ctx) -> Result<Report, String>,
+    /// Why `--runs` does not apply, for experiments without seeded repetitions (they run
+    /// [`Experiment::runs`] / [`Experiment::quick_runs`] times whatever `--runs` says).
+    pub fixed_runs: Option<&'static str>,
 }
 
 /// Every experiment, built-in ones first.
@@ -165,6 +204,7 @@ pub fn registry() -> Vec<Experiment> {
             runs: 10,
             quick_runs: 3,
             run: rnn_synthetic::run,
+            fixed_runs: None,
         },
         Experiment {
             name: "ca-nn-xor",
@@ -173,6 +213,7 @@ pub fn registry() -> Vec<Experiment> {
             runs: 10,
             quick_runs: 2,
             run: nn_xor::run,
+            fixed_runs: None,
         },
         Experiment {
             name: "ca-nn-surface",
@@ -181,6 +222,7 @@ pub fn registry() -> Vec<Experiment> {
             runs: 10,
             quick_runs: 2,
             run: nn_surface::run,
+            fixed_runs: None,
         },
         Experiment {
             name: "ca-bsfe-synthetic",
@@ -189,6 +231,7 @@ pub fn registry() -> Vec<Experiment> {
             runs: 5,
             quick_runs: 1,
             run: bsfe_synthetic::run,
+            fixed_runs: None,
         },
         Experiment {
             name: "ca-att-synthetic",
@@ -197,6 +240,7 @@ pub fn registry() -> Vec<Experiment> {
             runs: 5,
             quick_runs: 1,
             run: att_synthetic::run,
+            fixed_runs: None,
         },
         Experiment {
             name: "ca-sem-lee",
@@ -205,6 +249,7 @@ pub fn registry() -> Vec<Experiment> {
             runs: 1,
             quick_runs: 1,
             run: sem_lee::run,
+            fixed_runs: Some("deterministic (no random choices), so it runs once"),
         },
         Experiment {
             name: "ca-bsfe-reviews",
@@ -213,6 +258,7 @@ pub fn registry() -> Vec<Experiment> {
             runs: 1,
             quick_runs: 1,
             run: bsfe_reviews::run,
+            fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick), fold f seeded with run seed f"),
         },
         Experiment {
             name: "ca-cnn-mnist",
@@ -221,6 +267,7 @@ pub fn registry() -> Vec<Experiment> {
             runs: 1,
             quick_runs: 1,
             run: cnn_mnist::run,
+            fixed_runs: None,
         },
         Experiment {
             name: "ca-res-fashion",
@@ -229,6 +276,7 @@ pub fn registry() -> Vec<Experiment> {
             runs: 1,
             quick_runs: 1,
             run: res_fashion::run,
+            fixed_runs: None,
         },
     ]
 }
@@ -281,8 +329,8 @@ pub fn table(results: &[(String, Report)]) -> String {
     s
 }
 
-/// Writes `results.json` for one experiment (atomically: temporary file + rename).
-fn write_record(dir: &Path, name: &str, ctx: &Ctx, rep: &Report, secs: f64) -> Result<(), String> {
+/// Writes `results.json` for one experiment (atomically: temporary file, fsync, rename).
+fn write_record(dir: &Path, name: &str, ctx: &Ctx, rep: &Report, secs: f64, fixed_runs: Option<&str>) -> Result<(), String> {
     let rows: Vec<serde_json::Value> = rep
         .rows
         .iter()
@@ -297,8 +345,11 @@ fn write_record(dir: &Path, name: &str, ctx: &Ctx, rep: &Report, secs: f64) -> R
     let rec = serde_json::json!({
         "experiment": name,
         "quick": ctx.quick,
-        "runs": ctx.runs,
+        "runs": rep.runs.unwrap_or(ctx.runs),
+        "runs_note": fixed_runs.map_or(serde_json::Value::Null, |r| serde_json::Value::String(format!("--runs does not apply: {r}"))),
         "seed": ctx.seed,
+        "resume": ctx.resume,
+        "units": { "ran": ctx.units_ran.get(), "reused": ctx.units_reused.get() },
         "wall_time_s": secs,
         "chi_version": env!("CARGO_PKG_VERSION"),
         "data": rep.data,
@@ -308,10 +359,8 @@ fn write_record(dir: &Path, name: &str, ctx: &Ctx, rep: &Report, secs: f64) -> R
         "files": rep.files,
     });
     let path = dir.join("results.json");
-    let tmp = dir.join("results.json.tmp");
     let text = serde_json::to_string_pretty(&rec).map_err(|e| format!("{}: {e}", path.display()))?;
-    std::fs::write(&tmp, text + "\n").map_err(|e| format!("{}: cannot write: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: cannot rename into place: {e}", path.display()))
+    crate::checkpoint::atomic_write(&path, (text + "\n").as_bytes())
 }
 
 /// Runs the named experiments (or all built-in ones), printing the table or JSON lines.
@@ -348,15 +397,46 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
     for e in chosen {
         let dir = out.join("reproduce").join(e.name);
         std::fs::create_dir_all(&dir).map_err(|err| format!("{}: cannot create: {err}", dir.display()))?;
-        let runs = args.runs.unwrap_or(if args.quick { e.quick_runs } else { e.runs });
-        let ctx = Ctx { quick: args.quick, runs, seed, dir: dir.clone(), progress };
+        let own_runs = if args.quick { e.quick_runs } else { e.runs };
+        let runs = match (e.fixed_runs, args.runs) {
+            (Some(why), Some(_)) => {
+                eprintln!("chi reproduce: warning: {} ignores --runs: {why}", e.name);
+                own_runs
+            }
+            (Some(_), None) => own_runs,
+            (None, r) => r.unwrap_or(own_runs),
+        };
+        let ctx = Ctx {
+            name: e.name.to_string(),
+            quick: args.quick,
+            runs,
+            seed,
+            dir: dir.clone(),
+            progress,
+            resume: args.resume,
+            units_planned: Cell::new(0),
+            units_ran: Cell::new(0),
+            units_reused: Cell::new(0),
+        };
         if !args.json {
-            eprintln!("chi reproduce: {} — {} ({} run{}{})", e.name, e.title, runs, if runs == 1 { "" } else { "s" }, if args.quick { ", quick" } else { "" });
+            let reps = match e.fixed_runs {
+                Some(why) => format!("--runs does not apply: {why}"),
+                None => format!("{runs} run{}", if runs == 1 { "" } else { "s" }),
+            };
+            eprintln!("chi reproduce: {} — {} ({reps}{}{})", e.name, e.title, if args.quick { ", quick" } else { "" }, if args.resume { ", resuming" } else { "" });
         }
         let t0 = Instant::now();
         let rep = (e.run)(&ctx).map_err(|err| format!("{}: {err}", e.name))?;
         let secs = t0.elapsed().as_secs_f64();
-        write_record(&dir, e.name, &ctx, &rep, secs)?;
+        write_record(&dir, e.name, &ctx, &rep, secs, e.fixed_runs)?;
+        if args.resume {
+            let (reused, ran) = (ctx.units_reused.get(), ctx.units_ran.get());
+            if reused + ran == 0 {
+                eprintln!("chi reproduce: {}: resume: this experiment has no resumable units; it ran in full", e.name);
+            } else {
+                eprintln!("chi reproduce: {}: resume: reused {reused} of {} units, ran {ran}", e.name, reused + ran);
+            }
+        }
         let stdout = std::io::stdout();
         let mut o = stdout.lock();
         if args.json {
@@ -402,6 +482,40 @@ mod tests {
         let r = Row::new("m", "x", None, vec![f64::NAN]);
         assert!(row_json("e", &r)["paper"].is_null());
         assert!(row_json("e", &r)["chi_mean"].is_null());
+    }
+
+    #[test]
+    fn experiments_without_seeded_repetitions_record_their_true_count() {
+        let reg = registry();
+        let fixed: Vec<&str> = reg.iter().filter(|e| e.fixed_runs.is_some()).map(|e| e.name).collect();
+        assert_eq!(fixed, ["ca-sem-lee", "ca-bsfe-reviews"]);
+        let dir = std::env::temp_dir().join(format!("chi-reproduce-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ctx = Ctx {
+            name: "x".into(),
+            quick: true,
+            runs: 7,
+            seed: 1,
+            dir: dir.clone(),
+            progress: false,
+            resume: false,
+            units_planned: Cell::new(0),
+            units_ran: Cell::new(3),
+            units_reused: Cell::new(0),
+        };
+        let read = || serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+        let mut rep = Report { rows: vec![Row::new("m", "x", None, vec![1.0; 10])], runs: Some(10), ..Default::default() };
+        write_record(&dir, "x", &ctx, &rep, 0.5, Some("one value per fold")).unwrap();
+        let v = read();
+        assert_eq!(v["runs"], 10, "the folds, not ctx.runs");
+        assert!(v["runs_note"].as_str().unwrap().contains("one value per fold"));
+        assert_eq!(v["units"]["ran"], 3);
+        rep.runs = None;
+        write_record(&dir, "x", &ctx, &rep, 0.5, None).unwrap();
+        let v = read();
+        assert_eq!(v["runs"], 7);
+        assert!(v["runs_note"].is_null());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! numbers and the test mean absolute error beside it.
 
 use super::nn_xor::Mlp;
+use super::units::UnitData;
 use super::util::{mean_curve, step, write_curves};
 use super::{Ctx, Report, Row};
 use crate::ca::nn::{CaNn, CaNnConfig};
@@ -50,6 +51,15 @@ pub enum Variant {
     CaStacked,
     /// Tanh MLP with one hidden layer of the given width.
     Nn(usize),
+}
+
+/// A variant's short name (file stems and unit keys).
+fn stem_of(v: Variant) -> String {
+    match v {
+        Variant::CaSingle => "ca-nn-single".to_string(),
+        Variant::CaStacked => "ca-nn-stacked".to_string(),
+        Variant::Nn(h) => format!("nn-h{h}"),
+    }
 }
 
 /// One fit: `(test MSE, test MAE, parameter count, test-MSE curve, fitted grid)`.
@@ -117,18 +127,37 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         surface(&ctx.path(&f), "z = x·exp(−x²−y²)", (-2.0, 2.0), (-2.0, 2.0), &truth)?;
         rep.files.push(f);
     }
+    ctx.plan_units(variants.len() * ctx.runs);
     for (name, v, paper) in variants {
-        let fits: Vec<_> = (0..ctx.runs).map(|r| fit(v, steps, ctx.run_seed(r))).collect();
+        let mut fits = Vec::with_capacity(ctx.runs);
+        for r in 0..ctx.runs {
+            let seed = ctx.run_seed(r);
+            let key = format!("{}-run{r}", stem_of(v));
+            // The fitted grid is plotted for run 0 only, so only run 0's record keeps it.
+            let unit = ctx.unit(
+                &key,
+                &format!("variant={v:?} steps={steps} adagrad lr={LR} grid={N} seed={seed}"),
+                || {
+                    let (mse, mae, params, curve, grid) = fit(v, steps, seed);
+                    let d = UnitData::new().with_scalar("mse", mse).with_scalar("mae", mae).with_scalar("params", params as f64).with_curve("test_mse", &curve);
+                    Ok(if r == 0 { d.with_vector("grid", grid) } else { d })
+                },
+                |d| {
+                    let grid = if r == 0 { d.vector("grid")? } else { Vec::new() };
+                    if r == 0 && grid.len() != N * N {
+                        return Err(format!("grid has {} values, expected {}", grid.len(), N * N));
+                    }
+                    Ok((d.scalar("mse")?, d.scalar("mae")?, d.scalar("params")? as usize, d.curve("test_mse")?, grid))
+                },
+            )?;
+            fits.push(unit);
+        }
         ctx.log(&format!("{name}: mean test MSE {:.5}", fits.iter().map(|f| f.0).sum::<f64>() / fits.len() as f64));
         rep.rows.push(Row::new("test MSE", name, paper, fits.iter().map(|f| f.0).collect()));
         rep.rows.push(Row::new("test MAE", name, None, fits.iter().map(|f| f.1).collect()));
         rep.rows.push(Row::new("parameters", name, None, vec![fits[0].2 as f64]));
         curves.push((name.to_string(), mean_curve(&fits.iter().map(|f| f.3.clone()).collect::<Vec<_>>())));
-        let stem = match v {
-            Variant::CaSingle => "surface_ca-nn-single".to_string(),
-            Variant::CaStacked => "surface_ca-nn-stacked".to_string(),
-            Variant::Nn(h) => format!("surface_nn-h{h}"),
-        };
+        let stem = format!("surface_{}", stem_of(v));
         let grid: Vec<Vec<f64>> = fits[0].4.chunks(N).map(|r| r.to_vec()).collect();
         for ext in ["svg", "png"] {
             let f = format!("{stem}.{ext}");

@@ -15,6 +15,7 @@
 //! `2 → 2 → 1` (tanh hidden, linear output, 9 parameters); NN-2 is `2 → 2 → 2 → 1` (15). All
 //! trained full-batch with Adam (lr 0.05, 2000 steps; the paper gives no optimiser here).
 
+use super::units::UnitData;
 use super::util::{step, write_curves};
 use super::{Ctx, Report, Row};
 use crate::ca::nn::{CaNn, CaNnConfig};
@@ -133,6 +134,25 @@ pub fn fit(which: usize, steps: usize, seed: u64) -> Fit {
     })
 }
 
+impl Fit {
+    /// As a unit record.
+    fn to_unit(&self) -> UnitData {
+        let d = UnitData::new().with_scalar("mse", self.mse).with_vector("surface", self.surface.clone()).with_scalar("params", self.params as f64).with_curve("loss", &self.curve);
+        match &self.chi {
+            Some(c) => d.with_vector("chi", c.clone()),
+            None => d,
+        }
+    }
+    /// From a unit record.
+    fn from_unit(d: &UnitData) -> Result<Fit, String> {
+        let surface = d.vector("surface")?;
+        if surface.len() != GRID * GRID {
+            return Err(format!("surface has {} values, expected {}", surface.len(), GRID * GRID));
+        }
+        Ok(Fit { mse: d.scalar("mse")?, surface, chi: d.opt_vector("chi"), params: d.scalar("params")? as usize, curve: d.curve("loss")? })
+    }
+}
+
 /// `mean |f(x, y) − f(1 − x, 1 − y)|` on the grid (the reflection maps grid to grid).
 pub fn asymmetry(surface: &[f64]) -> f64 {
     let mut s = 0.0;
@@ -150,8 +170,14 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let steps = if ctx.quick { 600 } else { 2000 };
     let mut rep = Report::default();
     let mut curves = Vec::new();
+    ctx.plan_units(MODELS.len() * ctx.runs);
     for (which, name) in MODELS.iter().enumerate() {
-        let fits: Vec<Fit> = (0..ctx.runs).map(|r| fit(which, steps, ctx.run_seed(r))).collect();
+        let mut fits: Vec<Fit> = Vec::with_capacity(ctx.runs);
+        for r in 0..ctx.runs {
+            let seed = ctx.run_seed(r);
+            let key = format!("{}-run{r}", name.split(' ').next().unwrap_or(name).to_lowercase());
+            fits.push(ctx.unit(&key, &format!("model={name} steps={steps} adam lr=0.05 grid={GRID} seed={seed}"), || Ok(fit(which, steps, seed).to_unit()), Fit::from_unit)?);
+        }
         let mses: Vec<f64> = fits.iter().map(|f| f.mse).collect();
         ctx.log(&format!("{name}: mean training MSE {:.4}", mses.iter().sum::<f64>() / mses.len() as f64));
         rep.rows.push(Row::new("parameters", name, None, vec![fits[0].params as f64]));

@@ -17,15 +17,18 @@
 //! ```
 //!
 //! so the CA-RES block is the paper's tuple `(l, 1, 1, 0)` whose `b = 1` form (χ ≡ 1) is exactly
-//! the ResNet block (the reduction is tested in `models/tests/ca.rs` for the dense CA-RES).
+//! the ResNet block (the reduction is tested in `models/tests/ca.rs` for the dense CA-RES, and
+//! here for this conv block). The conv blocks' gradients are checked whole, in float64, by the
+//! unit test `conv_blocks_pass_a_float64_whole_block_gradcheck`.
 
+use super::units::UnitData;
 use super::util::{image_batch, mean_curve, write_curves};
 use super::{Ctx, Report, Row};
 use crate::data::{self, Dataset, ImageSet};
 use crate::nn::{Conv2d, Linear};
 use crate::optim::{OptimConfig, Optimizer};
 use crate::params::{init, Param, ParamStore};
-use chi_autodiff::{no_grad, Rng, Tensor};
+use chi_autodiff::{no_grad, Float, Rng, Tensor};
 
 const C: usize = 16;
 const BATCH: usize = 100;
@@ -52,30 +55,32 @@ impl Kind {
     }
 }
 
-struct Block {
+/// One block of `l` sublayers on `channels` channels (the network uses [`C`]; the gradient
+/// check a tiny float64 instance).
+struct Block<T: Float> {
     kind: Kind,
-    convs: Vec<Conv2d<f32>>,
-    chis: Vec<Conv2d<f32>>,
-    w0: Vec<Param<f32>>,
+    convs: Vec<Conv2d<T>>,
+    chis: Vec<Conv2d<T>>,
+    w0: Vec<Param<T>>,
 }
 
-impl Block {
-    fn new(store: &mut ParamStore<f32>, name: &str, kind: Kind, l: usize, rng: &mut Rng) -> Block {
-        let convs = (1..l).map(|i| Conv2d::new(store, &format!("{name}.conv{i}"), "emb", C, C, 3, 1, 1, true, rng)).collect();
+impl<T: Float> Block<T> {
+    fn new(store: &mut ParamStore<T>, name: &str, kind: Kind, l: usize, channels: usize, rng: &mut Rng) -> Block<T> {
+        let convs = (1..l).map(|i| Conv2d::new(store, &format!("{name}.conv{i}"), "emb", channels, channels, 3, 1, 1, true, rng)).collect();
         let (chis, w0) = if kind == Kind::CaRes {
-            let chis = (1..=l).map(|i| Conv2d::new(store, &format!("{name}.chi{i}"), "chi", if i == 1 { C } else { 2 * C }, 1, 3, 1, 1, true, rng)).collect();
-            let w0 = (1..=l).map(|i| store.add(&format!("{name}.w0_{i}"), "emb", init::zeros(&[1, C, 1, 1]))).collect();
+            let chis = (1..=l).map(|i| Conv2d::new(store, &format!("{name}.chi{i}"), "chi", if i == 1 { channels } else { 2 * channels }, 1, 3, 1, 1, true, rng)).collect();
+            let w0 = (1..=l).map(|i| store.add(&format!("{name}.w0_{i}"), "emb", init::zeros(&[1, channels, 1, 1]))).collect();
             (chis, w0)
         } else {
             (Vec::new(), Vec::new())
         };
         Block { kind, convs, chis, w0 }
     }
-    fn forward(&self, c: &Tensor<f32>) -> Tensor<f32> {
+    fn forward(&self, c: &Tensor<T>) -> Tensor<T> {
         self.forward_as(self.kind, c)
     }
     /// The block's computation as `kind` (CA-RES parameters are ignored by the other kinds).
-    fn forward_as(&self, kind: Kind, c: &Tensor<f32>) -> Tensor<f32> {
+    fn forward_as(&self, kind: Kind, c: &Tensor<T>) -> Tensor<T> {
         let n = self.convs.len();
         match kind {
             Kind::Plain => self.convs.iter().fold(c.clone(), |h, conv| conv.forward(&h).relu()),
@@ -116,7 +121,7 @@ impl Block {
 struct Net {
     store: ParamStore<f32>,
     stem: Conv2d<f32>,
-    blocks: Vec<Block>,
+    blocks: Vec<Block<f32>>,
     hidden: Linear<f32>,
     out: Linear<f32>,
 }
@@ -125,7 +130,7 @@ impl Net {
     fn new(kind: Kind, blocks: usize, l: usize, rng: &mut Rng) -> Net {
         let mut store = ParamStore::new();
         let stem = Conv2d::new(&mut store, "stem", "emb", 1, C, 3, 2, 1, true, rng);
-        let blocks = (0..blocks).map(|b| Block::new(&mut store, &format!("block{b}"), kind, l, rng)).collect();
+        let blocks = (0..blocks).map(|b| Block::new(&mut store, &format!("block{b}"), kind, l, C, rng)).collect();
         let hidden = Linear::new(&mut store, "hidden", "head", C * 14 * 14, 512, true, rng);
         let out = Linear::new(&mut store, "out", "head", 512, 10, true, rng);
         Net { store, stem, blocks, hidden, out }
@@ -153,8 +158,10 @@ fn accuracy(net: &Net, set: &ImageSet, idx: &[usize]) -> f64 {
     })
 }
 
+/// Trains one network (one unit of work), with a progress bar labelled `what`: returns the
+/// test accuracy, the probe-accuracy curve and the parameter count.
 #[allow(clippy::too_many_arguments)]
-fn train(kind: Kind, blocks: usize, l: usize, train_set: &ImageSet, tr: &[usize], test_set: &ImageSet, te: &[usize], steps: usize, seed: u64) -> (f64, Vec<(f64, f64)>, usize) {
+fn train(ctx: &Ctx, what: &str, kind: Kind, blocks: usize, l: usize, train_set: &ImageSet, tr: &[usize], test_set: &ImageSet, te: &[usize], steps: usize, seed: u64) -> (f64, Vec<(f64, f64)>, usize) {
     let mut rng = Rng::new(seed);
     let net = Net::new(kind, blocks, l, &mut rng);
     let mut opt = Optimizer::new(OptimConfig::adagrad(LR));
@@ -163,6 +170,7 @@ fn train(kind: Kind, blocks: usize, l: usize, train_set: &ImageSet, tr: &[usize]
     let probe: Vec<usize> = te.iter().step_by((te.len() / 1000).max(1)).copied().collect();
     let every = (steps / 10).max(1);
     let mut curve = Vec::new();
+    let bar = ctx.bar(what, steps);
     for s in 0..steps {
         if pos + BATCH > order.len() {
             rng.shuffle(&mut order);
@@ -171,12 +179,16 @@ fn train(kind: Kind, blocks: usize, l: usize, train_set: &ImageSet, tr: &[usize]
         let (x, y) = image_batch(train_set, &order[pos..pos + BATCH]);
         pos += BATCH;
         net.store.zero_grad();
-        net.logits(&x).cross_entropy(&y).backward();
+        let loss = net.logits(&x).cross_entropy(&y);
+        let loss_value = f64::from(loss.item());
+        loss.backward();
         opt.step_params(net.store.params());
+        bar.tick(s + 1, loss_value);
         if (s + 1) % every == 0 {
             curve.push((s as f64 + 1.0, accuracy(&net, test_set, &probe)));
         }
     }
+    bar.finish();
     (accuracy(&net, test_set, te), curve, net.store.num_scalars())
 }
 
@@ -192,6 +204,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         (1500, (0..ftrain.n).collect(), (0..ftest.n).collect(), vec![(1, 2), (2, 2), (1, 3), (2, 3)])
     };
     let mut curves = Vec::new();
+    ctx.plan_units(grid.len() * 3 * ctx.runs);
     for &(blocks, l) in &grid {
         for kind in [Kind::Plain, Kind::ResNet, Kind::CaRes] {
             let name = format!("{} {blocks} block{} × {l} sublayers", kind.label(), if blocks == 1 { "" } else { "s" });
@@ -199,7 +212,19 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             let mut cs = Vec::new();
             let mut params = 0;
             for r in 0..ctx.runs {
-                let (a, c, p) = train(kind, blocks, l, &ftrain, &tr, &ftest, &te, steps, ctx.run_seed(r));
+                let seed = ctx.run_seed(r);
+                let what = format!("{name} run {r}");
+                let config = format!("data=fashion-mnist {}/{}; kind={kind:?} blocks={blocks} sublayers={l} channels={C} steps={steps} adagrad lr={LR} batch={BATCH} seed={seed}", tr.len(), te.len());
+                let key = format!("{}-b{blocks}-l{l}-run{r}", kind.label().to_lowercase());
+                let (a, c, p) = ctx.unit(
+                    &key,
+                    &config,
+                    || {
+                        let (a, c, p) = train(ctx, &what, kind, blocks, l, &ftrain, &tr, &ftest, &te, steps, seed);
+                        Ok(UnitData::new().with_scalar("accuracy", a).with_curve("probe_accuracy", &c).with_scalar("params", p as f64))
+                    },
+                    |d| Ok((d.scalar("accuracy")?, d.curve("probe_accuracy")?, d.scalar("params")? as usize)),
+                )?;
                 accs.push(a);
                 cs.push(c);
                 params = p;
@@ -234,12 +259,37 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
 mod tests {
     use super::*;
 
+    /// The whole conv CA-RES block (every sublayer, χ-convolution, `w0` and the final skip) in
+    /// float64 against central differences with PyTorch's tolerances (eps 1e-6, atol 1e-5,
+    /// rtol 1e-3), with respect to every parameter and the input; the other kinds too.
+    #[test]
+    fn conv_blocks_pass_a_float64_whole_block_gradcheck() {
+        for (kind, l) in [(Kind::CaRes, 3), (Kind::CaRes, 2), (Kind::ResNet, 3), (Kind::Plain, 3)] {
+            let mut rng = Rng::new(11);
+            let mut s = ParamStore::<f64>::new();
+            let block = Block::new(&mut s, "b", kind, l, 2, &mut rng);
+            // Non-zero w0 and χ biases off 0, so every term of Eq. 42 carries gradient.
+            for p in s.params() {
+                if p.name().contains("w0_") || (p.name().contains(".chi") && p.name().ends_with("bias")) {
+                    p.set_values((0..p.numel()).map(|_| rng.uniform(-0.8, 0.8)).collect());
+                }
+            }
+            let x = Tensor::<f64>::randn(&[2, 2, 4, 4], &mut rng);
+            let r = crate::gradcheck::check_model(&s, std::slice::from_ref(&x), |xs| block.forward(&xs[0]), &chi_autodiff::GradcheckOptions::default())
+                .unwrap_or_else(|r| panic!("{kind:?} l={l}: {r}"));
+            assert_eq!(r.checked, s.num_scalars() + x.numel(), "{kind:?} l={l}: every parameter and input element compared");
+            if kind == Kind::CaRes {
+                assert_eq!(s.params().iter().filter(|p| p.name().contains(".chi")).count(), 2 * l, "{l} χ-convolutions (weight + bias)");
+            }
+        }
+    }
+
     /// With every χ forced to 1 (huge χ biases) the CA-RES block computes the ResNet block.
     #[test]
     fn ca_res_block_with_chi_one_is_the_resnet_block() {
         let mut rng = Rng::new(3);
         let mut s = ParamStore::<f32>::new();
-        let ca = Block::new(&mut s, "b", Kind::CaRes, 3, &mut rng);
+        let ca = Block::new(&mut s, "b", Kind::CaRes, 3, C, &mut rng);
         for chi in &ca.chis {
             chi.weight.set_values(vec![0.0; chi.weight.numel()]);
             chi.bias.as_ref().unwrap().set_values(vec![40.0]);

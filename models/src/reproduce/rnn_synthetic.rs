@@ -18,6 +18,7 @@
 //! * prediction error = |label − p| averaged over the two test sequences (p the logistic output),
 //!   then over runs; we also report accuracy with the paper's 0.5 threshold.
 
+use super::units::UnitData;
 use super::util::{mean_curve, step, write_curves};
 use super::{Ctx, Report, Row};
 use crate::ca::rnn::{CaRnnCell, CaRnnConfig};
@@ -153,10 +154,22 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let mut loss_series = Vec::new();
     let mut err_series = Vec::new();
     let mut summary = Vec::new();
-    for kind in [CellKind::Lstm, CellKind::Gru, CellKind::CaRnn] {
+    let kinds = [CellKind::Lstm, CellKind::Gru, CellKind::CaRnn];
+    ctx.plan_units(kinds.len() * ctx.runs);
+    for kind in kinds {
         let (mut errs, mut accs, mut finals, mut lc, mut ec) = (vec![], vec![], vec![], vec![], vec![]);
         for r in 0..ctx.runs {
-            let (e, a, f, l, c) = run_once(kind, iters, ctx.run_seed(r));
+            let seed = ctx.run_seed(r);
+            let config = format!("cell={} iters={iters} dim={DIM} hidden={HIDDEN} adagrad lr={LR} seed={seed}", kind.label());
+            let (e, a, f, l, c) = ctx.unit(
+                &format!("{}-run{r}", kind.label().to_lowercase()),
+                &config,
+                || {
+                    let (e, a, f, l, c) = run_once(kind, iters, seed);
+                    Ok(UnitData::new().with_scalar("test_error", e).with_scalar("test_accuracy", a).with_scalar("final_loss", f).with_curve("loss", &l).with_curve("test_error_curve", &c))
+                },
+                |d| Ok((d.scalar("test_error")?, d.scalar("test_accuracy")?, d.scalar("final_loss")?, d.curve("loss")?, d.curve("test_error_curve")?)),
+            )?;
             errs.push(e);
             accs.push(a);
             finals.push(f);

@@ -15,6 +15,10 @@
 //! `a = 10⁻³` and unigram probabilities from the same counts, with the first principal component
 //! removed over the 50 documents. Also reported, as a loader check: Spearman correlation of the
 //! raw GloVe vectors on WordSim353 and SimLex-999 (expected ≈ 0.50 and ≈ 0.27 for 6B 50d).
+//!
+//! Nothing here is random, so there is one run: `--runs` does not apply (a warning says so) and
+//! `results.json` records `runs = 1`. The whole experiment takes seconds (most of it loading
+//! GloVe), so it has no resumable units: `--resume` reruns it.
 
 use super::util::write_curves;
 use super::{Ctx, Report, Row};
@@ -139,6 +143,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     ));
     rep.notes.push("SemEval/SICK (the paper's sets) are not reachable here; Lee is the stand-in, so there is no paper value per row".into());
     rep.config = vec![("vocabulary".into(), words.len().to_string()), ("sif_a".into(), "1e-3".into())];
+    rep.runs = Some(1);
     Ok(rep)
 }
 

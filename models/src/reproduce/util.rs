@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 /// A named curve: `(legend, points)`.
 pub type Series = (String, Vec<(f64, f64)>);
 
-/// Writes `series` as `{stem}.csv` (columns `series,x,y`), `{stem}.svg` (labelled) and
-/// `{stem}.png` into the experiment directory; returns the file names written.
+/// Writes `series` as `{stem}.csv` (columns `series,x,y`; atomically), `{stem}.svg` (labelled)
+/// and `{stem}.png` into the experiment directory; returns the file names written.
 pub fn write_curves(ctx: &Ctx, stem: &str, title: &str, x_label: &str, y_label: &str, log_y: bool, series: &[Series]) -> Result<Vec<String>, String> {
     let mut csv = String::from("series,x,y\n");
     for (name, pts) in series {
@@ -22,7 +22,7 @@ pub fn write_curves(ctx: &Ctx, stem: &str, title: &str, x_label: &str, y_label: 
         }
     }
     let csv_name = format!("{stem}.csv");
-    std::fs::write(ctx.path(&csv_name), csv).map_err(|e| format!("{}: {e}", ctx.path(&csv_name).display()))?;
+    crate::checkpoint::atomic_write(&ctx.path(&csv_name), csv.as_bytes())?;
     let mut files = vec![csv_name];
     for ext in ["svg", "png"] {
         let f = format!("{stem}.{ext}");
