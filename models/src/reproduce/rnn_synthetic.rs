@@ -34,32 +34,15 @@ const DIM: usize = 8;
 const HIDDEN: usize = 8;
 const LR: f64 = 0.1;
 
-/// The three cells compared.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CellKind {
-    /// LSTM (PyTorch form, forget bias 1).
-    Lstm,
-    /// GRU (seed 000 Table 1 form).
-    Gru,
-    /// CA-RNN (Eq. 34 + 36).
-    CaRnn,
-}
+/// The three cells compared (the same choice `chi train` offers for its sequence models).
+pub use crate::train::recurrent::CellKind;
 
-impl CellKind {
-    /// Name in the results table.
-    pub fn label(self) -> &'static str {
-        match self {
-            CellKind::Lstm => "LSTM",
-            CellKind::Gru => "GRU",
-            CellKind::CaRnn => "CA-RNN",
-        }
-    }
-    fn paper(self) -> f64 {
-        match self {
-            CellKind::Lstm => 0.318,
-            CellKind::Gru => 0.172,
-            CellKind::CaRnn => 0.126,
-        }
+/// The paper's average test prediction error for each cell (§4.4.1).
+fn paper_error(kind: CellKind) -> f64 {
+    match kind {
+        CellKind::Lstm => 0.318,
+        CellKind::Gru => 0.172,
+        CellKind::CaRnn => 0.126,
     }
 }
 
@@ -177,7 +160,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             ec.push(c);
         }
         ctx.log(&format!("{}: mean test error {:.3}", kind.label(), errs.iter().sum::<f64>() / errs.len() as f64));
-        let row = Row::new("test prediction error", kind.label(), Some(kind.paper()), errs);
+        let row = Row::new("test prediction error", kind.label(), Some(paper_error(kind)), errs);
         summary.push((kind, row.mean()));
         rep.rows.push(row);
         rep.rows.push(Row::new("test accuracy (p > 0.5)", kind.label(), None, accs));

@@ -54,6 +54,14 @@ impl CellKind {
             CellKind::CaRnn => "ca-rnn",
         }
     }
+    /// The name in results tables and plots (`LSTM`, `GRU`, `CA-RNN`).
+    pub fn label(self) -> &'static str {
+        match self {
+            CellKind::Lstm => "LSTM",
+            CellKind::Gru => "GRU",
+            CellKind::CaRnn => "CA-RNN",
+        }
+    }
 }
 
 /// Sizes and options of a [`SeqClassifier`].
