@@ -43,6 +43,13 @@ pub enum AutodiffError {
         /// seed shape
         seed: Vec<usize>,
     },
+    /// [`grad`] was given a different number of seeds than outputs.
+    SeedCount {
+        /// number of outputs
+        outputs: usize,
+        /// number of seeds
+        seeds: usize,
+    },
     /// The tape holding part of this graph was freed by an earlier backward pass.
     TapeFreed(String),
     /// Anomaly mode found a NaN or Inf.
@@ -58,6 +65,9 @@ impl fmt::Display for AutodiffError {
                 "backward: output has shape {s:?}; backward() without a seed needs a one-element output (pass a seed of the output's shape to backward_with or grad)"
             ),
             AutodiffError::SeedShape { output, seed } => write!(f, "backward: seed shape {seed:?} differs from output shape {output:?}"),
+            AutodiffError::SeedCount { outputs, seeds } => {
+                write!(f, "grad: {seeds} seed(s) for {outputs} output(s); give one seed per output, or none")
+            }
             AutodiffError::TapeFreed(w) => write!(
                 f,
                 "backward: the tape holding {w} was already freed by an earlier backward pass; pass retain_graph to keep it, or detach() values carried across steps"
@@ -353,6 +363,11 @@ pub fn grad<T: Float>(
     seeds: Option<&[Tensor<T>]>,
     opts: GradOptions,
 ) -> Result<Vec<Tensor<T>>, AutodiffError> {
+    if let Some(s) = seeds {
+        if s.len() != outputs.len() {
+            return Err(AutodiffError::SeedCount { outputs: outputs.len(), seeds: s.len() });
+        }
+    }
     let mut roots = Vec::with_capacity(outputs.len());
     for (k, o) in outputs.iter().enumerate() {
         let seed = match seeds {

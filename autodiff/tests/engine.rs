@@ -140,6 +140,25 @@ fn clear_errors() {
     assert!(e.to_string().contains("already freed"));
 }
 
+/// `grad` with a different number of seeds than outputs is a clear error (not an index panic),
+/// in both directions.
+#[test]
+fn grad_seed_count_mismatch_is_a_clear_error() {
+    let x = t(&[1.0, 2.0], &[2]).requires_grad();
+    let (a, b) = (x.mul_scalar(2.0), x.mul(&x));
+    let one = [Tensor::ones(&[2])];
+    let e = grad(&[&a, &b], &[&x], Some(&one), GradOptions::default()).unwrap_err();
+    assert!(matches!(e, AutodiffError::SeedCount { outputs: 2, seeds: 1 }), "{e}");
+    assert_eq!(e.to_string(), "grad: 1 seed(s) for 2 output(s); give one seed per output, or none");
+    let three = [Tensor::ones(&[2]), Tensor::ones(&[2]), Tensor::ones(&[2])];
+    let e = grad(&[&a, &b], &[&x], Some(&three), GradOptions::default()).unwrap_err();
+    assert!(matches!(e, AutodiffError::SeedCount { outputs: 2, seeds: 3 }), "{e}");
+    // With matching seeds the same call works: d(2x + x²)/dx = 2 + 2x.
+    let two = [Tensor::ones(&[2]), Tensor::ones(&[2])];
+    let g = grad(&[&a, &b], &[&x], Some(&two), GradOptions::default()).unwrap();
+    assert_eq!(g[0].to_vec(), vec![4.0, 6.0]);
+}
+
 #[test]
 #[should_panic(expected = "add: shapes [2, 3] and [4] cannot be broadcast together")]
 fn shape_mismatch_names_op_and_shapes() {
