@@ -101,11 +101,6 @@ pub(crate) fn may_alias(rows: usize, cols: usize, rs: usize, cs: usize) -> bool 
     }
 }
 
-/// The panic message of a view whose extent overflows `usize`.
-fn overflow_message(kernel: &str, name: &str, rows: usize, cols: usize, rs: usize, cs: usize) -> String {
-    format!("{kernel}: matrix {name} is {rows}x{cols} with strides ({rs}, {cs}), whose extent overflows usize")
-}
-
 impl<'a, T> MatRef<'a, T> {
     /// A row-major `rows × cols` view of contiguous data.
     pub fn row_major(data: &'a [T], rows: usize, cols: usize) -> Self {
@@ -122,7 +117,7 @@ impl<'a, T> MatRef<'a, T> {
     /// Panics with a message naming `kernel` if the view addresses memory outside `data`.
     pub fn check(&self, kernel: &str, name: &str) {
         let Some(need) = required_len(self.rows, self.cols, self.rs, self.cs) else {
-            panic!("{}", overflow_message(kernel, name, self.rows, self.cols, self.rs, self.cs))
+            panic!("{kernel}: matrix {name} is {}x{} with strides ({}, {}), whose extent overflows usize", self.rows, self.cols, self.rs, self.cs)
         };
         assert!(
             need <= self.data.len(),
@@ -159,18 +154,7 @@ impl<'a, T> MatMut<'a, T> {
     }
     /// Panics with a message naming `kernel` if the view addresses memory outside `data`.
     pub fn check(&self, kernel: &str, name: &str) {
-        let Some(need) = required_len(self.rows, self.cols, self.rs, self.cs) else {
-            panic!("{}", overflow_message(kernel, name, self.rows, self.cols, self.rs, self.cs))
-        };
-        assert!(
-            need <= self.data.len(),
-            "{kernel}: matrix {name} is {}x{} with strides ({}, {}) and needs {need} elements, but its buffer has {}",
-            self.rows,
-            self.cols,
-            self.rs,
-            self.cs,
-            self.data.len()
-        );
+        self.as_ref().check(kernel, name)
     }
     /// Reborrow as a read-only view.
     pub fn as_ref(&self) -> MatRef<'_, T> {
@@ -243,11 +227,7 @@ pub const PAR_MIN_FLOPS_AVX512_F64: usize = 2 * 128 * 128 * 128;
 /// The flop count from which [`Par::Auto`] uses threads, for the microkernel `choice` selects for
 /// `T` on this CPU (see the constants above for the measurements behind each value).
 pub fn par_min_flops<T: Real>(choice: KernelChoice) -> usize {
-    match microkernel::Kernel::<T>::select(choice).family {
-        microkernel::Family::Avx512 if microkernel::is_f32::<T>() => PAR_MIN_FLOPS_AVX512_F32,
-        microkernel::Family::Avx512 => PAR_MIN_FLOPS_AVX512_F64,
-        _ => PAR_MIN_FLOPS,
-    }
+    microkernel::Kernel::<T>::select(choice).par_min_flops
 }
 
 /// How many threads a product of this size gets. The rayon pool is only consulted when more than
@@ -309,7 +289,8 @@ pub fn gemm_with_kernel<T: Real>(choice: KernelChoice, par: Par, alpha: T, a: Ma
     // with vector stores.
     let (a, b, mut c) = if c.rs == 1 && c.cs != 1 { (b.t(), a.t(), c.t()) } else { (a, b, c) };
     let (m, n) = (c.rows, c.cols);
-    let threads = threads_for(par, 2 * m * n * k >= par_min_flops::<T>(choice));
+    let kern = microkernel::Kernel::<T>::select(choice);
+    let threads = threads_for(par, 2 * m * n * k >= kern.par_min_flops);
     if n == 1 {
         let (rs, data) = (c.rs, &mut *c.data);
         let x = gemv_impl::Strided { data: b.data, stride: b.rs };
@@ -320,7 +301,6 @@ pub fn gemm_with_kernel<T: Real>(choice: KernelChoice, par: Par, alpha: T, a: Ma
         let x = gemv_impl::Strided { data: a.data, stride: a.cs };
         gemv_impl::gemv_strided(choice, threads, alpha, b.t(), x, beta, data, cs);
     } else {
-        let kern = microkernel::Kernel::<T>::select(choice);
         driver::gemm(&kern, threads, alpha, a, b, beta, driver::CView::new(&mut c));
     }
 }

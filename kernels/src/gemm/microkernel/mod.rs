@@ -78,17 +78,6 @@ pub(crate) fn is_f64<T: 'static>() -> bool {
 /// for every `i < mr`, `j < nr`, with no other thread accessing those elements.
 pub(crate) type TileFn<T> = unsafe fn(usize, usize, usize, T, *const T, *const T, T, *mut T, usize, usize);
 
-/// Which family a selected microkernel belongs to (it decides the threading threshold).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Family {
-    /// AVX-512F tiles (12×32 f32, 12×16 f64).
-    Avx512,
-    /// AVX2+FMA tiles (6×16 f32, 6×8 f64).
-    Avx2,
-    /// The portable 4×8 tile.
-    Portable,
-}
-
 /// A selected microkernel: its tile shape, blocking and entry point.
 #[derive(Clone, Copy)]
 pub(crate) struct Kernel<T> {
@@ -96,7 +85,9 @@ pub(crate) struct Kernel<T> {
     pub nr: usize,
     pub blocking: Blocking,
     pub tile: TileFn<T>,
-    pub family: Family,
+    /// Products with fewer flops than this stay on one thread under `Par::Auto` (measured per
+    /// kernel: see `PAR_MIN_FLOPS` and its neighbours in `gemm/mod.rs`).
+    pub par_min_flops: usize,
 }
 
 impl<T: Real> Kernel<T> {
@@ -105,18 +96,18 @@ impl<T: Real> Kernel<T> {
         #[cfg(target_arch = "x86_64")]
         if choice == KernelChoice::Auto && has_avx512() {
             if is_f32::<T>() {
-                return Kernel { mr: avx512::MR, nr: avx512::NR_F32, blocking: blocking::AVX512_F32, tile: avx512_tile::<T>, family: Family::Avx512 };
+                return Kernel { mr: avx512::MR, nr: avx512::NR_F32, blocking: blocking::AVX512_F32, tile: avx512_tile::<T>, par_min_flops: super::PAR_MIN_FLOPS_AVX512_F32 };
             }
             if is_f64::<T>() {
-                return Kernel { mr: avx512::MR, nr: avx512::NR_F64, blocking: blocking::AVX512_F64, tile: avx512_tile::<T>, family: Family::Avx512 };
+                return Kernel { mr: avx512::MR, nr: avx512::NR_F64, blocking: blocking::AVX512_F64, tile: avx512_tile::<T>, par_min_flops: super::PAR_MIN_FLOPS_AVX512_F64 };
             }
         }
         if choice != KernelChoice::Portable && has_avx2_fma() {
             if is_f32::<T>() {
-                return Kernel { mr: 6, nr: 16, blocking: blocking::AVX2_F32, tile: avx2_tile::<T>, family: Family::Avx2 };
+                return Kernel { mr: 6, nr: 16, blocking: blocking::AVX2_F32, tile: avx2_tile::<T>, par_min_flops: super::PAR_MIN_FLOPS };
             }
             if is_f64::<T>() {
-                return Kernel { mr: 6, nr: 8, blocking: blocking::AVX2_F64, tile: avx2_tile::<T>, family: Family::Avx2 };
+                return Kernel { mr: 6, nr: 8, blocking: blocking::AVX2_F64, tile: avx2_tile::<T>, par_min_flops: super::PAR_MIN_FLOPS };
             }
         }
         Kernel {
@@ -124,7 +115,7 @@ impl<T: Real> Kernel<T> {
             nr: portable::NR,
             blocking: blocking::PORTABLE,
             tile: portable::tile::<T>,
-            family: Family::Portable,
+            par_min_flops: super::PAR_MIN_FLOPS,
         }
     }
 }
