@@ -9,7 +9,7 @@
 mod common;
 
 use chi_kernels::elementwise::*;
-use common::in_pool;
+use common::{in_pool, XorShift};
 use chi_kernels::Real;
 use proptest::prelude::*;
 
@@ -207,13 +207,8 @@ fn large_threaded_matches_serial_bitwise() {
 /// round the same way, or an element's value would depend on whether it falls in a full vector or
 /// in the tail (i.e. on the slice length and the thread split).
 fn check_mul_acc_position_independent<T: Real>(n: usize, traps: &[(usize, f64, f64, f64, f64)]) {
-    let mut s = 0x2545_f491_4f6c_dd1du64;
-    let mut rnd = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
-    };
+    let mut r = XorShift::new(0x2545_f491_4f6c_dd1d);
+    let mut rnd = || r.uniform(-2.0, 2.0);
     let mut a: Vec<T> = (0..n).map(|_| T::from_f64(rnd())).collect();
     let mut b: Vec<T> = (0..n).map(|_| T::from_f64(rnd())).collect();
     let mut y0: Vec<T> = (0..n).map(|_| T::from_f64(rnd())).collect();

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::in_pool;
+use common::{in_pool, XorShift};
 use chi_kernels::gemm::{
     gemm, gemm_batched, gemm_par, gemm_with_kernel, gemv, gemv_with_kernel, BatchRef, KernelChoice, MatMut, MatRef, Par,
 };
@@ -41,15 +41,8 @@ const LAYOUTS: [Layout; 5] = [Layout::Row(0), Layout::Col(0), Layout::Row(3), La
 
 /// Deterministic pseudo-random values in [-1, 1).
 fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        })
-        .collect()
+    let mut r = XorShift::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    (0..n).map(|_| r.uniform(-1.0, 1.0)).collect()
 }
 
 /// Storage for a logical row-major `vals` (`rows × cols`) in `layout`; returns (buffer, rs, cs, transposed).

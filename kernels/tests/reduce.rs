@@ -9,7 +9,7 @@
 mod common;
 
 use chi_kernels::reduce::*;
-use common::in_pool;
+use common::{in_pool, XorShift};
 use chi_kernels::Real;
 use proptest::prelude::*;
 
@@ -107,8 +107,8 @@ proptest! {
     #[test]
     fn reductions_match_reference(outer in 1usize..4, n in 1usize..40, inner in 1usize..12, seed in any::<u64>(), big in any::<bool>()) {
         let len = outer * n * inner;
-        let mut st = seed | 1;
-        let mut rnd = || { st ^= st << 13; st ^= st >> 7; st ^= st << 17; (st >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0 };
+        let mut r = XorShift::new(seed | 1);
+        let mut rnd = || r.uniform(-1.0, 1.0);
         let scale = if big { 1e30 } else { 10.0 };
         let x: Vec<f64> = (0..len).map(|_| rnd() * scale).collect();
         let g: Vec<f64> = (0..len).map(|_| rnd()).collect();
@@ -219,13 +219,8 @@ fn sums_large_and_deterministic() {
     // boundaries and the pairwise combination do not depend on the thread count, so the results
     // must be bitwise equal, and both within the log-n error bound of the f64 reference.
     let n = 3_000_001;
-    let mut st = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rnd = || {
-        st ^= st << 13;
-        st ^= st >> 7;
-        st ^= st << 17;
-        (st >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    };
+    let mut r = XorShift::new(0x9e37_79b9_7f4a_7c15);
+    let mut rnd = || r.uniform(-1.0, 1.0);
     let xs: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { ((i % 1000) as f64) * 1e-3 } else { rnd() }).collect();
     let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
     let x64: Vec<f64> = x32.iter().map(|&v| v as f64).collect(); // same values in both dtypes

@@ -21,3 +21,22 @@ pub fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
         f()
     })
 }
+
+/// The xorshift64 generator the kernel tests draw their deterministic inputs from.
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator starting from `state` (must be non-zero; `seed | 1` guarantees it).
+    pub fn new(state: u64) -> XorShift {
+        assert!(state != 0, "XorShift: the state must be non-zero");
+        XorShift(state)
+    }
+    /// The next value, uniform in `[lo, hi)` (53 random bits).
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        let s = &mut self.0;
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        lo + (hi - lo) * ((*s >> 11) as f64 / (1u64 << 53) as f64)
+    }
+}
