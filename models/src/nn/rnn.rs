@@ -362,6 +362,34 @@ pub fn run_sequence_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
     init: Option<&[Tensor<T>]>,
     lengths: Option<&[usize]>,
 ) -> (Vec<Tensor<T>>, Vec<Tensor<T>>) {
+    run_batch(cell, xs, init, lengths, true)
+}
+
+/// As [`run_sequence_batch`], except that past a sequence's end its outputs are not zeroed:
+/// each step's output is `cell.output` of the (carried) state, so a finished row repeats its
+/// last output. For LSTM and GRU that output *is* the state the loss depends on, so its
+/// gradient is the true ‖∂L/∂h_t‖ (the per-time-step gradient flow `chi train` records),
+/// while zeroed copies would sit off the path to the loss.
+#[track_caller]
+pub fn run_sequence_batch_held<T: Float, C: RecurrentCell<T> + ?Sized>(
+    cell: &C,
+    xs: &Tensor<T>,
+    init: Option<&[Tensor<T>]>,
+    lengths: Option<&[usize]>,
+) -> (Vec<Tensor<T>>, Vec<Tensor<T>>) {
+    run_batch(cell, xs, init, lengths, false)
+}
+
+/// The loop behind [`run_sequence_batch`] (`zero_finished = true`) and
+/// [`run_sequence_batch_held`].
+#[track_caller]
+fn run_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
+    cell: &C,
+    xs: &Tensor<T>,
+    init: Option<&[Tensor<T>]>,
+    lengths: Option<&[usize]>,
+    zero_finished: bool,
+) -> (Vec<Tensor<T>>, Vec<Tensor<T>>) {
     assert!(xs.rank() == 3, "run_sequence_batch: input must be [batch, time, in], got {:?}", xs.shape());
     let (batch, time) = (xs.dim(0), xs.dim(1));
     assert!(time > 0, "run_sequence_batch: empty sequence");
@@ -376,7 +404,8 @@ pub fn run_sequence_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
         let x = src.narrow(0, t, 1).reshape(&[batch, g]);
         let new = if projected.is_some() { cell.step_projected(&x, &state) } else { cell.step(&x, &state) };
         state = masked_state(new, &state, keep.as_deref());
-        outs.push(masked_output(cell.output(&state), keep.as_deref()));
+        let out = cell.output(&state);
+        outs.push(if zero_finished { masked_output(out, keep.as_deref()) } else { out });
     }
     (outs, state)
 }

@@ -30,7 +30,7 @@ use super::data::{check_options, option_usize, Dataset, Inputs, Split, Targets, 
 use super::registry::{dropout, task_loss, ForwardOut, Model, ModelConfig};
 use crate::ca::rnn::{CaRnnCell, CaRnnConfig};
 use crate::gradcheck::ModelInstance;
-use crate::nn::{Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell};
+use crate::nn::{run_sequence_batch_held, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell};
 use crate::params::ParamStore;
 use chi_autodiff::{Float, Rng, Tensor};
 
@@ -152,7 +152,7 @@ impl<T: Float> SeqClassifier<T> {
         let mut xs = self.embedding.forward_shaped(&ids, &[b, time]); // [B, T, embed]
         let mut outs = Vec::new();
         for cell in &self.cells {
-            outs = run_layer(cell.as_ref(), &xs, &lengths);
+            outs = run_sequence_batch_held(cell.as_ref(), &xs, None, Some(&lengths)).0;
             if train && self.cfg.dropout > 0.0 {
                 // Dropped copies feed the next layer; `outs` stay the undropped h_t.
                 let dropped: Vec<Tensor<T>> = outs.iter().map(|h| dropout(h, self.cfg.dropout, rng)).collect();
@@ -165,40 +165,6 @@ impl<T: Float> SeqClassifier<T> {
         let last = xs.narrow(1, time - 1, 1).reshape(&[b, xs.dim(2)]);
         (self.head.forward(&last), outs)
     }
-}
-
-/// Runs one cell over `xs [B, T, in]` and returns its output at every step. Rows whose
-/// sequence has ended (`t ≥ lengths[row]`) keep their previous state.
-///
-/// When the cell splits off its input projection ([`RecurrentCell::project_inputs`]) all
-/// steps are projected with one matmul first, as in [`crate::nn::run_sequence_batch`]. (That
-/// runner is not reused because it zeroes the outputs of finished rows, which would cut them
-/// off the path to the loss and hide their ‖∂L/∂h_t‖.)
-fn run_layer<T: Float>(cell: &dyn RecurrentCell<T>, xs: &Tensor<T>, lengths: &[usize]) -> Vec<Tensor<T>> {
-    let (b, time) = (xs.dim(0), xs.dim(1));
-    let projected = cell.project_inputs(xs);
-    let src = projected.as_ref().unwrap_or(xs).permute(&[1, 0, 2]); // [T, B, G]
-    let g = src.dim(2);
-    let mut state = cell.init_state(b);
-    let mut outs = Vec::with_capacity(time);
-    for t in 0..time {
-        let x = src.narrow(0, t, 1).reshape(&[b, g]);
-        let new = if projected.is_some() { cell.step_projected(&x, &state) } else { cell.step(&x, &state) };
-        state = if lengths.iter().all(|&n| t < n) {
-            new
-        } else {
-            new.iter()
-                .zip(&state)
-                .map(|(n, old)| {
-                    let width = n.dim(1);
-                    let keep: Vec<bool> = lengths.iter().flat_map(|&len| std::iter::repeat_n(t < len, width)).collect();
-                    Tensor::where_(&keep, n.shape(), n, old)
-                })
-                .collect()
-        };
-        outs.push(cell.output(&state));
-    }
-    outs
 }
 
 /// The `chi train` model: a float32 [`SeqClassifier`] and the store of its parameters.
