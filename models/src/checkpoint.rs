@@ -87,7 +87,12 @@ fn from_bytes<T: Float>(b: &[u8]) -> Vec<T> {
     }
 }
 
-fn fnv(h: &mut u64, bytes: &[u8]) {
+/// The FNV-1a 64-bit offset basis: the starting value of a hash built with [`fnv`].
+pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// 64-bit FNV-1a: folds `bytes` into the running hash `h` (start from [`FNV_OFFSET`]). Used for
+/// the checksums of checkpoints and of `chi reproduce`'s unit records.
+pub(crate) fn fnv(h: &mut u64, bytes: &[u8]) {
     for &b in bytes {
         *h ^= b as u64;
         *h = h.wrapping_mul(0x100_0000_01b3);
@@ -99,7 +104,7 @@ fn fnv(h: &mut u64, bytes: &[u8]) {
 fn checksum<'a>(meta: &HashMap<String, String>, tensors: impl Iterator<Item = (&'a str, String, &'a [usize], &'a [u8])>) -> u64 {
     let mut items: Vec<_> = tensors.collect();
     items.sort_by(|a, b| a.0.cmp(b.0));
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut h = FNV_OFFSET;
     let mut m: Vec<_> = meta.iter().filter(|(k, _)| k.as_str() != CHECKSUM_KEY).collect();
     m.sort();
     for (k, v) in m {

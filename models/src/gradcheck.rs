@@ -38,6 +38,8 @@ use crate::nn::{
     run_sequence_batch, stack_outputs, Activation, AdditiveScore, Attention, AttentionScore, ConcatScore, Conv1dText, Conv2d, DotScore, GeneralScore,
     GruCell, GruVariant, LstmCell, MaxPool2d, RecurrentCell, SelfAttention,
 };
+// Generic parameter values for the checks below: zero biases would hide bias-gradient bugs.
+use crate::ca::nn::perturb;
 use crate::params::{init, ParamStore as Store};
 use crate::train::recurrent::CellKind;
 use chi_autodiff::registry::{check_case, registry};
@@ -102,18 +104,13 @@ fn mlp_instance() -> ModelInstance {
     ModelInstance { store, inputs: vec![x], loss: Box::new(loss) }
 }
 
-/// Generic parameter values for a check: zero biases would hide bias-gradient bugs.
-fn perturbed(store: &Store<f64>, rng: &mut Rng) {
-    crate::ca::nn::perturb(store, rng);
-}
-
 /// A recurrent cell over 4 steps of a batch of 2 (second sequence 2 steps long, so the
 /// padding mask is checked too), 3 → 4; output: every step's output and the final state.
 fn recurrent_instance(make: fn(&mut Store<f64>, &mut Rng) -> Box<dyn RecurrentCell<f64>>) -> ModelInstance {
     let mut rng = Rng::new(12);
     let mut store = Store::new();
     let cell = make(&mut store, &mut rng);
-    perturbed(&store, &mut rng);
+    perturb(&store, &mut rng);
     let xs = Tensor::randn(&[2, 4, 3], &mut rng); // [B, T, in]
     let loss = move |x: &[Tensor<f64>]| {
         let (outs, state) = run_sequence_batch(cell.as_ref(), &x[0], None, Some(&[4, 2]));
@@ -128,7 +125,7 @@ fn attention_instance(make: fn(&mut Store<f64>, &mut Rng) -> Box<dyn AttentionSc
     let mut rng = Rng::new(13);
     let mut store = Store::new();
     let att = Attention::new(make(&mut store, &mut rng));
-    perturbed(&store, &mut rng);
+    perturb(&store, &mut rng);
     let inputs = vec![Tensor::randn(&[2, 3], &mut rng), Tensor::randn(&[2, 4, 3], &mut rng), Tensor::randn(&[2, 4, 2], &mut rng)];
     let mask = [true, true, true, false, true, true, true, true];
     let loss = move |x: &[Tensor<f64>]| {
@@ -143,7 +140,7 @@ fn self_attention_instance() -> ModelInstance {
     let mut rng = Rng::new(14);
     let mut store = Store::new();
     let sa = SelfAttention::new(&mut store, "self_att", "att", 3, 4, &mut rng);
-    perturbed(&store, &mut rng);
+    perturb(&store, &mut rng);
     let mask = [true, true, true, false, true, true, true, true];
     let loss = move |x: &[Tensor<f64>]| sa.forward(&x[0], Some(&mask)).context;
     ModelInstance { store, inputs: vec![Tensor::randn(&[2, 4, 3], &mut rng)], loss: Box::new(loss) }
@@ -154,7 +151,7 @@ fn conv2d_maxpool_instance() -> ModelInstance {
     let mut rng = Rng::new(15);
     let mut store = Store::new();
     let conv = Conv2d::new(&mut store, "conv", "conv", 2, 3, 3, 1, 1, true, &mut rng);
-    perturbed(&store, &mut rng);
+    perturb(&store, &mut rng);
     let pool = MaxPool2d::new(2, 2);
     let loss = move |x: &[Tensor<f64>]| pool.forward(&conv.forward(&x[0]).tanh());
     ModelInstance { store, inputs: vec![Tensor::randn(&[1, 2, 6, 6], &mut rng)], loss: Box::new(loss) }
@@ -166,7 +163,7 @@ fn text_conv1d_instance() -> ModelInstance {
     let mut rng = Rng::new(16);
     let mut store = Store::new();
     let conv = Conv1dText::new(&mut store, "textconv", "conv", 3, &[2, 3], 2, Activation::Tanh, &mut rng);
-    perturbed(&store, &mut rng);
+    perturb(&store, &mut rng);
     let loss = move |x: &[Tensor<f64>]| conv.forward(&x[0]);
     ModelInstance { store, inputs: vec![Tensor::randn(&[2, 6, 3], &mut rng)], loss: Box::new(loss) }
 }

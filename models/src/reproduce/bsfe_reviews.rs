@@ -210,8 +210,8 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                 accs.push(acc);
                 fold_curves.push(curve);
                 if keep_chi {
+                    // The record kept only words seen ≥ FREQUENT times.
                     if let Some(mut words) = chis {
-                        words.retain(|w| w.2 >= FREQUENT);
                         words.sort_by(|a, b| a.1.total_cmp(&b.1));
                         let show = |ws: &[WordChi]| ws.iter().map(|w| format!("{} ({:.2})", w.0, w.1)).collect::<Vec<_>>().join(", ");
                         let k = words.len().min(15);

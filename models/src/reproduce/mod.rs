@@ -104,6 +104,21 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// A context for experiment `name` writing into `dir`, with no units counted yet.
+    pub fn new(name: &str, dir: PathBuf, quick: bool, runs: usize, seed: u64, progress: bool, resume: bool) -> Ctx {
+        Ctx {
+            name: name.to_string(),
+            quick,
+            runs,
+            seed,
+            dir,
+            progress,
+            resume,
+            units_planned: Cell::new(0),
+            units_ran: Cell::new(0),
+            units_reused: Cell::new(0),
+        }
+    }
     /// Seed of repetition `r`.
     pub fn run_seed(&self, r: usize) -> u64 {
         self.seed.wrapping_add(r as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(r as u64)
@@ -406,18 +421,7 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
             (Some(_), None) => own_runs,
             (None, r) => r.unwrap_or(own_runs),
         };
-        let ctx = Ctx {
-            name: e.name.to_string(),
-            quick: args.quick,
-            runs,
-            seed,
-            dir: dir.clone(),
-            progress,
-            resume: args.resume,
-            units_planned: Cell::new(0),
-            units_ran: Cell::new(0),
-            units_reused: Cell::new(0),
-        };
+        let ctx = Ctx::new(e.name, dir.clone(), args.quick, runs, seed, progress, args.resume);
         if !args.json {
             let reps = match e.fixed_runs {
                 Some(why) => format!("--runs does not apply: {why}"),
@@ -491,18 +495,8 @@ mod tests {
         assert_eq!(fixed, ["ca-sem-lee", "ca-bsfe-reviews"]);
         let dir = std::env::temp_dir().join(format!("chi-reproduce-record-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let ctx = Ctx {
-            name: "x".into(),
-            quick: true,
-            runs: 7,
-            seed: 1,
-            dir: dir.clone(),
-            progress: false,
-            resume: false,
-            units_planned: Cell::new(0),
-            units_ran: Cell::new(3),
-            units_reused: Cell::new(0),
-        };
+        let ctx = Ctx::new("x", dir.clone(), true, 7, 1, false, false);
+        ctx.units_ran.set(3);
         let read = || serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
         let mut rep = Report { rows: vec![Row::new("m", "x", None, vec![1.0; 10])], runs: Some(10), ..Default::default() };
         write_record(&dir, "x", &ctx, &rep, 0.5, Some("one value per fold")).unwrap();

@@ -21,7 +21,7 @@
 //! two paths cannot differ.
 
 use super::Ctx;
-use crate::checkpoint::atomic_write;
+use crate::checkpoint::{atomic_write, fnv, FNV_OFFSET};
 use crate::train::progress::Progress;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -114,15 +114,6 @@ pub struct UnitHeader {
     pub chi_version: String,
 }
 
-/// 64-bit FNV-1a over `bytes`, continuing from `h`.
-fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 /// The record's body (everything the checksum covers): only strings, booleans and integers, so
 /// it re-serialises to the same text after parsing.
 fn body(h: &UnitHeader, d: &UnitData) -> serde_json::Value {
@@ -145,7 +136,9 @@ fn body(h: &UnitHeader, d: &UnitData) -> serde_json::Value {
 }
 
 fn checksum(body: &serde_json::Value) -> String {
-    format!("{:016x}", fnv(0xcbf2_9ce4_8422_2325, body.to_string().as_bytes()))
+    let mut h = FNV_OFFSET;
+    fnv(&mut h, body.to_string().as_bytes());
+    format!("{h:016x}")
 }
 
 /// The record's JSON text: the checksummed body, the checksum, and (ignored when reading) a
@@ -312,18 +305,7 @@ mod tests {
     use std::cell::Cell;
 
     fn ctx(dir: &Path, resume: bool, seed: u64) -> Ctx {
-        Ctx {
-            name: "unit-test".into(),
-            quick: true,
-            runs: 1,
-            seed,
-            dir: dir.to_path_buf(),
-            progress: false,
-            resume,
-            units_planned: Cell::new(0),
-            units_ran: Cell::new(0),
-            units_reused: Cell::new(0),
-        }
+        Ctx::new("unit-test", dir.to_path_buf(), true, 1, seed, false, resume)
     }
 
     fn tmpdir(tag: &str) -> PathBuf {
