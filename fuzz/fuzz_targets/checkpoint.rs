@@ -1,3 +1,3 @@
-//! Fuzz target `checkpoint`: see `chi_models::fuzzing::checkpoint` for what it checks.
+//! Fuzz target `checkpoint`: see `chi_cli::fuzzing::checkpoint` for what it checks.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_models::fuzzing::checkpoint(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_cli::fuzzing::checkpoint(data));

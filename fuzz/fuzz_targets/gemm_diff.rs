@@ -1,3 +1,3 @@
-//! Fuzz target `gemm_diff`: see `chi_models::fuzzing::gemm_diff` for what it checks.
+//! Fuzz target `gemm_diff`: see `chi_cli::fuzzing::gemm_diff` for what it checks.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_models::fuzzing::gemm_diff(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_cli::fuzzing::gemm_diff(data));

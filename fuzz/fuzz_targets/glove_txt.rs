@@ -1,3 +1,3 @@
-//! Fuzz target `glove_txt`: see `chi_models::fuzzing::glove_txt` for what it checks.
+//! Fuzz target `glove_txt`: see `chi_cli::fuzzing::glove_txt` for what it checks.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_models::fuzzing::glove_txt(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_cli::fuzzing::glove_txt(data));

@@ -1,3 +1,3 @@
-//! Fuzz target `idx`: see `chi_models::fuzzing::idx` for what it checks.
+//! Fuzz target `idx`: see `chi_cli::fuzzing::idx` for what it checks.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_models::fuzzing::idx(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_cli::fuzzing::idx(data));

@@ -1,3 +1,3 @@
-//! Fuzz target `npy`: see `chi_models::fuzzing::npy` for what it checks.
+//! Fuzz target `npy`: see `chi_cli::fuzzing::npy` for what it checks.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_models::fuzzing::npy(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| chi_cli::fuzzing::npy(data));

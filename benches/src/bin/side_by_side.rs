@@ -10,8 +10,8 @@
 //! layout, so no files need to be exchanged. `side_by_side --list` prints the workloads.
 
 use chi_autodiff::{no_grad, Tensor};
-use chi_models::nn::{run_sequence_batch, Activation, Conv1dText, Embedding, Linear, LstmCell};
-use chi_models::params::{Param, ParamStore};
+use chi_nn::layers::{run_sequence_batch, Activation, Conv1dText, Embedding, Linear, LstmCell};
+use chi_nn::params::{Param, ParamStore};
 use chi_autodiff::Rng;
 use std::time::Instant;
 
@@ -20,9 +20,9 @@ const WORKLOADS: [&str; 10] =
 
 /// `scale · sin(0.37·i + tag)` for `i < n`, as f32.
 
-/// The same allocator as the `chi` program (see `chi_models::allocator`).
+/// The same allocator as the `chi` program (see `chi_cli::allocator`).
 #[global_allocator]
-static GLOBAL: chi_models::allocator::MiMalloc = chi_models::allocator::MiMalloc;
+static GLOBAL: chi_cli::allocator::MiMalloc = chi_cli::allocator::MiMalloc;
 
 fn fill(tag: f64, n: usize, scale: f64) -> Vec<f32> {
     (0..n).map(|i| (scale * (0.37 * i as f64 + tag).sin()) as f32).collect()
@@ -282,7 +282,7 @@ fn main() {
     let (threads, reps) = (opt("--threads", 1), opt("--reps", 5));
     // As the `chi` program does (and PyTorch's caching allocator): keep freed memory for reuse.
     if !args.iter().any(|a| a == "--no-malloc-tuning") {
-        chi_models::allocator::keep_freed_memory();
+        chi_cli::allocator::keep_freed_memory();
         chi_autodiff::malloc::keep_freed_memory();
     }
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().expect("thread pool");

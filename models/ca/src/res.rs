@@ -1,0 +1,176 @@
+//! CA-RES (seed 000 §3.5.2, §4.7.1): multi-layer CA-NN
+//!
+//! ```text
+//! w_1 = χ_1(c) v_1(c) + (1 − χ_1(c)) w_10
+//! w_l = χ_l(c, w_{l−1}, …, w_{l−n_σ}) v_l(c, w_{l−1}, …, w_{l−n_v}) + (1 − χ_l(·)) w_l0     (Eq. 42)
+//! ```
+//!
+//! configured by the paper's tuple `(l, n_v, n_σ, b)`: `l` layers, `v_l` sees the input `c` and
+//! the last `n_v` layer outputs, χ_l sees `c` and the last `n_σ`, and `b = 1` forces χ ≡ 1
+//! (bypassing `w_l0`; `n_σ` is then ignored).
+//!
+//! `v_l` is either a small dense sub-network on the concatenated context ([`CaResConfig::v_net`],
+//! e.g. `[(width, Relu), (width, Identity)]`), or — for the last layer, when
+//! [`CaResConfig::last_sum`] is set — the parameter-free `act(c + w_{l−1} + … + w_{l−n_v})`.
+//! With `(2, 1, −, 1)`, `v_1` = the two-layer sub-network and `v_2(c, w_1) = relu(c + w_1)`,
+//! CA-RES *is* a ResNet basic block `relu(x + W₂relu(W₁x + b₁) + b₂)` (tested numerically).
+//!
+//! χ_l = σ(aᵀ[c, w_{l−1}, …] + β), a scalar per example as in Eq. 39. Init: sub-networks
+//! Xavier-uniform, zero biases; χ weights `N(0, 1/dim)`; `w_l0 = 0`.
+
+use super::{Act, Dense, GROUP_CHI, GROUP_EMB};
+use chi_nn::params::{init, Param, ParamStore};
+use chi_autodiff::{Float, Rng, Tensor};
+
+/// The `(l, n_v, n_σ, b)` tuple and layer shapes.
+#[derive(Clone, Debug)]
+pub struct CaResConfig {
+    /// Number of layers `l ≥ 1`.
+    pub l: usize,
+    /// How many previous outputs `v_l` sees (besides `c`).
+    pub n_v: usize,
+    /// How many previous outputs χ_l sees (besides `c`); ignored when `b`.
+    pub n_sigma: usize,
+    /// `b = 1`: χ ≡ 1.
+    pub b: bool,
+    /// Dense sub-network `v_l` (sizes and activations; the last size is the layer width).
+    pub v_net: Vec<(usize, Act)>,
+    /// If set, the last layer's `v` is `act(c + Σ previous n_v outputs)` (needs width = dim c).
+    pub last_sum: Option<Act>,
+}
+
+enum VFn<T: Float> {
+    Net(Vec<Dense<T>>),
+    Sum(Act),
+}
+
+/// One CA-RES layer.
+pub struct CaResLayer<T: Float> {
+    v: VFn<T>,
+    /// χ weights `[ctx]` and bias `[1]` (absent when `b = 1`).
+    pub chi: Option<(Param<T>, Param<T>)>,
+    /// Default vector `w_l0` (absent when `b = 1`).
+    pub w0: Option<Param<T>>,
+}
+
+/// A CA-RES block.
+pub struct CaRes<T: Float> {
+    /// The configuration.
+    pub cfg: CaResConfig,
+    /// Layers 1..=l.
+    pub layers: Vec<CaResLayer<T>>,
+    din: usize,
+}
+
+impl<T: Float> CaRes<T> {
+    /// A block on inputs of size `din`.
+    pub fn new(store: &mut ParamStore<T>, name: &str, din: usize, cfg: CaResConfig, rng: &mut Rng) -> Self {
+        assert!(cfg.l >= 1 && !cfg.v_net.is_empty(), "CaRes: need l ≥ 1 and a non-empty v_net");
+        let width = cfg.v_net.last().unwrap().0;
+        let mut layers = Vec::new();
+        for l in 1..=cfg.l {
+            let prev = l - 1; // outputs available
+            let ctx_v = din + width * cfg.n_v.min(prev);
+            let v = if l == cfg.l && l > 1 && cfg.last_sum.is_some() {
+                assert!(width == din, "CaRes: last_sum needs width {width} = input size {din}");
+                VFn::Sum(cfg.last_sum.unwrap())
+            } else {
+                let mut net = Vec::new();
+                let mut d = ctx_v;
+                for (k, &(o, a)) in cfg.v_net.iter().enumerate() {
+                    net.push(Dense::new(store, &format!("{name}.l{l}.v{k}"), GROUP_EMB, d, o, true, a, rng));
+                    d = o;
+                }
+                VFn::Net(net)
+            };
+            let (chi, w0) = if cfg.b {
+                (None, None)
+            } else {
+                let ctx_s = din + width * cfg.n_sigma.min(prev);
+                let a = store.add(&format!("{name}.l{l}.chi_w"), GROUP_CHI, init::normal(&[ctx_s], (1.0 / ctx_s as f64).sqrt(), rng));
+                let b = store.add(&format!("{name}.l{l}.chi_b"), GROUP_CHI, init::zeros(&[1]));
+                let w0 = store.add(&format!("{name}.l{l}.w0"), GROUP_EMB, init::zeros(&[width]));
+                (Some((a, b)), Some(w0))
+            };
+            layers.push(CaResLayer { v, chi, w0 });
+        }
+        CaRes { cfg, layers, din }
+    }
+
+    /// Input size.
+    pub fn din(&self) -> usize {
+        self.din
+    }
+
+    /// The dense sub-network of layer `l` (1-based), if it has one.
+    pub fn v_net(&self, l: usize) -> Option<&[Dense<T>]> {
+        match &self.layers[l - 1].v {
+            VFn::Net(n) => Some(n),
+            VFn::Sum(_) => None,
+        }
+    }
+
+    /// Output of the last layer, `[B, width]`, and every layer's χ (`[B, 1]`, ones when `b`).
+    pub fn forward_with_chi(&self, c: &Tensor<T>) -> (Tensor<T>, Vec<Tensor<T>>) {
+        let mut outs: Vec<Tensor<T>> = Vec::new();
+        let mut chis = Vec::new();
+        let ctx = |outs: &[Tensor<T>], n: usize| -> Tensor<T> {
+            let mut parts = vec![c.clone()];
+            parts.extend(outs.iter().rev().take(n).cloned());
+            if parts.len() == 1 {
+                c.clone()
+            } else {
+                Tensor::concat(&parts, 1)
+            }
+        };
+        for layer in &self.layers {
+            let v = match &layer.v {
+                VFn::Net(net) => {
+                    let mut h = ctx(&outs, self.cfg.n_v);
+                    for d in net {
+                        h = d.forward(&h);
+                    }
+                    h
+                }
+                VFn::Sum(a) => {
+                    let mut s = c.clone();
+                    for w in outs.iter().rev().take(self.cfg.n_v) {
+                        s = s.add(w);
+                    }
+                    a.apply(&s)
+                }
+            };
+            let w = match (&layer.chi, &layer.w0) {
+                (Some((a, b)), Some(w0)) => {
+                    let x = ctx(&outs, self.cfg.n_sigma);
+                    let chi = x.matmul(&a.get().reshape(&[a.numel(), 1])).add(&b.get()).sigmoid();
+                    let w = super::edf(&chi, &v, &w0.get());
+                    chis.push(chi);
+                    w
+                }
+                _ => {
+                    chis.push(Tensor::ones(&[c.shape()[0], 1]));
+                    v
+                }
+            };
+            outs.push(w);
+        }
+        (outs.pop().unwrap(), chis)
+    }
+
+    /// Output of the last layer.
+    pub fn forward(&self, c: &Tensor<T>) -> Tensor<T> {
+        self.forward_with_chi(c).0
+    }
+}
+
+/// Tiny instance: (3, 2, 1, 0) on inputs of size 3, width 3, v_net = [(4, tanh), (3, identity)].
+pub fn gradcheck_instance() -> chi_nn::gradcheck::ModelInstance {
+    let mut rng = Rng::new(61);
+    let mut store = ParamStore::new();
+    let cfg = CaResConfig { l: 3, n_v: 2, n_sigma: 1, b: false, v_net: vec![(4, Act::Tanh), (3, Act::Identity)], last_sum: None };
+    let m = CaRes::new(&mut store, "cares", 3, cfg, &mut rng);
+    chi_nn::gradcheck::perturb(&store, &mut rng);
+    let x = Tensor::randn(&[4, 3], &mut rng);
+    super::instance(store, vec![x], move |xs| m.forward(&xs[0]))
+}

@@ -1,0 +1,189 @@
+//! CA-RNN (seed 000 §3.4): the cell state (Eq. 34) and output (Eq. 36) are each one EDF with a
+//! **scalar** gate.
+//!
+//! ```text
+//! f_t  = σ(v_fᵀc_{t−1} + w_fᵀx_t + u_fᵀy_{t−1} + b_f)                      (scalar)
+//! v_t  = h_v(W_v x_t + U_v y_{t−1} + p_v ⊙ c_{t−1} + b_v)                    (p_v a vector)
+//! c'_t = h_c(W_c x_t + U_c y_{t−1} + b_c)
+//! c_t  = f_t v_t + (1 − f_t) c'_t                                            (Eq. 34)
+//! o_t  = σ(z_oᵀc_t + v_oᵀc_{t−1} + w_oᵀx_t + u_oᵀy_{t−1} + b_o)             (scalar)
+//! vᵒ_t = hᵒ_v(Z_v c_t + V_v c_{t−1} + Wᵒ_v x_t + Uᵒ_v y_{t−1} + bᵒ_v)
+//! cᵒ_t = hᵒ_c(Vᵒ_c c_{t−1} + Wᵒ_c x_t + Uᵒ_c y_{t−1} + bᵒ_c)
+//! y_t  = o_t vᵒ_t + (1 − o_t) cᵒ_t                                           (Eq. 36)
+//! ```
+//!
+//! Storage: matrices acting on the same concatenated input are stored stacked (one GEMM each):
+//! `w_f = [v_f; w_f; u_f]` over `[c_{t−1}, x_t, y_{t−1}]`, `w_v = [W_v; U_v]` over `[x, y]`,
+//! `w_c = [W_c; U_c]`, `w_o = [z_o; v_o; w_o; u_o]` over `[c_t, c_{t−1}, x, y]`,
+//! `w_ov = [Z_v; V_v; Wᵒ_v; Uᵒ_v]`, `w_oc = [Vᵒ_c; Wᵒ_c; Uᵒ_c]` over `[c_{t−1}, x, y]`.
+//!
+//! State: `[y_t, c_t]` (so [`RecurrentCell::output`] is `y_t`, the chi convention); the cell
+//! state `c_t` — which §4.4.1 feeds to its logistic output — is [`CaRnnCell::cell_state`].
+//!
+//! Choices where the paper is silent ([`CaRnnConfig`]): `h_v = h_c = hᵒ_v = hᵒ_c = tanh`;
+//! matrices Xavier-uniform, biases 0, vector peephole `p_v` initialised to `peephole_init = 1`
+//! (so `v_t` starts as a squashed copy of `c_{t−1}`, the role the paper gives it: "v ↔ c_{t−1}",
+//! Eq. 32). [`Peephole::Matrix`] is the variant the paper reports as failing its §4.4.1 test
+//! (a full Xavier-initialised matrix instead of `p_v ⊙`).
+
+use super::{Act, GROUP_CHI, GROUP_EMB};
+use chi_nn::layers::RecurrentCell;
+use chi_nn::params::{init, Param, ParamStore};
+use chi_autodiff::{Float, Rng, Tensor};
+
+/// Form of the peephole term in `v_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peephole {
+    /// `p_v ⊙ c_{t−1}` (the paper's choice).
+    Vector,
+    /// `P_v c_{t−1}` with a full matrix (reported by the paper to fail §4.4.1).
+    Matrix,
+}
+
+/// Options of a CA-RNN cell.
+#[derive(Clone, Copy, Debug)]
+pub struct CaRnnConfig {
+    /// `h_v` (default tanh).
+    pub h_v: Act,
+    /// `h_c` (default tanh).
+    pub h_c: Act,
+    /// `hᵒ_v` (default tanh).
+    pub h_out_v: Act,
+    /// `hᵒ_c` (default tanh).
+    pub h_out_c: Act,
+    /// Peephole form (default vector).
+    pub peephole: Peephole,
+    /// Initial value of every entry of the vector peephole (default 1).
+    pub peephole_init: f64,
+}
+
+impl Default for CaRnnConfig {
+    fn default() -> Self {
+        CaRnnConfig { h_v: Act::Tanh, h_c: Act::Tanh, h_out_v: Act::Tanh, h_out_c: Act::Tanh, peephole: Peephole::Vector, peephole_init: 1.0 }
+    }
+}
+
+/// The CA-RNN cell (Eq. 34 + Eq. 36).
+pub struct CaRnnCell<T: Float> {
+    input: usize,
+    hidden: usize,
+    cfg: CaRnnConfig,
+    /// `[2n + dx]` cell gate over `[c_{t−1}, x, y_{t−1}]` (group `chi`).
+    pub w_f: Param<T>,
+    /// `[1]` (group `chi`).
+    pub b_f: Param<T>,
+    /// `[dx + n, n]` = `[W_v; U_v]`.
+    pub w_v: Param<T>,
+    /// `[n]` (vector) or `[n, n]` (matrix) peephole.
+    pub p_v: Param<T>,
+    /// `[n]`.
+    pub b_v: Param<T>,
+    /// `[dx + n, n]` = `[W_c; U_c]`.
+    pub w_c: Param<T>,
+    /// `[n]`.
+    pub b_c: Param<T>,
+    /// `[3n + dx]` output gate over `[c_t, c_{t−1}, x, y_{t−1}]` (group `chi`).
+    pub w_o: Param<T>,
+    /// `[1]` (group `chi`).
+    pub b_o: Param<T>,
+    /// `[3n + dx, n]` = `[Z_v; V_v; Wᵒ_v; Uᵒ_v]`.
+    pub w_ov: Param<T>,
+    /// `[n]`.
+    pub b_ov: Param<T>,
+    /// `[2n + dx, n]` = `[Vᵒ_c; Wᵒ_c; Uᵒ_c]` over `[c_{t−1}, x, y_{t−1}]`.
+    pub w_oc: Param<T>,
+    /// `[n]`.
+    pub b_oc: Param<T>,
+}
+
+impl<T: Float> CaRnnCell<T> {
+    /// A cell `input → hidden` with parameters `{name}.*`.
+    pub fn new(store: &mut ParamStore<T>, name: &str, input: usize, hidden: usize, cfg: CaRnnConfig, rng: &mut Rng) -> Self {
+        let (n, dx) = (hidden, input);
+        let g = |s: &str| format!("{name}.{s}");
+        let xav = |store: &mut ParamStore<T>, s: &str, group: &str, rows: usize, cols: usize, rng: &mut Rng| {
+            store.add(&g(s), group, init::xavier_uniform(&[rows, cols], rows, cols, 1.0, rng))
+        };
+        let w_f = store.add(&g("w_f"), GROUP_CHI, init::xavier_uniform(&[2 * n + dx], 2 * n + dx, 1, 1.0, rng));
+        let b_f = store.add(&g("b_f"), GROUP_CHI, init::zeros(&[1]));
+        let w_v = xav(store, "w_v", GROUP_EMB, dx + n, n, rng);
+        let p_v = match cfg.peephole {
+            Peephole::Vector => store.add(&g("p_v"), GROUP_EMB, init::constant(&[n], cfg.peephole_init)),
+            Peephole::Matrix => xav(store, "p_v", GROUP_EMB, n, n, rng),
+        };
+        let b_v = store.add(&g("b_v"), GROUP_EMB, init::zeros(&[n]));
+        let w_c = xav(store, "w_c", GROUP_EMB, dx + n, n, rng);
+        let b_c = store.add(&g("b_c"), GROUP_EMB, init::zeros(&[n]));
+        let w_o = store.add(&g("w_o"), GROUP_CHI, init::xavier_uniform(&[3 * n + dx], 3 * n + dx, 1, 1.0, rng));
+        let b_o = store.add(&g("b_o"), GROUP_CHI, init::zeros(&[1]));
+        let w_ov = xav(store, "w_ov", GROUP_EMB, 3 * n + dx, n, rng);
+        let b_ov = store.add(&g("b_ov"), GROUP_EMB, init::zeros(&[n]));
+        let w_oc = xav(store, "w_oc", GROUP_EMB, 2 * n + dx, n, rng);
+        let b_oc = store.add(&g("b_oc"), GROUP_EMB, init::zeros(&[n]));
+        CaRnnCell { input, hidden, cfg, w_f, b_f, w_v, p_v, b_v, w_c, b_c, w_o, b_o, w_ov, b_ov, w_oc, b_oc }
+    }
+
+    /// The cell state `c_t` of a state `[y_t, c_t]`.
+    pub fn cell_state(state: &[Tensor<T>]) -> Tensor<T> {
+        state[1].clone()
+    }
+
+    /// One step, also returning the two scalar gates `(f_t, o_t)`, each `[B, 1]`.
+    pub fn step_with_gates(&self, x: &Tensor<T>, state: &[Tensor<T>]) -> (Vec<Tensor<T>>, Tensor<T>, Tensor<T>) {
+        let (y, c) = (&state[0], &state[1]);
+        let xy = Tensor::concat(&[x.clone(), y.clone()], 1);
+        let cxy = Tensor::concat(&[c.clone(), x.clone(), y.clone()], 1);
+        // Cell state, Eq. 34.
+        let f = cxy.matmul(&self.w_f.get().reshape(&[self.w_f.numel(), 1])).add(&self.b_f.get()).sigmoid();
+        let peep = match self.cfg.peephole {
+            Peephole::Vector => c.mul(&self.p_v.get()),
+            Peephole::Matrix => c.matmul(&self.p_v.get()),
+        };
+        let v = self.cfg.h_v.apply(&xy.matmul(&self.w_v.get()).add(&peep).add(&self.b_v.get()));
+        let cp = self.cfg.h_c.apply(&xy.matmul(&self.w_c.get()).add(&self.b_c.get()));
+        let c_t = super::edf(&f, &v, &cp);
+        // Output, Eq. 36.
+        let ccxy = Tensor::concat(&[c_t.clone(), cxy.clone()], 1);
+        let o = ccxy.matmul(&self.w_o.get().reshape(&[self.w_o.numel(), 1])).add(&self.b_o.get()).sigmoid();
+        let vo = self.cfg.h_out_v.apply(&ccxy.matmul(&self.w_ov.get()).add(&self.b_ov.get()));
+        let co = self.cfg.h_out_c.apply(&cxy.matmul(&self.w_oc.get()).add(&self.b_oc.get()));
+        let y_t = super::edf(&o, &vo, &co);
+        (vec![y_t, c_t], f, o)
+    }
+}
+
+impl<T: Float> RecurrentCell<T> for CaRnnCell<T> {
+    fn input_size(&self) -> usize {
+        self.input
+    }
+    fn hidden_size(&self) -> usize {
+        self.hidden
+    }
+    fn init_state(&self, batch: usize) -> Vec<Tensor<T>> {
+        vec![Tensor::zeros(&[batch, self.hidden]), Tensor::zeros(&[batch, self.hidden])]
+    }
+    fn step(&self, x: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
+        self.step_with_gates(x, state).0
+    }
+    fn name(&self) -> &'static str {
+        "ca-rnn"
+    }
+}
+
+/// Tiny instance: 3 steps of a 2 → 3 cell on a batch of 2, output `[y_T, c_T]` concatenated.
+pub fn gradcheck_instance() -> chi_nn::gradcheck::ModelInstance {
+    let mut rng = Rng::new(31);
+    let mut store = ParamStore::new();
+    let cell = CaRnnCell::new(&mut store, "carnn", 2, 3, CaRnnConfig::default(), &mut rng);
+    chi_nn::gradcheck::perturb(&store, &mut rng);
+    let xs: Vec<Tensor<f64>> = (0..3).map(|_| Tensor::randn(&[2, 2], &mut rng)).collect();
+    let seq = Tensor::stack(&xs, 0); // [T, B, dx]
+    super::instance(store, vec![seq], move |xs| {
+        let t = xs[0].shape()[0];
+        let mut st = cell.init_state(2);
+        for i in 0..t {
+            st = cell.step(&xs[0].narrow(0, i, 1).squeeze(0), &st);
+        }
+        Tensor::concat(&st, 1)
+    })
+}

@@ -1,0 +1,267 @@
+//! CA-SEM (seed 000 §3.1, Alg. 1): sentence re-embedding by closed-form block-coordinate
+//! energy minimisation — no backprop.
+//!
+//! Given pre-trained word vectors `w` and occurrence counts `n_w`, minimise (Eq. 17)
+//!
+//! ```text
+//! E = Σ_w n_w ‖w − χ̃(w) v0 − (1 − χ̃(w)) w'‖²   s.t. v0 ⟂ w', χ̃(w) ∈ [0, 1]
+//! ```
+//!
+//! Alg. 1, each step in closed form:
+//! * **init**: `v0` = first principal component of all word occurrences (weighted by `n_w`).
+//!   The paper gives a direction only; chi uses the *uncentred* component (like SIF's
+//!   `TruncatedSVD`), oriented so the weighted mean projection `m = Σ n_w⟨w,u⟩/Σ n_w` is
+//!   positive, and scaled to length `m`.
+//! * **step 1a** (`w'`): `w' = (I − v0v0ᵀ/‖v0‖²) w` (the paper's projection; it enforces the
+//!   constraint but is not the unconstrained minimiser over `w'`).
+//! * **step 1b** (`χ̃`): the point of the segment `[w', v0]` closest to `w` (Fig. 1):
+//!   `χ̃ = clamp(⟨w − w', v0 − w'⟩ / ‖v0 − w'‖², 0, 1)`.
+//! * **step 2** (`v0`): linear least squares with `w'`, `χ̃` fixed:
+//!   `v0 = Σ n_w χ̃ (w − (1 − χ̃) w') / Σ n_w χ̃²`.
+//! * **step 3**: stop when the energy no longer drops (or after `max_iter`); the last state
+//!   that lowered the energy is kept.
+//!
+//! Steps 1b and 2 are exact minimisers of their blocks (tested against brute force), so they can
+//! only lower the energy; step 1a is a projection, so an iteration as a whole can raise it — that
+//! is what the stopping rule of step 3 guards against. [`CaSem::energy`] records every accepted
+//! iterate.
+//!
+//! Two places where the paper's text and its energy disagree, and which one chi follows:
+//! * **Fig. 1's caption** describes χ̃ through the ratio `|v0 − o| / |w′ − v0|` of the
+//!   construction; under Eq. 17 that ratio equals `1 − χ̃`, not `χ̃`. chi follows the energy
+//!   (Eq. 17): step 1b is the projection onto the segment that minimises it
+//!   (`models/ca/tests/ca_formulas.rs` checks the step against the energy and the figure).
+//! * **step 2** solves for `v0` without the constraint `v0 ⟂ w′`; the next step 1a restores it
+//!   by re-projecting `w′`. So between step 2 and the next step 1a the state is not feasible; every
+//!   state that [`CaSem::fit`] accepts (and reports an energy for) is taken after step 1b, and is.
+//!
+//! Sentence embedding (Eq. 18): `s = v0 Σ χ̃(w) + Σ (1 − χ̃(w)) w'`, OOV words embed as `v0` with
+//! χ̃ = 1. Baselines: [`average`] and [`sif`] (Arora et al. 2017: weights `a/(a + p(w))`, then the
+//! first principal component of the sentence set is removed).
+
+use chi_autodiff::{Float, Tensor};
+
+/// Options of Alg. 1.
+#[derive(Clone, Debug)]
+pub struct CaSemOptions {
+    /// Maximum iterations.
+    pub max_iter: usize,
+    /// Minimum energy decrease to continue.
+    pub tol: f64,
+}
+
+impl Default for CaSemOptions {
+    fn default() -> Self {
+        CaSemOptions { max_iter: 100, tol: 0.0 }
+    }
+}
+
+/// A fitted CA-SEM model.
+#[derive(Clone, Debug)]
+pub struct CaSem {
+    /// The global context vector.
+    pub v0: Vec<f64>,
+    /// χ̃ per vocabulary word.
+    pub chi: Vec<f64>,
+    /// `w'` per vocabulary word.
+    pub w_prime: Vec<Vec<f64>>,
+    /// Energy (Eq. 17) of the initial state and of every accepted iteration (non-increasing).
+    pub energy: Vec<f64>,
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Cosine similarity (0 if either vector is 0).
+pub fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    let d = (dot(a, a) * dot(b, b)).sqrt();
+    if d == 0.0 {
+        0.0
+    } else {
+        dot(a, b) / d
+    }
+}
+
+/// Uncentred first principal component (unit length) of `points` weighted by `weights`, by power
+/// iteration on `Σ wᵢ pᵢpᵢᵀ`.
+pub fn first_pc(points: &[Vec<f64>], weights: &[f64]) -> Vec<f64> {
+    let d = points[0].len();
+    let mut m = vec![0.0; d * d];
+    for (p, &w) in points.iter().zip(weights) {
+        for i in 0..d {
+            for j in 0..d {
+                m[i * d + j] += w * p[i] * p[j];
+            }
+        }
+    }
+    let mut u: Vec<f64> = (0..d).map(|i| 1.0 + 0.01 * i as f64).collect();
+    for _ in 0..500 {
+        let mut nu = vec![0.0; d];
+        for i in 0..d {
+            nu[i] = dot(&m[i * d..(i + 1) * d], &u);
+        }
+        let n = dot(&nu, &nu).sqrt();
+        if n == 0.0 {
+            break;
+        }
+        nu.iter_mut().for_each(|v| *v /= n);
+        u = nu;
+    }
+    u
+}
+
+impl CaSem {
+    /// Init: `v0` = weighted first principal component, oriented and scaled by the mean projection.
+    pub fn init_v0(words: &[Vec<f64>], counts: &[f64]) -> Vec<f64> {
+        let u = first_pc(words, counts);
+        let total: f64 = counts.iter().sum();
+        let m: f64 = words.iter().zip(counts).map(|(w, &n)| n * dot(w, &u)).sum::<f64>() / total.max(1e-300);
+        let (s, m) = if m < 0.0 { (-1.0, -m) } else { (1.0, m) };
+        u.iter().map(|x| s * x * m.max(1e-12)).collect()
+    }
+    /// Step 1a: `w' = (I − v0v0ᵀ/‖v0‖²) w`.
+    pub fn solve_w_prime(v0: &[f64], w: &[f64]) -> Vec<f64> {
+        let k = dot(v0, w) / dot(v0, v0).max(1e-300);
+        w.iter().zip(v0).map(|(a, b)| a - k * b).collect()
+    }
+    /// Step 1b: the optimal `χ̃ ∈ [0, 1]` for fixed `w'`, `v0` (closest point of the segment).
+    pub fn solve_chi(w: &[f64], w_prime: &[f64], v0: &[f64]) -> f64 {
+        let d: Vec<f64> = v0.iter().zip(w_prime).map(|(a, b)| a - b).collect();
+        let r: Vec<f64> = w.iter().zip(w_prime).map(|(a, b)| a - b).collect();
+        let dd = dot(&d, &d);
+        if dd == 0.0 {
+            return 0.0;
+        }
+        (dot(&r, &d) / dd).clamp(0.0, 1.0)
+    }
+    /// Step 2: least-squares `v0` for fixed `w'`, `χ̃` (unchanged `prev` if every χ̃ is 0).
+    pub fn solve_v0(words: &[Vec<f64>], counts: &[f64], chi: &[f64], w_prime: &[Vec<f64>], prev: &[f64]) -> Vec<f64> {
+        let d = words[0].len();
+        let mut num = vec![0.0; d];
+        let mut den = 0.0;
+        for i in 0..words.len() {
+            let (n, c) = (counts[i], chi[i]);
+            den += n * c * c;
+            for k in 0..d {
+                num[k] += n * c * (words[i][k] - (1.0 - c) * w_prime[i][k]);
+            }
+        }
+        if den <= 0.0 {
+            return prev.to_vec();
+        }
+        num.iter().map(|v| v / den).collect()
+    }
+    /// Eq. 17.
+    pub fn energy_of(words: &[Vec<f64>], counts: &[f64], chi: &[f64], w_prime: &[Vec<f64>], v0: &[f64]) -> f64 {
+        let mut e = 0.0;
+        for i in 0..words.len() {
+            let c = chi[i];
+            for k in 0..v0.len() {
+                let r = words[i][k] - c * v0[k] - (1.0 - c) * w_prime[i][k];
+                e += counts[i] * r * r;
+            }
+        }
+        e
+    }
+    /// Eq. 17 as a differentiable chi expression in `v0` (`[d]`), for checking the closed-form
+    /// steps against chi's autodiff: `words`, `w_prime` `[V, d]`, `chi`, `counts` `[V]`.
+    pub fn energy_tensor<T: Float>(words: &Tensor<T>, counts: &Tensor<T>, chi: &Tensor<T>, w_prime: &Tensor<T>, v0: &Tensor<T>) -> Tensor<T> {
+        let c = chi.unsqueeze(1);
+        let r = words.sub(&c.mul(v0)).sub(&c.rsub_scalar(1.0).mul(w_prime));
+        r.square().sum_axis(1, false).mul(counts).sum()
+    }
+    /// Step 1 (1a then 1b) for every word.
+    pub fn solve_step1(words: &[Vec<f64>], v0: &[f64]) -> (Vec<Vec<f64>>, Vec<f64>) {
+        let wp: Vec<Vec<f64>> = words.iter().map(|w| Self::solve_w_prime(v0, w)).collect();
+        let chi = words.iter().zip(&wp).map(|(w, p)| Self::solve_chi(w, p, v0)).collect();
+        (wp, chi)
+    }
+    /// Runs Alg. 1 on a vocabulary of word vectors with occurrence counts.
+    pub fn fit(words: &[Vec<f64>], counts: &[f64], opts: &CaSemOptions) -> CaSem {
+        assert!(!words.is_empty() && words.len() == counts.len(), "CaSem::fit: need one count per word");
+        let mut v0 = Self::init_v0(words, counts);
+        let (mut wp, mut chi) = Self::solve_step1(words, &v0);
+        let mut energy = vec![Self::energy_of(words, counts, &chi, &wp, &v0)];
+        for _ in 0..opts.max_iter {
+            let nv0 = Self::solve_v0(words, counts, &chi, &wp, &v0);
+            let (nwp, nchi) = Self::solve_step1(words, &nv0);
+            let e = Self::energy_of(words, counts, &nchi, &nwp, &nv0);
+            let prev = *energy.last().unwrap();
+            if !(e < prev - opts.tol) {
+                break;
+            }
+            (v0, wp, chi) = (nv0, nwp, nchi);
+            energy.push(e);
+        }
+        CaSem { v0, chi, w_prime: wp, energy }
+    }
+    /// Embeds a word not seen during fitting (closed form from `v0`, Step 1).
+    pub fn embed_new(&self, w: &[f64]) -> (Vec<f64>, f64) {
+        let wp = Self::solve_w_prime(&self.v0, w);
+        let c = Self::solve_chi(w, &wp, &self.v0);
+        (wp, c)
+    }
+    /// Eq. 18: sentence of vocabulary ids (`None` = OOV → `v0` with χ̃ = 1).
+    pub fn sentence(&self, ids: &[Option<usize>]) -> Vec<f64> {
+        let d = self.v0.len();
+        let mut s = vec![0.0; d];
+        let mut sum_chi = 0.0;
+        for id in ids {
+            match id {
+                Some(i) => {
+                    let c = self.chi[*i];
+                    sum_chi += c;
+                    for k in 0..d {
+                        s[k] += (1.0 - c) * self.w_prime[*i][k];
+                    }
+                }
+                None => sum_chi += 1.0,
+            }
+        }
+        for k in 0..d {
+            s[k] += sum_chi * self.v0[k];
+        }
+        s
+    }
+}
+
+/// Averaging baseline: mean of the in-vocabulary word vectors (OOV skipped).
+pub fn average(words: &[Vec<f64>], ids: &[Option<usize>]) -> Vec<f64> {
+    let d = words[0].len();
+    let mut s = vec![0.0; d];
+    let mut n = 0.0;
+    for i in ids.iter().flatten() {
+        n += 1.0;
+        s.iter_mut().zip(&words[*i]).for_each(|(a, b)| *a += b);
+    }
+    if n > 0.0 {
+        s.iter_mut().for_each(|a| *a /= n);
+    }
+    s
+}
+
+/// SIF (Arora et al. 2017): `v_s = Σ a/(a + p(w)) w / |s|`, then each `v_s` minus its
+/// projection on the first principal component of all `v_s`. `probs[i]` = unigram probability.
+pub fn sif(words: &[Vec<f64>], probs: &[f64], sentences: &[Vec<Option<usize>>], a: f64) -> Vec<Vec<f64>> {
+    let d = words[0].len();
+    let vs: Vec<Vec<f64>> = sentences
+        .iter()
+        .map(|ids| {
+            let mut s = vec![0.0; d];
+            let n = ids.iter().flatten().count().max(1) as f64;
+            for i in ids.iter().flatten() {
+                let wgt = a / (a + probs[*i]);
+                s.iter_mut().zip(&words[*i]).for_each(|(x, y)| *x += wgt * y / n);
+            }
+            s
+        })
+        .collect();
+    let u = first_pc(&vs, &vec![1.0; vs.len()]);
+    vs.into_iter()
+        .map(|v| {
+            let k = dot(&v, &u);
+            v.iter().zip(&u).map(|(x, y)| x - k * y).collect()
+        })
+        .collect()
+}

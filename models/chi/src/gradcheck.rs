@@ -1,0 +1,142 @@
+//! `chi gradcheck`: every registered op ([`chi_autodiff::registry`]) and every whole model
+//! ([`model_registry`]) against float64 central differences.
+
+use chi_autodiff::registry::{check_case, registry};
+use chi_autodiff::{GradcheckOptions, GradcheckReport};
+use chi_nn::gradcheck::{check_model_order, layer_cases, ModelCase};
+use crate::train::recurrent::CellKind;
+use clap::Args;
+
+/// Options of `chi gradcheck`.
+#[derive(Args, Debug, Clone)]
+pub struct GradcheckArgs {
+    /// Check only this op (see `--list`).
+    #[arg(long)]
+    pub op: Option<String>,
+    /// Check a whole model's parameters instead of ops (`all` for every registered model).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// 1 = gradients (gradcheck), 2 = second derivatives (gradgradcheck).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub order: u32,
+    /// Random instances (shapes, broadcasts, values) per op.
+    #[arg(long, default_value_t = 5)]
+    pub instances: u64,
+    /// Fast mode: random projections vᵀJu instead of every element.
+    #[arg(long)]
+    pub fast: bool,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// List the registered ops and models.
+    #[arg(long)]
+    pub list: bool,
+}
+
+/// Every model registered for whole-graph gradient checks: the layers of [`chi_nn`]
+/// ([`layer_cases`]), the `chi train` sequence classifiers end to end with their cross-entropy
+/// (`seq-*`, [`crate::train::recurrent::gradcheck_instance`]), and the context-aware models
+/// ([`chi_ca::gradcheck_cases`]).
+pub fn model_registry() -> Vec<ModelCase> {
+    let mut v = layer_cases();
+    v.push(ModelCase { name: "seq-lstm", build: || crate::train::recurrent::gradcheck_instance(CellKind::Lstm) });
+    v.push(ModelCase { name: "seq-gru", build: || crate::train::recurrent::gradcheck_instance(CellKind::Gru) });
+    v.push(ModelCase { name: "seq-ca-rnn", build: || crate::train::recurrent::gradcheck_instance(CellKind::CaRnn) });
+    v.extend(chi_ca::gradcheck_cases());
+    v
+}
+
+fn print_row(json: bool, kind: &str, name: &str, order: u32, r: &Result<GradcheckReport, GradcheckReport>, shapes: &str) {
+    let rep = match r {
+        Ok(x) | Err(x) => x,
+    };
+    let status = if r.is_ok() { "PASS" } else { "FAIL" };
+    if json {
+        println!(
+            "{{\"{kind}\":\"{name}\",\"order\":{order},\"max_abs_err\":{:e},\"max_rel_err\":{:e},\"checked\":{},\"passed\":{},\"shapes\":\"{}\"}}",
+            rep.max_abs_err,
+            rep.max_rel_err,
+            rep.checked,
+            r.is_ok(),
+            shapes
+        );
+    } else {
+        println!("{name:<22} order {order}  max abs err {:>9.2e}  max rel err {:>9.2e}  {status}", rep.max_abs_err, rep.max_rel_err);
+        if let Err(e) = r {
+            println!("    {e} (shapes {shapes})");
+        }
+    }
+}
+
+/// Runs `chi gradcheck`; returns an error (non-zero exit) if anything fails.
+pub fn run_cli(args: &GradcheckArgs) -> Result<(), String> {
+    let opts = GradcheckOptions { fast_mode: args.fast, ..Default::default() };
+    if args.list {
+        println!("ops:");
+        for o in registry() {
+            println!("  {}{}", o.name, if o.order2 { "" } else { " (order 1 only)" });
+        }
+        println!("models:");
+        for m in model_registry() {
+            println!("  {}", m.name);
+        }
+        return Ok(());
+    }
+    let (mut passed, mut failed) = (0usize, 0usize);
+    if let Some(model) = &args.model {
+        let cases: Vec<ModelCase> = model_registry().into_iter().filter(|m| model == "all" || m.name == model).collect();
+        if cases.is_empty() {
+            return Err(format!("no model named {model:?} (see chi gradcheck --list)"));
+        }
+        for m in cases {
+            let inst = (m.build)();
+            let r = check_model_order(&inst.store, &inst.inputs, |xs| (inst.loss)(xs), args.order, &opts);
+            let shapes = format!("{} params", inst.store.num_scalars());
+            print_row(args.json, "model", m.name, args.order, &r, &shapes);
+            if r.is_ok() {
+                passed += 1
+            } else {
+                failed += 1
+            }
+        }
+    } else {
+        let ops: Vec<_> = registry().into_iter().filter(|o| args.op.as_deref().is_none_or(|n| n == o.name)).collect();
+        if ops.is_empty() {
+            return Err(format!("no op named {:?} (see chi gradcheck --list)", args.op.as_deref().unwrap_or("")));
+        }
+        for op in ops {
+            if args.order == 2 && !op.order2 {
+                continue;
+            }
+            // Aggregate the worst result over several random instances.
+            let mut worst: Option<(Result<GradcheckReport, GradcheckReport>, String)> = None;
+            for seed in 0..args.instances.max(1) {
+                let (case, r) = check_case(&op, args.order, seed, &opts);
+                let bad = r.is_err();
+                let err = match &r {
+                    Ok(x) | Err(x) => x.max_abs_err,
+                };
+                let replace = match &worst {
+                    None => true,
+                    Some((w, _)) => (bad && w.is_ok()) || (bad == w.is_err() && err > w.as_ref().map_or_else(|e| e.max_abs_err, |x| x.max_abs_err)),
+                };
+                if replace {
+                    worst = Some((r, case.shapes()));
+                }
+            }
+            let (r, shapes) = worst.unwrap();
+            print_row(args.json, "op", op.name, args.order, &r, &shapes);
+            if r.is_ok() {
+                passed += 1
+            } else {
+                failed += 1
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        Err(format!("{failed} gradient checks failed"))
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,65 @@
+//! Small helpers shared by the experiments: curve files (CSV + SVG + PNG), one optimiser step,
+//! and mean curves over runs.
+
+use super::Ctx;
+use chi_nn::optim::Optimizer;
+use chi_nn::params::ParamStore;
+use crate::train::plot::{line_plot, LinePlot};
+use chi_nn::data::ImageSet;
+use chi_autodiff::{Float, Tensor};
+use std::fmt::Write as _;
+
+/// A named curve: `(legend, points)`.
+pub type Series = (String, Vec<(f64, f64)>);
+
+/// Writes `series` as `{stem}.csv` (columns `series,x,y`; atomically), `{stem}.svg` (labelled)
+/// and `{stem}.png` into the experiment directory; returns the file names written.
+pub fn write_curves(ctx: &Ctx, stem: &str, title: &str, x_label: &str, y_label: &str, log_y: bool, series: &[Series]) -> Result<Vec<String>, String> {
+    let mut csv = String::from("series,x,y\n");
+    for (name, pts) in series {
+        for (x, y) in pts {
+            let _ = writeln!(csv, "{name},{x},{y}");
+        }
+    }
+    let csv_name = format!("{stem}.csv");
+    chi_nn::checkpoint::atomic_write(&ctx.path(&csv_name), csv.as_bytes())?;
+    let mut files = vec![csv_name];
+    for ext in ["svg", "png"] {
+        let f = format!("{stem}.{ext}");
+        line_plot(&ctx.path(&f), &LinePlot { title, x_label, y_label, log_y, series })?;
+        files.push(f);
+    }
+    Ok(files)
+}
+
+/// Mean over runs of curves sampled at the same x values (`curves[run][i] = (x, y)`).
+pub fn mean_curve(curves: &[Vec<(f64, f64)>]) -> Vec<(f64, f64)> {
+    let Some(first) = curves.first() else { return Vec::new() };
+    (0..first.len())
+        .map(|i| {
+            let ys: Vec<f64> = curves.iter().filter_map(|c| c.get(i).map(|p| p.1)).collect();
+            (first[i].0, ys.iter().sum::<f64>() / ys.len() as f64)
+        })
+        .collect()
+}
+
+/// One training step: zero the gradients, run `loss`, backpropagate, update every unfrozen
+/// parameter of `store`. Returns the loss value.
+pub fn step<T: Float>(store: &ParamStore<T>, opt: &mut Optimizer<T>, loss: impl FnOnce() -> Tensor<T>) -> f64 {
+    store.zero_grad();
+    let l = loss();
+    let v = l.item().to_f64();
+    l.backward();
+    opt.step_params(store.params());
+    v
+}
+
+/// Images `idx` of `set` as a `[len, 1, rows, cols]` batch, and their labels.
+pub fn image_batch(set: &ImageSet, idx: &[usize]) -> (Tensor<f32>, Vec<usize>) {
+    let px = set.rows * set.cols;
+    let mut v = Vec::with_capacity(idx.len() * px);
+    for &i in idx {
+        v.extend_from_slice(&set.pixels[i * px..(i + 1) * px]);
+    }
+    (Tensor::from_vec(v, &[idx.len(), 1, set.rows, set.cols]), idx.iter().map(|&i| set.labels[i] as usize).collect())
+}

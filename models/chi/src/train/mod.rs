@@ -1,0 +1,517 @@
+//! The training toolkit and the `chi train` / `chi eval` loop.
+//!
+//! * [`Config`]: every hyperparameter of a run (TOML file and/or flags), saved in checkpoints.
+//! * [`train`]: seeded, resumable training with progress bar, per-step log, evaluation,
+//!   gradient-flow statistics, plots and atomic checkpoints in an output directory.
+//! * [`evaluate_checkpoint`]: rebuilds the model of a checkpoint and reports its metrics.
+//! * Building blocks: [`data`] (datasets, [`data::Batcher`]), [`metrics`], [`schedule`]
+//!   (learning-rate schedules, block-coordinate freezing), [`log`], [`plot`], [`progress`],
+//!   [`gradflow`], [`registry`] (model and dataset tables), [`recurrent`] (the LSTM / GRU /
+//!   CA-RNN sequence classifiers), [`cli`] (clap argument types).
+//!
+//! ## Determinism
+//! One seed fixes everything: the master generator `Rng::new(seed)` is forked, in this order,
+//! into the data, initialisation, shuffling and dropout streams. The same seed and thread count
+//! give bit-identical losses and weights; a run stopped and resumed from a checkpoint gives the
+//! same results as an uninterrupted one (the checkpoint holds the shuffling position and the
+//! dropout generator's state).
+//!
+//! ## Output directory
+//! `config.toml`, `log.jsonl` or `log.csv` (`step, epoch, loss, lr, grad_norm, block,
+//! examples_per_sec`), `eval.jsonl`, `gradflow.csv` (`step,param,norm`), `gradflow_time.csv`
+//! (`step,t,norm`, recurrent models), `loss.svg/.png`, `eval.svg/.png`, `gradflow.svg/.png`,
+//! `gradflow_time.svg/.png` (heatmap, training step × t) and `gradflow_time_lines.svg/.png`
+//! (‖∂L/∂h_t‖ against t for a few training steps), `checkpoints/step-NNNNNNNN.ckpt.safetensors`,
+//! `model.safetensors` (final weights) and `summary.json`.
+
+pub mod cli;
+pub mod gradflow;
+pub mod log;
+pub mod plot;
+pub mod progress;
+pub mod recurrent;
+pub mod registry;
+
+use chi_nn::checkpoint::{self, CheckpointMeta};
+use chi_nn::optim::{Grads, OptimConfig, Optimizer};
+use chi_autodiff::Rng;
+use chi_nn::dataset::{self as data, Batcher, DataConfig, Dataset};
+use log::{LogFormat, Logger, Value};
+use registry::{Model, ModelConfig};
+use chi_nn::schedule::{BlockCoordinate, LrSchedule};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Everything that defines a training run. Every field has a default, so a TOML file needs only
+/// what differs:
+///
+/// ```toml
+/// model = "mlp"
+/// dataset = "spirals"
+/// steps = 2000
+/// batch_size = 32
+/// clip_norm = 5.0
+/// [optim]
+/// name = "adagrad"
+/// lr = 0.1
+/// [schedule]
+/// kind = "cosine"
+/// total_steps = 2000
+/// [block]
+/// em_steps = 100
+/// blocks = [["hidden"], ["output"]]
+/// [model_options]
+/// hidden = [32, 32]
+/// [data]
+/// n_train = 1000
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Registered model name ([`registry::MODELS`]).
+    pub model: String,
+    /// Registered dataset name ([`registry::DATASETS`]).
+    pub dataset: String,
+    /// The one seed of the run.
+    pub seed: u64,
+    /// Total training steps (mini-batches).
+    pub steps: u64,
+    /// Examples per mini-batch.
+    pub batch_size: usize,
+    /// Optimiser and its hyperparameters.
+    pub optim: OptimConfig,
+    /// Learning-rate schedule applied to `optim.lr`.
+    pub schedule: LrSchedule,
+    /// Clip gradients to this global L2 norm.
+    pub clip_norm: Option<f64>,
+    /// Block-coordinate (`em_steps`) freezing of parameter groups.
+    pub block: BlockCoordinate,
+    /// Evaluate on the test split every this many steps (0: only at the end).
+    pub eval_every: u64,
+    /// Save a full checkpoint every this many steps (0: only at the end).
+    pub checkpoint_every: u64,
+    /// Full checkpoints to keep (older ones are deleted; 0 keeps all).
+    pub keep_checkpoints: usize,
+    /// Write a log row every this many steps.
+    pub log_every: u64,
+    /// Step-log format.
+    pub log_format: LogFormat,
+    /// Record gradient-flow statistics every this many steps (0: never).
+    pub gradflow_every: u64,
+    /// Model options.
+    pub model_options: ModelConfig,
+    /// Dataset options.
+    pub data: DataConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            model: "mlp".into(),
+            dataset: "spirals".into(),
+            seed: 0,
+            steps: 2000,
+            batch_size: 32,
+            optim: OptimConfig::default(),
+            schedule: LrSchedule::Constant,
+            clip_norm: None,
+            block: BlockCoordinate::default(),
+            eval_every: 200,
+            checkpoint_every: 500,
+            keep_checkpoints: 3,
+            log_every: 1,
+            log_format: LogFormat::Jsonl,
+            gradflow_every: 10,
+            model_options: ModelConfig::default(),
+            data: DataConfig::default(),
+        }
+    }
+}
+
+impl Config {
+    /// Parses a TOML config.
+    pub fn from_toml(text: &str) -> Result<Config, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+    /// Reads a TOML config file.
+    pub fn load(path: &Path) -> Result<Config, String> {
+        let t = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_toml(&t).map_err(|e| format!("{}: {e}", path.display()))
+    }
+    /// The config as TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# could not render config: {e}\n"))
+    }
+    /// Basic range checks.
+    pub fn validate(&self) -> Result<(), String> {
+        self.optim.validate()?;
+        if self.batch_size == 0 {
+            return Err("batch_size must be positive".into());
+        }
+        if let Some(c) = self.clip_norm {
+            if !(c > 0.0) {
+                return Err(format!("clip_norm must be positive, got {c}"));
+            }
+        }
+        registry::model_entry(&self.model)?;
+        registry::dataset_entry(&self.dataset)?;
+        Ok(())
+    }
+}
+
+/// Run-time switches of [`train`] that are not part of the run's definition.
+#[derive(Clone, Debug, Default)]
+pub struct TrainOptions {
+    /// Show the progress bar (still hidden when stderr is not a terminal).
+    pub progress: bool,
+    /// Continue from the latest checkpoint in `out/checkpoints` (a fresh start if none).
+    pub resume: bool,
+    /// Stop after this step even if `steps` is larger (saving a checkpoint): simulates an
+    /// interruption in tests.
+    pub stop_after: Option<u64>,
+    /// Write plots at the end.
+    pub plots: bool,
+}
+
+/// What a finished [`train`] call reports.
+#[derive(Clone, Debug)]
+pub struct TrainSummary {
+    /// Steps completed.
+    pub step: u64,
+    /// `(step, loss)` of the steps run in this call.
+    pub losses: Vec<(u64, f32)>,
+    /// Final test metrics.
+    pub test: BTreeMap<String, f64>,
+    /// Last checkpoint written.
+    pub checkpoint: PathBuf,
+}
+
+/// A built run: dataset, model, optimiser and the stateful generators.
+pub struct Run {
+    /// The configuration.
+    pub cfg: Config,
+    /// The data.
+    pub dataset: Dataset,
+    /// The model.
+    pub model: Box<dyn Model>,
+    /// The optimiser.
+    pub optim: Optimizer<f32>,
+    /// Mini-batch order.
+    pub batcher: Batcher,
+    /// Dropout stream.
+    pub dropout_rng: Rng,
+    /// Steps completed.
+    pub step: u64,
+}
+
+impl Run {
+    /// Builds everything from the seed: data, model (initialised), optimiser, batcher.
+    pub fn new(cfg: &Config) -> Result<Run, String> {
+        cfg.validate()?;
+        let mut master = Rng::new(cfg.seed);
+        let mut data_rng = master.fork();
+        let mut init_rng = master.fork();
+        let shuffle_rng = master.fork();
+        let dropout_rng = master.fork();
+        let dataset = (registry::dataset_entry(&cfg.dataset)?.build)(&cfg.data, &mut data_rng)?;
+        if dataset.train.is_empty() {
+            return Err(format!("dataset {:?} has no training examples", cfg.dataset));
+        }
+        let model = (registry::model_entry(&cfg.model)?.build)(&cfg.model_options, &dataset, &mut init_rng)?;
+        cfg.block.validate(model.store())?;
+        let optim = Optimizer::try_new(cfg.optim.clone())?;
+        let batcher = Batcher::new(dataset.train.len(), cfg.batch_size, true, shuffle_rng);
+        Ok(Run { cfg: cfg.clone(), dataset, model, optim, batcher, dropout_rng, step: 0 })
+    }
+
+    /// Loads a full checkpoint written by [`Run::save`] (all-or-nothing).
+    pub fn load(&mut self, path: &Path) -> Result<(), String> {
+        let meta = checkpoint::read_checkpoint_meta(path)?;
+        let bs: data::BatcherState = meta
+            .extra
+            .get("batcher")
+            .and_then(|b| serde_json::from_str(b).ok())
+            .ok_or_else(|| format!("{}: checkpoint lacks the batcher state", path.display()))?;
+        let drop = *meta.rngs.get("dropout").ok_or_else(|| format!("{}: checkpoint lacks the dropout RNG state", path.display()))?;
+        let meta = checkpoint::load_checkpoint(path, self.model.store().params(), &mut self.optim)?;
+        self.batcher.restore(bs);
+        self.dropout_rng = Rng::from_state(drop);
+        self.step = meta.step;
+        Ok(())
+    }
+
+    /// Saves a full checkpoint (parameters, optimiser, step, generators, config).
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        let mut extra = BTreeMap::new();
+        extra.insert("batcher".to_string(), serde_json::to_string(&self.batcher.state()).unwrap());
+        let meta = CheckpointMeta {
+            step: self.step,
+            rngs: [("dropout".to_string(), self.dropout_rng.state())].into_iter().collect(),
+            config: serde_json::to_string(&self.cfg).unwrap(),
+            extra,
+        };
+        checkpoint::save_checkpoint(path, self.model.store().params(), &self.optim, &meta)
+    }
+
+    /// Test-split metrics.
+    pub fn evaluate_test(&self) -> BTreeMap<String, f64> {
+        registry::evaluate(self.model.as_ref(), self.dataset.task, &self.dataset.test, 1024)
+    }
+}
+
+fn prune(dir: &Path, keep: usize) {
+    if keep == 0 {
+        return;
+    }
+    let all = checkpoint::list_checkpoints(dir);
+    if all.len() > keep {
+        for (_, p) in &all[..all.len() - keep] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Trains according to `cfg`, writing everything to `out` (see the module docs).
+pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSummary, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let ckdir = out.join("checkpoints");
+    let mut run = Run::new(cfg)?;
+    let mut resumed = false;
+    if opts.resume {
+        if let Some(latest) = checkpoint::latest_checkpoint(&ckdir) {
+            let meta = checkpoint::read_checkpoint_meta(&latest)?;
+            let saved: Config = serde_json::from_str(&meta.config).map_err(|e| format!("{}: bad config: {e}", latest.display()))?;
+            let same = |a: &Config, b: &Config| Config { steps: 0, ..a.clone() } == Config { steps: 0, ..b.clone() };
+            if !same(&saved, cfg) {
+                return Err(format!(
+                    "{}: the checkpoint was made with a different configuration; resume with the checkpoint's config (only `steps` may change)",
+                    latest.display()
+                ));
+            }
+            run.load(&latest)?;
+            resumed = true;
+        }
+    }
+    let start = run.step;
+    checkpoint::atomic_write(&out.join("config.toml"), cfg.to_toml().as_bytes())?;
+    let keep = resumed.then_some(start);
+    let log_path = out.join(format!("log.{}", cfg.log_format.ext()));
+    let mut log = Logger::open(&log_path, cfg.log_format, &["step", "epoch", "loss", "lr", "grad_norm", "block", "examples_per_sec"], keep)?;
+    let mut gf_log = Logger::open(&out.join("gradflow.csv"), LogFormat::Csv, &["step", "param", "norm"], keep)?;
+    let mut gft_log = Logger::open(&out.join("gradflow_time.csv"), LogFormat::Csv, &["step", "t", "norm"], keep)?;
+    let metric_names: Vec<String> = run.evaluate_test_names();
+    let mut eval_cols: Vec<&str> = vec!["step", "split"];
+    eval_cols.extend(metric_names.iter().map(|s| s.as_str()));
+    let mut eval_log = Logger::open(&out.join("eval.jsonl"), LogFormat::Jsonl, &eval_cols, keep)?;
+
+    let params = run.model.store().params().to_vec();
+    let names: Vec<String> = params.iter().map(|p| p.name().to_string()).collect();
+    let end = opts.stop_after.map_or(cfg.steps, |s| s.min(cfg.steps)).max(start);
+    let bar = progress::Progress::new(cfg.steps, start, opts.progress);
+    let mut losses = Vec::new();
+    let mut test = BTreeMap::new();
+    let t0 = Instant::now();
+    let mut examples = 0usize;
+    let do_eval = |run: &Run, eval_log: &mut Logger, step: u64| -> Result<BTreeMap<String, f64>, String> {
+        let m = run.evaluate_test();
+        let mut row = vec![Value::Int(step), Value::Text("test".into())];
+        row.extend(metric_names.iter().map(|k| Value::Num(m[k])));
+        eval_log.row(&row)?;
+        eval_log.flush()?;
+        Ok(m)
+    };
+    for step in start..end {
+        let active = cfg.block.apply(run.model.store(), step);
+        run.optim.set_lr(cfg.schedule.lr_at(cfg.optim.lr, step));
+        run.model.store().zero_grad();
+        let idx = run.batcher.next_batch();
+        examples += idx.len();
+        let flow = cfg.gradflow_every > 0 && (step + 1) % cfg.gradflow_every == 0;
+        let fo = run.model.forward(&run.dataset.train, &idx, true, &mut run.dropout_rng);
+        if flow {
+            gradflow::retain_hidden(&fo.hidden);
+        }
+        let loss = registry::task_loss(run.dataset.task, &fo.output, &run.dataset.train, &idx);
+        let lv = loss.item();
+        if !lv.is_finite() {
+            return Err(format!("training diverged: loss is {lv} at step {}", step + 1));
+        }
+        loss.backward();
+        let mut grads = Grads::collect(&params);
+        let gnorm = match cfg.clip_norm {
+            Some(c) => grads.clip_global_norm(c),
+            None => grads.global_norm(),
+        };
+        let done = step + 1;
+        if flow {
+            for (n, v) in names.iter().zip(grads.norms()) {
+                if let Some(v) = v {
+                    gf_log.row(&[Value::Int(done), Value::Text(n.clone()), Value::Num(v)])?;
+                }
+            }
+            for (t, v) in gradflow::hidden_grad_norms(&fo.hidden).into_iter().enumerate() {
+                gft_log.row(&[Value::Int(done), Value::Int(t as u64), Value::Num(v)])?;
+            }
+        }
+        drop(fo);
+        run.optim.step(&params, &grads);
+        run.model.store().zero_grad();
+        run.step = done;
+        losses.push((done, lv));
+        if cfg.log_every > 0 && done % cfg.log_every == 0 {
+            let eps = examples as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+            log.row(&[
+                Value::Int(done),
+                Value::Int(run.batcher.epoch()),
+                Value::Num(lv as f64),
+                Value::Num(run.optim.lr()),
+                Value::Num(gnorm),
+                Value::Int(active.map_or(0, |a| a as u64)),
+                Value::Num(eps),
+            ])?;
+        }
+        if done % 10 == 0 || done == end {
+            bar.update(done, format!("loss {lv:.4}"));
+        }
+        if cfg.eval_every > 0 && done % cfg.eval_every == 0 && done != cfg.steps {
+            test = do_eval(&run, &mut eval_log, done)?;
+            bar.println(&format!("step {done}: test {}", fmt_metrics(&test)));
+        }
+        if cfg.checkpoint_every > 0 && done % cfg.checkpoint_every == 0 && done != end {
+            log.flush()?;
+            gf_log.flush()?;
+            gft_log.flush()?;
+            let p = ckdir.join(checkpoint::checkpoint_name(done));
+            run.save(&p)?;
+            prune(&ckdir, cfg.keep_checkpoints);
+        }
+    }
+    // Leave every group trainable after block-coordinate training.
+    for g in cfg.block.blocks.iter().flatten() {
+        run.model.store().set_group_frozen(g, false);
+    }
+    log.flush()?;
+    gf_log.flush()?;
+    gft_log.flush()?;
+    bar.finish();
+    let final_ckpt = ckdir.join(checkpoint::checkpoint_name(run.step));
+    run.save(&final_ckpt)?;
+    prune(&ckdir, cfg.keep_checkpoints);
+    if run.step == cfg.steps {
+        test = do_eval(&run, &mut eval_log, run.step)?;
+        let meta: BTreeMap<String, String> =
+            [("step".to_string(), run.step.to_string()), ("config".to_string(), serde_json::to_string(cfg).unwrap())].into_iter().collect();
+        checkpoint::save_params(&out.join("model.safetensors"), run.model.store().params(), &meta)?;
+        let summary = serde_json::json!({ "step": run.step, "test": test, "model": cfg.model, "dataset": cfg.dataset, "seed": cfg.seed });
+        checkpoint::atomic_write(&out.join("summary.json"), serde_json::to_string_pretty(&summary).unwrap().as_bytes())?;
+    }
+    if opts.plots {
+        write_plots(out, cfg.log_format)?;
+    }
+    Ok(TrainSummary { step: run.step, losses, test, checkpoint: final_ckpt })
+}
+
+impl Run {
+    fn evaluate_test_names(&self) -> Vec<String> {
+        match self.dataset.task {
+            data::Task::Regression => vec!["loss".into(), "mse".into(), "pearson".into(), "spearman".into()],
+            _ => vec!["loss".into(), "accuracy".into()],
+        }
+    }
+}
+
+/// `k=v` pairs for messages.
+pub fn fmt_metrics(m: &BTreeMap<String, f64>) -> String {
+    m.iter().map(|(k, v)| format!("{k} {v:.4}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Draws the plots of a run directory from its logs: `loss`, `eval`, `gradflow`,
+/// `gradflow_time` and `gradflow_time_lines` as SVG and PNG (where there is data).
+pub fn write_plots(out: &Path, format: LogFormat) -> Result<(), String> {
+    let log_path = out.join(format!("log.{}", format.ext()));
+    let loss = log::read_column(&log_path, "loss")?;
+    for ext in ["svg", "png"] {
+        let pts: Vec<(f64, f64)> = loss.iter().map(|(s, v)| (*s as f64, *v)).collect();
+        // Smoothed curve (moving average over ~1% of the run) next to the raw one.
+        let w = (pts.len() / 100).max(1);
+        let smooth: Vec<(f64, f64)> =
+            pts.windows(w).map(|win| (win[win.len() - 1].0, win.iter().map(|p| p.1).sum::<f64>() / win.len() as f64)).collect();
+        let series = vec![("loss".to_string(), pts), (format!("mean of {w}"), smooth)];
+        plot::line_plot(&out.join(format!("loss.{ext}")), &plot::LinePlot { title: "training loss", x_label: "step", y_label: "loss", log_y: false, series: &series })?;
+        let ev = out.join("eval.jsonl");
+        if ev.exists() {
+            let mut series = Vec::new();
+            for m in ["accuracy", "loss", "pearson", "spearman", "mse"] {
+                let c = log::read_column(&ev, m)?;
+                if !c.is_empty() {
+                    series.push((format!("test {m}"), c.iter().map(|(s, v)| (*s as f64, *v)).collect()));
+                }
+            }
+            plot::line_plot(&out.join(format!("eval.{ext}")), &plot::LinePlot { title: "test metrics", x_label: "step", y_label: "value", log_y: false, series: &series })?;
+        }
+        let gf = read_gradflow(out)?;
+        if !gf.params.is_empty() {
+            let series = gf.param_series();
+            plot::line_plot(
+                &out.join(format!("gradflow.{ext}")),
+                &plot::LinePlot { title: "gradient norm per parameter", x_label: "step", y_label: "‖∂L/∂θ‖", log_y: true, series: &series },
+            )?;
+        }
+        if !gf.time.is_empty() {
+            let (steps, rows) = gf.time_matrix();
+            let ys: Vec<f64> = steps.iter().map(|s| *s as f64).collect();
+            plot::heatmap(&out.join(format!("gradflow_time.{ext}")), "‖∂L/∂h_t‖ per time step", "time step t", "training step", &ys, &rows)?;
+            // The same numbers as curves over t for up to four recorded steps (first … last).
+            let picks: Vec<usize> = if rows.len() <= 4 { (0..rows.len()).collect() } else { (0..4).map(|k| k * (rows.len() - 1) / 3).collect() };
+            let series: Vec<(String, Vec<(f64, f64)>)> = picks
+                .iter()
+                .map(|&i| (format!("step {}", steps[i]), rows[i].iter().enumerate().map(|(t, v)| (t as f64, *v)).collect()))
+                .collect();
+            plot::line_plot(
+                &out.join(format!("gradflow_time_lines.{ext}")),
+                &plot::LinePlot { title: "‖∂L/∂h_t‖ against time step", x_label: "time step t", y_label: "‖∂L/∂h_t‖", log_y: true, series: &series },
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads `gradflow.csv` and `gradflow_time.csv` of a run directory.
+pub fn read_gradflow(out: &Path) -> Result<gradflow::GradFlow, String> {
+    let mut g = gradflow::GradFlow::default();
+    if let Ok(t) = std::fs::read_to_string(out.join("gradflow.csv")) {
+        for l in t.lines().skip(1) {
+            let f: Vec<&str> = l.split(',').collect();
+            if let (Some(Ok(s)), Some(n), Some(Ok(v))) = (f.first().map(|x| x.parse()), f.get(1), f.get(2).map(|x| x.parse())) {
+                g.params.push((s, n.to_string(), v));
+            }
+        }
+    }
+    if let Ok(t) = std::fs::read_to_string(out.join("gradflow_time.csv")) {
+        for l in t.lines().skip(1) {
+            let f: Vec<&str> = l.split(',').collect();
+            if let (Some(Ok(s)), Some(Ok(tt)), Some(Ok(v))) = (f.first().map(|x| x.parse()), f.get(1).map(|x| x.parse()), f.get(2).map(|x| x.parse())) {
+                g.time.push((s, tt, v));
+            }
+        }
+    }
+    Ok(g)
+}
+
+/// Loads a full checkpoint, rebuilds its run from the saved config (same seed → same data) and
+/// evaluates the test split (`split = "test"`) or the training split (`"train"`).
+pub fn evaluate_checkpoint(path: &Path, split: &str) -> Result<(Config, u64, BTreeMap<String, f64>), String> {
+    let meta = checkpoint::read_checkpoint_meta(path)?;
+    let cfg: Config = serde_json::from_str(&meta.config).map_err(|e| format!("{}: bad config in checkpoint: {e}", path.display()))?;
+    let mut run = Run::new(&cfg)?;
+    run.load(path)?;
+    let s = match split {
+        "test" => &run.dataset.test,
+        "train" => &run.dataset.train,
+        _ => return Err(format!("unknown split {split:?} (test or train)")),
+    };
+    let m = registry::evaluate(run.model.as_ref(), run.dataset.task, s, 1024);
+    Ok((cfg, run.step, m))
+}

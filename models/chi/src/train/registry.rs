@@ -1,0 +1,288 @@
+//! The model and dataset registries of `chi train`: plain function tables. To add a model,
+//! write a [`ModelBuilder`] and add one [`ModelEntry`] line to [`MODELS`]; to add a dataset, a
+//! [`DatasetBuilder`] and one [`DatasetEntry`] line to [`DATASETS`].
+
+use chi_nn::dataset::{self as data, DataConfig, Dataset, Inputs, Split, Task};
+use chi_nn::metrics;
+use super::recurrent::{self, CellKind};
+use chi_nn::params::{init, Param, ParamStore};
+use chi_autodiff::{no_grad, Float, Rng, Tensor};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Model options common to the registered models; model-specific ones go in `options`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Hidden layer sizes: of the MLP, or of each stacked cell of a recurrent model
+    /// (`[32]` = one layer of 32).
+    pub hidden: Vec<usize>,
+    /// Activation of the MLP: `tanh`, `relu` or `sigmoid` (recurrent cells have their own).
+    pub activation: String,
+    /// Dropout probability on hidden activations while training.
+    pub dropout: f64,
+    /// Model-specific options.
+    pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig { hidden: vec![32, 32], activation: "tanh".into(), dropout: 0.0, options: Default::default() }
+    }
+}
+
+/// What a forward pass returns.
+pub struct ForwardOut {
+    /// `[batch, classes]` logits (classification) or `[batch]` / `[batch, 1]` (binary logits,
+    /// regression values).
+    pub output: Tensor<f32>,
+    /// Hidden states `h_1..h_T` of a recurrent model (for the ‖∂L/∂h_t‖ gradient-flow
+    /// picture); empty for other models.
+    pub hidden: Vec<Tensor<f32>>,
+}
+
+/// A trainable model as `chi train` sees it.
+pub trait Model {
+    /// The parameters (names are the checkpoint tensor names; groups feed block-coordinate
+    /// training).
+    fn store(&self) -> &ParamStore<f32>;
+    /// Forward pass on examples `idx` of `split`. `train` enables dropout, which draws from
+    /// `rng` (the run's seeded stream).
+    fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut;
+}
+
+/// Builds a model for a dataset, initialising parameters from `rng`.
+pub type ModelBuilder = fn(&ModelConfig, &Dataset, &mut Rng) -> Result<Box<dyn Model>, String>;
+/// Builds (loads or generates) a dataset; synthetic ones draw from `rng`.
+pub type DatasetBuilder = fn(&DataConfig, &mut Rng) -> Result<Dataset, String>;
+
+/// One registered model.
+pub struct ModelEntry {
+    /// Name used by `--model`.
+    pub name: &'static str,
+    /// One line for `chi train --list`.
+    pub about: &'static str,
+    /// Constructor.
+    pub build: ModelBuilder,
+}
+
+/// One registered dataset.
+pub struct DatasetEntry {
+    /// Name used by `--dataset`.
+    pub name: &'static str,
+    /// One line for `chi train --list`.
+    pub about: &'static str,
+    /// Constructor.
+    pub build: DatasetBuilder,
+}
+
+/// Registered models. The recurrent ones are [`recurrent::SeqClassifier`]s differing only in
+/// the cell.
+pub static MODELS: &[ModelEntry] = &[
+    ModelEntry { name: "mlp", about: "multi-layer perceptron on dense inputs (hidden sizes, activation, dropout)", build: build_mlp },
+    ModelEntry { name: "lstm", about: "token sequences: embedding → LSTM layers → linear head (options: embed, peephole)", build: build_lstm },
+    ModelEntry { name: "gru", about: "token sequences: embedding → GRU layers → linear head (option: embed)", build: build_gru },
+    ModelEntry { name: "ca-rnn", about: "token sequences: embedding → CA-RNN layers (paper §3.4) → linear head (option: embed)", build: build_ca_rnn },
+];
+
+/// Registered datasets.
+pub static DATASETS: &[DatasetEntry] = &[
+    DatasetEntry { name: "spirals", about: "synthetic: interleaved 2-D spirals, `classes` classes", build: data::spirals },
+    DatasetEntry { name: "xor-noise", about: "synthetic: 2-D XOR with label noise, binary", build: data::xor_noise },
+    DatasetEntry { name: "surface", about: "synthetic: z = x·exp(−x²−y²) regression (paper §4.5.1)", build: data::surface },
+    DatasetEntry {
+        name: "first-token",
+        about: "synthetic: token sequences labelled by their first token (long-range memory; options seq_len, distractors)",
+        build: data::first_token,
+    },
+];
+
+/// Looks up a model.
+pub fn model_entry(name: &str) -> Result<&'static ModelEntry, String> {
+    MODELS.iter().find(|m| m.name == name).ok_or_else(|| {
+        format!("unknown model {name:?}; available: {}", MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", "))
+    })
+}
+
+/// Looks up a dataset.
+pub fn dataset_entry(name: &str) -> Result<&'static DatasetEntry, String> {
+    DATASETS.iter().find(|m| m.name == name).ok_or_else(|| {
+        format!("unknown dataset {name:?}; available: {}", DATASETS.iter().map(|m| m.name).collect::<Vec<_>>().join(", "))
+    })
+}
+
+// ------------------------------------------------------------------------------------ MLP
+
+/// A multi-layer perceptron built directly from parameters: `layer{i}.w` (`[in, out]`,
+/// Xavier-uniform) and `layer{i}.b` (zeros). Hidden layers are in group `"hidden"`, the output
+/// layer in group `"output"`.
+pub struct Mlp {
+    store: ParamStore<f32>,
+    layers: Vec<(Param<f32>, Param<f32>)>,
+    activation: String,
+    dropout: f64,
+}
+
+impl Mlp {
+    /// An MLP `input → hidden… → output`.
+    pub fn new(input: usize, hidden: &[usize], output: usize, activation: &str, dropout: f64, rng: &mut Rng) -> Result<Mlp, String> {
+        if !matches!(activation, "tanh" | "relu" | "sigmoid") {
+            return Err(format!("mlp: unknown activation {activation:?} (tanh, relu or sigmoid)"));
+        }
+        if !(0.0..1.0).contains(&dropout) {
+            return Err(format!("mlp: dropout must be in [0, 1), got {dropout}"));
+        }
+        let mut store = ParamStore::new();
+        let mut sizes = vec![input];
+        sizes.extend_from_slice(hidden);
+        sizes.push(output);
+        let mut layers = Vec::new();
+        for i in 0..sizes.len() - 1 {
+            let group = if i + 2 == sizes.len() { "output" } else { "hidden" };
+            let (a, b) = (sizes[i], sizes[i + 1]);
+            let w = store.add(&format!("layer{i}.w"), group, init::xavier_uniform(&[a, b], a, b, 1.0, rng));
+            let bias = store.add(&format!("layer{i}.b"), group, init::zeros(&[b]));
+            layers.push((w, bias));
+        }
+        Ok(Mlp { store, layers, activation: activation.to_string(), dropout })
+    }
+    /// Forward on a `[batch, input]` tensor.
+    pub fn forward_x(&self, x: &Tensor<f32>, train: bool, rng: &mut Rng) -> Tensor<f32> {
+        let mut h = x.clone();
+        for (i, (w, b)) in self.layers.iter().enumerate() {
+            h = h.matmul(&w.get()).add(&b.get());
+            if i + 1 < self.layers.len() {
+                h = match self.activation.as_str() {
+                    "relu" => h.relu(),
+                    "sigmoid" => h.sigmoid(),
+                    _ => h.tanh(),
+                };
+                if train && self.dropout > 0.0 {
+                    h = dropout(&h, self.dropout, rng);
+                }
+            }
+        }
+        h
+    }
+}
+
+/// Inverted dropout with a mask drawn from `rng`: each entry kept with probability `1 − p` and
+/// scaled by `1/(1 − p)`.
+pub fn dropout<T: Float>(x: &Tensor<T>, p: f64, rng: &mut Rng) -> Tensor<T> {
+    let keep = 1.0 / (1.0 - p);
+    let mask: Vec<T> = (0..x.numel()).map(|_| if rng.next_f64() < p { T::ZERO } else { T::from_f64(keep) }).collect();
+    x.mul(&Tensor::from_vec(mask, x.shape()))
+}
+
+impl Model for Mlp {
+    fn store(&self) -> &ParamStore<f32> {
+        &self.store
+    }
+    fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut {
+        let x = split.inputs.dense_batch(idx);
+        let x = x.reshape(&[idx.len(), x.numel() / idx.len().max(1)]);
+        ForwardOut { output: self.forward_x(&x, train, rng), hidden: Vec::new() }
+    }
+}
+
+fn build_mlp(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    let Inputs::Dense { shape, .. } = &ds.train.inputs else {
+        return Err(format!("mlp needs dense inputs; dataset {:?} has token inputs", ds.name));
+    };
+    let input = shape.iter().product();
+    let output = match ds.task {
+        Task::Classification { classes } => classes,
+        Task::Binary | Task::Regression => 1,
+    };
+    Ok(Box::new(Mlp::new(input, &cfg.hidden, output, &cfg.activation, cfg.dropout, rng)?))
+}
+
+fn build_lstm(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    recurrent::build(CellKind::Lstm, cfg, ds, rng)
+}
+
+fn build_gru(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    recurrent::build(CellKind::Gru, cfg, ds, rng)
+}
+
+fn build_ca_rnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    recurrent::build(CellKind::CaRnn, cfg, ds, rng)
+}
+
+// ------------------------------------------------------------------------------------ loss
+
+/// The task's loss on a batch (mean over examples): softmax cross-entropy, sigmoid
+/// cross-entropy (binary) or mean squared error (regression). Built from core ops only; `f32`
+/// in training, `f64` in whole-model gradient checks.
+pub fn task_loss<T: Float>(task: Task, output: &Tensor<T>, split: &Split, idx: &[usize]) -> Tensor<T> {
+    let b = idx.len();
+    let targets = || Tensor::from_vec(idx.iter().map(|&i| T::from_f64(split.targets.value(i))).collect(), &[b]);
+    match task {
+        Task::Classification { classes } => {
+            let mut onehot = vec![T::ZERO; b * classes];
+            for (r, &i) in idx.iter().enumerate() {
+                onehot[r * classes + split.targets.class(i)] = T::ONE;
+            }
+            let lp = output.log_softmax(-1);
+            lp.mul(&Tensor::from_vec(onehot, &[b, classes])).sum().mul_scalar(-1.0 / b as f64)
+        }
+        Task::Binary => {
+            let z = output.reshape(&[b]);
+            let y = targets();
+            // −[y·log σ(z) + (1 − y)·log σ(−z)]
+            let pos = y.mul(&z.log_sigmoid());
+            let neg = y.rsub_scalar(1.0).mul(&z.neg().log_sigmoid());
+            pos.add(&neg).sum().mul_scalar(-1.0 / b as f64)
+        }
+        Task::Regression => {
+            let z = output.reshape(&[b]);
+            let y = targets();
+            z.sub(&y).square().mean()
+        }
+    }
+}
+
+/// Evaluates `model` on a whole split (no gradients, no dropout), in batches of `batch`.
+/// Returns `loss` plus `accuracy` (classification, binary) or `mse`, `pearson`, `spearman`
+/// (regression).
+pub fn evaluate(model: &dyn Model, task: Task, split: &Split, batch: usize) -> BTreeMap<String, f64> {
+    let n = split.len();
+    let mut rng = Rng::new(0); // unused: no dropout in evaluation
+    let mut loss_sum = 0.0;
+    let mut outs: Vec<f64> = Vec::new();
+    let cols = match task {
+        Task::Classification { classes } => classes,
+        _ => 1,
+    };
+    no_grad(|| {
+        let mut s = 0;
+        while s < n {
+            let idx: Vec<usize> = (s..(s + batch).min(n)).collect();
+            let o = model.forward(split, &idx, false, &mut rng).output;
+            loss_sum += task_loss(task, &o, split, &idx).item() as f64 * idx.len() as f64;
+            outs.extend(o.data().iter().map(|v| *v as f64));
+            s += batch;
+        }
+    });
+    let mut m = BTreeMap::new();
+    m.insert("loss".to_string(), if n > 0 { loss_sum / n as f64 } else { f64::NAN });
+    match task {
+        Task::Classification { .. } => {
+            let pred = metrics::argmax_rows(&outs, cols);
+            let y: Vec<usize> = (0..n).map(|i| split.targets.class(i)).collect();
+            m.insert("accuracy".into(), metrics::accuracy(&pred, &y));
+        }
+        Task::Binary => {
+            let pred: Vec<usize> = outs.iter().map(|&z| (z > 0.0) as usize).collect();
+            let y: Vec<usize> = (0..n).map(|i| split.targets.class(i)).collect();
+            m.insert("accuracy".into(), metrics::accuracy(&pred, &y));
+        }
+        Task::Regression => {
+            let y: Vec<f64> = (0..n).map(|i| split.targets.value(i)).collect();
+            m.insert("mse".into(), metrics::mse(&outs, &y));
+            m.insert("pearson".into(), metrics::pearson(&outs, &y));
+            m.insert("spearman".into(), metrics::spearman(&outs, &y));
+        }
+    }
+    m
+}

@@ -1,0 +1,235 @@
+//! Command-line tests: run the built `chi` binary and check what it prints, its exit status and
+//! the files it writes (gradient checks, benchmarks' JSON, graph export, recurrent training).
+
+use chi_cli::train::registry::{DATASETS, MODELS};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `chi ARGS…` and returns its output (never panics on a non-zero exit).
+fn chi(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chi")).args(args).output().unwrap_or_else(|e| panic!("cannot run chi {args:?}: {e}"))
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `chi ARGS…`, requires exit status 0 and returns stdout.
+#[track_caller]
+fn chi_ok(args: &[&str]) -> String {
+    let o = chi(args);
+    assert!(o.status.success(), "chi {args:?} failed ({}):\nstdout:\n{}\nstderr:\n{}", o.status, stdout(&o), stderr(&o));
+    stdout(&o)
+}
+
+/// A fresh temporary directory for one test.
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("chi-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The `(passed, failed)` counts of the summary line `N passed, M failed`, which must be the
+/// last line printed.
+#[track_caller]
+fn summary(out: &str) -> (usize, usize) {
+    let last = out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_else(|| panic!("no output"));
+    let nums: Vec<usize> = last.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+    assert!(last.ends_with(" failed") && last.contains(" passed, ") && nums.len() == 2, "last line is not `N passed, M failed`: {last:?}");
+    (nums[0], nums[1])
+}
+
+#[test]
+fn gradcheck_tanh_passes_at_first_and_second_order() {
+    for args in [&["gradcheck", "--op", "tanh"][..], &["gradcheck", "--op", "tanh", "--order", "2"][..]] {
+        let out = chi_ok(args);
+        let (passed, failed) = summary(&out);
+        assert_eq!((passed, failed), (1, 0), "chi {args:?}:\n{out}");
+        assert!(out.lines().any(|l| l.starts_with("tanh") && l.ends_with("PASS")), "no PASS row for tanh in:\n{out}");
+    }
+}
+
+#[test]
+fn gradcheck_unknown_op_or_model_fails_with_a_clear_message() {
+    let o = chi(&["gradcheck", "--op", "no_such_op"]);
+    assert!(!o.status.success(), "an unknown op must fail");
+    let err = stderr(&o);
+    assert!(err.contains("no op named \"no_such_op\"") && err.contains("--list"), "unclear message: {err}");
+
+    let o = chi(&["gradcheck", "--model", "no_such_model"]);
+    assert!(!o.status.success(), "an unknown model must fail");
+    assert!(stderr(&o).contains("no model named \"no_such_model\""), "unclear message: {}", stderr(&o));
+}
+
+#[test]
+fn gradcheck_models_of_layers_and_recurrent_classifiers_pass() {
+    let list = chi_ok(&["gradcheck", "--list"]);
+    let names = [
+        "lstm",
+        "gru",
+        "attention-bahdanau",
+        "attention-luong",
+        "conv2d-maxpool",
+        "text-conv1d",
+        "seq-lstm",
+        "seq-gru",
+        "seq-ca-rnn",
+    ];
+    for name in names {
+        assert!(list.lines().any(|l| l.trim() == name), "{name} is not listed by chi gradcheck --list:\n{list}");
+        let out = chi_ok(&["gradcheck", "--model", name]);
+        assert_eq!(summary(&out), (1, 0), "chi gradcheck --model {name}:\n{out}");
+        let row = out.lines().next().unwrap();
+        assert!(row.starts_with(name) && row.ends_with("PASS"), "chi gradcheck --model {name}: first row {row:?}");
+    }
+}
+
+/// Parses one line of `--json` output into an object.
+#[track_caller]
+fn json_object(line: &str) -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(m)) => m,
+        other => panic!("not a JSON object: {line:?} ({other:?})"),
+    }
+}
+
+#[track_caller]
+fn positive_number(m: &serde_json::Map<String, serde_json::Value>, key: &str) -> f64 {
+    let v = m.get(key).and_then(|v| v.as_f64()).unwrap_or_else(|| panic!("key {key:?} missing or not a number in {m:?}"));
+    assert!(v.is_finite() && v > 0.0, "{key} = {v} is not finite and positive");
+    v
+}
+
+#[test]
+fn bench_gemm_json_has_the_documented_keys() {
+    let out = chi_ok(&["bench", "gemm", "--sizes", "64", "--threads", "1", "--reps", "3", "--json"]);
+    let lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line per size expected:\n{out}");
+    let m = json_object(lines[0]);
+    let numeric = ["n", "threads", "chi_gflops", "matrixmultiply_gflops", "ratio", "ceiling_gflops", "pct_of_ceiling"];
+    // The documented keys, plus `isa` (a label of the vector instruction set, also printed).
+    let mut expected: Vec<&str> = numeric.to_vec();
+    expected.extend(["kernel", "isa"]);
+    let mut keys: Vec<&str> = m.keys().map(|k| k.as_str()).collect();
+    keys.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(keys, expected, "keys of {}", lines[0]);
+    assert_eq!(m["kernel"], "sgemm");
+    assert!(m["isa"].is_string());
+    for k in numeric {
+        positive_number(&m, k);
+    }
+    assert_eq!(m["n"], 64);
+    assert_eq!(m["threads"], 1);
+}
+
+#[test]
+fn bench_tape_json_reports_ns_per_op() {
+    let out = chi_ok(&["bench", "tape", "--steps", "200", "--reps", "5", "--json"]);
+    let lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one JSON line expected:\n{out}");
+    let m = json_object(lines[0]);
+    assert_eq!(m["bench"], "scalar_chain");
+    let ns = positive_number(&m, "ns_per_op");
+    assert!(ns < 1e7, "{ns} ns per scalar op is implausible");
+}
+
+#[test]
+fn graph_mlp_writes_dot() {
+    let dir = tmp("graph");
+    let out = chi_ok(&["graph", "mlp", "--out", dir.to_str().unwrap()]);
+    let path = dir.join("graph-mlp.dot");
+    assert!(out.contains(&path.display().to_string()), "chi graph should say where it wrote: {out}");
+    let dot = std::fs::read_to_string(&path).unwrap();
+    assert!(dot.contains("digraph"), "not DOT: {dot}");
+    assert!(dot.contains("tanh"), "the MLP's tanh node is missing: {dot}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn train_help_and_list_name_every_model_and_dataset() {
+    let help = chi_ok(&["train", "--help"]);
+    let list = chi_ok(&["train", "--list"]);
+    for name in MODELS.iter().map(|m| m.name).chain(DATASETS.iter().map(|d| d.name)) {
+        assert!(help.contains(name), "chi train --help does not mention {name}:\n{help}");
+        assert!(list.lines().any(|l| l.trim_start().starts_with(name)), "chi train --list does not list {name}:\n{list}");
+    }
+    for name in ["lstm", "gru", "ca-rnn"] {
+        assert!(MODELS.iter().any(|m| m.name == name), "{name} is not a registered model");
+    }
+}
+
+#[test]
+fn recurrent_model_needs_a_sequence_dataset() {
+    let dir = tmp("wrong-data");
+    let o = chi(&["train", "--model", "gru", "--dataset", "spirals", "--steps", "1", "--quiet", "--out", dir.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("gru needs token-sequence inputs") && err.contains("first-token"), "unclear message: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `(step, t, norm)` rows of `gradflow_time.csv`.
+fn gradflow_time(dir: &Path) -> Vec<(u64, usize, f64)> {
+    let text = std::fs::read_to_string(dir.join("gradflow_time.csv")).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("step,t,norm"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 3, "bad row {l:?}");
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn train_recurrent_model_writes_logs_and_gradient_flow_over_time() {
+    const SEQ_LEN: usize = 6;
+    const STEPS: usize = 120;
+    for model in ["lstm", "gru", "ca-rnn"] {
+        let dir = tmp(&format!("train-{model}"));
+        let cfg = dir.join("config.in.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "model = \"{model}\"\ndataset = \"first-token\"\nsteps = {STEPS}\nbatch_size = 32\nclip_norm = 5.0\ngradflow_every = 20\n\
+                 [optim]\nname = \"adam\"\nlr = 0.02\n[model_options]\nhidden = [16]\n[model_options.options]\nembed = 8\n\
+                 [data]\nn_train = 512\nn_test = 256\nclasses = 3\n[data.options]\nseq_len = {SEQ_LEN}\ndistractors = 5\n"
+            ),
+        )
+        .unwrap();
+        let out = chi_ok(&["--seed", "5", "train", "--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.to_str().unwrap()]);
+        assert!(out.contains(&format!("trained {model} on first-token for {STEPS} steps")), "{out}");
+
+        // One log row per step, loss finite and falling.
+        let log = std::fs::read_to_string(dir.join("log.jsonl")).unwrap();
+        let losses: Vec<f64> = log.lines().map(|l| json_object(l)["loss"].as_f64().expect("loss is a number")).collect();
+        assert_eq!(losses.len(), STEPS, "{model}: one log row per step");
+        assert!(losses.iter().all(|l| l.is_finite()), "{model}: non-finite loss");
+        let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+        let (first, last) = (mean(&losses[..10]), mean(&losses[STEPS - 10..]));
+        assert!(last < 0.7 * first, "{model}: loss should fall: first 10 steps {first:.4}, last 10 {last:.4}");
+
+        // gradflow_time.csv: for every recorded step, one finite norm per time step t = 0..T−1.
+        let rows = gradflow_time(&dir);
+        let steps: Vec<u64> = rows.iter().map(|r| r.0).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        assert_eq!(steps, (1..=(STEPS / 20) as u64).map(|k| 20 * k).collect::<Vec<_>>(), "{model}: recorded steps");
+        for s in &steps {
+            let ts: Vec<(usize, f64)> = rows.iter().filter(|r| r.0 == *s).map(|r| (r.1, r.2)).collect();
+            assert_eq!(ts.iter().map(|r| r.0).collect::<Vec<_>>(), (0..SEQ_LEN).collect::<Vec<_>>(), "{model}: time steps at step {s}");
+            assert!(ts.iter().all(|(_, v)| v.is_finite() && *v > 0.0), "{model}: step {s}: norms {ts:?}");
+        }
+        for f in ["gradflow_time.svg", "gradflow_time.png", "gradflow_time_lines.svg", "gradflow.csv", "loss.svg", "model.safetensors"] {
+            assert!(dir.join(f).exists(), "{model}: missing {f}");
+        }
+        let svg = std::fs::read_to_string(dir.join("gradflow_time_lines.svg")).unwrap();
+        assert!(svg.contains("time step t"), "{model}: the gradient-flow plot has no axis label");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,184 @@
+//! `chi reproduce --quick` end to end, through the real binary: every built-in experiment runs,
+//! prints well-formed JSON rows with finite numbers, and writes its records. This checks the
+//! pipeline, not the paper's claims (those are in the README's results table).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn chi() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_chi"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("chi-test-reproduce-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn builtin_names() -> Vec<String> {
+    chi_cli::reproduce::registry().into_iter().filter(chi_cli::reproduce::is_builtin).map(|e| e.name.to_string()).collect()
+}
+
+#[test]
+fn quick_json_covers_every_builtin_experiment_with_finite_values() {
+    let out = tmp("quick");
+    let o = chi().args(["--out", out.to_str().unwrap(), "reproduce", "--quick", "--json"]).output().unwrap();
+    assert!(o.status.success(), "chi reproduce --quick failed: {}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut rows = 0;
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        for key in ["experiment", "metric", "model", "paper", "chi_mean", "chi_std", "runs"] {
+            assert!(v.get(key).is_some(), "missing {key}: {line}");
+        }
+        let mean = v["chi_mean"].as_f64().unwrap_or_else(|| panic!("chi_mean not a finite number: {line}"));
+        assert!(mean.is_finite());
+        assert!(v["paper"].is_null() || v["paper"].is_f64(), "{line}");
+        assert!(v["runs"].as_u64().unwrap() >= 1);
+        seen.insert(v["experiment"].as_str().unwrap().to_string());
+        rows += 1;
+    }
+    let want: std::collections::BTreeSet<String> = builtin_names().into_iter().collect();
+    assert!(want.len() >= 5, "expected the five built-in experiments, registry has {want:?}");
+    assert_eq!(seen, want, "experiments in the JSON output");
+    assert!(rows >= 2 * want.len());
+    for name in &want {
+        let rec = out.join("reproduce").join(name).join("results.json");
+        let text = std::fs::read_to_string(&rec).unwrap_or_else(|e| panic!("{}: {e}", rec.display()));
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(v.get("rows").is_some(), "{}: no rows", rec.display());
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn list_names_every_experiment_and_unknown_names_fail() {
+    let o = chi().args(["reproduce", "--list"]).output().unwrap();
+    assert!(o.status.success());
+    let s = String::from_utf8(o.stdout).unwrap();
+    for name in builtin_names() {
+        assert!(s.contains(&name), "--list misses {name}:\n{s}");
+    }
+    let out = tmp("unknown");
+    let o = chi().args(["--out", out.to_str().unwrap(), "reproduce", "no-such-experiment"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unknown experiment 'no-such-experiment'"), "{err}");
+}
+
+/// The real-data experiments' quick variants, when the data has been fetched (skipped with the
+/// fetch command otherwise): they run end to end and report finite numbers.
+#[test]
+fn real_data_experiments_run_quick_when_data_is_present() {
+    let reg = chi_cli::reproduce::registry();
+    let real: Vec<_> = reg.iter().filter(|e| !chi_cli::reproduce::is_builtin(e)).collect();
+    assert!(real.len() >= 3, "expected the real-data experiments in the registry");
+    for e in real {
+        let missing: Vec<String> = e
+            .data
+            .iter()
+            .filter_map(|d| d.parse::<chi_nn::data::Dataset>().ok())
+            .filter_map(|d| chi_nn::data::require(d).err())
+            .collect();
+        if !missing.is_empty() {
+            eprintln!("SKIPPED {}: {}", e.name, missing.join("; "));
+            continue;
+        }
+        let out = tmp(e.name);
+        let o = chi().args(["--out", out.to_str().unwrap(), "reproduce", e.name, "--quick", "--json"]).output().unwrap();
+        assert!(o.status.success(), "{} --quick failed: {}", e.name, String::from_utf8_lossy(&o.stderr));
+        let stdout = String::from_utf8(o.stdout).unwrap();
+        assert!(stdout.lines().count() >= 2, "{}: too few rows", e.name);
+        for line in stdout.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(v["chi_mean"].as_f64().is_some_and(f64::is_finite), "{}: {line}", e.name);
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+/// The unit records of a finished experiment, sorted.
+fn unit_records(exp_dir: &std::path::Path) -> Vec<PathBuf> {
+    let dir = exp_dir.join("units");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Changes one hex digit of the first stored number in a unit record, keeping the JSON valid.
+fn tamper(text: &str) -> String {
+    let start = text.find("\"nums\"").expect("a nums section");
+    let b = text.as_bytes();
+    let i = (start..b.len() - 17)
+        .find(|&i| b[i] == b'"' && b[i + 17] == b'"' && b[i + 1..i + 17].iter().all(u8::is_ascii_hexdigit))
+        .expect("a stored number");
+    let mut out = text.to_string();
+    let c = if b[i + 16] == b'0' { "1" } else { "0" };
+    out.replace_range(i + 16..i + 17, c);
+    out
+}
+
+/// `chi reproduce NAME --resume` (built-in `ca-nn-xor`, quick: 3 models × 2 runs = 6 units):
+/// after some unit records are deleted, one is truncated and one has a changed number, it reuses
+/// the valid records, warns about each bad one naming the file and the problem, reruns the
+/// missing and bad units, and prints exactly the same numbers as the uninterrupted run. Records
+/// made with another `--seed` are not reused.
+#[test]
+fn resume_reuses_valid_unit_records_and_gives_identical_numbers() {
+    let out = tmp("resume");
+    let name = "ca-nn-xor";
+    let exp_dir = out.join("reproduce").join(name);
+    let run = |extra: &[&str]| -> (serde_json::Value, String) {
+        let mut args = vec!["--out", out.to_str().unwrap(), "reproduce", name, "--quick"];
+        args.extend_from_slice(extra);
+        let o = chi().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "chi {args:?} failed: {stderr}");
+        let rec = exp_dir.join("results.json");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+        (v, stderr)
+    };
+    let (first, _) = run(&[]);
+    let rows = first["rows"].clone();
+    assert!(rows.as_array().is_some_and(|r| r.len() >= 12), "rows: {rows}");
+    assert_eq!(first["units"]["ran"], 6);
+    let files = unit_records(&exp_dir);
+    assert_eq!(files.len(), 6, "one record per model × run: {files:?}");
+
+    // An "interrupted" run: two records missing, one truncated, one with a changed number.
+    std::fs::remove_file(&files[0]).unwrap();
+    std::fs::remove_file(&files[3]).unwrap();
+    let text = std::fs::read_to_string(&files[1]).unwrap();
+    std::fs::write(&files[1], &text[..text.len() / 2]).unwrap();
+    let text = std::fs::read_to_string(&files[2]).unwrap();
+    let tampered = tamper(&text);
+    assert_ne!(tampered, text);
+    std::fs::write(&files[2], tampered).unwrap();
+    let (second, err) = run(&["--resume"]);
+    assert_eq!(second["rows"], rows, "resumed numbers differ from the uninterrupted run");
+    assert!(err.contains("reused 2 of 6 units, ran 4"), "{err}");
+    for (f, problem) in [(&files[1], "not valid JSON"), (&files[2], "checksum mismatch")] {
+        let line = err.lines().find(|l| l.contains(&f.display().to_string())).unwrap_or_else(|| panic!("no warning names {}: {err}", f.display()));
+        assert!(line.contains("warning") && line.contains(problem), "{line}");
+    }
+    assert_eq!(unit_records(&exp_dir), files, "every record rewritten");
+
+    // Everything recorded now: a second resume runs nothing and still gives the same numbers.
+    let (third, err) = run(&["--resume"]);
+    assert_eq!(third["rows"], rows);
+    assert!(err.contains("reused 6 of 6 units, ran 0") && !err.contains("warning"), "{err}");
+    assert_eq!(third["units"]["reused"], 6);
+
+    // Records made with another seed are not reused.
+    let (other, err) = run(&["--resume", "--seed", "5"]);
+    assert!(err.contains("reused 0 of 6 units, ran 6"), "{err}");
+    let mismatches = err.lines().filter(|l| l.contains("warning") && l.contains("units/") && l.contains("made with")).count();
+    assert_eq!(mismatches, 6, "one warning per record made with the other seed: {err}");
+    assert_ne!(other["rows"], rows, "another seed gives other numbers");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -1,0 +1,361 @@
+//! Checkpoints in the [safetensors](https://github.com/huggingface/safetensors) format.
+//!
+//! * **Weights** ([`save_params`] / [`load_params`]): one tensor per parameter, named by the
+//!   parameter's dotted name, dtype `F32`/`F64`, with its shape. Opens in PyTorch with
+//!   `safetensors.torch.load_file(path)`.
+//! * **Full checkpoints** ([`save_checkpoint`] / [`load_checkpoint`]): the weights, plus the
+//!   optimiser's buffers as tensors named `__optim__.<slot>.<param>`, plus in the header's
+//!   `__metadata__`: the step, the RNG states, the run config (JSON), the optimiser settings and
+//!   per-parameter step counts, and any extra strings. Everything needed to resume a run
+//!   bit-identically.
+//!
+//! Every file carries `chi.checksum`, a 64-bit FNV-1a hash over the tensors' names, dtypes,
+//! shapes and bytes, so flipped bytes in the data are caught too.
+//!
+//! Writes are atomic ([`atomic_write`]: temporary file in the same directory, fsync, rename,
+//! fsync of the directory), so a crash leaves either the old file or the new one. Loads
+//! validate everything (format, checksum, every name, dtype and shape, the optimiser state)
+//! before assigning any value: an error leaves the model and optimiser untouched, and its
+//! message names the file and the problem.
+
+use crate::optim::{OptimConfig, OptimState, Optimizer, ParamState};
+use crate::params::Param;
+use chi_autodiff::Float;
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Prefix of optimiser-state tensor names in full checkpoints.
+pub const OPTIM_PREFIX: &str = "__optim__.";
+const FORMAT_KEY: &str = "chi.format";
+const CHECKSUM_KEY: &str = "chi.checksum";
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
+/// fsynced and renamed over `path`; then the directory is fsynced.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create directory: {e}", dir.display()))?;
+    let fname = path.file_name().ok_or_else(|| format!("{}: not a file path", path.display()))?;
+    let tmp = dir.join(format!(".{}.tmp-{}", fname.to_string_lossy(), std::process::id()));
+    let res = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)?;
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("{}: write failed: {e}", path.display()));
+    }
+    Ok(())
+}
+
+fn dtype_of<T: Float>() -> Dtype {
+    if T::NAME == "f64" {
+        Dtype::F64
+    } else {
+        Dtype::F32
+    }
+}
+
+fn to_bytes<T: Float>(v: &[T]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * 8);
+    for x in v {
+        if T::NAME == "f64" {
+            out.extend_from_slice(&x.to_f64().to_le_bytes());
+        } else {
+            out.extend_from_slice(&(x.to_f64() as f32).to_le_bytes());
+        }
+    }
+    out
+}
+
+fn from_bytes<T: Float>(b: &[u8]) -> Vec<T> {
+    if T::NAME == "f64" {
+        b.chunks_exact(8).map(|c| T::from_f64(f64::from_le_bytes(c.try_into().unwrap()))).collect()
+    } else {
+        b.chunks_exact(4).map(|c| T::from_f64(f32::from_le_bytes(c.try_into().unwrap()) as f64)).collect()
+    }
+}
+
+/// The FNV-1a 64-bit offset basis: the starting value of a hash built with [`fnv`].
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// 64-bit FNV-1a: folds `bytes` into the running hash `h` (start from [`FNV_OFFSET`]). Used for
+/// the checksums of checkpoints and of `chi reproduce`'s unit records.
+pub fn fnv(h: &mut u64, bytes: &[u8]) {
+    for &b in bytes {
+        *h ^= b as u64;
+        *h = h.wrapping_mul(0x100_0000_01b3);
+    }
+}
+
+/// Checksum over the metadata (except the checksum itself) and (name, dtype, shape, bytes) of
+/// the tensors, in name order.
+fn checksum<'a>(meta: &HashMap<String, String>, tensors: impl Iterator<Item = (&'a str, String, &'a [usize], &'a [u8])>) -> u64 {
+    let mut items: Vec<_> = tensors.collect();
+    items.sort_by(|a, b| a.0.cmp(b.0));
+    let mut h = FNV_OFFSET;
+    let mut m: Vec<_> = meta.iter().filter(|(k, _)| k.as_str() != CHECKSUM_KEY).collect();
+    m.sort();
+    for (k, v) in m {
+        fnv(&mut h, k.as_bytes());
+        fnv(&mut h, &[0]);
+        fnv(&mut h, v.as_bytes());
+        fnv(&mut h, &[0]);
+    }
+    for (name, dt, shape, bytes) in items {
+        fnv(&mut h, name.as_bytes());
+        fnv(&mut h, &[0]);
+        fnv(&mut h, dt.as_bytes());
+        for s in shape {
+            fnv(&mut h, &(*s as u64).to_le_bytes());
+        }
+        fnv(&mut h, bytes);
+    }
+    h
+}
+
+/// Serialises named tensors and metadata to safetensors bytes (adding the checksum).
+fn serialize<T: Float>(tensors: &[(String, Vec<usize>, Vec<T>)], mut meta: HashMap<String, String>) -> Result<Vec<u8>, String> {
+    let bytes: Vec<Vec<u8>> = tensors.iter().map(|(_, _, v)| to_bytes(v)).collect();
+    let dt = format!("{:?}", dtype_of::<T>());
+    let sum = checksum(&meta, tensors.iter().zip(&bytes).map(|((n, s, _), b)| (n.as_str(), dt.clone(), s.as_slice(), b.as_slice())));
+    meta.insert(CHECKSUM_KEY.into(), format!("{sum:016x}"));
+    let views: Vec<(String, TensorView<'_>)> = tensors
+        .iter()
+        .zip(&bytes)
+        .map(|((n, s, _), b)| Ok((n.clone(), TensorView::new(dtype_of::<T>(), s.clone(), b).map_err(|e| format!("tensor {n:?}: {e}"))?)))
+        .collect::<Result<_, String>>()?;
+    safetensors::serialize(views, Some(meta)).map_err(|e| format!("serialising: {e}"))
+}
+
+/// A parsed, checked safetensors file: tensors by name and the metadata.
+struct Parsed {
+    tensors: BTreeMap<String, (Dtype, Vec<usize>, Vec<u8>)>,
+    meta: HashMap<String, String>,
+}
+
+fn parse(path: &Path) -> Result<Parsed, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    parse_bytes(path, &bytes)
+}
+
+/// [`parse`] of a file's contents (`path` names it in errors).
+fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, String> {
+    let p = path.display();
+    let st = SafeTensors::deserialize(bytes).map_err(|e| format!("{p}: not a valid safetensors file (truncated or corrupt?): {e}"))?;
+    let (_, md) = SafeTensors::read_metadata(bytes).map_err(|e| format!("{p}: corrupt header: {e}"))?;
+    let meta = md.metadata().clone().unwrap_or_default();
+    let mut tensors = BTreeMap::new();
+    for (name, view) in st.tensors() {
+        tensors.insert(name.to_string(), (view.dtype(), view.shape().to_vec(), view.data().to_vec()));
+    }
+    // Files written by chi must carry a checksum; foreign files (PyTorch) need not.
+    if meta.contains_key(FORMAT_KEY) && !meta.contains_key(CHECKSUM_KEY) {
+        return Err(format!("{p}: checksum missing from a chi file (corrupt header)"));
+    }
+    if let Some(want) = meta.get(CHECKSUM_KEY) {
+        let got = checksum(&meta, tensors.iter().map(|(n, (d, s, b))| (n.as_str(), format!("{d:?}"), s.as_slice(), b.as_slice())));
+        if format!("{got:016x}") != *want {
+            return Err(format!("{p}: checksum mismatch (file corrupt): stored {want}, computed {got:016x}"));
+        }
+    }
+    Ok(Parsed { tensors, meta })
+}
+
+/// Checks `params` against the parsed tensors and returns the new values, in order.
+fn check_params<T: Float>(path: &Path, parsed: &Parsed, params: &[Param<T>], strict: bool) -> Result<Vec<Vec<T>>, String> {
+    let p = path.display();
+    let mut out = Vec::with_capacity(params.len());
+    for prm in params {
+        let Some((dt, shape, bytes)) = parsed.tensors.get(prm.name()) else {
+            return Err(format!("{p}: missing tensor {:?}", prm.name()));
+        };
+        if *dt != dtype_of::<T>() {
+            return Err(format!("{p}: tensor {:?} has dtype {dt:?}, the model expects {:?}", prm.name(), dtype_of::<T>()));
+        }
+        if *shape != prm.shape() {
+            return Err(format!("{p}: tensor {:?} has shape {shape:?}, the model expects {:?}", prm.name(), prm.shape()));
+        }
+        out.push(from_bytes::<T>(bytes));
+    }
+    if strict {
+        for name in parsed.tensors.keys() {
+            if !name.starts_with(OPTIM_PREFIX) && !params.iter().any(|q| q.name() == name) {
+                return Err(format!("{p}: unexpected tensor {name:?} (not a parameter of the model)"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Saves the parameters' values (tensor name = parameter name) with optional string metadata.
+pub fn save_params<T: Float>(path: &Path, params: &[Param<T>], metadata: &BTreeMap<String, String>) -> Result<(), String> {
+    let tensors: Vec<_> = params.iter().map(|p| (p.name().to_string(), p.shape(), p.to_vec())).collect();
+    let mut meta: HashMap<String, String> = metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    meta.insert(FORMAT_KEY.into(), "weights".into());
+    let bytes = serialize(&tensors, meta).map_err(|e| format!("{}: {e}", path.display()))?;
+    atomic_write(path, &bytes)
+}
+
+/// Loads values into `params`: every parameter must be in the file with the same dtype and
+/// shape, and the file may hold no other tensor (optimiser tensors of a full checkpoint are
+/// allowed). All-or-nothing. Returns the file's metadata.
+pub fn load_params<T: Float>(path: &Path, params: &[Param<T>]) -> Result<BTreeMap<String, String>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    load_params_from_bytes(path, &bytes, params)
+}
+
+/// [`load_params`] from a file's contents already in memory (`name` labels errors). Used by the
+/// fuzz targets; never panics on any input.
+pub fn load_params_from_bytes<T: Float>(name: &Path, bytes: &[u8], params: &[Param<T>]) -> Result<BTreeMap<String, String>, String> {
+    let path = name;
+    let parsed = parse_bytes(path, bytes)?;
+    let values = check_params(path, &parsed, params, true)?;
+    for (p, v) in params.iter().zip(values) {
+        p.set_values(v);
+    }
+    Ok(parsed.meta.into_iter().collect())
+}
+
+/// Everything in a full checkpoint besides the tensors.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CheckpointMeta {
+    /// Training steps completed.
+    pub step: u64,
+    /// Named random-generator states (`chi_autodiff::Rng::state`).
+    pub rngs: BTreeMap<String, u64>,
+    /// The run configuration (JSON text).
+    pub config: String,
+    /// Any other strings (batcher position, best metric, ...).
+    pub extra: BTreeMap<String, String>,
+}
+
+/// Saves a full checkpoint: parameters, optimiser state and `meta`, atomically.
+pub fn save_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &Optimizer<T>, meta: &CheckpointMeta) -> Result<(), String> {
+    let st = optim.state();
+    let mut tensors: Vec<_> = params.iter().map(|p| (p.name().to_string(), p.shape(), p.to_vec())).collect();
+    let mut steps = BTreeMap::new();
+    for (name, ps) in &st.params {
+        let shape = params.iter().find(|p| p.name() == name).map(|p| p.shape()).unwrap_or_else(|| vec![0]);
+        for (slot, buf) in &ps.slots {
+            tensors.push((format!("{OPTIM_PREFIX}{slot}.{name}"), shape.clone(), buf.clone()));
+        }
+        steps.insert(name.clone(), ps.step);
+    }
+    let mut m: HashMap<String, String> = HashMap::new();
+    m.insert(FORMAT_KEY.into(), "full-checkpoint-v1".into());
+    m.insert("chi.step".into(), meta.step.to_string());
+    m.insert("chi.rngs".into(), serde_json::to_string(&meta.rngs).unwrap());
+    m.insert("chi.config".into(), meta.config.clone());
+    m.insert("chi.extra".into(), serde_json::to_string(&meta.extra).unwrap());
+    m.insert("chi.optim.config".into(), serde_json::to_string(&st.config).unwrap());
+    m.insert("chi.optim.lr".into(), format!("{:?}", st.lr));
+    m.insert("chi.optim.steps".into(), serde_json::to_string(&steps).unwrap());
+    let bytes = serialize(&tensors, m).map_err(|e| format!("{}: {e}", path.display()))?;
+    atomic_write(path, &bytes)
+}
+
+/// Reads only the metadata of a full checkpoint (to rebuild the model from its config before
+/// loading). Checks the file fully.
+pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta, String> {
+    parse_meta(path, &parse(path)?)
+}
+
+fn parse_meta(path: &Path, parsed: &Parsed) -> Result<CheckpointMeta, String> {
+    let p = path.display();
+    let get = |k: &str| parsed.meta.get(k).ok_or_else(|| format!("{p}: not a full checkpoint (metadata {k:?} missing)"));
+    if get(FORMAT_KEY)? != "full-checkpoint-v1" {
+        return Err(format!("{p}: not a full checkpoint (format {:?})", get(FORMAT_KEY)?));
+    }
+    Ok(CheckpointMeta {
+        step: get("chi.step")?.parse().map_err(|e| format!("{p}: bad step in metadata: {e}"))?,
+        rngs: serde_json::from_str(get("chi.rngs")?).map_err(|e| format!("{p}: bad RNG states in metadata: {e}"))?,
+        config: get("chi.config")?.clone(),
+        extra: serde_json::from_str(get("chi.extra")?).map_err(|e| format!("{p}: bad extra metadata: {e}"))?,
+    })
+}
+
+/// Loads a full checkpoint into `params` and `optim` and returns its metadata. Everything is
+/// validated first; on error nothing is changed.
+pub fn load_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &mut Optimizer<T>) -> Result<CheckpointMeta, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    load_checkpoint_from_bytes(path, &bytes, params, optim)
+}
+
+/// [`load_checkpoint`] from a file's contents already in memory (`name` labels errors). Used by
+/// the fuzz targets; never panics on any input.
+pub fn load_checkpoint_from_bytes<T: Float>(name: &Path, bytes: &[u8], params: &[Param<T>], optim: &mut Optimizer<T>) -> Result<CheckpointMeta, String> {
+    let path = name;
+    let p = path.display();
+    let parsed = parse_bytes(path, bytes)?;
+    let meta = parse_meta(path, &parsed)?;
+    let values = check_params(path, &parsed, params, true)?;
+    // Optimiser state.
+    let get = |k: &str| parsed.meta.get(k).ok_or_else(|| format!("{p}: metadata {k:?} missing"));
+    let config: OptimConfig = serde_json::from_str(get("chi.optim.config")?).map_err(|e| format!("{p}: bad optimiser config: {e}"))?;
+    let lr: f64 = get("chi.optim.lr")?.parse().map_err(|e| format!("{p}: bad optimiser lr: {e}"))?;
+    let steps: BTreeMap<String, u64> = serde_json::from_str(get("chi.optim.steps")?).map_err(|e| format!("{p}: bad optimiser steps: {e}"))?;
+    let mut state = OptimState { config: config.clone(), lr, params: BTreeMap::new() };
+    for (name, step) in steps {
+        let mut slots = BTreeMap::new();
+        for slot in config.slot_names() {
+            let tname = format!("{OPTIM_PREFIX}{slot}.{name}");
+            let (dt, _, bytes) = parsed.tensors.get(&tname).ok_or_else(|| format!("{p}: missing optimiser tensor {tname:?}"))?;
+            if *dt != dtype_of::<T>() {
+                return Err(format!("{p}: optimiser tensor {tname:?} has dtype {dt:?}, expected {:?}", dtype_of::<T>()));
+            }
+            slots.insert(slot.to_string(), from_bytes::<T>(bytes));
+        }
+        state.params.insert(name, ParamState { step, slots });
+    }
+    for name in parsed.tensors.keys().filter(|n| n.starts_with(OPTIM_PREFIX)) {
+        let ok = state.params.keys().any(|pn| config.slot_names().iter().any(|s| *name == format!("{OPTIM_PREFIX}{s}.{pn}")));
+        if !ok {
+            return Err(format!("{p}: unexpected optimiser tensor {name:?}"));
+        }
+    }
+    optim.check_state(&state, params).map_err(|e| format!("{p}: {e}"))?;
+    // Everything checked: assign.
+    for (prm, v) in params.iter().zip(values) {
+        prm.set_values(v);
+    }
+    optim.load_state(state, params).map_err(|e| format!("{p}: {e}"))?;
+    Ok(meta)
+}
+
+/// File name of the checkpoint of step `step` (`step-00000100.ckpt.safetensors`).
+pub fn checkpoint_name(step: u64) -> String {
+    format!("step-{step:08}.ckpt.safetensors")
+}
+
+/// Full checkpoints in `dir`, sorted by step.
+pub fn list_checkpoints(dir: &Path) -> Vec<(u64, PathBuf)> {
+    let mut v: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            let s = n.strip_prefix("step-")?.strip_suffix(".ckpt.safetensors")?.parse().ok()?;
+            Some((s, e.path()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The latest full checkpoint in `dir`, if any.
+pub fn latest_checkpoint(dir: &Path) -> Option<PathBuf> {
+    list_checkpoints(dir).pop().map(|(_, p)| p)
+}

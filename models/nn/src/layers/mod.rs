@@ -1,0 +1,88 @@
+//! Layers. Every layer is generic over the element type (`f32` for training, `f64` for
+//! gradient checks), takes its parameters from a [`crate::params::ParamStore`] at construction,
+//! and has a whole-layer gradcheck on a small instance in its tests (`models/nn/tests/layers.rs`).
+//!
+//! Conventions shared by all layers:
+//! * constructors take `(store, prefix, group, …sizes/options…, rng)`; parameters are named
+//!   `"{prefix}.{weight|bias|…}"` (just the suffix if `prefix` is empty) and put in `group`;
+//! * weight matrices are stored `[in, out]`, so a forward pass is `x.matmul(W)` (no transpose);
+//! * layers keep [`crate::params::Param`] handles and read them with `get()` in `forward`, so
+//!   optimisers and [`crate::gradcheck::check_model`] can swap values in place.
+//!
+//! | module | layers |
+//! |---|---|
+//! | [`linear`] | [`Linear`] |
+//! | [`embedding`] | [`Embedding`] (dense or row-sparse gradients), [`EmbeddingBag`] |
+//! | [`conv`] | [`Conv1dText`] (Kim 2014), [`Conv2d`], [`MaxPool2d`], [`MaxPool1d`] |
+//! | [`dropout`] | [`Dropout`] |
+//! | [`norm`] | [`LayerNorm`] |
+//! | [`rnn`] | [`RnnCell`], [`LstmCell`], [`GruCell`], [`run_sequence`], [`run_sequence_batch`], [`Bidirectional`] |
+//! | [`attention`] | [`AttentionScore`] (dot, general, concat, Bahdanau), [`Attention`], [`LocalAttention`], [`SelfAttention`] |
+
+use chi_autodiff::{Float, Tensor};
+
+pub mod attention;
+pub mod conv;
+pub mod dropout;
+pub mod embedding;
+pub mod linear;
+pub mod norm;
+pub mod rnn;
+
+pub use attention::{
+    attend, masked_softmax, AdditiveScore, Attention, AttentionOutput, AttentionScore, ConcatScore, DotScore, GeneralScore, LocalAttention,
+    SelfAttention,
+};
+pub use conv::{Activation, Conv1dText, Conv2d, MaxPool1d, MaxPool2d};
+pub use dropout::Dropout;
+pub use embedding::{BagMode, Embedding, EmbeddingBag};
+pub use linear::Linear;
+pub use norm::LayerNorm;
+pub use rnn::{reverse_padded, run_sequence, run_sequence_batch, run_sequence_batch_held, stack_outputs, BiOutput, Bidirectional, GruCell, GruVariant, LstmCell, RnnCell};
+
+/// The full name of a parameter: `"{prefix}.{name}"`, or `name` when `prefix` is empty.
+pub fn param_name(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
+/// One step of a recurrent network. LSTM, GRU, Elman RNN and the context-aware CA-RNN cell all
+/// implement it, so any sequence model can swap one cell for another.
+///
+/// The state is a list of tensors, each `[batch, hidden]` (`[h]` for Elman/GRU/CA-RNN,
+/// `[h, c]` for LSTM). By convention the first element is the output `h_t`.
+///
+/// Cells may split a step into a state-independent part ([`RecurrentCell::project_inputs`],
+/// `x·W_ih + b` for all gates at once) and the recurrent rest
+/// ([`RecurrentCell::step_projected`]). The sequence runners then project a whole
+/// `[batch, time, input]` sequence with one matmul instead of one per step.
+pub trait RecurrentCell<T: Float> {
+    /// Size of each input vector.
+    fn input_size(&self) -> usize;
+    /// Size of the hidden state `h`.
+    fn hidden_size(&self) -> usize;
+    /// The zero state for a batch.
+    fn init_state(&self, batch: usize) -> Vec<Tensor<T>>;
+    /// One step: input `x` (`[batch, input]`) and previous state → new state.
+    fn step(&self, x: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>>;
+    /// The output read from a state (default: its first element).
+    fn output(&self, state: &[Tensor<T>]) -> Tensor<T> {
+        state[0].clone()
+    }
+    /// A short name ("lstm", "gru", "rnn", "ca-rnn").
+    fn name(&self) -> &'static str;
+    /// The state-independent part of a step for any number of inputs at once:
+    /// `[…, input]` → `[…, G]` (e.g. `x·W_ih + b` for all gates). `None` (the default) means
+    /// the cell has no such split and runners call [`RecurrentCell::step`].
+    fn project_inputs(&self, _xs: &Tensor<T>) -> Option<Tensor<T>> {
+        None
+    }
+    /// A step from an already projected input (`[batch, G]`, one row of
+    /// [`RecurrentCell::project_inputs`]). Only called when `project_inputs` returns `Some`.
+    fn step_projected(&self, _xp: &Tensor<T>, _state: &[Tensor<T>]) -> Vec<Tensor<T>> {
+        panic!("{}: project_inputs returned Some but step_projected is not implemented", self.name())
+    }
+}

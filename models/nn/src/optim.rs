@@ -1,0 +1,589 @@
+//! Optimisers: SGD (momentum, Nesterov, weight decay), Adagrad (the paper's), RMSProp, Adam and
+//! AdamW, each exactly per its published update rule (in the form PyTorch implements it), with
+//! gradient clipping by global norm and row-sparse (embedding) updates.
+//!
+//! ## Usage
+//! ```
+//! use chi_autodiff::Tensor;
+//! use chi_nn::optim::{Grads, OptimConfig, Optimizer};
+//! use chi_nn::params::ParamStore;
+//! let mut store = ParamStore::<f64>::new();
+//! let w = store.add("w", "main", Tensor::from_vec(vec![1.0, -2.0], &[2]));
+//! let mut opt = Optimizer::<f64>::new(OptimConfig::sgd(0.1));
+//! w.get().square().sum().backward();          // ∂/∂w Σ w² = 2w
+//! let mut grads = Grads::collect(store.params());
+//! grads.clip_global_norm(1.0);                 // optional
+//! opt.step(store.params(), &grads);
+//! store.zero_grad();
+//! ```
+//!
+//! ## Which parameters are updated
+//! Frozen parameters ([`Param::is_frozen`]) and parameters without a gradient are skipped: their
+//! values *and* their optimiser state (including the per-parameter step count used for bias
+//! correction) stay as they are. This is what block-coordinate training relies on.
+//!
+//! ## Sparse (row) gradients
+//! A parameter marked with `Tensor::sparse_grad` (an embedding table) delivers its gradient as
+//! rows ([`chi_autodiff::SparseRows`]). Duplicate rows are first summed (coalesced). Then:
+//! * SGD without momentum, Adagrad: only the touched rows of the value and of the state change
+//!   (exactly what the dense update would do, since untouched rows have zero gradient — for
+//!   Adagrad this is PyTorch's sparse Adagrad).
+//! * Adam / AdamW: *lazy* updates like PyTorch's `SparseAdam`: the moments of the touched rows
+//!   are updated, untouched rows keep stale moments and do not move; AdamW's decoupled decay
+//!   applies to the touched rows only.
+//! * SGD with momentum or weight decay and RMSProp: the gradient is densified and the update is
+//!   the dense one (momentum would move untouched rows anyway).
+//!
+//! ## Numerics
+//! Optimiser state is stored in the parameter's element type `T` (as PyTorch does), the update
+//! arithmetic runs in `f64` and is rounded once to `T`. Everything is sequential and in a fixed
+//! order, so results are bit-reproducible.
+
+use crate::params::Param;
+use chi_autodiff::Float;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Which update rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimKind {
+    /// Stochastic gradient descent, optionally with (Nesterov) momentum.
+    Sgd,
+    /// Adagrad (Duchi et al. 2011), the optimiser of the paper.
+    #[default]
+    Adagrad,
+    /// RMSProp (Hinton 2012), optionally centred and with momentum.
+    Rmsprop,
+    /// Adam (Kingma & Ba 2015) with L2 weight decay added to the gradient.
+    Adam,
+    /// AdamW (Loshchilov & Hutter 2019): Adam with decoupled weight decay.
+    Adamw,
+}
+
+impl std::str::FromStr for OptimKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "sgd" => Ok(OptimKind::Sgd),
+            "adagrad" => Ok(OptimKind::Adagrad),
+            "rmsprop" => Ok(OptimKind::Rmsprop),
+            "adam" => Ok(OptimKind::Adam),
+            "adamw" => Ok(OptimKind::Adamw),
+            _ => Err(format!("unknown optimiser {s:?} (expected sgd, adagrad, rmsprop, adam or adamw)")),
+        }
+    }
+}
+
+/// Hyperparameters of every optimiser in one flat struct (so a TOML file or command-line flags
+/// can set them uniformly). Fields an optimiser does not use are ignored. Defaults are PyTorch's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OptimConfig {
+    /// Update rule.
+    pub name: OptimKind,
+    /// Base learning rate (a schedule may scale it per step; see [`Optimizer::set_lr`]).
+    pub lr: f64,
+    /// Weight decay. `None` = the optimiser's default (0, or 0.01 for AdamW). For SGD, Adagrad,
+    /// RMSProp and Adam it is L2 regularisation (`g += wd·θ`); for AdamW it is decoupled
+    /// (`θ ← θ·(1 − lr·wd)`).
+    pub weight_decay: Option<f64>,
+    /// Denominator epsilon. `None` = default (1e-10 for Adagrad, 1e-8 otherwise).
+    pub eps: Option<f64>,
+    /// Momentum (SGD, RMSProp).
+    pub momentum: f64,
+    /// SGD momentum dampening.
+    pub dampening: f64,
+    /// SGD: Nesterov momentum.
+    pub nesterov: bool,
+    /// Adagrad: learning-rate decay `lr / (1 + (t−1)·lr_decay)`.
+    pub lr_decay: f64,
+    /// Adagrad: initial value of the squared-gradient accumulator.
+    pub initial_accumulator_value: f64,
+    /// RMSProp smoothing constant α.
+    pub alpha: f64,
+    /// RMSProp: centred variant (normalise by an estimate of the variance).
+    pub centered: bool,
+    /// Adam/AdamW β₁.
+    pub beta1: f64,
+    /// Adam/AdamW β₂.
+    pub beta2: f64,
+}
+
+impl Default for OptimConfig {
+    fn default() -> Self {
+        OptimConfig {
+            name: OptimKind::Adagrad,
+            lr: 0.1,
+            weight_decay: None,
+            eps: None,
+            momentum: 0.0,
+            dampening: 0.0,
+            nesterov: false,
+            lr_decay: 0.0,
+            initial_accumulator_value: 0.0,
+            alpha: 0.99,
+            centered: false,
+            beta1: 0.9,
+            beta2: 0.999,
+        }
+    }
+}
+
+impl OptimConfig {
+    /// Plain SGD with learning rate `lr`.
+    pub fn sgd(lr: f64) -> Self {
+        OptimConfig { name: OptimKind::Sgd, lr, ..Default::default() }
+    }
+    /// Adagrad with learning rate `lr` (eps 1e-10, zero initial accumulator).
+    pub fn adagrad(lr: f64) -> Self {
+        OptimConfig { name: OptimKind::Adagrad, lr, ..Default::default() }
+    }
+    /// RMSProp with learning rate `lr` (α 0.99, eps 1e-8).
+    pub fn rmsprop(lr: f64) -> Self {
+        OptimConfig { name: OptimKind::Rmsprop, lr, ..Default::default() }
+    }
+    /// Adam with learning rate `lr` (β 0.9/0.999, eps 1e-8).
+    pub fn adam(lr: f64) -> Self {
+        OptimConfig { name: OptimKind::Adam, lr, ..Default::default() }
+    }
+    /// AdamW with learning rate `lr` (β 0.9/0.999, eps 1e-8, weight decay 0.01).
+    pub fn adamw(lr: f64) -> Self {
+        OptimConfig { name: OptimKind::Adamw, lr, ..Default::default() }
+    }
+    /// The effective weight decay.
+    pub fn weight_decay(&self) -> f64 {
+        self.weight_decay.unwrap_or(if self.name == OptimKind::Adamw { 0.01 } else { 0.0 })
+    }
+    /// The effective epsilon.
+    pub fn eps(&self) -> f64 {
+        self.eps.unwrap_or(if self.name == OptimKind::Adagrad { 1e-10 } else { 1e-8 })
+    }
+    /// Checks the ranges (PyTorch's checks).
+    pub fn validate(&self) -> Result<(), String> {
+        let bad = |what: &str, v: f64| Err(format!("invalid optimiser setting: {what} = {v}"));
+        if !(self.lr >= 0.0 && self.lr.is_finite()) {
+            return bad("lr", self.lr);
+        }
+        if !(self.weight_decay() >= 0.0) {
+            return bad("weight_decay", self.weight_decay());
+        }
+        if !(self.eps() >= 0.0) {
+            return bad("eps", self.eps());
+        }
+        if !(self.momentum >= 0.0) {
+            return bad("momentum", self.momentum);
+        }
+        if !(0.0..1.0).contains(&self.beta1) {
+            return bad("beta1", self.beta1);
+        }
+        if !(0.0..1.0).contains(&self.beta2) {
+            return bad("beta2", self.beta2);
+        }
+        if !(self.alpha >= 0.0) {
+            return bad("alpha", self.alpha);
+        }
+        if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
+            return Err("invalid optimiser setting: Nesterov momentum needs momentum > 0 and dampening = 0".into());
+        }
+        Ok(())
+    }
+    /// Names of the per-parameter state buffers this optimiser keeps.
+    pub fn slot_names(&self) -> Vec<&'static str> {
+        match self.name {
+            OptimKind::Sgd => {
+                if self.momentum != 0.0 {
+                    vec!["momentum_buffer"]
+                } else {
+                    vec![]
+                }
+            }
+            OptimKind::Adagrad => vec!["sum"],
+            OptimKind::Rmsprop => {
+                let mut v = vec!["square_avg"];
+                if self.momentum > 0.0 {
+                    v.push("momentum_buffer");
+                }
+                if self.centered {
+                    v.push("grad_avg");
+                }
+                v
+            }
+            OptimKind::Adam | OptimKind::Adamw => vec!["exp_avg", "exp_avg_sq"],
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------ grads
+
+/// One parameter's gradient, as the optimiser consumes it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Grad<T> {
+    /// A dense gradient with the parameter's shape, row-major.
+    Dense(Vec<T>),
+    /// Coalesced row gradient: row `ids[r]` (sorted, unique) receives `values[r·dim..(r+1)·dim]`.
+    Rows {
+        /// Sorted unique row indices.
+        ids: Vec<usize>,
+        /// `[ids.len(), dim]` values.
+        values: Vec<T>,
+        /// Row length.
+        dim: usize,
+    },
+}
+
+impl<T: Float> Grad<T> {
+    /// Sum of squares of the entries.
+    pub fn sum_sq(&self) -> f64 {
+        let v = match self {
+            Grad::Dense(v) => v,
+            Grad::Rows { values, .. } => values,
+        };
+        v.iter().map(|x| x.to_f64() * x.to_f64()).sum()
+    }
+    /// Multiplies every entry by `s`.
+    pub fn scale(&mut self, s: f64) {
+        let v = match self {
+            Grad::Dense(v) => v,
+            Grad::Rows { values, .. } => values,
+        };
+        for x in v.iter_mut() {
+            *x = T::from_f64(x.to_f64() * s);
+        }
+    }
+    /// The dense equivalent (`numel` entries).
+    pub fn to_dense(&self, numel: usize) -> Vec<T> {
+        match self {
+            Grad::Dense(v) => v.clone(),
+            Grad::Rows { ids, values, dim } => {
+                let mut d = vec![T::ZERO; numel];
+                for (r, &id) in ids.iter().enumerate() {
+                    d[id * dim..(id + 1) * dim].copy_from_slice(&values[r * dim..(r + 1) * dim]);
+                }
+                d
+            }
+        }
+    }
+}
+
+/// The gradients of a list of parameters, aligned with it (`None`: frozen or no gradient).
+/// Collect them after backward, optionally clip, then pass them to [`Optimizer::step`].
+#[derive(Clone, Debug)]
+pub struct Grads<T> {
+    /// One entry per parameter, in the order of the slice they were collected from.
+    pub items: Vec<Option<Grad<T>>>,
+}
+
+impl<T: Float> Grads<T> {
+    /// Reads the gradients of `params`. Row-sparse gradients are coalesced (duplicate rows
+    /// summed in order of appearance; rows sorted). Frozen parameters give `None`.
+    pub fn collect(params: &[Param<T>]) -> Grads<T> {
+        let items = params
+            .iter()
+            .map(|p| {
+                if p.is_frozen() {
+                    return None;
+                }
+                let t = p.get();
+                if let Some(s) = t.sparse_grad_rows() {
+                    // A dense gradient may have been added too (the table also used by a
+                    // non-gather op): `grad()` returns the dense slot when there is one and the
+                    // densified rows otherwise, so a difference means both exist; then the
+                    // gradient is their sum, used densely.
+                    let d = s.to_dense();
+                    if let Some(g) = t.grad() {
+                        if g.data() != d.data() {
+                            return Some(Grad::Dense(g.data().iter().zip(d.data()).map(|(a, b)| *a + *b).collect()));
+                        }
+                    }
+                    let dim = s.dim;
+                    let mut ids: Vec<usize> = s.ids.clone();
+                    ids.sort_unstable();
+                    ids.dedup();
+                    let mut values = vec![0.0f64; ids.len() * dim];
+                    for (r, &id) in s.ids.iter().enumerate() {
+                        let k = ids.binary_search(&id).unwrap();
+                        for j in 0..dim {
+                            values[k * dim + j] += s.values[r * dim + j].to_f64();
+                        }
+                    }
+                    return Some(Grad::Rows { ids, values: values.into_iter().map(T::from_f64).collect(), dim });
+                }
+                t.grad().map(|g| Grad::Dense(g.to_vec()))
+            })
+            .collect();
+        Grads { items }
+    }
+    /// Global L2 norm over all gradients (what [`Grads::clip_global_norm`] compares).
+    pub fn global_norm(&self) -> f64 {
+        self.items.iter().flatten().map(|g| g.sum_sq()).sum::<f64>().sqrt()
+    }
+    /// L2 norm of each gradient (`None` where there is none).
+    pub fn norms(&self) -> Vec<Option<f64>> {
+        self.items.iter().map(|g| g.as_ref().map(|g| g.sum_sq().sqrt())).collect()
+    }
+    /// Clipping by global norm (PyTorch's `clip_grad_norm_`): if the global norm `n` exceeds
+    /// `max_norm`, every gradient is multiplied by `max_norm / (n + 1e-6)`. Returns `n` (the norm
+    /// before clipping).
+    pub fn clip_global_norm(&mut self, max_norm: f64) -> f64 {
+        let n = self.global_norm();
+        let coef = max_norm / (n + 1e-6);
+        if coef < 1.0 {
+            for g in self.items.iter_mut().flatten() {
+                g.scale(coef);
+            }
+        }
+        n
+    }
+}
+
+// ------------------------------------------------------------------------------------ state
+
+/// One parameter's optimiser state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamState<T> {
+    /// Number of updates applied to this parameter (Adam's `t`, Adagrad's step for lr decay).
+    pub step: u64,
+    /// Named buffers with the parameter's number of elements (see [`OptimConfig::slot_names`]).
+    pub slots: BTreeMap<String, Vec<T>>,
+}
+
+/// The complete optimiser state: hyperparameters, current learning rate and per-parameter
+/// buffers keyed by parameter name. [`crate::checkpoint`] stores it next to the weights.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimState<T> {
+    /// Hyperparameters.
+    pub config: OptimConfig,
+    /// The learning rate in use (a schedule may have changed it from `config.lr`).
+    pub lr: f64,
+    /// Per-parameter state, by parameter name.
+    pub params: BTreeMap<String, ParamState<T>>,
+}
+
+/// An optimiser: one of the [`OptimKind`] rules with its state.
+#[derive(Clone, Debug)]
+pub struct Optimizer<T> {
+    cfg: OptimConfig,
+    lr: f64,
+    state: BTreeMap<String, ParamState<T>>,
+}
+
+impl<T: Float> Optimizer<T> {
+    /// A fresh optimiser. Panics on invalid settings; use [`Optimizer::try_new`] for a `Result`.
+    #[track_caller]
+    pub fn new(cfg: OptimConfig) -> Self {
+        Self::try_new(cfg).unwrap_or_else(|e| panic!("{e}"))
+    }
+    /// A fresh optimiser, or an error naming the invalid setting.
+    pub fn try_new(cfg: OptimConfig) -> Result<Self, String> {
+        cfg.validate()?;
+        Ok(Optimizer { lr: cfg.lr, cfg, state: BTreeMap::new() })
+    }
+    /// Hyperparameters.
+    pub fn config(&self) -> &OptimConfig {
+        &self.cfg
+    }
+    /// Current learning rate.
+    pub fn lr(&self) -> f64 {
+        self.lr
+    }
+    /// Sets the learning rate for the next steps (schedules call this every step).
+    pub fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+    /// A copy of the full state (for checkpoints).
+    pub fn state(&self) -> OptimState<T> {
+        OptimState { config: self.cfg.clone(), lr: self.lr, params: self.state.clone() }
+    }
+    /// The state of one parameter, if it has been updated at least once.
+    pub fn param_state(&self, name: &str) -> Option<&ParamState<T>> {
+        self.state.get(name)
+    }
+    /// Restores a state from [`Optimizer::state`]. Checks the kind matches and every buffer has
+    /// the right slots and length for `params` before changing anything.
+    pub fn load_state(&mut self, s: OptimState<T>, params: &[Param<T>]) -> Result<(), String> {
+        self.check_state(&s, params)?;
+        self.cfg = s.config;
+        self.lr = s.lr;
+        self.state = s.params;
+        Ok(())
+    }
+
+    /// Checks that `s` could be loaded by [`Optimizer::load_state`] without changing anything.
+    pub fn check_state(&self, s: &OptimState<T>, params: &[Param<T>]) -> Result<(), String> {
+        s.config.validate()?;
+        if s.config.name != self.cfg.name {
+            return Err(format!("optimiser state is for {:?}, not {:?}", s.config.name, self.cfg.name));
+        }
+        let slots = s.config.slot_names();
+        for (name, ps) in &s.params {
+            let p = params
+                .iter()
+                .find(|p| p.name() == name)
+                .ok_or_else(|| format!("optimiser state for unknown parameter {name:?}"))?;
+            for (slot, buf) in &ps.slots {
+                if !slots.contains(&slot.as_str()) {
+                    return Err(format!("optimiser state for {name:?} has unexpected buffer {slot:?}"));
+                }
+                if buf.len() != p.numel() {
+                    return Err(format!(
+                        "optimiser buffer {slot:?} of {name:?} has {} values, parameter has {}",
+                        buf.len(),
+                        p.numel()
+                    ));
+                }
+            }
+            for slot in &slots {
+                if !ps.slots.contains_key(*slot) {
+                    return Err(format!("optimiser state for {name:?} lacks buffer {slot:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Collects the gradients of `params` and applies one update (no clipping).
+    pub fn step_params(&mut self, params: &[Param<T>]) {
+        let g = Grads::collect(params);
+        self.step(params, &g);
+    }
+
+    /// Applies one update to every parameter that has a gradient in `grads` (aligned with
+    /// `params`) and is not frozen.
+    pub fn step(&mut self, params: &[Param<T>], grads: &Grads<T>) {
+        assert_eq!(params.len(), grads.items.len(), "Optimizer::step: {} params but {} grads", params.len(), grads.items.len());
+        for (p, g) in params.iter().zip(&grads.items) {
+            let Some(g) = g else { continue };
+            if p.is_frozen() {
+                continue;
+            }
+            self.update_one(p, g);
+        }
+    }
+
+    fn update_one(&mut self, p: &Param<T>, g: &Grad<T>) {
+        let n = p.numel();
+        let cfg = self.cfg.clone();
+        let lr = self.lr;
+        let wd = cfg.weight_decay();
+        let eps = cfg.eps();
+        let slots = cfg.slot_names();
+        let st = self.state.entry(p.name().to_string()).or_insert_with(|| ParamState {
+            step: 0,
+            slots: slots
+                .iter()
+                .map(|s| {
+                    let init = if *s == "sum" { cfg.initial_accumulator_value } else { 0.0 };
+                    (s.to_string(), vec![T::from_f64(init); n])
+                })
+                .collect(),
+        });
+        st.step += 1;
+        let t = st.step;
+        // Densify where the sparse rule would differ from the dense one.
+        let dense_only = match cfg.name {
+            OptimKind::Sgd => cfg.momentum != 0.0 || wd != 0.0,
+            OptimKind::Rmsprop => true,
+            _ => false,
+        };
+        let g_owned;
+        let g = match g {
+            Grad::Rows { .. } if dense_only => {
+                g_owned = Grad::Dense(g.to_dense(n));
+                &g_owned
+            }
+            _ => g,
+        };
+        // Rows to visit: (row index into the grad values, offset in the parameter, length).
+        let (ranges, gv): (Vec<(usize, usize)>, &[T]) = match g {
+            Grad::Dense(v) => {
+                assert_eq!(v.len(), n, "gradient of {} has {} values, parameter has {n}", p.name(), v.len());
+                (vec![(0, 0)], v)
+            }
+            Grad::Rows { ids, values, dim } => (ids.iter().enumerate().map(|(r, &id)| (r * dim, id * dim)).collect(), values),
+        };
+        let len = match g {
+            Grad::Dense(_) => n,
+            Grad::Rows { dim, .. } => *dim,
+        };
+        let mut bufs: Vec<Vec<T>> = slots.iter().map(|s| std::mem::take(st.slots.get_mut(*s).unwrap())).collect();
+        p.update(|w| {
+            for &(go, wo) in &ranges {
+                for j in 0..len {
+                    let gi = go + j;
+                    let i = wo + j;
+                    let theta = w[i].to_f64();
+                    let mut grad = gv[gi].to_f64();
+                    let new = match cfg.name {
+                        OptimKind::Sgd => {
+                            grad += wd * theta;
+                            if cfg.momentum != 0.0 {
+                                let b = if t == 1 { grad } else { cfg.momentum * bufs[0][i].to_f64() + (1.0 - cfg.dampening) * grad };
+                                bufs[0][i] = T::from_f64(b);
+                                let b = bufs[0][i].to_f64();
+                                grad = if cfg.nesterov { grad + cfg.momentum * b } else { b };
+                            }
+                            theta - lr * grad
+                        }
+                        OptimKind::Adagrad => {
+                            grad += wd * theta;
+                            let clr = lr / (1.0 + (t - 1) as f64 * cfg.lr_decay);
+                            let s = bufs[0][i].to_f64() + grad * grad;
+                            bufs[0][i] = T::from_f64(s);
+                            let s = bufs[0][i].to_f64();
+                            theta - clr * grad / (s.sqrt() + eps)
+                        }
+                        OptimKind::Rmsprop => {
+                            grad += wd * theta;
+                            let a = cfg.alpha;
+                            let v = a * bufs[0][i].to_f64() + (1.0 - a) * grad * grad;
+                            bufs[0][i] = T::from_f64(v);
+                            let v = bufs[0][i].to_f64();
+                            let mut k = 1;
+                            let mb = if cfg.momentum > 0.0 {
+                                k += 1;
+                                Some(1)
+                            } else {
+                                None
+                            };
+                            let avg = if cfg.centered {
+                                let ga = a * bufs[k][i].to_f64() + (1.0 - a) * grad;
+                                bufs[k][i] = T::from_f64(ga);
+                                let ga = bufs[k][i].to_f64();
+                                (v - ga * ga).sqrt() + eps
+                            } else {
+                                v.sqrt() + eps
+                            };
+                            if let Some(m) = mb {
+                                let b = cfg.momentum * bufs[m][i].to_f64() + grad / avg;
+                                bufs[m][i] = T::from_f64(b);
+                                theta - lr * bufs[m][i].to_f64()
+                            } else {
+                                theta - lr * grad / avg
+                            }
+                        }
+                        OptimKind::Adam | OptimKind::Adamw => {
+                            let mut theta = theta;
+                            if cfg.name == OptimKind::Adamw {
+                                theta *= 1.0 - lr * wd;
+                            } else {
+                                grad += wd * theta;
+                            }
+                            let m = cfg.beta1 * bufs[0][i].to_f64() + (1.0 - cfg.beta1) * grad;
+                            let v = cfg.beta2 * bufs[1][i].to_f64() + (1.0 - cfg.beta2) * grad * grad;
+                            bufs[0][i] = T::from_f64(m);
+                            bufs[1][i] = T::from_f64(v);
+                            let m_hat = bufs[0][i].to_f64() / (1.0 - cfg.beta1.powi(t as i32));
+                            let v_hat = bufs[1][i].to_f64() / (1.0 - cfg.beta2.powi(t as i32));
+                            theta - lr * m_hat / (v_hat.sqrt() + eps)
+                        }
+                    };
+                    w[i] = T::from_f64(new);
+                }
+            }
+        });
+        for (s, b) in slots.iter().zip(bufs) {
+            *st.slots.get_mut(*s).unwrap() = b;
+        }
+    }
+}
