@@ -8,7 +8,8 @@
 //!   [`GradOptions::create_graph`] for higher order; [`hvp`], [`jvp`].
 //! * [`ops`]: every differentiable op, forward and backward side by side, and the one `match`
 //!   that dispatches backward rules.
-//! * [`gradcheck`](mod@gradcheck): finite-difference checking as a product feature.
+//! * [`gradcheck`](mod@gradcheck): finite-difference checking as a product feature;
+//!   [`gradcheck_cases`]: the random cases it runs for every op (`chi gradcheck`).
 //! * [`anomaly`]: find the forward op where NaN/Inf first appears.
 //! * [`dot`]: print the tape, or export it to Graphviz DOT.
 //!
@@ -28,9 +29,9 @@ pub mod anomaly;
 pub mod backward;
 pub mod dot;
 pub mod gradcheck;
+pub mod gradcheck_cases;
 pub mod malloc;
 pub mod ops;
-pub mod registry;
 mod rng;
 mod shape;
 pub mod tape;
@@ -39,7 +40,11 @@ mod tensor;
 pub use anomaly::{detect_anomaly, Anomaly};
 pub use backward::{grad, hvp, jvp, AutodiffError, GradOptions};
 pub use gradcheck::{check_grads, gradcheck, gradgradcheck, GradcheckOptions, GradcheckReport};
+pub use ops::conv::{Conv2dGeom, Window};
 pub use ops::custom::CustomOp;
+pub use ops::loss::Reduction;
+pub use ops::pointwise::Pointwise;
+pub use ops::reduce::Axes;
 pub use rng::Rng;
 pub use shape::{Shape, MAX_RANK};
 pub use tape::{clear_tape, is_grad_enabled, no_grad, no_grad_guard, set_anomaly_enabled, tape_len, Float, SparseRows};

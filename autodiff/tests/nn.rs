@@ -1,11 +1,8 @@
 //! Neural-network ops and losses against naive oracles: convolution (1-D, 2-D, strides,
 //! padding, bias), max pooling, dropout, and the stability of the losses for huge logits.
-//! (Gradients of all of them, first and second order, are checked by the op registry.)
+//! (Gradients of all of them, first and second order, are checked by the gradcheck cases.)
 
-use chi_autodiff::ops::loss::Reduction;
-use chi_autodiff::ops::nn::Window;
-use chi_autodiff::{grad, GradOptions, Rng, Tensor};
-use chi_autodiff::ops::nn::Conv2dGeom;
+use chi_autodiff::{grad, Conv2dGeom, GradOptions, Reduction, Rng, Tensor, Window};
 
 fn randn(shape: &[usize], rng: &mut Rng) -> Tensor<f64> {
     Tensor::randn(shape, rng)
@@ -406,7 +403,7 @@ fn cross_entropy_target_out_of_range_panics() {
 
 #[test]
 fn nn_ops_and_losses_are_registered_and_pass_first_and_second_order() {
-    use chi_autodiff::registry::{check_case, registry};
+    use chi_autodiff::gradcheck_cases::{self, check_case};
     let names = [
         "im2col",
         "col2im",
@@ -422,13 +419,13 @@ fn nn_ops_and_losses_are_registered_and_pass_first_and_second_order() {
         "mse_loss",
         "l1_loss",
     ];
-    let reg = registry();
+    let reg = gradcheck_cases::all();
     let opts = chi_autodiff::GradcheckOptions::default();
     let mut failures = Vec::new();
     for name in names {
         let op = reg.iter().find(|o| o.name == name).unwrap_or_else(|| panic!("{name} is not registered"));
         assert!(op.order2, "{name} must be checked at order 2");
-        // More seeds than the registry-wide test, so more geometries are drawn.
+        // More seeds than the all-ops test, so more geometries are drawn.
         for seed in 100..130 {
             for order in [1, 2] {
                 let (case, res) = check_case(op, order, seed, &opts);

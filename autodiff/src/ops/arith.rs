@@ -109,22 +109,6 @@ impl<T: Float> Tensor<T> {
     pub fn min_scalar(&self, s: impl Into<f64>) -> Tensor<T> {
         self.scalar_op(T::from_f64(s.into()), Binary::Min)
     }
-    /// `s - self`.
-    #[track_caller]
-    pub fn rsub_scalar(&self, s: impl Into<f64>) -> Tensor<T> {
-        self.neg().add_scalar(s)
-    }
-    /// `1 / self`.
-    #[track_caller]
-    pub fn recip(&self) -> Tensor<T> {
-        self.pow_scalar(-1.0)
-    }
-    /// `self²`.
-    #[track_caller]
-    pub fn square(&self) -> Tensor<T> {
-        self.mul(self)
-    }
-
     /// `where(mask, a, b)`: `a` where `mask` is true, else `b` (all three the same shape as the
     /// mask after broadcasting `a` and `b` to it). The gradient goes only to the chosen side.
     #[track_caller]

@@ -12,18 +12,24 @@ impl<T: Float> Tensor<T> {
     /// Flat gather: `out[i] = self.flat[idx[i]]`, reshaped to `shape`.
     #[track_caller]
     pub fn take(&self, idx: Rc<Vec<usize>>, shape: &[usize]) -> Tensor<T> {
+        self.take_named(idx, shape, "take")
+    }
+    /// [`Tensor::take`] recorded under the name of the method that gathers (`index_select`,
+    /// `max_pool2d`, …).
+    #[track_caller]
+    pub(crate) fn take_named(&self, idx: Rc<Vec<usize>>, shape: &[usize], name: &'static str) -> Tensor<T> {
         let loc = Location::caller();
         let s = Shape::new(shape);
-        assert!(s.numel() == idx.len(), "take: {} indices cannot fill shape {s:?}", idx.len());
+        assert!(s.numel() == idx.len(), "{name}: {} indices cannot fill shape {s:?}", idx.len());
         let n = self.numel();
         let out: Vec<T> = idx
             .iter()
             .map(|&i| {
-                assert!(i < n, "take: index {i} out of range for a tensor of {n} elements (shape {:?})", self.shape);
+                assert!(i < n, "{name}: index {i} out of range for a tensor of {n} elements (shape {:?})", self.shape);
                 self.data[i]
             })
             .collect();
-        record(out, s, &[self], loc, |_| Op::Take { x: self.clone(), idx })
+        record(out, s, &[self], loc, |_| Op::Take { x: self.clone(), idx, name })
     }
     /// Flat scatter-add into zeros of `shape`: `out.flat[idx[i]] += self.flat[i]`.
     #[track_caller]

@@ -89,7 +89,9 @@ impl<T: Float> Tensor<T> {
     pub fn t(&self) -> Tensor<T> {
         let r = self.rank();
         assert!(r >= 2, "t: need rank ≥ 2, got shape {:?}", self.shape);
-        self.transpose(r as isize - 2, r as isize - 1)
+        let mut perm: Vec<usize> = (0..r).collect();
+        perm.swap(r - 2, r - 1);
+        self.permute_named(&perm, "t")
     }
     /// Swaps two axes.
     #[track_caller]
@@ -97,11 +99,15 @@ impl<T: Float> Tensor<T> {
         let (a, b) = (self.shape.axis("transpose", a), self.shape.axis("transpose", b));
         let mut perm: Vec<usize> = (0..self.rank()).collect();
         perm.swap(a, b);
-        self.permute(&perm)
+        self.permute_named(&perm, "transpose")
     }
     /// Reorders axes: output axis `d` is input axis `perm[d]`.
     #[track_caller]
     pub fn permute(&self, perm: &[usize]) -> Tensor<T> {
+        self.permute_named(perm, "permute")
+    }
+    #[track_caller]
+    fn permute_named(&self, perm: &[usize], name: &'static str) -> Tensor<T> {
         let loc = Location::caller();
         let r = self.rank();
         let mut seen = vec![false; r];
@@ -116,7 +122,7 @@ impl<T: Float> Tensor<T> {
         let out_shape = Shape::new(&perm.iter().map(|&p| self.shape()[p]).collect::<Vec<_>>());
         let mut out = vec![T::ZERO; self.numel()];
         chi_kernels::layout::permute(&self.data, self.shape(), perm, &mut out);
-        record(out, out_shape, &[self], loc, |_| Op::Permute { x: self.clone(), perm: perm.to_vec() })
+        record(out, out_shape, &[self], loc, |_| Op::Permute { x: self.clone(), perm: perm.to_vec(), name })
     }
 }
 

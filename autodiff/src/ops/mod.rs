@@ -11,27 +11,27 @@
 //! nothing is recorded.
 
 pub mod arith;
+pub mod clamp;
+pub mod conv;
 pub mod custom;
+pub mod cumsum;
+pub mod dropout;
 pub mod index;
 pub mod linalg;
 pub mod loss;
-pub mod nn;
+pub mod pointwise;
+pub mod pool;
 pub mod reduce;
 pub mod shape_ops;
 pub mod unary;
+pub mod variance;
 
 use crate::tensor::Tensor;
 use crate::Float;
 use chi_kernels::elementwise::{Binary, Unary};
+use pointwise::Pointwise;
+use reduce::Axes;
 use std::rc::Rc;
-
-/// Registry entries for ops defined in modules added after the core set (see
-/// [`crate::registry`]); each op family appends its cases here.
-pub(crate) fn registry_extra() -> Vec<crate::registry::OpCase> {
-    let mut v = nn::registry();
-    v.extend(loss::registry());
-    v
-}
 
 /// The inputs of an op ([`Op::inputs`]), as a slice. One- and two-input ops (almost all of
 /// them) keep the list inline, so the backward walk does not allocate a list per node.
@@ -55,7 +55,10 @@ impl<'a, T: Float> std::ops::Deref for Inputs<'a, T> {
 /// One recorded operation and the values its backward rule needs.
 ///
 /// Fields are the op's inputs (named as in the forward function) and whatever the backward
-/// rule needs saved (`out` = the forward output, `axis`, index lists).
+/// rule needs saved (`out` = the forward output, `axis`, index lists). Variants that several
+/// methods record (a reshape made by `unsqueeze`, a gather made by `max_pool2d`) carry the
+/// calling method's `name`, so tape listings, graph exports and anomaly reports show the
+/// method the user called.
 #[derive(Clone)]
 #[allow(missing_docs)]
 pub enum Op<T: Float> {
@@ -65,75 +68,99 @@ pub enum Op<T: Float> {
     BinaryScalar { op: Binary, a: Tensor<T>, s: T },
     /// `where(mask, a, b)` ([`arith`]).
     Where { mask: Rc<Vec<bool>>, a: Tensor<T>, b: Tensor<T> },
-    /// Elementwise function; `out` saved for rules that use it ([`unary`]).
+    /// Elementwise function with a SIMD kernel; `out` saved for rules that use it ([`unary`]).
     Unary { op: Unary, x: Tensor<T>, out: Tensor<T> },
+    /// Elementwise function computed in this crate (sin, gelu, square, …) ([`pointwise`]).
+    Pointwise { f: Pointwise, x: Tensor<T>, out: Tensor<T> },
+    /// `clamp(x, min, max)` with constant scalar bounds ([`clamp`]).
+    Clamp { x: Tensor<T>, min: Option<T>, max: Option<T> },
+    /// `clamp(x, min, max)` with tensor bounds, broadcast together ([`clamp`]). Boxed so this
+    /// rare variant does not grow every tape node.
+    ClampTensor { x: Tensor<T>, bounds: Box<[Option<Tensor<T>>; 2]> },
     /// Matrix product, 2-D or batched ([`linalg`]).
     Matmul { a: Tensor<T>, b: Tensor<T> },
-    /// Axis permutation ([`linalg`]).
-    Permute { x: Tensor<T>, perm: Vec<usize> },
-    /// Same values, new shape ([`shape_ops`]).
-    Reshape { x: Tensor<T> },
+    /// Axis permutation: `permute`, `transpose`, `t` ([`linalg`]).
+    Permute { x: Tensor<T>, perm: Vec<usize>, name: &'static str },
+    /// Same values, new shape: `reshape`, `unsqueeze`, `squeeze`, `flatten` ([`shape_ops`]).
+    Reshape { x: Tensor<T>, name: &'static str },
     /// NumPy broadcast to a larger shape ([`shape_ops`]).
     BroadcastTo { x: Tensor<T> },
     /// Sum a broadcast tensor back down to `x`'s shape's target ([`shape_ops`]); adjoint of `BroadcastTo`.
     SumTo { x: Tensor<T> },
-    /// Concatenation along an axis ([`shape_ops`]).
-    Concat { xs: Vec<Tensor<T>>, axis: usize },
+    /// Concatenation along an axis: `concat`, `stack` ([`shape_ops`]).
+    Concat { xs: Vec<Tensor<T>>, axis: usize, name: &'static str },
     /// A contiguous range `start..start+len` of an axis ([`shape_ops`]).
     Narrow { x: Tensor<T>, axis: usize, start: usize },
     /// Zero padding of an axis ([`shape_ops`]); adjoint of `Narrow`.
     PadAxis { x: Tensor<T>, axis: usize, before: usize },
     /// Reversal of an axis ([`shape_ops`]).
     Flip { x: Tensor<T>, axis: usize },
-    /// Sum along one axis ([`reduce`]).
-    SumAxis { x: Tensor<T>, axis: usize, keepdim: bool },
-    /// Maximum along one axis; `flat` holds the flat input index of each maximum ([`reduce`]).
-    MaxAxis { x: Tensor<T>, axis: usize, keepdim: bool, flat: Rc<Vec<usize>> },
+    /// Sum or mean over a set of axes: `sum`, `sum_axis`, `sum_axes`, `mean`, `mean_axis` ([`reduce`]).
+    Sum { x: Tensor<T>, axes: Axes, keepdim: bool, mean: bool, name: &'static str },
+    /// Maximum (or minimum) along an axis or over everything; `flat` holds the flat input index
+    /// of each winner: `max_axis`, `min_axis`, `max_all` ([`reduce`]).
+    MaxAxis { x: Tensor<T>, flat: Rc<Vec<usize>>, name: &'static str },
     /// Softmax along an axis ([`reduce`]).
     Softmax { x: Tensor<T>, axis: usize, out: Tensor<T> },
     /// Log-softmax along an axis ([`reduce`]).
     LogSoftmax { x: Tensor<T>, axis: usize, out: Tensor<T> },
     /// Log-sum-exp along an axis ([`reduce`]).
     LogSumExp { x: Tensor<T>, axis: usize, keepdim: bool, out: Tensor<T> },
-    /// Flat gather `out[i] = x[idx[i]]` ([`index`]).
-    Take { x: Tensor<T>, idx: Rc<Vec<usize>> },
+    /// Variance (`std == false`) or standard deviation over a set of axes ([`variance`]).
+    Variance { x: Tensor<T>, axes: Axes, correction: f64, keepdim: bool, std: bool, out: Tensor<T> },
+    /// Cumulative sum along an axis ([`cumsum`]).
+    Cumsum { x: Tensor<T>, axis: usize },
+    /// Flat gather `out[i] = x[idx[i]]`: `take`, `index_select`, `max_pool1d`, `max_pool2d` ([`index`]).
+    Take { x: Tensor<T>, idx: Rc<Vec<usize>>, name: &'static str },
     /// Flat scatter-add into zeros of `x`'s target shape: `out[idx[i]] += x[i]` ([`index`]).
     ScatterAdd { x: Tensor<T>, idx: Rc<Vec<usize>> },
     /// Row gather `out[r] = table[ids[r]]` (embedding lookup) ([`index`]).
     GatherRows { table: Tensor<T>, ids: Rc<Vec<usize>> },
     /// Row scatter-add into a `[rows, dim]` zero table ([`index`]); adjoint of `GatherRows`.
     ScatterRows { x: Tensor<T>, ids: Rc<Vec<usize>> },
-    /// Sliding-window patches `[N, C, …] → [N, P, C·K]` ([`nn`]); adjoint of `Col2Im`.
-    Im2Col { x: Tensor<T>, win: nn::Window },
-    /// Overlap-add of patches `[N, P, C·K] → [N, C, …]` ([`nn`]); adjoint of `Im2Col`.
-    Col2Im { x: Tensor<T>, win: nn::Window },
+    /// Sliding-window patches `[N, C, …] → [N, P, C·K]` ([`conv`]); adjoint of `Col2Im`.
+    Im2Col { x: Tensor<T>, win: conv::Window },
+    /// Overlap-add of patches `[N, P, C·K] → [N, C, …]` ([`conv`]); adjoint of `Im2Col`.
+    Col2Im { x: Tensor<T>, win: conv::Window },
     /// A user-defined op ([`custom`]).
     Custom { f: Rc<dyn custom::CustomOp<T>>, inputs: Vec<Tensor<T>> },
 }
 
 impl<T: Float> Op<T> {
-    /// Short op name, as shown in tape listings, graph exports and error messages.
+    /// Short op name, as shown in tape listings, graph exports and error messages: the name of
+    /// the method that recorded the node.
     pub fn name(&self) -> String {
         match self {
             Op::Binary { op, .. } => op.name().to_string(),
-            Op::BinaryScalar { op, .. } => format!("{}_scalar", op.name()),
+            Op::BinaryScalar { op, .. } => match op {
+                Binary::Max => "max_scalar".into(),
+                Binary::Min => "min_scalar".into(),
+                _ => format!("{}_scalar", op.name()),
+            },
             Op::Where { .. } => "where".into(),
+            Op::Unary { op: Unary::Log, .. } => "ln".into(),
             Op::Unary { op, .. } => op.name().to_string(),
+            Op::Pointwise { f, .. } => f.name().to_string(),
+            Op::Clamp { .. } => "clamp".into(),
+            Op::ClampTensor { .. } => "clamp_tensor".into(),
             Op::Matmul { .. } => "matmul".into(),
-            Op::Permute { .. } => "permute".into(),
-            Op::Reshape { .. } => "reshape".into(),
+            Op::Permute { name, .. }
+            | Op::Reshape { name, .. }
+            | Op::Concat { name, .. }
+            | Op::Sum { name, .. }
+            | Op::MaxAxis { name, .. }
+            | Op::Take { name, .. } => name.to_string(),
             Op::BroadcastTo { .. } => "broadcast_to".into(),
             Op::SumTo { .. } => "sum_to".into(),
-            Op::Concat { .. } => "concat".into(),
             Op::Narrow { .. } => "narrow".into(),
             Op::PadAxis { .. } => "pad_axis".into(),
             Op::Flip { .. } => "flip".into(),
-            Op::SumAxis { .. } => "sum".into(),
-            Op::MaxAxis { .. } => "max".into(),
             Op::Softmax { .. } => "softmax".into(),
             Op::LogSoftmax { .. } => "log_softmax".into(),
             Op::LogSumExp { .. } => "logsumexp".into(),
-            Op::Take { .. } => "take".into(),
+            Op::Variance { std: false, .. } => "var".into(),
+            Op::Variance { std: true, .. } => "std".into(),
+            Op::Cumsum { .. } => "cumsum".into(),
             Op::ScatterAdd { .. } => "scatter_add".into(),
             Op::GatherRows { .. } => "gather_rows".into(),
             Op::ScatterRows { .. } => "scatter_rows".into(),
@@ -149,24 +176,33 @@ impl<T: Float> Op<T> {
             Op::Binary { a, b, .. } | Op::Where { a, b, .. } | Op::Matmul { a, b } => Inputs::Inline([a, b], 2),
             Op::BinaryScalar { a: x, .. }
             | Op::Unary { x, .. }
+            | Op::Pointwise { x, .. }
+            | Op::Clamp { x, .. }
             | Op::Permute { x, .. }
-            | Op::Reshape { x }
+            | Op::Reshape { x, .. }
             | Op::BroadcastTo { x }
             | Op::SumTo { x }
             | Op::Narrow { x, .. }
             | Op::PadAxis { x, .. }
             | Op::Flip { x, .. }
-            | Op::SumAxis { x, .. }
+            | Op::Sum { x, .. }
             | Op::MaxAxis { x, .. }
             | Op::Softmax { x, .. }
             | Op::LogSoftmax { x, .. }
             | Op::LogSumExp { x, .. }
+            | Op::Variance { x, .. }
+            | Op::Cumsum { x, .. }
             | Op::Take { x, .. }
             | Op::ScatterAdd { x, .. }
             | Op::ScatterRows { x, .. }
             | Op::Im2Col { x, .. }
             | Op::Col2Im { x, .. }
             | Op::GatherRows { table: x, .. } => Inputs::Inline([x, x], 1),
+            Op::ClampTensor { x, bounds } => match &**bounds {
+                [None, None] => Inputs::Inline([x, x], 1),
+                [Some(b), None] | [None, Some(b)] => Inputs::Inline([x, b], 2),
+                [Some(lo), Some(hi)] => Inputs::Heap(vec![x, lo, hi]),
+            },
             Op::Concat { xs, .. } | Op::Custom { inputs: xs, .. } => Inputs::Heap(xs.iter().collect()),
         }
     }
@@ -181,21 +217,26 @@ impl<T: Float> Op<T> {
             Op::BinaryScalar { op, a, s } => vec![Some(arith::binary_scalar_backward(*op, a, *s, out, g))],
             Op::Where { mask, a, b } => arith::where_backward(mask, a, b, g, need),
             Op::Unary { op, x, out } => vec![Some(unary::unary_backward(*op, x, out, g, fast))],
+            Op::Pointwise { f, x, out } => vec![Some(pointwise::pointwise_backward(*f, x, out, g, fast))],
+            Op::Clamp { x, min, max } => vec![Some(clamp::clamp_backward(x, *min, *max, g))],
+            Op::ClampTensor { x, bounds } => clamp::clamp_tensor_backward(x, bounds, g, need),
             Op::Matmul { a, b } => linalg::matmul_backward(a, b, g, need, fast),
             Op::Permute { perm, .. } => vec![Some(linalg::permute_backward(perm, g))],
-            Op::Reshape { x } => vec![Some(g.reshape(x.shape()))],
+            Op::Reshape { x, .. } => vec![Some(g.reshape(x.shape()))],
             Op::BroadcastTo { x } => vec![Some(g.sum_to(x.shape()))],
             Op::SumTo { x } => vec![Some(g.broadcast_to(x.shape()))],
-            Op::Concat { xs, axis } => shape_ops::concat_backward(xs, *axis, g, need),
+            Op::Concat { xs, axis, .. } => shape_ops::concat_backward(xs, *axis, g, need),
             Op::Narrow { x, axis, start } => vec![Some(shape_ops::narrow_backward(x, *axis, *start, g))],
             Op::PadAxis { x, axis, before } => vec![Some(g.narrow(*axis as isize, *before, x.shape()[*axis]))],
             Op::Flip { axis, .. } => vec![Some(g.flip(*axis as isize))],
-            Op::SumAxis { x, axis, keepdim } => vec![Some(reduce::sum_axis_backward(x, *axis, *keepdim, g))],
+            Op::Sum { x, axes, mean, .. } => vec![Some(reduce::sum_backward(x, *axes, *mean, g, fast))],
             Op::MaxAxis { x, flat, .. } => vec![Some(g.reshape(&[g.numel()]).scatter_add(flat.clone(), x.shape()))],
             Op::Softmax { axis, out, .. } => vec![Some(reduce::softmax_backward(out, *axis, g, fast))],
             Op::LogSoftmax { axis, out, .. } => vec![Some(reduce::log_softmax_backward(out, *axis, g, fast))],
             Op::LogSumExp { x, axis, keepdim, out } => vec![Some(reduce::logsumexp_backward(x, *axis, *keepdim, out, g))],
-            Op::Take { x, idx } => vec![Some(g.reshape(&[g.numel()]).scatter_add(idx.clone(), x.shape()))],
+            Op::Variance { x, axes, correction, std, out, .. } => vec![Some(variance::variance_backward(x, *axes, *correction, *std, out, g, fast))],
+            Op::Cumsum { axis, .. } => vec![Some(cumsum::cumsum_backward(*axis, g, fast))],
+            Op::Take { x, idx, .. } => vec![Some(g.reshape(&[g.numel()]).scatter_add(idx.clone(), x.shape()))],
             Op::ScatterAdd { x, idx } => vec![Some(g.take(idx.clone(), x.shape()))],
             Op::GatherRows { table, ids } => vec![Some(g.scatter_rows(ids.clone(), table.shape()[0]))],
             Op::ScatterRows { x, ids } => vec![Some(g.gather_rows(ids.clone(), x.shape()))],

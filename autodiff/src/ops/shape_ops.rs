@@ -13,13 +13,17 @@ impl<T: Float> Tensor<T> {
     /// Same values, new shape (no copy). Panics if the element counts differ.
     #[track_caller]
     pub fn reshape(&self, shape: &[usize]) -> Tensor<T> {
+        self.reshape_named(shape, "reshape")
+    }
+    #[track_caller]
+    fn reshape_named(&self, shape: &[usize], name: &'static str) -> Tensor<T> {
         let loc = Location::caller();
         let s = Shape::new(shape);
         assert!(s.numel() == self.numel(), "reshape: cannot reshape {:?} ({} elements) to {s:?} ({} elements)", self.shape, self.numel(), s.numel());
         if s == self.shape {
             return self.clone();
         }
-        record(self.data.clone(), s, &[self], loc, |_| Op::Reshape { x: self.clone() })
+        record(self.data.clone(), s, &[self], loc, |_| Op::Reshape { x: self.clone(), name })
     }
     /// Inserts an axis of size 1 at `axis`.
     #[track_caller]
@@ -27,19 +31,19 @@ impl<T: Float> Tensor<T> {
         assert!(axis <= self.rank(), "unsqueeze: axis {axis} out of range for shape {:?}", self.shape);
         let mut s = self.shape().to_vec();
         s.insert(axis, 1);
-        self.reshape(&s)
+        self.reshape_named(&s, "unsqueeze")
     }
     /// Removes an axis of size 1.
     #[track_caller]
     pub fn squeeze(&self, axis: isize) -> Tensor<T> {
         let a = self.shape.axis("squeeze", axis);
         assert!(self.shape()[a] == 1, "squeeze: axis {axis} of shape {:?} has size {}, not 1", self.shape, self.shape()[a]);
-        self.reshape(self.shape.without(a).dims())
+        self.reshape_named(self.shape.without(a).dims(), "squeeze")
     }
     /// Flattens to rank 1.
     #[track_caller]
     pub fn flatten(&self) -> Tensor<T> {
-        self.reshape(&[self.numel()])
+        self.reshape_named(&[self.numel()], "flatten")
     }
 
     /// NumPy broadcast to `shape` (copies).
@@ -81,15 +85,19 @@ impl<T: Float> Tensor<T> {
     /// Concatenates tensors along `axis`; all other dimensions must agree.
     #[track_caller]
     pub fn concat(xs: &[Tensor<T>], axis: isize) -> Tensor<T> {
+        Tensor::concat_named(xs, axis, "concat")
+    }
+    #[track_caller]
+    fn concat_named(xs: &[Tensor<T>], axis: isize, name: &'static str) -> Tensor<T> {
         let loc = Location::caller();
-        assert!(!xs.is_empty(), "concat: no tensors given");
+        assert!(!xs.is_empty(), "{name}: no tensors given");
         let first = &xs[0];
-        let ax = first.shape.axis("concat", axis);
+        let ax = first.shape.axis(name, axis);
         let mut total = 0;
         for x in xs {
             assert!(
                 x.rank() == first.rank() && (0..first.rank()).all(|d| d == ax || x.shape()[d] == first.shape()[d]),
-                "concat: shapes {:?} and {:?} differ outside axis {ax}",
+                "{name}: shapes {:?} and {:?} differ outside axis {ax}",
                 first.shape,
                 x.shape
             );
@@ -105,17 +113,34 @@ impl<T: Float> Tensor<T> {
             }
         }
         let refs: Vec<&Tensor<T>> = xs.iter().collect();
-        record(out, out_shape, &refs, loc, |_| Op::Concat { xs: xs.to_vec(), axis: ax })
+        record(out, out_shape, &refs, loc, |_| Op::Concat { xs: xs.to_vec(), axis: ax, name })
     }
     /// Stacks equally shaped tensors along a new axis.
     #[track_caller]
     pub fn stack(xs: &[Tensor<T>], axis: usize) -> Tensor<T> {
+        let loc = Location::caller();
         assert!(!xs.is_empty(), "stack: no tensors given");
+        let first = &xs[0];
+        assert!(axis <= first.rank(), "stack: axis {axis} out of range for shape {:?}", first.shape);
         for x in xs {
-            assert!(x.shape == xs[0].shape, "stack: shapes {:?} and {:?} differ", xs[0].shape, x.shape);
+            assert!(x.shape == first.shape, "stack: shapes {:?} and {:?} differ", first.shape, x.shape);
         }
-        let us: Vec<Tensor<T>> = xs.iter().map(|x| x.unsqueeze(axis)).collect();
-        Tensor::concat(&us, axis as isize)
+        let mut dims = first.shape().to_vec();
+        dims.insert(axis, xs.len());
+        let out_shape = Shape::new(&dims);
+        // Each input is a block of `inner` values per step of the axes before `axis`.
+        let inner: usize = first.shape()[axis..].iter().product();
+        let outer: usize = first.shape()[..axis].iter().product();
+        let mut out = Vec::with_capacity(out_shape.numel());
+        for o in 0..outer {
+            for x in xs {
+                out.extend_from_slice(&x.data[o * inner..(o + 1) * inner]);
+            }
+        }
+        let refs: Vec<&Tensor<T>> = xs.iter().collect();
+        // Recorded as a concatenation of the inputs viewed with a size-1 axis at `axis`; its
+        // backward reshapes each slice back to the input's shape.
+        record(out, out_shape, &refs, loc, |_| Op::Concat { xs: xs.to_vec(), axis, name: "stack" })
     }
     /// Splits along `axis` into pieces of the given sizes (which must add up to the axis length).
     #[track_caller]
@@ -204,7 +229,7 @@ impl<T: Float> Tensor<T> {
                 flat.extend((0..inner).map(|i| (o * n + j) * inner + i));
             }
         }
-        self.take(Rc::new(flat), self.shape.with_dim(ax, idx.len()).dims())
+        self.take_named(Rc::new(flat), self.shape.with_dim(ax, idx.len()).dims(), "index_select")
     }
 }
 
@@ -213,8 +238,9 @@ pub(crate) fn concat_backward<T: Float>(xs: &[Tensor<T>], axis: usize, g: &Tenso
     xs.iter()
         .zip(need)
         .map(|(x, &nd)| {
-            let len = x.shape()[axis];
-            let r = nd.then(|| g.narrow(axis as isize, start, len));
+            // A stacked input lacks the axis (it was a size-1 slice): restore its own shape.
+            let len = if x.rank() < g.rank() { 1 } else { x.shape()[axis] };
+            let r = nd.then(|| g.narrow(axis as isize, start, len).reshape(x.shape()));
             start += len;
             r
         })

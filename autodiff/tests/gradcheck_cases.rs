@@ -1,13 +1,13 @@
-//! Every registered op passes gradcheck (order 1) and gradgradcheck (order 2) on many random
+//! Every op's gradcheck case passes gradcheck (order 1) and gradgradcheck (order 2) on many random
 //! shapes and broadcasts.
 
-use chi_autodiff::registry::{check_case, registry};
+use chi_autodiff::gradcheck_cases::{self, check_case};
 use chi_autodiff::GradcheckOptions;
 
 fn run_all(order: u32, seeds: u64) {
     let opts = GradcheckOptions::default();
     let mut failures = Vec::new();
-    for op in registry() {
+    for op in gradcheck_cases::all() {
         if order == 2 && !op.order2 {
             continue;
         }
@@ -32,8 +32,8 @@ fn every_op_passes_second_order_gradcheck() {
 }
 
 #[test]
-fn registry_names_are_unique() {
-    let r = registry();
+fn case_names_are_unique() {
+    let r = gradcheck_cases::all();
     let mut names: Vec<&str> = r.iter().map(|o| o.name).collect();
     names.sort();
     let n = names.len();

@@ -1,4 +1,5 @@
-//! Neural-network layers: 1-D and 2-D convolution, max pooling, dropout.
+//! Convolution: sliding-window patches (`im2col` / `col2im`) and 1-D / 2-D convolution built on
+//! them. The window geometry ([`Window`]) is shared with max pooling ([`crate::ops::pool`]).
 //!
 //! ## Convolution as im2col + one GEMM
 //! [`Tensor::im2col`] cuts a batch of images into its sliding-window patches, laid out
@@ -16,21 +17,14 @@
 //! `Im2Col` and [`Tensor::col2im`] (overlap-add of patches back into images) are adjoint linear
 //! maps: each one's backward rule is the other. Both are recorded ops, so a convolution — built
 //! from them, `matmul`, `permute` and `reshape` — is differentiable to any order.
-//!
-//! ## Pooling
-//! Max pooling finds the arg-max of every window with the kernels and then gathers with the
-//! differentiable [`Tensor::take`] (whose backward is `scatter_add`, whose backward is `take`),
-//! so it needs no op of its own.
 
 use crate::ops::Op;
-use crate::registry::{distinct, normal, Case, OpCase};
 use crate::tape::record;
 use crate::tensor::Tensor;
-use crate::{Float, Rng, Shape};
+use crate::{Float, Shape};
 use chi_kernels::conv as kc;
 pub use chi_kernels::conv::Conv2dGeom;
 use std::panic::Location;
-use std::rc::Rc;
 
 /// Sliding-window geometry of one image, for [`Tensor::im2col`] and [`Tensor::col2im`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +49,7 @@ pub enum Window {
 impl Window {
     /// Checks that the window fits and has a positive stride, panicking with `op`'s name.
     #[track_caller]
-    fn validate(&self, op: &str) {
+    pub(crate) fn validate(&self, op: &str) {
         match *self {
             Window::D1 { l, k, stride, pad, .. } => {
                 assert!(stride > 0, "{op}: stride must be positive");
@@ -252,61 +246,6 @@ impl<T: Float> Tensor<T> {
             None => y,
         }
     }
-
-    /// 2-D max pooling with a `k×k` window: `[N, C, H, W]` → `[N, C, OH, OW]`,
-    /// `OH = ⌊(H − k)/stride⌋ + 1`. The gradient goes to the first maximum of each window.
-    #[track_caller]
-    pub fn max_pool2d(&self, k: usize, stride: usize) -> Tensor<T> {
-        assert!(self.rank() == 4, "max_pool2d: input must be [N, C, H, W], got {:?}", self.shape);
-        let (n, c, h, w) = (self.shape()[0], self.shape()[1], self.shape()[2], self.shape()[3]);
-        let g = Conv2dGeom { c, h, w, kh: k, kw: k, stride, pad: 0 };
-        Window::D2(g).validate(&format!("max_pool2d (input {:?}, kernel {k}, stride {stride})", self.shape));
-        let (oh, ow) = (g.out_h().unwrap(), g.out_w().unwrap());
-        let (per, out_per) = (c * h * w, c * oh * ow);
-        let mut vals = vec![T::ZERO; out_per];
-        let mut idx = vec![0usize; n * out_per];
-        for i in 0..n {
-            let arg = &mut idx[i * out_per..(i + 1) * out_per];
-            kc::maxpool_2d(&self.data[i * per..(i + 1) * per], g, &mut vals, arg);
-            arg.iter_mut().for_each(|a| *a += i * per);
-        }
-        self.take(Rc::new(idx), &[n, c, oh, ow])
-    }
-
-    /// 1-D max pooling with a window of `k`: `[N, C, L]` → `[N, C, OL]`,
-    /// `OL = ⌊(L − k)/stride⌋ + 1`. The gradient goes to the first maximum of each window.
-    #[track_caller]
-    pub fn max_pool1d(&self, k: usize, stride: usize) -> Tensor<T> {
-        assert!(self.rank() == 3, "max_pool1d: input must be [N, C, L], got {:?}", self.shape);
-        let (n, c, l) = (self.shape()[0], self.shape()[1], self.shape()[2]);
-        let win = Window::D1 { c, l, k, stride, pad: 0 };
-        win.validate(&format!("max_pool1d (input {:?}, kernel {k}, stride {stride})", self.shape));
-        let ol = win.positions();
-        let (per, out_per) = (c * l, c * ol);
-        let mut vals = vec![T::ZERO; out_per];
-        let mut idx = vec![0usize; n * out_per];
-        for i in 0..n {
-            let arg = &mut idx[i * out_per..(i + 1) * out_per];
-            kc::maxpool_1d(&self.data[i * per..(i + 1) * per], c, l, k, stride, &mut vals, arg);
-            arg.iter_mut().for_each(|a| *a += i * per);
-        }
-        self.take(Rc::new(idx), &[n, c, ol])
-    }
-
-    /// Inverted dropout: in training, each element is zeroed with probability `p` and the rest
-    /// are scaled by `1/(1−p)` (so the expectation is unchanged); `x ⊙ mask` with a constant
-    /// mask drawn from `rng` (the same seed gives the same mask). The identity when
-    /// `!training` or `p == 0`; all zeros when `p == 1`. Panics unless `0 ≤ p ≤ 1`.
-    #[track_caller]
-    pub fn dropout(&self, p: f64, training: bool, rng: &mut Rng) -> Tensor<T> {
-        assert!((0.0..=1.0).contains(&p), "dropout: probability {p} is not in [0, 1] (input {:?})", self.shape);
-        if !training || p == 0.0 {
-            return self.clone();
-        }
-        let keep = if p < 1.0 { T::from_f64(1.0 / (1.0 - p)) } else { T::ZERO };
-        let mask: Vec<T> = (0..self.numel()).map(|_| if rng.next_f64() >= p { keep } else { T::ZERO }).collect();
-        self.mul(&Tensor::from_vec(mask, self.shape()))
-    }
 }
 
 /// `im2col(x) · W_flatᵀ`, permuted to `[N, Cout, P]`.
@@ -321,120 +260,4 @@ fn conv_gemm<T: Float>(x: &Tensor<T>, w: &Tensor<T>, win: Window, n: usize, co: 
     } else {
         y.permute(&[0, 2, 1])
     }
-}
-
-// ------------------------------------------------------------------------------ registry
-
-fn case(inputs: Vec<Tensor<f64>>, f: impl Fn(&[Tensor<f64>]) -> Tensor<f64> + 'static) -> Case {
-    Case { inputs, f: Box::new(f) }
-}
-
-/// Random small 2-D conv geometry: `(n, c, h, w, cout, kh, kw, stride, pad)`.
-fn conv2d_dims(r: &mut Rng) -> (usize, usize, usize, usize, usize, usize, usize, usize, usize) {
-    let (n, c, co) = (1 + r.below(2), 1 + r.below(3), 1 + r.below(3));
-    let (kh, kw) = (1 + r.below(3), 1 + r.below(3));
-    let stride = 1 + r.below(2);
-    let pad = r.below(2);
-    let h = (kh + r.below(3)).saturating_sub(2 * pad).max(1);
-    let w = (kw + r.below(3)).saturating_sub(2 * pad).max(1);
-    (n, c, h, w, co, kh, kw, stride, pad)
-}
-
-/// Registry entries for the ops of this module.
-pub(crate) fn registry() -> Vec<OpCase> {
-    vec![
-        OpCase {
-            name: "im2col",
-            order2: true,
-            make: |r| {
-                let (n, c, h, w, _, kh, kw, stride, pad) = conv2d_dims(r);
-                let win = Window::D2(Conv2dGeom { c, h, w, kh, kw, stride, pad });
-                case(vec![normal(r, &[n, c, h, w])], move |x| x[0].im2col(win))
-            },
-        },
-        OpCase {
-            name: "col2im",
-            order2: true,
-            make: |r| {
-                let (n, c, l) = (1 + r.below(2), 1 + r.below(2), 2 + r.below(4));
-                let (k, stride, pad) = (1 + r.below(3), 1 + r.below(2), r.below(2));
-                let k = k.min(l);
-                let win = Window::D1 { c, l, k, stride, pad };
-                case(vec![normal(r, &[n, win.positions(), win.patch_len()])], move |x| x[0].col2im(win))
-            },
-        },
-        OpCase {
-            name: "conv2d",
-            order2: true,
-            make: |r| {
-                let (n, c, h, w, co, kh, kw, stride, pad) = conv2d_dims(r);
-                let mut inputs = vec![normal(r, &[n, c, h, w]), normal(r, &[co, c, kh, kw])];
-                if r.below(2) == 0 {
-                    inputs.push(normal(r, &[co]));
-                }
-                case(inputs, move |x| x[0].conv2d(&x[1], x.get(2), stride, pad))
-            },
-        },
-        OpCase {
-            name: "conv1d",
-            order2: true,
-            make: |r| {
-                let (n, c, co, k) = (1 + r.below(2), 1 + r.below(3), 1 + r.below(3), 1 + r.below(3));
-                let (stride, pad) = (1 + r.below(2), r.below(2));
-                let l = k + r.below(4);
-                let mut inputs = vec![normal(r, &[n, c, l]), normal(r, &[co, c, k])];
-                if r.below(2) == 0 {
-                    inputs.push(normal(r, &[co]));
-                }
-                case(inputs, move |x| x[0].conv1d(&x[1], x.get(2), stride, pad))
-            },
-        },
-        OpCase {
-            name: "text_cnn_max_over_time",
-            order2: true,
-            make: |r| {
-                let (n, e, t) = (1 + r.below(2), 1 + r.below(3), 3 + r.below(3));
-                let (k1, k2) = (1 + r.below(2), 2 + r.below(2));
-                // Distinct inputs keep the max over time away from ties.
-                let inputs = vec![distinct(r, &[n, e, t]).mul_scalar(0.3), normal(r, &[2, e, k1]), normal(r, &[2, e, k2])];
-                case(inputs, |x| {
-                    let a = x[0].conv1d(&x[1], None, 1, 0).tanh().max_axis(-1, false);
-                    let b = x[0].conv1d(&x[2], None, 1, 1).tanh().max_axis(-1, false);
-                    Tensor::concat(&[a, b], 1)
-                })
-            },
-        },
-        OpCase {
-            name: "max_pool2d",
-            order2: true,
-            make: |r| {
-                let (n, c) = (1 + r.below(2), 1 + r.below(2));
-                let (k, stride) = (1 + r.below(3), 1 + r.below(2));
-                let (h, w) = (k + r.below(3), k + r.below(3));
-                case(vec![distinct(r, &[n, c, h, w])], move |x| x[0].max_pool2d(k, stride))
-            },
-        },
-        OpCase {
-            name: "max_pool1d",
-            order2: true,
-            make: |r| {
-                let (n, c) = (1 + r.below(2), 1 + r.below(3));
-                let (k, stride) = (1 + r.below(3), 1 + r.below(3));
-                let l = k + r.below(5);
-                case(vec![distinct(r, &[n, c, l])], move |x| x[0].max_pool1d(k, stride))
-            },
-        },
-        OpCase {
-            name: "dropout",
-            order2: true,
-            make: |r| {
-                let s = crate::registry::rand_shape(r, 1, 3);
-                let seed = r.next_u64();
-                let p = [0.0, 0.25, 0.5][r.below(3)];
-                // A fixed seed inside the closure: every evaluation draws the same mask. The
-                // square makes the second derivative non-trivial.
-                case(vec![normal(r, &s)], move |x| x[0].dropout(p, true, &mut Rng::new(seed)).square())
-            },
-        },
-    ]
 }
