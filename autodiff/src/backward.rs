@@ -302,7 +302,8 @@ pub(crate) fn run_backward<T: Float>(
             continue;
         }
         pass.slots[s].explored = true;
-        let Some(node) = pass.slots[s].var().node.clone() else { continue };
+        let t = pass.slots[s].t.clone();
+        let Some(node) = t.var.as_ref().expect("tracked").node.as_ref() else { continue };
         order.push(s as u32);
         let op = node.op.borrow();
         let Some(op) = op.as_ref() else { continue };
@@ -320,7 +321,8 @@ pub(crate) fn run_backward<T: Float>(
     if targets.is_some() {
         for &s in order.iter().rev() {
             let s = s as usize;
-            let node = pass.slots[s].var().node.clone().expect("node slot");
+            let t = pass.slots[s].t.clone();
+            let node = t.var.as_ref().expect("tracked").node.as_ref().expect("node slot");
             let op = node.op.borrow();
             let Some(op) = op.as_ref() else {
                 // Released: what it leads to is unknown; if a gradient reaches it, the pass must

@@ -73,13 +73,14 @@ fn leaf_label<T: Float>(t: &Tensor<T>) -> String {
 
 /// The op outputs reachable from `outputs`, in recording order, or an error if a backward pass
 /// has released part of the graph.
-fn reachable<T: Float>(outputs: &[&Tensor<T>], what: &str) -> Result<Vec<Tensor<T>>, AutodiffError> {
+pub(crate) fn reachable<T: Float>(outputs: &[&Tensor<T>], what: &str) -> Result<Vec<Tensor<T>>, AutodiffError> {
     let mut seen: HashMap<u64, ()> = HashMap::new();
     let mut stack: Vec<Tensor<T>> = outputs.iter().map(|t| (*t).clone()).collect();
     let mut nodes = Vec::new();
     while let Some(t) = stack.pop() {
-        let Some(v) = t.var.clone() else { continue };
-        let Some(node) = v.node.clone() else { continue };
+        let t2 = t.clone();
+        let Some(v) = t2.var.as_ref() else { continue };
+        let Some(node) = v.node.as_ref() else { continue };
         if seen.insert(v.id, ()).is_some() {
             continue;
         }

@@ -39,6 +39,7 @@ mod shape;
 pub mod tape;
 mod tensor;
 pub mod transforms;
+mod vmap;
 
 pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_anomaly_enabled, Anomaly};
 pub use backward::{grad, AutodiffError, GradOptions};
@@ -50,5 +51,5 @@ pub use shape::{Shape, MAX_RANK};
 pub use tape::clear_tape;
 pub use tape::{is_grad_enabled, no_grad, no_grad_guard, tape_len, Float, SparseRows};
 pub use tensor::{HookHandle, Tensor};
-pub use transforms::{hessian, hvp, jacobian, jvp, value_and_grad, JacobianMode};
+pub use transforms::{hessian, hvp, jacobian, jvp, value_and_grad, vmap_grad, JacobianMode, PerExample};
 pub use chi_kernels::elementwise::{Binary, Unary};

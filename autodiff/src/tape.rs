@@ -3,7 +3,7 @@
 //! ## Design
 //! chi records a *graph owned by its tensors*, the scheme PyTorch uses. When an op runs and at
 //! least one of its inputs requires grad, [`record`] gives the output a [`Var`] (its autodiff
-//! identity) that owns, behind an `Rc`, a [`Node`]: the [`Op`] value (which op it was, plus the
+//! identity, behind an `Rc` shared by the tensor's clones) holding a [`Node`]: the [`Op`] value (which op it was, plus the
 //! input tensors and values its backward rule needs), the source location of the call, and a
 //! *sequence number*. Leaves (parameters, inputs marked `requires_grad`) have a `Var` without a
 //! node.
@@ -140,7 +140,7 @@ pub(crate) struct Var<T: Float> {
     /// Per-thread sequence number (see the module docs): larger than the ids of its inputs.
     pub(crate) id: u64,
     /// The node that produced this tensor; `None` for leaves.
-    pub(crate) node: Option<Rc<Node<T>>>,
+    pub(crate) node: Option<Node<T>>,
     pub(crate) requires_grad: Cell<bool>,
     /// Accumulated gradient: always for leaves, for intermediates only when retained.
     pub(crate) grad: RefCell<Option<Tensor<T>>>,
@@ -164,7 +164,7 @@ pub(crate) fn next_id() -> u64 {
 }
 
 impl<T: Float> Var<T> {
-    pub(crate) fn new(node: Option<Rc<Node<T>>>) -> Var<T> {
+    pub(crate) fn new(node: Option<Node<T>>) -> Var<T> {
         Var {
             id: next_id(),
             node,
@@ -183,7 +183,7 @@ impl<T: Float> Var<T> {
     }
 }
 
-/// One recorded operation. Owned by its output's [`Var`]. Internal to the crate.
+/// One recorded operation, stored inside its output's [`Var`]. Internal to the crate.
 pub(crate) struct Node<T: Float> {
     /// The op and the inputs its backward rule needs; `None` once released by a backward pass
     /// without `retain_graph` (or when the last outside reference to the output was dropped).
@@ -302,16 +302,16 @@ pub(crate) fn record<T: Float>(
         }
         return out;
     }
-    let node = Rc::new(Node { op: RefCell::new(None), self_refs: Cell::new(0), location });
-    let var = Rc::new(Var::new(Some(node.clone())));
+    // The node lives inside the output's Var: one allocation per recorded op.
+    let var = Rc::new(Var::new(Some(Node { op: RefCell::new(None), self_refs: Cell::new(0), location })));
     let out = Tensor::from_parts(data, shape, Some(var));
     let op = make_op(&out);
     if crate::anomaly::is_anomaly_enabled() {
         crate::anomaly::check_forward(&op, &out, inputs, location);
     }
     let var = out.var.as_ref().expect("just set");
-    // References held now: `out`, `node`'s Var link is the other way round, so anything above
-    // one was saved by the op itself.
+    let node = var.node.as_ref().expect("just set");
+    // `out` holds one reference; anything above one was saved by the op itself.
     node.self_refs.set((Rc::strong_count(var) - 1) as u32);
     *node.op.borrow_mut() = Some(op);
     T::graph_state().with(|s| s.live.set(s.live.get() + 1));

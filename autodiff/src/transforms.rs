@@ -13,6 +13,8 @@ use crate::backward::{grad, AutodiffError, GradOptions};
 use crate::tape::Float;
 use crate::tensor::Tensor;
 
+pub use crate::vmap::{vmap_grad, PerExample};
+
 fn leaf<T: Float>(x: &Tensor<T>) -> Tensor<T> {
     x.detach().requires_grad()
 }
