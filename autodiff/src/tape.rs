@@ -2,8 +2,8 @@
 //!
 //! ## Design
 //! chi records a *graph owned by its tensors*, the scheme PyTorch uses. When an op runs and at
-//! least one of its inputs requires grad, [`record`] gives the output a [`Var`] (its autodiff
-//! identity, behind an `Rc` shared by the tensor's clones) holding a [`Node`]: the [`Op`] value (which op it was, plus the
+//! least one of its inputs requires grad, `record` gives the output a `Var` (its autodiff
+//! identity, behind an `Rc` shared by the tensor's clones) holding a `Node`: the [`Op`] value (which op it was, plus the
 //! input tensors and values its backward rule needs), the source location of the call, and a
 //! *sequence number*. Leaves (parameters, inputs marked `requires_grad`) have a `Var` without a
 //! node.
@@ -22,7 +22,7 @@
 //!    `no_grad`.
 //! 2. **Saved outputs do not keep their own node alive.** Rules such as `tanh` or `softmax` save
 //!    their output inside their own op, a reference cycle (`Var → Node → Op → out → Var`). The
-//!    node counts these self-references when it is recorded ([`Node::self_refs`]); when a
+//!    node counts these self-references when it is recorded (`Node::self_refs`); when a
 //!    tensor is dropped and only the self-references remain, its op is released, which breaks
 //!    the cycle. This is why every strong reference to a `Var` inside chi is held by a
 //!    [`Tensor`] (whose `Drop` makes the check), never by a bare `Rc<Var>`.
