@@ -13,22 +13,22 @@ fn main() {
     let x = Tensor::from_vec(vec![1.0, 2.0], &[1, 2]);
 
     // Forward. Each op computes its value with the kernels and, because an input requires grad,
-    // appends one node to the tape: the op, the inputs its backward rule needs, the output.
+    // records one node owned by its output: the op and the inputs its backward rule needs.
     let z = x.matmul(&w).add(&b); // b broadcasts over the batch axis
     let h = z.tanh();
     let loss = h.square().sum();
 
-    println!("The tape after the forward pass ({} nodes):", tape_len::<f64>());
-    print!("{}", dot::tape_listing::<f64>());
+    println!("The graph after the forward pass ({} nodes):", tape_len::<f64>());
+    print!("{}", dot::tape_listing(&[&loss]).expect("the graph is intact before backward"));
 
-    // Backward walks the tape from the last node to the first. Each node receives the gradient
+    // Backward runs the nodes from the last recorded to the first (the listing's second part). Each node receives the gradient
     // of the loss with respect to its output, applies its rule (e.g. tanh: g ⊙ (1 − tanh²)),
     // and adds the result into the gradients of its inputs. Leaves accumulate into `.grad()`.
     loss.backward();
     println!("\nloss = {:.6}", loss.item());
     println!("dL/dw = {:?}", w.grad().unwrap().data());
     println!("dL/db = {:?}", b.grad().unwrap().data());
-    println!("tape after backward: {} nodes (freed)", tape_len::<f64>());
+    println!("after backward: {} nodes hold saved values (backward released them)", tape_len::<f64>());
 
     // By hand: dL/dz = 2·tanh(z)·(1 − tanh²(z)); dL/db = dL/dz; dL/dw = xᵀ·dL/dz.
     let zv = [1.0 * 0.5 + 2.0 * 0.8 + 0.1, 1.0 * -0.3 + 2.0 * 0.1 - 0.2];

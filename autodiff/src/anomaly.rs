@@ -4,11 +4,19 @@
 //! its cause. chi checks every op's output as it is produced (forward) and every gradient a
 //! backward rule produces, and names the *forward* op responsible, with its input shapes and
 //! the source line that called it (ops are `#[track_caller]`).
+//!
+//! Two ways to use it. [`detect_anomaly`] runs a closure with checking on and returns the first
+//! finding as an `Err`; nothing panics and nothing is printed (the closure runs to its end, the
+//! non-finite values flowing on; only the first finding is kept, later ops see non-finite inputs
+//! and stay quiet). [`set_anomaly_enabled`] turns checking on for the thread outside such a
+//! closure: a backward pass then returns the finding as [`crate::AutodiffError::Anomaly`]
+//! (`try_backward`, `grad`), and a forward op, which has no `Result` to return it in, panics
+//! with the report.
 
 use crate::ops::Op;
-use crate::tape::{is_anomaly_enabled, set_anomaly_enabled, Float};
+use crate::tape::Float;
 use crate::tensor::Tensor;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::Location;
 
@@ -52,8 +60,41 @@ impl fmt::Display for Anomaly {
     }
 }
 
+impl std::error::Error for Anomaly {}
+
 thread_local! {
+    static ANOMALY: Cell<bool> = const { Cell::new(false) };
+    /// Depth of nested [`detect_anomaly`] calls: when positive, findings are noted, not raised.
+    static CAPTURE: Cell<u32> = const { Cell::new(0) };
     static LAST: RefCell<Option<Anomaly>> = const { RefCell::new(None) };
+}
+
+/// Whether anomaly detection is on for this thread.
+pub fn is_anomaly_enabled() -> bool {
+    ANOMALY.with(|a| a.get())
+}
+
+/// Turns anomaly detection on or off for this thread. When on, every op checks its output and
+/// every backward rule checks the gradients it produces for NaN/Inf. The first non-finite value
+/// produced from finite inputs is reported: by backward passes as
+/// [`crate::AutodiffError::Anomaly`], by a forward op as a panic carrying the report. Use
+/// [`detect_anomaly`] to get any finding as a `Result` without a panic.
+pub fn set_anomaly_enabled(on: bool) {
+    ANOMALY.with(|a| a.set(on));
+}
+
+pub(crate) fn is_capturing() -> bool {
+    CAPTURE.with(|c| c.get() > 0)
+}
+
+/// Keeps the first finding of the innermost [`detect_anomaly`].
+pub(crate) fn note(a: Anomaly) {
+    LAST.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.is_none() {
+            *l = Some(a);
+        }
+    });
 }
 
 fn describe<T: Float>(values: &[T]) -> String {
@@ -62,10 +103,13 @@ fn describe<T: Float>(values: &[T]) -> String {
     format!("{nan} NaN, {inf} Inf of {} values", values.len())
 }
 
-fn raise(a: Anomaly) -> ! {
-    let msg = a.to_string();
-    LAST.with(|l| *l.borrow_mut() = Some(a));
-    panic!("{msg}");
+/// A forward finding: noted inside [`detect_anomaly`], a panic outside (an op has no `Result`).
+fn raise(a: Anomaly) {
+    if is_capturing() {
+        note(a);
+    } else {
+        panic!("{a}");
+    }
 }
 
 pub(crate) fn check_forward<T: Float>(op: &Op<T>, out: &Tensor<T>, inputs: &[&Tensor<T>], loc: &'static Location<'static>) {
@@ -82,13 +126,19 @@ pub(crate) fn check_forward<T: Float>(op: &Op<T>, out: &Tensor<T>, inputs: &[&Te
     })
 }
 
-pub(crate) fn check_backward<T: Float>(op: &Op<T>, g: &Tensor<T>, grads: &[Option<Tensor<T>>], loc: &'static Location<'static>) {
+/// The finding of a backward rule, if any (the caller decides whether to note or return it).
+pub(crate) fn check_backward<T: Float>(
+    op: &Op<T>,
+    g: &Tensor<T>,
+    grads: &[Option<Tensor<T>>],
+    loc: &'static Location<'static>,
+) -> Option<Anomaly> {
     if !g.all_finite() {
-        return;
+        return None;
     }
     for gi in grads.iter().flatten() {
         if !gi.all_finite() {
-            raise(Anomaly {
+            return Some(Anomaly {
                 phase: Phase::Backward,
                 op: op.name(),
                 input_shapes: op.inputs().iter().map(|t| t.shape().to_vec()).collect(),
@@ -98,9 +148,11 @@ pub(crate) fn check_backward<T: Float>(op: &Op<T>, g: &Tensor<T>, grads: &[Optio
             });
         }
     }
+    None
 }
 
-/// Runs `f` with anomaly mode on and returns the first anomaly as an error.
+/// Runs `f` with anomaly mode on and returns the first anomaly as an error. `f` runs to its
+/// end; its result is discarded if anything was found. Nothing panics, nothing is printed.
 ///
 /// ```
 /// use chi_autodiff::{detect_anomaly, Tensor};
@@ -110,16 +162,32 @@ pub(crate) fn check_backward<T: Float>(op: &Op<T>, g: &Tensor<T>, grads: &[Optio
 /// assert_eq!(a.op, "sqrt"); // sqrt(-1) = NaN, found where it was made
 /// ```
 pub fn detect_anomaly<R>(f: impl FnOnce() -> R) -> Result<R, Anomaly> {
-    let prev = is_anomaly_enabled();
+    /// Restores the mode, the capture depth and the outer finding even if `f` panics.
+    struct Restore {
+        prev: bool,
+        outer: Option<Anomaly>,
+    }
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_anomaly_enabled(self.prev);
+            CAPTURE.with(|c| c.set(c.get() - 1));
+            let outer = self.outer.take();
+            LAST.with(|l| {
+                let mut l = l.borrow_mut();
+                if outer.is_some() {
+                    *l = outer;
+                }
+            });
+        }
+    }
+    let guard = Restore { prev: is_anomaly_enabled(), outer: LAST.with(|l| l.borrow_mut().take()) };
     set_anomaly_enabled(true);
-    LAST.with(|l| *l.borrow_mut() = None);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    set_anomaly_enabled(prev);
-    match r {
-        Ok(v) => Ok(v),
-        Err(payload) => match LAST.with(|l| l.borrow_mut().take()) {
-            Some(a) => Err(a),
-            None => std::panic::resume_unwind(payload),
-        },
+    CAPTURE.with(|c| c.set(c.get() + 1));
+    let r = f();
+    let found = LAST.with(|l| l.borrow_mut().take());
+    drop(guard);
+    match found {
+        None => Ok(r),
+        Some(a) => Err(a),
     }
 }

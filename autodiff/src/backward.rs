@@ -3,7 +3,7 @@
 
 use crate::anomaly;
 use crate::ops::Op;
-use crate::tape::{is_anomaly_enabled, set_grad_enabled, Float, SparseRows, Var};
+use crate::tape::{set_grad_enabled, Float, SparseRows, Var};
 use crate::tensor::Tensor;
 use std::fmt;
 use std::rc::Rc;
@@ -50,8 +50,50 @@ pub enum AutodiffError {
         /// number of seeds
         seeds: usize,
     },
-    /// The tape holding part of this graph was freed by an earlier backward pass.
-    TapeFreed(String),
+    /// Part of this graph was released by an earlier backward pass without `retain_graph`.
+    GraphFreed {
+        /// The op whose saved values are gone, as `shape … recorded at file:line:col`.
+        node: String,
+    },
+    /// A [`crate::CustomOp`]'s backward returned a different number of gradients than the op
+    /// has inputs.
+    CustomGradientCount {
+        /// The custom op's name.
+        op: String,
+        /// Number of inputs (gradients expected).
+        expected: usize,
+        /// Number of gradients returned.
+        actual: usize,
+    },
+    /// A [`crate::CustomOp`]'s backward returned a gradient whose shape differs from its input's.
+    CustomGradientShape {
+        /// The custom op's name.
+        op: String,
+        /// Which input.
+        input: usize,
+        /// The input's shape.
+        expected: Vec<usize>,
+        /// The shape of the returned gradient.
+        actual: Vec<usize>,
+    },
+    /// A gradient hook returned a replacement of another shape than the gradient it was given.
+    HookShape {
+        /// The gradient's shape.
+        expected: Vec<usize>,
+        /// The replacement's shape.
+        actual: Vec<usize>,
+    },
+    /// A tensor given to a transform has the wrong shape.
+    Shape {
+        /// Which argument (`"jvp: tangent"`, …).
+        what: String,
+        /// The shape it must have.
+        expected: Vec<usize>,
+        /// The shape it has.
+        actual: Vec<usize>,
+    },
+    /// A DOT export or listing was asked for a graph that needs something it does not have.
+    Graph(String),
     /// Anomaly mode found a NaN or Inf.
     Anomaly(anomaly::Anomaly),
 }
@@ -68,15 +110,39 @@ impl fmt::Display for AutodiffError {
             AutodiffError::SeedCount { outputs, seeds } => {
                 write!(f, "grad: {seeds} seed(s) for {outputs} output(s); give one seed per output, or none")
             }
-            AutodiffError::TapeFreed(w) => write!(
+            AutodiffError::GraphFreed { node } => write!(
                 f,
-                "backward: the tape holding {w} was already freed by an earlier backward pass; pass retain_graph to keep it, or detach() values carried across steps"
+                "backward: the saved values of the op of {node} were released by an earlier backward pass through this graph; pass GradOptions::retain_graph() to the first pass to differentiate twice, or detach() values carried across steps"
             ),
+            AutodiffError::CustomGradientCount { op, expected, actual } => {
+                write!(f, "custom op `{op}`: its backward returned {actual} gradient(s) for {expected} input(s)")
+            }
+            AutodiffError::CustomGradientShape { op, input, expected, actual } => write!(
+                f,
+                "custom op `{op}`: its backward returned a gradient of shape {actual:?} for input {input} of shape {expected:?}"
+            ),
+            AutodiffError::HookShape { expected, actual } => {
+                write!(f, "gradient hook returned shape {actual:?} for a gradient of shape {expected:?}")
+            }
+            AutodiffError::Shape { what, expected, actual } => write!(f, "{what} has shape {actual:?}, expected {expected:?}"),
+            AutodiffError::Graph(m) => write!(f, "{m}"),
             AutodiffError::Anomaly(a) => write!(f, "{a}"),
         }
     }
 }
-impl std::error::Error for AutodiffError {}
+impl std::error::Error for AutodiffError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AutodiffError::Anomaly(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+impl From<anomaly::Anomaly> for AutodiffError {
+    fn from(a: anomaly::Anomaly) -> Self {
+        AutodiffError::Anomaly(a)
+    }
+}
 
 fn accumulate<T: Float>(slot: &mut Option<Tensor<T>>, g: Tensor<T>, create: bool) {
     match slot.take() {
@@ -95,24 +161,100 @@ fn accumulate<T: Float>(slot: &mut Option<Tensor<T>>, g: Tensor<T>, create: bool
     }
 }
 
-fn run_hooks<T: Float>(var: &Var<T>, mut g: Tensor<T>) -> Tensor<T> {
-    let hooks = var.hooks.borrow().clone();
+fn accumulate_into<T: Float>(cell: &std::cell::RefCell<Option<Tensor<T>>>, g: Tensor<T>, create: bool) {
+    let mut slot = cell.borrow_mut();
+    let mut s = slot.take();
+    accumulate(&mut s, g, create);
+    *slot = s;
+}
+
+fn run_hooks<T: Float>(var: &Var<T>, mut g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
+    if var.hooks.borrow().is_empty() {
+        return Ok(g);
+    }
+    let hooks: Vec<_> = var.hooks.borrow().iter().map(|(_, h)| h.clone()).collect();
     for h in hooks {
         if let Some(r) = h(&g) {
-            assert!(r.shape == g.shape, "gradient hook returned shape {:?} for a gradient of shape {:?}", r.shape, g.shape);
+            if r.shape != g.shape {
+                return Err(AutodiffError::HookShape { expected: g.shape().to_vec(), actual: r.shape().to_vec() });
+            }
             g = r;
         }
     }
-    g
+    Ok(g)
 }
 
-/// Frees this thread's tape for `T` when dropped (see `run_backward`).
-struct FreeTapeOnDrop<T: Float>(std::marker::PhantomData<T>);
+thread_local! {
+    static PASS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 
-impl<T: Float> Drop for FreeTapeOnDrop<T> {
-    fn drop(&mut self) {
-        T::tape().with(|t| t.borrow_mut().free());
+/// One tensor visited by a backward pass: a node's output or a leaf.
+struct Slot<T: Float> {
+    /// The tensor (holds its `Var`, so the node stays alive during the pass).
+    t: Tensor<T>,
+    grad: Option<Tensor<T>>,
+    /// The `Var::mark` this pass overwrote (restored at the end, so passes can nest).
+    prev: (u64, u32),
+    /// Index among `grad`'s targets.
+    target: Option<usize>,
+    /// Targets mode: whether some input of this node leads to a target.
+    propagate: bool,
+    /// Discovery has looked at this node's inputs.
+    explored: bool,
+}
+
+impl<T: Float> Slot<T> {
+    fn var(&self) -> &Rc<Var<T>> {
+        self.t.var.as_ref().expect("backward visits tracked tensors only")
     }
+}
+
+/// The state of one backward pass (see the module docs of [`crate::tape`] for the order).
+struct Pass<T: Float> {
+    id: u64,
+    slots: Vec<Slot<T>>,
+}
+
+impl<T: Float> Pass<T> {
+    fn new() -> Self {
+        let id = PASS.with(|p| {
+            let v = p.get() + 1;
+            p.set(v);
+            v
+        });
+        Pass { id, slots: Vec::new() }
+    }
+    /// The slot of a tracked tensor, and whether it was created now.
+    #[inline]
+    fn slot_of(&mut self, t: &Tensor<T>) -> (usize, bool) {
+        let v = t.var.as_ref().expect("tracked");
+        let (p, s) = v.mark.get();
+        if p == self.id {
+            return (s as usize, false);
+        }
+        let idx = self.slots.len();
+        self.slots.push(Slot { t: t.clone(), grad: None, prev: (p, s), target: None, propagate: false, explored: false });
+        v.mark.set((self.id, idx as u32));
+        (idx, true)
+    }
+    #[inline]
+    fn existing(&self, t: &Tensor<T>) -> Option<usize> {
+        let (p, s) = t.var.as_ref()?.mark.get();
+        (p == self.id).then_some(s as usize)
+    }
+}
+
+impl<T: Float> Drop for Pass<T> {
+    fn drop(&mut self) {
+        for s in self.slots.iter().rev() {
+            s.var().mark.set(s.prev);
+        }
+    }
+}
+
+fn describe_node<T: Float>(t: &Tensor<T>) -> String {
+    let loc = t.var.as_ref().and_then(|v| v.node.as_ref()).map(|n| n.location.to_string()).unwrap_or_default();
+    format!("the tensor of shape {:?} recorded at {loc}", t.shape())
 }
 
 /// The backward walk. `roots` are `(output, seed)` pairs. With `targets`, returns the gradient
@@ -125,108 +267,121 @@ pub(crate) fn run_backward<T: Float>(
 ) -> Result<Vec<Tensor<T>>, AutodiffError> {
     let create = opts.create_graph;
     let retain = opts.retain_graph.unwrap_or(create);
-    let generation = T::tape().with(|t| t.borrow().generation);
-
-    let stale = |v: &Var<T>| matches!(v.node, Some((g, _)) if g != generation);
-    let mut max_index: Option<usize> = None;
     for (r, seed) in roots {
-        let v = r.var.as_ref().filter(|v| v.requires_grad.get()).ok_or_else(|| AutodiffError::NotTracked("backward".into()))?;
-        if stale(v) {
-            return Err(AutodiffError::TapeFreed(format!("the output of shape {:?}", r.shape)));
+        if !r.requires_grad_flag() {
+            return Err(AutodiffError::NotTracked("backward".into()));
         }
         if seed.shape != r.shape {
             return Err(AutodiffError::SeedShape { output: r.shape().to_vec(), seed: seed.shape().to_vec() });
         }
-        if let Some((_, i)) = v.node {
-            max_index = Some(max_index.map_or(i as usize, |m: usize| m.max(i as usize)));
-        }
     }
-    let n = max_index.map_or(0, |m| m + 1);
-    let mut grads: Vec<Option<Tensor<T>>> = vec![None; n];
-    let mut leaf_grads: Vec<(Rc<Var<T>>, Option<Tensor<T>>)> = Vec::new();
-    let leaf_slot = |leaf_grads: &mut Vec<(Rc<Var<T>>, Option<Tensor<T>>)>, v: &Rc<Var<T>>| -> usize {
-        match leaf_grads.iter().position(|(w, _)| Rc::ptr_eq(w, v)) {
-            Some(p) => p,
-            None => {
-                leaf_grads.push((v.clone(), None));
-                leaf_grads.len() - 1
+    let mut pass = Pass::<T>::new();
+    let n_targets = targets.map_or(0, |t| t.len());
+    let mut results: Vec<Option<Tensor<T>>> = vec![None; n_targets];
+    // A tensor given twice as a target gets its gradient in both places.
+    let mut target_alias: Vec<usize> = (0..n_targets).collect();
+    if let Some(ts) = targets {
+        for (k, t) in ts.iter().enumerate() {
+            let (s, _) = pass.slot_of(t);
+            match pass.slots[s].target {
+                Some(first) => target_alias[k] = first,
+                None => pass.slots[s].target = Some(k),
             }
         }
-    };
+    }
+    let mut stack: Vec<usize> = Vec::with_capacity(16);
     for (r, seed) in roots {
-        let v = r.var.as_ref().unwrap();
-        match v.node {
-            Some((_, i)) => accumulate(&mut grads[i as usize], seed.clone(), create),
-            None => {
-                let p = leaf_slot(&mut leaf_grads, v);
-                accumulate(&mut leaf_grads[p].1, seed.clone(), create);
+        let (s, _) = pass.slot_of(r);
+        accumulate(&mut pass.slots[s].grad, seed.clone(), create);
+        stack.push(s);
+    }
+    // Discovery: every node reachable from the roots through tracked inputs.
+    let mut order: Vec<u32> = Vec::new();
+    while let Some(s) = stack.pop() {
+        if pass.slots[s].explored {
+            continue;
+        }
+        pass.slots[s].explored = true;
+        let t = pass.slots[s].t.clone();
+        let Some(node) = t.var.as_ref().expect("tracked").node.as_ref() else { continue };
+        order.push(s as u32);
+        let op = node.op.borrow();
+        let Some(op) = op.as_ref() else { continue };
+        for x in op.inputs().iter() {
+            if x.requires_grad_flag() {
+                let (i, _) = pass.slot_of(x);
+                if !pass.slots[i].explored {
+                    stack.push(i);
+                }
             }
         }
     }
-
-    // Targets: which nodes lead to one (so we can skip the rest), and where each target's gradient goes.
-    let target_vars: Vec<Option<Rc<Var<T>>>> = targets.map(|ts| ts.iter().map(|t| t.var.clone()).collect()).unwrap_or_default();
-    let target_of = |v: &Rc<Var<T>>| target_vars.iter().position(|t| t.as_ref().is_some_and(|t| Rc::ptr_eq(t, v)));
-    let mut results: Vec<Option<Tensor<T>>> = vec![None; target_vars.len()];
-    let needed: Option<Vec<bool>> = targets.map(|_| {
-        T::tape().with(|t| {
-            let t = t.borrow();
-            let mut need = vec![false; n];
-            for i in 0..n {
-                need[i] = t.nodes[i].op.inputs().iter().any(|x| match &x.var {
-                    Some(v) => {
-                        target_of(v).is_some() || matches!(v.node, Some((g, j)) if g == generation && (j as usize) < i && need[j as usize])
-                    }
-                    None => false,
-                });
+    // Decreasing sequence number: consumers before producers.
+    order.sort_unstable_by_key(|&s| std::cmp::Reverse(pass.slots[s as usize].var().id));
+    if targets.is_some() {
+        for &s in order.iter().rev() {
+            let s = s as usize;
+            let t = pass.slots[s].t.clone();
+            let node = t.var.as_ref().expect("tracked").node.as_ref().expect("node slot");
+            let op = node.op.borrow();
+            let Some(op) = op.as_ref() else {
+                // Released: what it leads to is unknown; if a gradient reaches it, the pass must
+                // report the released graph rather than return zeros.
+                pass.slots[s].propagate = true;
+                continue;
+            };
+            let mut p = false;
+            for x in op.inputs().iter() {
+                if let Some(i) = pass.existing(x) {
+                    p |= pass.slots[i].target.is_some() || pass.slots[i].propagate;
+                }
             }
-            need
-        })
-    });
-
-    let _mode = set_grad_enabled(create);
-    // Without `retain_graph` the tape is freed at the end anyway, so take its nodes now and
-    // consume them from the back: no clone and no thread-local access per node, and each node's
-    // saved tensors are released as soon as its rule has run (lower peak memory). The guard
-    // frees the tape (bumping its generation) on every exit, including errors.
-    let mut owned = if retain { None } else { Some((T::tape().with(|t| std::mem::take(&mut t.borrow_mut().nodes)), FreeTapeOnDrop::<T>(std::marker::PhantomData))) };
-    for i in (0..n).rev() {
-        let node = owned.as_mut().map(|(nodes, _)| {
-            nodes.truncate(i + 1);
-            nodes.pop().expect("tape node below the output")
-        });
-        let Some(g) = grads[i].take() else { continue };
-        let (op, out, location): (Op<T>, Tensor<T>, _) = match node {
-            Some(node) => (node.op, node.out, node.location),
-            None => T::tape().with(|t| {
-                let t = t.borrow();
-                let node = &t.nodes[i];
-                (node.op.clone(), node.out.clone(), node.location)
-            }),
-        };
-        let var = out.var.clone().expect("tape node output has a Var");
-        let g = run_hooks(&var, g);
-        if var.retain.get() {
-            let mut slot = var.grad.borrow_mut();
-            let mut s = slot.take();
-            accumulate(&mut s, g.clone(), create);
-            *slot = s;
+            pass.slots[s].propagate = p;
         }
-        if let Some(k) = target_of(&var) {
+    }
+
+    let capture = anomaly::is_capturing();
+    let _mode = set_grad_enabled(create);
+    for &s in &order {
+        let s = s as usize;
+        let Some(g) = pass.slots[s].grad.take() else { continue };
+        let out = pass.slots[s].t.clone();
+        let var = out.var.as_ref().expect("tracked");
+        let node = var.node.as_ref().expect("node slot");
+        let g = run_hooks(var, g)?;
+        if var.retain.get() {
+            accumulate_into(&var.grad, g.clone(), create);
+        }
+        if let Some(k) = pass.slots[s].target {
             accumulate(&mut results[k], g.clone(), create);
         }
-        if let Some(nd) = &needed {
-            if !nd[i] {
-                continue;
-            }
+        if targets.is_some() && !pass.slots[s].propagate {
+            continue;
         }
+        // Without retain_graph, take the op out of its node: its saved tensors are released
+        // as soon as its rule has run (lower peak memory), and a second pass gets a clear error.
+        let taken;
+        let borrowed;
+        let op: &Op<T> = if retain {
+            borrowed = node.op.borrow();
+            match borrowed.as_ref() {
+                Some(op) => op,
+                None => return Err(AutodiffError::GraphFreed { node: describe_node(&out) }),
+            }
+        } else {
+            node.self_refs.set(0);
+            taken = match node.op.borrow_mut().take() {
+                Some(op) => OpGuard(Some(op)),
+                None => return Err(AutodiffError::GraphFreed { node: describe_node(&out) }),
+            };
+            taken.0.as_ref().expect("just taken")
+        };
         let inputs = op.inputs();
         let need_of = |x: &Tensor<T>| {
             x.requires_grad_flag()
-                && match (&needed, &x.var) {
-                    (None, _) => true,
-                    (Some(nd), Some(v)) => target_of(v).is_some() || matches!(v.node, Some((_, j)) if nd[j as usize]),
-                    (Some(_), None) => false,
+                && match targets {
+                    None => true,
+                    Some(_) => pass.existing(x).is_some_and(|i| pass.slots[i].target.is_some() || pass.slots[i].propagate),
                 }
         };
         // Inline for one- and two-input ops: no allocation per node on the common path.
@@ -245,20 +400,49 @@ pub(crate) fn run_backward<T: Float>(
             continue;
         }
         // Sparse embedding gradients: deliver rows straight to the table instead of densifying.
-        if let Op::GatherRows { table, ids } = &op {
+        if let Op::GatherRows { table, ids } = op {
             let tv = table.var.as_ref().unwrap();
             if !create && targets.is_none() && tv.is_leaf() && tv.sparse.get() {
                 let dim = table.shape()[1];
                 let mut sg = tv.sparse_grad.borrow_mut();
-                let s = sg.get_or_insert_with(|| SparseRows { ids: Vec::new(), values: Vec::new(), dim, rows: table.shape()[0] });
-                s.ids.extend_from_slice(ids);
-                s.values.extend_from_slice(&g.data);
+                let sr = sg.get_or_insert_with(|| SparseRows { ids: Vec::new(), values: Vec::new(), dim, rows: table.shape()[0] });
+                sr.ids.extend_from_slice(ids);
+                sr.values.extend_from_slice(&g.data);
                 continue;
             }
         }
-        let gis = op.backward(&out, &g, need, !create);
-        if is_anomaly_enabled() {
-            anomaly::check_backward(&op, &g, &gis, location);
+        let gis = match op {
+            Op::Custom { f, inputs: xs } => {
+                // The user's rule: its mistakes are reported as errors naming it.
+                let refs: Vec<&Tensor<T>> = xs.iter().collect();
+                let gis = f.backward(&refs, &out, &g);
+                if gis.len() != xs.len() {
+                    return Err(AutodiffError::CustomGradientCount { op: f.name().to_string(), expected: xs.len(), actual: gis.len() });
+                }
+                for (k, (x, gi)) in xs.iter().zip(&gis).enumerate() {
+                    if let Some(gi) = gi {
+                        if gi.shape != x.shape {
+                            return Err(AutodiffError::CustomGradientShape {
+                                op: f.name().to_string(),
+                                input: k,
+                                expected: x.shape().to_vec(),
+                                actual: gi.shape().to_vec(),
+                            });
+                        }
+                    }
+                }
+                gis
+            }
+            _ => op.backward(&out, &g, need, !create),
+        };
+        if anomaly::is_anomaly_enabled() {
+            if let Some(a) = anomaly::check_backward(op, &g, &gis, node.location) {
+                if capture {
+                    anomaly::note(a);
+                } else {
+                    return Err(AutodiffError::Anomaly(a));
+                }
+            }
         }
         for (k, (x, gi)) in inputs.iter().zip(gis).enumerate() {
             let Some(gi) = gi else { continue };
@@ -272,43 +456,49 @@ pub(crate) fn run_backward<T: Float>(
                 gi.shape,
                 x.shape
             );
-            let xv = x.var.as_ref().unwrap();
-            match xv.node {
-                Some((gen, j)) => {
-                    if gen != generation {
-                        return Err(AutodiffError::TapeFreed(format!("input {k} of `{}` (called at {location})", op.name())));
-                    }
-                    accumulate(&mut grads[j as usize], gi, create);
-                }
-                None => {
-                    let p = leaf_slot(&mut leaf_grads, xv);
-                    accumulate(&mut leaf_grads[p].1, gi, create);
-                }
-            }
+            let i = pass.existing(x).expect("inputs of a visited node were discovered");
+            accumulate(&mut pass.slots[i].grad, gi, create);
         }
     }
 
-    for (v, g) in leaf_grads {
-        let Some(g) = g else { continue };
-        let g = run_hooks(&v, g);
-        if targets.is_some() {
-            if let Some(k) = target_of(&v) {
-                accumulate(&mut results[k], g, create);
+    // Leaves, in the order they were reached.
+    for s in 0..pass.slots.len() {
+        if !pass.slots[s].var().is_leaf() {
+            continue;
+        }
+        let Some(g) = pass.slots[s].grad.take() else { continue };
+        let t = pass.slots[s].t.clone();
+        let v = t.var.as_ref().expect("tracked");
+        let g = run_hooks(v, g)?;
+        match targets {
+            Some(_) => {
+                if let Some(k) = pass.slots[s].target {
+                    accumulate(&mut results[k], g, create);
+                }
             }
-        } else {
-            let mut slot = v.grad.borrow_mut();
-            let mut s = slot.take();
-            accumulate(&mut s, g, create);
-            *slot = s;
+            None => accumulate_into(&v.grad, g, create),
         }
     }
     drop(_mode);
-    drop(owned); // frees the tape (see `FreeTapeOnDrop`)
     let out = match targets {
-        Some(ts) => results.into_iter().zip(ts).map(|(r, t)| r.unwrap_or_else(|| Tensor::zeros(t.shape()))).collect(),
+        Some(ts) => (0..ts.len())
+            .map(|k| results[target_alias[k]].clone().unwrap_or_else(|| Tensor::zeros(ts[k].shape())))
+            .collect(),
         None => Vec::new(),
     };
     Ok(out)
+}
+
+/// An op taken out of its node during a pass without `retain_graph`; dropped through
+/// [`crate::tape::dispose_op`] so its saved tensors are freed iteratively.
+struct OpGuard<T: Float>(Option<Op<T>>);
+
+impl<T: Float> Drop for OpGuard<T> {
+    fn drop(&mut self) {
+        if let Some(op) = self.0.take() {
+            crate::tape::dispose_op(op);
+        }
+    }
 }
 
 impl<T: Float> Tensor<T> {
@@ -387,28 +577,4 @@ pub fn grad<T: Float>(
         }
     }
     run_backward(&roots, Some(inputs), opts)
-}
-
-/// Hessian–vector product `H·v` of a scalar function at `x`: the gradient of `⟨∇f(x), v⟩`.
-pub fn hvp<T: Float>(f: impl Fn(&Tensor<T>) -> Tensor<T>, x: &Tensor<T>, v: &Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
-    let x = x.detach().requires_grad();
-    let y = f(&x);
-    let g = grad(&[&y], &[&x], None, GradOptions::create_graph())?;
-    let gv = g[0].mul(v).sum();
-    let r = grad(&[&gv], &[&x], None, GradOptions::default());
-    crate::tape::clear_tape::<T>();
-    r.map(|mut v| v.remove(0))
-}
-
-/// Forward-mode directional derivative `J·t` of `f` at `x`, computed with two reverse passes
-/// (the double-VJP construction): `u ↦ Jᵀu` is linear in `u`, so its VJP with `t` is `J·t`.
-pub fn jvp<T: Float>(f: impl Fn(&Tensor<T>) -> Tensor<T>, x: &Tensor<T>, t: &Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
-    assert!(t.shape == x.shape, "jvp: tangent shape {:?} differs from input shape {:?}", t.shape, x.shape);
-    let x = x.detach().requires_grad();
-    let y = f(&x);
-    let u = Tensor::zeros(y.shape()).requires_grad();
-    let jt_u = grad(&[&y], &[&x], Some(&[u.clone()]), GradOptions::create_graph())?;
-    let r = grad(&[&jt_u[0]], &[&u], Some(std::slice::from_ref(t)), GradOptions::default());
-    crate::tape::clear_tape::<T>();
-    r.map(|mut v| v.remove(0))
 }

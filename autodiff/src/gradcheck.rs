@@ -15,7 +15,7 @@
 //! requires it to agree with the fast form, so both code paths are proved.
 
 use crate::backward::{grad, GradOptions};
-use crate::tape::{clear_tape, Float};
+use crate::tape::Float;
 use crate::tensor::Tensor;
 use crate::Rng;
 use std::fmt;
@@ -133,7 +133,6 @@ impl Compare {
 fn weighted_value(f: &dyn Fn(&[Tensor<f64>]) -> Tensor<f64>, xs: &[Tensor<f64>], w: &Tensor<f64>) -> f64 {
     let y = f(xs);
     let v = y.data().iter().zip(w.data()).map(|(a, b)| a * b).sum();
-    clear_tape::<f64>();
     v
 }
 
@@ -160,7 +159,6 @@ pub fn gradcheck(
     let mut cmp = Compare::new(opts);
     if !y.is_tracked() {
         // Output independent of all inputs: the gradient is zero; check that numerically.
-        clear_tape::<f64>();
         let analytic: Vec<Tensor<f64>> = inputs.iter().map(|x| x.zeros_like()).collect();
         return numeric_compare(&f, inputs, &analytic, &w, opts, &mut rng, cmp);
     }
@@ -173,13 +171,11 @@ pub fn gradcheck(
             return Err(cmp.report);
         }
     };
-    clear_tape::<f64>();
     if opts.check_create_graph {
         let leaves2: Vec<Tensor<f64>> = inputs.iter().map(|x| x.detach().requires_grad()).collect();
         let refs2: Vec<&Tensor<f64>> = leaves2.iter().collect();
         let loss2 = f(&leaves2).mul(&w).sum();
         let slow = grad(&[&loss2], &refs2, None, GradOptions::create_graph());
-        clear_tape::<f64>();
         match slow {
             Ok(slow) => {
                 for (k, (a, b)) in analytic.iter().zip(&slow).enumerate() {
@@ -261,7 +257,6 @@ pub fn gradgradcheck(
 ) -> Result<GradcheckReport, GradcheckReport> {
     let mut rng = Rng::new(opts.seed ^ 0xabcdef);
     let probe = crate::tape::no_grad(|| f(&inputs.iter().map(|x| x.detach()).collect::<Vec<_>>()));
-    clear_tape::<f64>();
     let w = Tensor::from_vec((0..probe.numel()).map(|_| rng.uniform(0.5, 1.5)).collect(), probe.shape());
     let first_order = |xs: &[Tensor<f64>]| -> Tensor<f64> {
         // Constants (numeric evaluation) become fresh leaves; tracked inputs stay as they are so
@@ -314,7 +309,6 @@ pub fn check_grads<T: Float>(
     } else {
         Tensor::zeros(y.shape())
     };
-    clear_tape::<T>();
     // Numeric J·t.
     let eval = |sgn: f64| -> Vec<f64> {
         let xs: Vec<Tensor<T>> = inputs
@@ -323,7 +317,6 @@ pub fn check_grads<T: Float>(
             .map(|(x, t)| Tensor::from_vec(x.data().iter().zip(t.data()).map(|(a, b)| T::from_f64(a.to_f64() + sgn * eps * b.to_f64())).collect(), x.shape()))
             .collect();
         let v = crate::tape::no_grad(|| f(&xs)).data().iter().map(|v| v.to_f64()).collect();
-        clear_tape::<T>();
         v
     };
     let (p, m) = (eval(1.0), eval(-1.0));

@@ -3,15 +3,18 @@
 //! A tape-based reverse-mode automatic differentiation engine, small enough to read in a sitting.
 //!
 //! * [`Tensor`]: immutable n-d arrays of `f32`/`f64`; ops are methods (`a.matmul(&b)`, `x.tanh()`).
-//! * [`tape`]: the Wengert list that records ops on tensors that require grad.
+//! * [`tape`]: how ops on tensors that require grad are recorded, and how long a graph lives
+//!   (as long as its tensors).
 //! * [`backward`]: the reverse walk; [`Tensor::backward`] and the functional [`grad`];
-//!   [`GradOptions::create_graph`] for higher order; [`hvp`], [`jvp`].
+//!   [`GradOptions::create_graph`] for higher order; gradient hooks ([`Tensor::register_hook`]).
+//! * [`transforms`]: [`value_and_grad`], [`jacobian`], [`hessian`], [`hvp`], [`jvp`], and
+//!   per-example gradients over a batch ([`vmap_grad`]).
 //! * [`ops`]: every differentiable op, forward and backward side by side, and the one `match`
 //!   that dispatches backward rules.
 //! * [`gradcheck`](mod@gradcheck): finite-difference checking as a product feature;
 //!   [`gradcheck_cases`]: the random cases it runs for every op (`chi gradcheck`).
 //! * [`anomaly`]: find the forward op where NaN/Inf first appears.
-//! * [`dot`]: print the tape, or export it to Graphviz DOT.
+//! * [`dot`]: list a graph, or export it (forward and backward) to Graphviz DOT.
 //!
 //! ```
 //! use chi_autodiff::Tensor;
@@ -36,9 +39,11 @@ mod rng;
 mod shape;
 pub mod tape;
 mod tensor;
+pub mod transforms;
+mod vmap;
 
-pub use anomaly::{detect_anomaly, Anomaly};
-pub use backward::{grad, hvp, jvp, AutodiffError, GradOptions};
+pub use anomaly::{detect_anomaly, is_anomaly_enabled, set_anomaly_enabled, Anomaly};
+pub use backward::{grad, AutodiffError, GradOptions};
 pub use gradcheck::{check_grads, gradcheck, gradgradcheck, GradcheckOptions, GradcheckReport};
 pub use ops::conv::{Conv2dGeom, Window};
 pub use ops::custom::CustomOp;
@@ -47,6 +52,9 @@ pub use ops::pointwise::Pointwise;
 pub use ops::reduce::Axes;
 pub use rng::Rng;
 pub use shape::{Shape, MAX_RANK};
-pub use tape::{clear_tape, is_grad_enabled, no_grad, no_grad_guard, set_anomaly_enabled, tape_len, Float, SparseRows};
-pub use tensor::Tensor;
+#[allow(deprecated)]
+pub use tape::clear_tape;
+pub use tape::{is_grad_enabled, no_grad, no_grad_guard, tape_len, Float, SparseRows};
+pub use tensor::{HookHandle, Tensor};
+pub use transforms::{hessian, hvp, jacobian, jvp, value_and_grad, vmap_grad, JacobianMode, PerExample};
 pub use chi_kernels::elementwise::{Binary, Unary};

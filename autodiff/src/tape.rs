@@ -1,19 +1,40 @@
-//! The tape: a Wengert list of the operations executed on tracked tensors.
+//! Recording: how an op's output remembers the op that made it, and how long that memory lives.
 //!
-//! ## How it works
-//! Every thread has one tape per element type (`f32`, `f64`). When an op runs and at least one of
-//! its inputs *requires grad*, the op appends a [`Node`] to the tape: which op it was (an
-//! [`Op`] value holding the inputs it needs for its backward rule), the output tensor, and the
-//! source location that called it. The output gets a [`Var`] that remembers its position on
-//! the tape. Leaves (parameters, inputs marked `requires_grad`) have a `Var` but no position.
+//! ## Design
+//! chi records a *graph owned by its tensors*, the scheme PyTorch uses. When an op runs and at
+//! least one of its inputs requires grad, `record` gives the output a `Var` (its autodiff
+//! identity, behind an `Rc` shared by the tensor's clones) holding a `Node`: the [`Op`] value (which op it was, plus the
+//! input tensors and values its backward rule needs), the source location of the call, and a
+//! *sequence number*. Leaves (parameters, inputs marked `requires_grad`) have a `Var` without a
+//! node.
 //!
-//! `backward` walks the tape from the output's position down to 0. Because a node is always
-//! appended after its inputs, walking in reverse order visits every node after all the nodes
-//! that consume it: by the time we reach a node its gradient is complete.
+//! Sequence numbers come from one per-thread counter that also numbers leaves, so a node's number
+//! is larger than the numbers of every tensor it was computed from. Backward
+//! ([`crate::backward`]) collects the nodes reachable from its outputs and runs their rules in
+//! *decreasing* sequence number: every consumer of a tensor runs before the tensor's own rule,
+//! so a node's gradient is complete when its rule runs. This is the order of a Wengert list
+//! walked backwards, without a shared list: two graphs built on one thread are independent.
 //!
-//! After a backward pass the tape is freed (unless `retain_graph` is asked for): its nodes are
-//! dropped and its *generation* counter moves on, so a tensor from an old generation used in a
-//! backward pass is reported as "tape already freed" instead of silently reading a stale node.
+//! ## Invariants
+//! 1. **Ownership points backwards only.** A tensor owns its node; a node owns its inputs. A
+//!    node is freed exactly when no live tensor (held by the user or by a later node) can reach
+//!    it, so forward passes whose outputs are dropped leave nothing behind, with or without
+//!    `no_grad`.
+//! 2. **Saved outputs do not keep their own node alive.** Rules such as `tanh` or `softmax` save
+//!    their output inside their own op, a reference cycle (`Var → Node → Op → out → Var`). The
+//!    node counts these self-references when it is recorded (`Node::self_refs`); when a
+//!    tensor is dropped and only the self-references remain, its op is released, which breaks
+//!    the cycle. This is why every strong reference to a `Var` inside chi is held by a
+//!    [`Tensor`] (whose `Drop` makes the check), never by a bare `Rc<Var>`.
+//! 3. **Dropping is iterative.** Dropping the last tensor of a chain of a million ops must not
+//!    recurse a million frames deep: a node's op is moved to a per-thread queue and the
+//!    outermost drop empties the queue in a loop.
+//! 4. **Backward consumes only its own graph.** A backward pass without `retain_graph` releases
+//!    the ops of the nodes it ran (their saved tensors are freed as soon as each rule has run).
+//!    Nothing else on the thread is touched. A later backward that reaches a released node
+//!    fails with [`crate::AutodiffError::GraphFreed`], naming where the node was recorded.
+//! 5. [`tape_len`] counts the nodes of this thread that still hold their op: recorded and
+//!    neither released by a backward pass nor dropped. It is the probe of the memory tests.
 
 use crate::ops::Op;
 use crate::tensor::Tensor;
@@ -23,29 +44,69 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::thread::LocalKey;
 
-/// An element type chi can differentiate: `f32` or `f64`. Each has its own tape per thread.
+/// An element type chi can differentiate: `f32` or `f64`. Each has its own per-thread state.
 pub trait Float: Real {
+    /// Per-thread bookkeeping of recorded nodes of this element type. Internal: the nodes
+    /// themselves are reached through tensors; this only counts them and queues their drops.
     #[doc(hidden)]
-    fn tape() -> &'static LocalKey<RefCell<Tape<Self>>>;
+    fn graph_state() -> &'static LocalKey<GraphState<Self>>;
+}
+
+/// Per-thread bookkeeping of recorded nodes for one element type. Internal (public only because
+/// [`Float`] names it; hidden from the docs).
+#[doc(hidden)]
+pub struct GraphState<T: Float> {
+    /// Nodes that still hold their op.
+    live: Cell<usize>,
+    /// Ops waiting to be dropped (see invariant 3).
+    queue: RefCell<Vec<Op<T>>>,
+    draining: Cell<bool>,
+}
+
+impl<T: Float> GraphState<T> {
+    const fn new() -> Self {
+        GraphState { live: Cell::new(0), queue: RefCell::new(Vec::new()), draining: Cell::new(false) }
+    }
 }
 
 thread_local! {
-    static TAPE_F32: RefCell<Tape<f32>> = RefCell::new(Tape::new());
-    static TAPE_F64: RefCell<Tape<f64>> = RefCell::new(Tape::new());
+    static STATE_F32: GraphState<f32> = const { GraphState::new() };
+    static STATE_F64: GraphState<f64> = const { GraphState::new() };
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
-    static ANOMALY: Cell<bool> = const { Cell::new(false) };
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
 }
 
 impl Float for f32 {
-    fn tape() -> &'static LocalKey<RefCell<Tape<f32>>> {
-        &TAPE_F32
+    fn graph_state() -> &'static LocalKey<GraphState<f32>> {
+        &STATE_F32
     }
 }
 impl Float for f64 {
-    fn tape() -> &'static LocalKey<RefCell<Tape<f64>>> {
-        &TAPE_F64
+    fn graph_state() -> &'static LocalKey<GraphState<f64>> {
+        &STATE_F64
     }
+}
+
+/// Drops an op that has been taken out of its node, iteratively (invariant 3): if a drop is
+/// already running on this thread the op is queued for it, otherwise this call empties the queue.
+pub(crate) fn dispose_op<T: Float>(op: Op<T>) {
+    T::graph_state().with(|s| {
+        s.live.set(s.live.get() - 1);
+        if s.draining.get() {
+            s.queue.borrow_mut().push(op);
+            return;
+        }
+        s.draining.set(true);
+        drop(op);
+        loop {
+            let next = s.queue.borrow_mut().pop();
+            match next {
+                Some(op) => drop(op),
+                None => break,
+            }
+        }
+        s.draining.set(false);
+    })
 }
 
 /// A gradient hook: observes a gradient and may replace it (return `Some`).
@@ -73,32 +134,39 @@ impl<T: Float> SparseRows<T> {
     }
 }
 
-/// Autodiff identity of a tracked tensor: leaf or tape node, its gradient slot and its hooks.
-/// Shared (`Rc`) by every clone of the tensor.
-pub struct Var<T: Float> {
+/// Autodiff identity of a tracked tensor: leaf or op output, its gradient slot and its hooks.
+/// Shared (`Rc`) by every clone of the tensor. Internal to the crate.
+pub(crate) struct Var<T: Float> {
+    /// Per-thread sequence number (see the module docs): larger than the ids of its inputs.
     pub(crate) id: u64,
-    /// `(generation, index)` on the tape for op outputs; `None` for leaves.
-    pub(crate) node: Option<(u64, u32)>,
+    /// The node that produced this tensor; `None` for leaves.
+    pub(crate) node: Option<Node<T>>,
     pub(crate) requires_grad: Cell<bool>,
     /// Accumulated gradient: always for leaves, for intermediates only when retained.
     pub(crate) grad: RefCell<Option<Tensor<T>>>,
     pub(crate) retain: Cell<bool>,
-    pub(crate) hooks: RefCell<Vec<Hook<T>>>,
+    /// Hooks with their registration ids (for [`crate::HookHandle::remove`]).
+    pub(crate) hooks: RefCell<Vec<(u64, Hook<T>)>>,
     pub(crate) name: RefCell<Option<Rc<str>>>,
     /// Leaves only: gather ops deliver row-sparse gradients into `sparse_grad` instead of `grad`.
     pub(crate) sparse: Cell<bool>,
     pub(crate) sparse_grad: RefCell<Option<SparseRows<T>>>,
+    /// Backward bookkeeping: `(pass id, slot)` of the pass that currently visits this tensor.
+    pub(crate) mark: Cell<(u64, u32)>,
+}
+
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.with(|c| {
+        let v = c.get();
+        c.set(v + 1);
+        v
+    })
 }
 
 impl<T: Float> Var<T> {
-    pub(crate) fn new(node: Option<(u64, u32)>) -> Var<T> {
-        let id = NEXT_ID.with(|c| {
-            let v = c.get();
-            c.set(v + 1);
-            v
-        });
+    pub(crate) fn new(node: Option<Node<T>>) -> Var<T> {
         Var {
-            id,
+            id: next_id(),
             node,
             requires_grad: Cell::new(true),
             grad: RefCell::new(None),
@@ -107,6 +175,7 @@ impl<T: Float> Var<T> {
             name: RefCell::new(None),
             sparse: Cell::new(false),
             sparse_grad: RefCell::new(None),
+            mark: Cell::new((0, 0)),
         }
     }
     pub(crate) fn is_leaf(&self) -> bool {
@@ -114,43 +183,65 @@ impl<T: Float> Var<T> {
     }
 }
 
-/// One recorded operation.
-pub struct Node<T: Float> {
-    /// The op and the inputs its backward rule needs.
-    pub(crate) op: Op<T>,
-    /// The output (its `Var` points back at this node's index).
-    pub(crate) out: Tensor<T>,
-    /// Where the user called the op (for anomaly reports and graph export).
+/// One recorded operation, stored inside its output's [`Var`]. Internal to the crate.
+pub(crate) struct Node<T: Float> {
+    /// The op and the inputs its backward rule needs; `None` once released by a backward pass
+    /// without `retain_graph` (or when the last outside reference to the output was dropped).
+    pub(crate) op: RefCell<Option<Op<T>>>,
+    /// How many references to the output's own `Var` the op holds (saved outputs).
+    pub(crate) self_refs: Cell<u32>,
+    /// Where the user called the op (for anomaly reports, errors and graph export).
     pub(crate) location: &'static Location<'static>,
 }
 
-/// The Wengert list of one thread and element type.
-pub struct Tape<T: Float> {
-    pub(crate) nodes: Vec<Node<T>>,
-    pub(crate) generation: u64,
-}
-
-impl<T: Float> Tape<T> {
-    fn new() -> Tape<T> {
-        Tape { nodes: Vec::new(), generation: 0 }
-    }
-    /// Drops every node and starts a new generation.
-    pub(crate) fn free(&mut self) {
-        self.nodes.clear();
-        self.generation += 1;
+impl<T: Float> Node<T> {
+    /// Takes the op out (dropping its saved tensors iteratively). Returns whether there was one.
+    pub(crate) fn release(&self) -> bool {
+        self.self_refs.set(0);
+        let op = self.op.borrow_mut().take();
+        match op {
+            Some(op) => {
+                dispose_op(op);
+                true
+            }
+            None => false,
+        }
     }
 }
 
-/// Number of nodes currently on this thread's tape for `T` (a memory-boundedness probe).
+impl<T: Float> Drop for Node<T> {
+    fn drop(&mut self) {
+        if let Some(op) = self.op.get_mut().take() {
+            dispose_op(op);
+        }
+    }
+}
+
+/// Called by `Tensor::drop`: if the only other references to `var` are the ones its own node
+/// saved (invariant 2), release the node's op so the cycle is freed.
+#[inline]
+pub(crate) fn on_tensor_drop<T: Float>(var: &Rc<Var<T>>) {
+    if let Some(node) = &var.node {
+        let k = node.self_refs.get();
+        if k > 0 && Rc::strong_count(var) == 1 + k as usize {
+            node.self_refs.set(0);
+            node.release();
+        }
+    }
+}
+
+/// Number of recorded nodes on this thread for `T` that still hold their saved op: neither
+/// released by a backward pass nor dropped with their tensors. A memory-boundedness probe: it
+/// returns to its previous value when the tensors of a graph are dropped or the graph has been
+/// back-propagated without `retain_graph`.
 pub fn tape_len<T: Float>() -> usize {
-    T::tape().with(|t| t.borrow().nodes.len())
+    T::graph_state().with(|s| s.live.get())
 }
 
-/// Drops this thread's tape for `T` (every recorded node). Tensors computed before can no
-/// longer be differentiated through; their values stay valid.
-pub fn clear_tape<T: Float>() {
-    T::tape().with(|t| t.borrow_mut().free())
-}
+/// Does nothing: there is no shared tape any more. A graph is freed when its tensors are dropped
+/// or when a backward pass without `retain_graph` has run through it.
+#[deprecated(note = "graphs are freed with their tensors; drop them or use detach()/no_grad")]
+pub fn clear_tape<T: Float>() {}
 
 /// Whether ops currently record onto the tape.
 pub fn is_grad_enabled() -> bool {
@@ -189,22 +280,9 @@ pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Whether anomaly detection is on for this thread.
-pub fn is_anomaly_enabled() -> bool {
-    ANOMALY.with(|a| a.get())
-}
-
-/// Turns anomaly detection on or off for this thread. When on, every op checks its output and
-/// every backward rule checks the gradients it produces for NaN/Inf, and the first non-finite
-/// value produced from finite inputs panics with an [`crate::Anomaly`] naming the forward op that
-/// produced it. Use [`crate::detect_anomaly`] to get it as a `Result` instead.
-pub fn set_anomaly_enabled(on: bool) {
-    ANOMALY.with(|a| a.set(on));
-}
-
 /// Records a new op output: wraps `data` as a tensor and, if any input requires grad and grad
-/// mode is on, appends a node to the tape. `make_op` receives the output so rules that need it
-/// (exp, tanh, softmax, ...) can save it.
+/// mode is on, gives it a node holding `make_op`'s op. `make_op` receives the output so rules
+/// that need it (exp, tanh, softmax, ...) can save it.
 pub(crate) fn record<T: Float>(
     data: impl Into<Rc<Vec<T>>>,
     shape: crate::Shape,
@@ -217,24 +295,25 @@ pub(crate) fn record<T: Float>(
     let tracked = is_grad_enabled() && inputs.iter().any(|t| t.requires_grad_flag());
     if !tracked {
         let out = Tensor::from_parts(data, shape, None);
-        if is_anomaly_enabled() {
+        if crate::anomaly::is_anomaly_enabled() {
             // Build the op only for its name; cheap relative to anomaly-mode checking.
             let op = make_op(&out);
             crate::anomaly::check_forward(&op, &out, inputs, location);
         }
         return out;
     }
-    T::tape().with(|tape| {
-        let mut tape = tape.borrow_mut();
-        let index = tape.nodes.len();
-        assert!(index < u32::MAX as usize, "tape overflow: more than 2^32 nodes; call backward or clear_tape");
-        let var = Rc::new(Var::new(Some((tape.generation, index as u32))));
-        let out = Tensor::from_parts(data, shape, Some(var));
-        let op = make_op(&out);
-        if is_anomaly_enabled() {
-            crate::anomaly::check_forward(&op, &out, inputs, location);
-        }
-        tape.nodes.push(Node { op, out: out.clone(), location });
-        out
-    })
+    // The node lives inside the output's Var: one allocation per recorded op.
+    let var = Rc::new(Var::new(Some(Node { op: RefCell::new(None), self_refs: Cell::new(0), location })));
+    let out = Tensor::from_parts(data, shape, Some(var));
+    let op = make_op(&out);
+    if crate::anomaly::is_anomaly_enabled() {
+        crate::anomaly::check_forward(&op, &out, inputs, location);
+    }
+    let var = out.var.as_ref().expect("just set");
+    let node = var.node.as_ref().expect("just set");
+    // `out` holds one reference; anything above one was saved by the op itself.
+    node.self_refs.set((Rc::strong_count(var) - 1) as u32);
+    *node.op.borrow_mut() = Some(op);
+    T::graph_state().with(|s| s.live.set(s.live.get() + 1));
+    out
 }

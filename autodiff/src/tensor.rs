@@ -6,6 +6,7 @@
 //! storage copy-on-write ([`Tensor::update`]), keeping its identity (its `Var`).
 
 use crate::tape::{Float, Hook, SparseRows, Var};
+use std::rc::Weak;
 use crate::Shape;
 use std::fmt;
 use std::rc::Rc;
@@ -32,6 +33,15 @@ impl<T: Float> Clone for Tensor<T> {
     #[inline]
     fn clone(&self) -> Self {
         Tensor { data: self.data.clone(), shape: self.shape, var: self.var.clone() }
+    }
+}
+
+impl<T: Float> Drop for Tensor<T> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(v) = &self.var {
+            crate::tape::on_tensor_drop(v);
+        }
     }
 }
 
@@ -103,11 +113,6 @@ impl<T: Float> Tensor<T> {
     pub fn shape(&self) -> &[usize] {
         self.shape.dims()
     }
-    /// The [`Shape`] value.
-    #[inline]
-    pub fn shape_obj(&self) -> Shape {
-        self.shape
-    }
     /// Number of dimensions.
     pub fn rank(&self) -> usize {
         self.shape.rank()
@@ -157,7 +162,7 @@ impl<T: Float> Tensor<T> {
     /// Marks this tensor as a leaf that requires grad (a parameter or an input to differentiate
     /// with respect to). Returns a new identity; clones of the result share it.
     pub fn requires_grad(self) -> Self {
-        Tensor { data: self.data, shape: self.shape, var: Some(Rc::new(Var::new(None))) }
+        Tensor { data: self.data.clone(), shape: self.shape, var: Some(Rc::new(Var::new(None))) }
     }
     /// Whether ops on this tensor are recorded (it has an identity that requires grad).
     pub fn is_tracked(&self) -> bool {
@@ -249,22 +254,37 @@ impl<T: Float> Tensor<T> {
         v.sparse.set(true);
         self
     }
-    /// Registers a hook run when this tensor's gradient is complete during backward. It may
-    /// observe the gradient or return `Some(replacement)`.
+    /// Registers a hook on this tensor's gradient and returns a handle that removes it.
+    ///
+    /// A hook sees the gradient of this tensor once per backward pass, when it is complete (the
+    /// sum over every use of the tensor in the graph), and may replace it by returning
+    /// `Some(g)` of the same shape. **Order:** hooks of one tensor run in registration order,
+    /// each seeing the previous one's replacement. On an intermediate the (possibly replaced)
+    /// gradient is what flows on to its inputs and what [`Tensor::retain_grad`] keeps; the hooks
+    /// of a tensor run before those of the tensors it was computed from (decreasing creation
+    /// order). On a leaf, hooks run after every intermediate's, before the gradient is added
+    /// to `.grad()` (or returned by [`crate::grad`]). Hooks run only in passes that reach the
+    /// tensor; they are not called for gradients of other graphs.
     ///
     /// ```
     /// use chi_autodiff::Tensor;
     /// let x = Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2]).requires_grad();
     /// let y = x.mul_scalar(3.0);
-    /// y.register_hook(|g| Some(g.mul_scalar(2.0))); // double the gradient flowing through y
+    /// let h = y.register_hook(|g| Some(g.mul_scalar(2.0))); // double the gradient flowing through y
     /// y.sum().backward();
     /// assert_eq!(x.grad().unwrap().to_vec(), vec![6.0, 6.0]);
+    /// h.remove();
+    /// x.zero_grad();
+    /// x.mul_scalar(3.0).sum().backward();
+    /// assert_eq!(x.grad().unwrap().to_vec(), vec![3.0, 3.0]);
     /// ```
     #[track_caller]
-    pub fn register_hook(&self, hook: impl Fn(&Tensor<T>) -> Option<Tensor<T>> + 'static) {
+    pub fn register_hook(&self, hook: impl Fn(&Tensor<T>) -> Option<Tensor<T>> + 'static) -> HookHandle<T> {
         let v = self.var.as_ref().expect("register_hook: tensor does not require grad");
         let h: Hook<T> = Rc::new(hook);
-        v.hooks.borrow_mut().push(h);
+        let id = crate::tape::next_id();
+        v.hooks.borrow_mut().push((id, h));
+        HookHandle { var: Rc::downgrade(v), id }
     }
 
     /// Replaces the values, keeping identity and shape (for optimisers). Copy-on-write: a copy
@@ -283,6 +303,31 @@ impl<T: Float> Tensor<T> {
     /// L2 norm of the values.
     pub fn norm(&self) -> f64 {
         self.data.iter().map(|v| v.to_f64() * v.to_f64()).sum::<f64>().sqrt()
+    }
+}
+
+/// Removes a gradient hook registered with [`Tensor::register_hook`]. Dropping the handle keeps
+/// the hook; the handle does not keep the tensor alive.
+pub struct HookHandle<T: Float> {
+    var: Weak<Var<T>>,
+    id: u64,
+}
+
+impl<T: Float> HookHandle<T> {
+    /// Takes the hook off its tensor. Returns `false` if the tensor no longer exists or the
+    /// hook was already removed.
+    pub fn remove(&self) -> bool {
+        let Some(v) = self.var.upgrade() else { return false };
+        let mut hooks = v.hooks.borrow_mut();
+        let before = hooks.len();
+        hooks.retain(|(id, _)| *id != self.id);
+        hooks.len() != before
+    }
+}
+
+impl<T: Float> fmt::Debug for HookHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HookHandle({})", self.id)
     }
 }
 

@@ -174,11 +174,13 @@ fn one_of_each() -> Vec<Op<f64>> {
     v
 }
 
-/// Op names of the nodes on this thread's tape, in order (parsed from the tape listing
-/// `%i = name(args) : shape  @ loc`).
-fn tape_op_names() -> Vec<String> {
-    dot::tape_listing::<f64>()
+/// Op names of the nodes `out` was computed from, in recording order (parsed from the forward
+/// part of the listing, `%i = name(args) : shape  @ loc`).
+fn tape_op_names(out: &Tensor<f64>) -> Vec<String> {
+    dot::tape_listing(&[out])
+        .unwrap()
         .lines()
+        .filter(|l| l.starts_with('%'))
         .map(|l| {
             let rest = l.split_once(" = ").expect("listing line has ' = '").1;
             rest.split_once('(').expect("listing line has '('").0.to_string()
@@ -207,10 +209,9 @@ fn registry_exercises_every_op_variant_and_every_elementwise_kind() {
         for seed in 0..3 {
             let c = (case.make)(&mut Rng::new(seed));
             let inputs: Vec<Tensor<f64>> = c.inputs.iter().map(|x| x.detach().requires_grad()).collect();
-            clear_tape::<f64>();
             let out = (c.f)(&inputs);
             assert!(out.is_tracked(), "{}: output not on the tape", case.name);
-            for name in tape_op_names() {
+            for name in tape_op_names(&out) {
                 let v = match by_name.get(&name) {
                     Some(v) => *v,
                     None => {
@@ -222,7 +223,6 @@ fn registry_exercises_every_op_variant_and_every_elementwise_kind() {
                 seen_variants.entry(v).or_default().push(case.name);
                 seen_names.insert(name);
             }
-            clear_tape::<f64>();
         }
     }
     let missing: Vec<&&str> = all_variants.iter().filter(|v| !seen_variants.contains_key(**v)).collect();
@@ -242,7 +242,6 @@ fn registry_exercises_every_op_variant_and_every_elementwise_kind() {
 
 #[test]
 fn anomaly_report_names_op_input_shapes_and_call_site() {
-    clear_tape::<f64>();
     // x / y with y = [1, 0, 2] broadcast over rows: column 1 is 0/0 = NaN in row 0 and 5/0 = Inf
     // in row 1; all inputs finite.
     let x = Tensor::<f64>::from_vec(vec![1.0, 0.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).requires_grad();
@@ -263,7 +262,6 @@ fn anomaly_report_names_op_input_shapes_and_call_site() {
 
     // Backward phase: sqrt(0) = 0 is finite, its gradient 1/(2·0) is not; the report still names
     // the forward op, its input shape and where it was called (not where backward was called).
-    clear_tape::<f64>();
     let z = Tensor::<f64>::from_vec(vec![4.0, 0.0, 9.0, 1.0], &[2, 2]).requires_grad();
     let (line, s) = (line!(), z.sqrt());
     let loss = s.sum();
@@ -279,7 +277,6 @@ fn anomaly_report_names_op_input_shapes_and_call_site() {
     for part in ["gradient computed by the backward rule", "`sqrt`", "[[2, 2]]", &site] {
         assert!(msg.contains(part), "message {msg:?} lacks {part:?}");
     }
-    clear_tape::<f64>();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,7 +298,6 @@ fn f4(v: &[f64]) -> String {
 
 #[test]
 fn dot_export_shows_op_names_shapes_values_and_gradients() {
-    clear_tape::<f64>();
     let w = Tensor::<f64>::from_vec(vec![0.5, -1.0], &[2]).requires_grad().named("w");
     let x = Tensor::<f64>::from_vec(vec![2.0, 3.0], &[2]);
     let big = Tensor::<f64>::from_vec((0..8).map(|i| i as f64 * 0.5 - 1.0).collect(), &[2, 4]).requires_grad().named("big");
@@ -313,8 +309,8 @@ fn dot_export_shows_op_names_shapes_values_and_gradients() {
     let s = z.sum().add(&b.sum());
     s.backward_with(None, GradOptions::retain_graph()).unwrap();
 
-    let opts = DotOptions { values: true, grads: true, max_values: 6, locations: true };
-    let g = dot::to_dot(&[&s], &opts);
+    let opts = DotOptions { values: true, grads: true, max_values: 6, locations: true, backward: false };
+    let g = dot::to_dot(&[&s], &opts).unwrap();
     assert!(g.starts_with("digraph"), "{g}");
     assert!(!g.contains(" exp\\n"), "unreachable node exported:\n{g}");
 
@@ -363,10 +359,9 @@ fn dot_export_shows_op_names_shapes_values_and_gradients() {
     assert!(g.contains(&format!("{nc} -> {nmul};")), "{g}");
 
     // Without the options, no numbers appear.
-    let plain = dot::to_dot(&[&s], &DotOptions::default());
+    let plain = dot::to_dot(&[&s], &DotOptions::default()).unwrap();
     assert!(!plain.contains("= ") && !plain.contains("grad"), "{plain}");
     assert!(plain.contains(" mul\\n[2]"));
-    clear_tape::<f64>();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -131,13 +131,15 @@ fn clear_errors() {
     assert!(e.to_string().contains("shape [2]"), "{e}");
     let c = t(&[1.0], &[1]);
     assert!(matches!(c.try_backward(), Err(AutodiffError::NotTracked(_))));
-    // Backward twice through a freed tape.
+    // Backward through a graph that an earlier backward released.
     let l = x.mul(&x).sum();
     let l2 = l.mul_scalar(1.0);
     l.backward();
     let e = l2.try_backward().unwrap_err();
-    assert!(matches!(e, AutodiffError::TapeFreed(_)), "{e}");
-    assert!(e.to_string().contains("already freed"));
+    assert!(matches!(e, AutodiffError::GraphFreed { .. }), "{e}");
+    assert!(e.to_string().contains("released by an earlier backward pass"), "{e}");
+    assert!(e.to_string().contains("retain_graph"), "{e}");
+    assert!(e.to_string().contains("engine.rs"), "names where the node was recorded: {e}");
 }
 
 /// `grad` with a different number of seeds than outputs is a clear error (not an index panic),
@@ -178,14 +180,16 @@ fn higher_order_hvp_and_jvp() {
     // f(x) = Σ x_i³ x_j ... use f = (Σ x²)² : H = 4(x xᵀ·2 + (Σx²) I)
     let x = t(&[0.5, -1.0, 2.0], &[3]);
     let v = t(&[1.0, 0.5, -0.25], &[3]);
-    let hv = hvp(|x| x.square().sum().square(), &x, &v).unwrap();
+    let (y, hv) = hvp(|x| x.square().sum().square(), &x, &v).unwrap();
+    assert!((y.item() - x.data().iter().map(|a| a * a).sum::<f64>().powi(2)).abs() < 1e-12);
     let s: f64 = x.data().iter().map(|a| a * a).sum();
     let xv: f64 = x.data().iter().zip(v.data()).map(|(a, b)| a * b).sum();
     let expect: Vec<f64> = x.data().iter().zip(v.data()).map(|(xi, vi)| 8.0 * xi * xv + 4.0 * s * vi).collect();
     close(hv.data(), &expect, 1e-10);
 
     // J·t of elementwise tanh = (1 − tanh²) ⊙ t
-    let jt = jvp(|x| x.tanh(), &x, &v).unwrap();
+    let (y, jt) = jvp(|x| x.tanh(), &x, &v).unwrap();
+    close(y.data(), &x.data().iter().map(|a| a.tanh()).collect::<Vec<_>>(), 1e-15);
     let expect: Vec<f64> = x.data().iter().zip(v.data()).map(|(a, b)| (1.0 - a.tanh().powi(2)) * b).collect();
     close(jt.data(), &expect, 1e-12);
 
@@ -216,7 +220,6 @@ fn anomaly_names_the_forward_op_and_call_site() {
     let x = t(&[4.0, 0.0], &[2]).requires_grad();
     let a = detect_anomaly(|| x.sqrt().sum().backward()).unwrap_err();
     assert_eq!((a.op.as_str(), a.phase), ("sqrt", anomaly::Phase::Backward));
-    clear_tape::<f64>();
 }
 
 #[test]
@@ -248,4 +251,269 @@ fn retain_graph_allows_a_second_backward() {
     y.backward();
     assert_eq!(x.grad().unwrap().to_vec(), vec![8.0]);
     assert_eq!(tape_len::<f64>(), 0);
+}
+
+// ---------------------------------------------------------------- graph lifetime
+
+/// Two graphs built interleaved on one thread, differentiated in either order: each backward
+/// frees only its own graph.
+#[test]
+fn interleaved_graphs_in_either_order() {
+    for first_a in [true, false] {
+        let x = t(&[0.5, -1.0], &[2]).requires_grad();
+        let w = t(&[2.0, 3.0], &[2]).requires_grad();
+        let mut a = x.tanh();
+        let mut b = w.square();
+        a = a.mul(&x);
+        b = b.mul_scalar(0.5).exp();
+        let (la, lb) = (a.sum(), b.sum());
+        let (ea, eb): (Vec<f64>, Vec<f64>) = (
+            x.data().iter().map(|v| v.tanh() + v * (1.0 - v.tanh().powi(2))).collect(),
+            w.data().iter().map(|v| v * (0.5 * v * v).exp()).collect(),
+        );
+        if first_a {
+            la.backward();
+            lb.backward();
+        } else {
+            lb.backward();
+            la.backward();
+        }
+        close(x.grad().unwrap().data(), &ea, 1e-12);
+        close(w.grad().unwrap().data(), &eb, 1e-12);
+    }
+}
+
+/// A Hessian–vector product computed in the middle of building a loss leaves the loss usable.
+#[test]
+fn hvp_in_the_middle_of_a_loss() {
+    let w = t(&[0.3, -0.7], &[2]).requires_grad();
+    let h = w.tanh();
+    let (_, hv) = hvp(|x| x.square().sum().square(), &t(&[1.0, 2.0], &[2]), &t(&[1.0, 0.0], &[2])).unwrap();
+    let (_, jt) = jvp(|x| x.exp(), &t(&[0.0], &[1]), &t(&[1.0], &[1])).unwrap();
+    let g = gradcheck(|xs| xs[0].sin_like_test(), &[t(&[0.1], &[1])], &GradcheckOptions::default());
+    assert!(g.is_ok());
+    let loss = h.mul(&w).sum();
+    loss.backward();
+    let expect: Vec<f64> = w.data().iter().map(|v| v.tanh() + v * (1.0 - v.tanh().powi(2))).collect();
+    close(w.grad().unwrap().data(), &expect, 1e-12);
+    // (Σx²)² at (1, 2): H·e₀ = 8x₀(x·e₀) + 4(Σx²) = 8 + 20
+    assert!((hv.data()[0] - 28.0).abs() < 1e-10);
+    assert!((jt.item() - 1.0).abs() < 1e-12);
+}
+
+trait SinLike {
+    fn sin_like_test(&self) -> Tensor<f64>;
+}
+impl SinLike for Tensor<f64> {
+    fn sin_like_test(&self) -> Tensor<f64> {
+        self.tanh().mul(self)
+    }
+}
+
+/// Graphs (and parts of graphs) dropped in any order free their nodes; what is still held stays
+/// differentiable.
+#[test]
+fn graphs_dropped_in_any_order() {
+    let base = tape_len::<f64>();
+    let x = t(&[0.2, 0.4], &[2]).requires_grad();
+    let h1 = x.tanh(); // saves its output
+    let h2 = h1.exp();
+    let h3 = h2.mul(&x);
+    let other = x.sigmoid().sum();
+    assert_eq!(tape_len::<f64>(), base + 5);
+    drop(h1); // still reachable from h3
+    drop(h2);
+    assert_eq!(tape_len::<f64>(), base + 5);
+    let l = h3.sum();
+    drop(h3);
+    l.backward_with(None, GradOptions::retain_graph()).unwrap();
+    let expect: Vec<f64> = x.data().iter().map(|v| v.tanh().exp() * (1.0 + v * (1.0 - v.tanh().powi(2)))).collect();
+    close(x.grad().unwrap().data(), &expect, 1e-12);
+    drop(l);
+    assert_eq!(tape_len::<f64>(), base + 2, "only `other`'s graph is left");
+    x.zero_grad();
+    other.backward();
+    close(x.grad().unwrap().data(), &x.data().iter().map(|v| 1.0 / (1.0 + (-v).exp()) * (1.0 - 1.0 / (1.0 + (-v).exp()))).collect::<Vec<_>>(), 1e-12);
+    assert_eq!(tape_len::<f64>(), base);
+    // Drop the root first, then a middle tensor, then the start of a chain.
+    let a = x.exp();
+    let b = a.tanh();
+    let c = b.square();
+    drop(c);
+    drop(a);
+    assert_eq!(tape_len::<f64>(), base + 2);
+    drop(b);
+    assert_eq!(tape_len::<f64>(), base);
+}
+
+/// Dropping the last tensor of a chain of a million recorded ops does not overflow the stack.
+#[test]
+fn dropping_a_million_op_chain_is_iterative() {
+    let x = Tensor::<f64>::scalar(0.5).requires_grad();
+    let mut y = x.clone();
+    for _ in 0..1_000_000 {
+        y = y.tanh();
+    }
+    assert_eq!(tape_len::<f64>(), 1_000_000);
+    drop(y);
+    assert_eq!(tape_len::<f64>(), 0);
+    // And a backward through a long chain releases it iteratively too.
+    let mut y = x.clone();
+    for _ in 0..200_000 {
+        y = y.mul_scalar(1.0);
+    }
+    y.backward();
+    assert_eq!(x.grad().unwrap().item(), 1.0);
+    assert_eq!(tape_len::<f64>(), 0);
+}
+
+/// `create_graph` over two levels: third derivative through a graph built by a second-order
+/// pass, with the first-level graph still alive.
+#[test]
+fn create_graph_over_two_levels() {
+    let x = Tensor::<f64>::scalar(0.7).requires_grad();
+    let y = x.tanh().mul(&x); // x·tanh x
+    let d1 = grad(&[&y], &[&x], None, GradOptions::create_graph()).unwrap();
+    let d2 = grad(&[&d1[0]], &[&x], None, GradOptions::create_graph()).unwrap();
+    drop(y); // the gradient graphs keep what they need
+    let d3 = grad(&[&d2[0]], &[&x], None, GradOptions::default()).unwrap();
+    let (t_, s) = (0.7f64.tanh(), 1.0 - 0.7f64.tanh().powi(2)); // s = sech²
+    let x0 = 0.7;
+    // f = x t; f' = t + x s; f'' = 2s − 2x t s; f''' = −6 t s + x(−2s² + 4t² s)
+    assert!((d1[0].item() - (t_ + x0 * s)).abs() < 1e-12);
+    assert!((d2[0].item() - (2.0 * s - 2.0 * x0 * t_ * s)).abs() < 1e-12);
+    let f3 = -6.0 * t_ * s + x0 * (-2.0 * s * s + 4.0 * t_ * t_ * s);
+    assert!((d3[0].item() - f3).abs() < 1e-12, "{} vs {f3}", d3[0].item());
+    // A second non-retained pass through d2's graph is a clear error.
+    let e = grad(&[&d2[0]], &[&x], None, GradOptions::default()).unwrap_err();
+    assert!(matches!(e, AutodiffError::GraphFreed { .. }), "{e}");
+}
+
+// ---------------------------------------------------------------- hooks
+
+#[test]
+fn hook_handles_remove_hooks_and_order_is_documented() {
+    let x = t(&[1.0, 2.0], &[2]).requires_grad();
+    let log = Rc::new(RefCell::new(Vec::<String>::new()));
+    let (l1, l2, l3) = (log.clone(), log.clone(), log.clone());
+    let y = x.mul_scalar(3.0);
+    let hy1 = y.register_hook(move |g| {
+        l1.borrow_mut().push(format!("y1 {:?}", g.to_vec()));
+        Some(g.mul_scalar(2.0))
+    });
+    let _hy2 = y.register_hook(move |g| {
+        l2.borrow_mut().push(format!("y2 {:?}", g.to_vec())); // sees y1's replacement
+        None
+    });
+    let hx = x.register_hook(move |g| {
+        l3.borrow_mut().push(format!("x {:?}", g.to_vec()));
+        None
+    });
+    y.sum().backward_with(None, GradOptions::retain_graph()).unwrap(); // y is differentiated again below
+    assert_eq!(*log.borrow(), vec!["y1 [1.0, 1.0]", "y2 [2.0, 2.0]", "x [6.0, 6.0]"]);
+    assert_eq!(x.grad().unwrap().to_vec(), vec![6.0, 6.0]);
+    assert!(hy1.remove());
+    assert!(!hy1.remove(), "second remove reports nothing removed");
+    assert!(hx.remove());
+    log.borrow_mut().clear();
+    x.zero_grad();
+    y.sum().backward();
+    assert_eq!(*log.borrow(), vec!["y2 [1.0, 1.0]"]);
+    assert_eq!(x.grad().unwrap().to_vec(), vec![3.0, 3.0]);
+    // A handle outliving its tensor is harmless.
+    let z = x.exp();
+    let hz = z.register_hook(|_| None);
+    drop(z);
+    assert!(!hz.remove());
+}
+
+#[test]
+fn hook_returning_a_wrong_shape_is_an_error() {
+    let x = t(&[1.0, 2.0], &[2]).requires_grad();
+    let y = x.mul_scalar(3.0);
+    y.register_hook(|_| Some(Tensor::zeros(&[3])));
+    let e = y.sum().try_backward().unwrap_err();
+    assert!(matches!(&e, AutodiffError::HookShape { expected, actual } if expected == &[2] && actual == &[3]), "{e}");
+}
+
+// ---------------------------------------------------------------- errors
+
+struct Wrong {
+    shape: bool,
+}
+impl CustomOp<f64> for Wrong {
+    fn name(&self) -> &str {
+        "soft_clamp"
+    }
+    fn forward(&self, x: &[&Tensor<f64>]) -> Tensor<f64> {
+        x[0].tanh()
+    }
+    fn backward(&self, _x: &[&Tensor<f64>], _o: &Tensor<f64>, g: &Tensor<f64>) -> Vec<Option<Tensor<f64>>> {
+        if self.shape {
+            vec![Some(g.sum())]
+        } else {
+            vec![Some(g.clone()), None]
+        }
+    }
+}
+
+#[test]
+fn custom_op_mistakes_are_errors_naming_the_op() {
+    let x = t(&[0.5, 1.0, 2.0], &[3]).requires_grad();
+    let y = Tensor::apply_custom(Rc::new(Wrong { shape: true }), &[x.clone()]).sum();
+    let e = y.try_backward().unwrap_err();
+    assert!(
+        matches!(&e, AutodiffError::CustomGradientShape { op, input: 0, expected, actual } if op == "soft_clamp" && expected == &[3] && actual.is_empty()),
+        "{e}"
+    );
+    assert!(e.to_string().contains("custom op `soft_clamp`") && e.to_string().contains("[3]"), "{e}");
+    let y = Tensor::apply_custom(Rc::new(Wrong { shape: false }), &[x.clone()]).sum();
+    let e = grad(&[&y], &[&x], None, GradOptions::default()).unwrap_err();
+    assert!(matches!(&e, AutodiffError::CustomGradientCount { op, expected: 1, actual: 2 } if op == "soft_clamp"), "{e}");
+    let _: &dyn std::error::Error = &e;
+    let a: Box<dyn std::error::Error> = Box::new(detect_anomaly(|| x.ln().sub(&x).sqrt().sum()).unwrap_err());
+    assert!(a.to_string().contains("sqrt"), "{a}");
+}
+
+/// `detect_anomaly` returns its finding without a panic: run in a child process (this test
+/// binary filtered to one helper test) and check its stderr has no panic message.
+#[test]
+fn detect_anomaly_prints_nothing() {
+    if std::env::var_os("CHI_ANOMALY_CHILD").is_some() {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "anomaly_child", "--nocapture", "--test-threads=1"])
+        .env("CHI_ANOMALY_CHILD", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed: {stdout}\n{stderr}");
+    assert!(stdout.contains("child found sqrt"), "{stdout}");
+    assert!(!stderr.contains("panicked") && !stdout.contains("panicked"), "{stderr}{stdout}");
+}
+
+#[test]
+fn anomaly_child() {
+    if std::env::var_os("CHI_ANOMALY_CHILD").is_none() {
+        return;
+    }
+    let x = t(&[4.0, -1.0], &[2]).requires_grad();
+    let a = detect_anomaly(|| x.sqrt().sum().backward()).unwrap_err();
+    let x = t(&[4.0, 0.0], &[2]).requires_grad();
+    let b = detect_anomaly(|| x.sqrt().sum().backward()).unwrap_err();
+    assert_eq!(b.phase, anomaly::Phase::Backward);
+    println!("child found {} and {}", a.op, b.op);
+}
+
+/// With the anomaly flag on (outside `detect_anomaly`), a backward finding is an `Err`.
+#[test]
+fn anomaly_flag_makes_backward_return_the_finding() {
+    let x = t(&[4.0, 0.0], &[2]).requires_grad();
+    set_anomaly_enabled(true);
+    let e = x.sqrt().sum().try_backward();
+    set_anomaly_enabled(false);
+    assert!(matches!(e, Err(AutodiffError::Anomaly(ref a)) if a.op == "sqrt"), "{e:?}");
 }

@@ -1,10 +1,12 @@
-//! A 10,000-step training loop runs in flat memory: the tape is freed after every backward
-//! pass and live heap bytes do not grow after warm-up (thread-local
-//! scratch and the first tape's capacity are allocated once, in the first steps). A counting global allocator measures it.
+//! Memory stays flat: a 10,000-step training loop, and 10,000 forward passes *without*
+//! `no_grad` whose outputs are dropped (a graph lives as long as its tensors). Live heap bytes
+//! do not grow after warm-up (thread-local scratch is allocated once, in the first steps). A
+//! counting global allocator measures it.
 
 use chi_autodiff::{tape_len, Rng, Tensor};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Mutex;
 
 struct Counting;
 static LIVE: AtomicIsize = AtomicIsize::new(0);
@@ -21,8 +23,12 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static A: Counting = Counting;
 
+/// The allocator counts every thread: the tests of this file run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn ten_thousand_steps_in_flat_memory() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut rng = Rng::new(1);
     let mut w = Tensor::<f32>::randn(&[8, 4], &mut rng).mul_scalar(0.1).requires_grad();
     let x = Tensor::<f32>::randn(&[16, 8], &mut rng);
@@ -40,5 +46,34 @@ fn ten_thousand_steps_in_flat_memory() {
         }
     }
     let live_end = LIVE.load(Ordering::Relaxed);
+    assert!(live_end - live_at_1000 < 1024, "live heap grew from {live_at_1000} to {live_end} bytes");
+}
+
+/// Inference with parameters that require grad, without `no_grad`: every step records a graph
+/// and drops it with its output. Nothing accumulates.
+#[test]
+fn ten_thousand_forward_passes_without_no_grad_in_flat_memory() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rng = Rng::new(2);
+    let w1 = Tensor::<f32>::randn(&[8, 16], &mut rng).mul_scalar(0.3).requires_grad();
+    let w2 = Tensor::<f32>::randn(&[16, 4], &mut rng).mul_scalar(0.3).requires_grad();
+    let x = Tensor::<f32>::randn(&[32, 8], &mut rng);
+    let base = tape_len::<f32>();
+    let mut live_at_1000 = 0;
+    let mut sink = 0.0f32;
+    for step in 0..10_000 {
+        let h = x.matmul(&w1).tanh(); // tanh saves its output: a node that refers to itself
+        let out = h.matmul(&w2).softmax(1);
+        sink += out.data()[0];
+        assert_eq!(tape_len::<f32>(), base + 4);
+        drop(out);
+        drop(h);
+        assert_eq!(tape_len::<f32>(), base);
+        if step == 1000 {
+            live_at_1000 = LIVE.load(Ordering::Relaxed);
+        }
+    }
+    let live_end = LIVE.load(Ordering::Relaxed);
+    assert!(sink.is_finite());
     assert!(live_end - live_at_1000 < 1024, "live heap grew from {live_at_1000} to {live_end} bytes");
 }

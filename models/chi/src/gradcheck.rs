@@ -1,7 +1,7 @@
-//! `chi gradcheck`: every registered op ([`chi_autodiff::registry`]) and every whole model
+//! `chi gradcheck`: every registered op ([`chi_autodiff::gradcheck_cases`]) and every whole model
 //! ([`model_registry`]) against float64 central differences.
 
-use chi_autodiff::registry::{check_case, registry};
+use chi_autodiff::gradcheck_cases::{all as registry, check_case};
 use chi_autodiff::{GradcheckOptions, GradcheckReport};
 use chi_nn::gradcheck::{check_model_order, layer_cases, ModelCase};
 use crate::train::recurrent::CellKind;

@@ -16,9 +16,13 @@ pub struct GraphArgs {
     /// Show gradients (back-propagates with the tape retained first).
     #[arg(long)]
     pub grads: bool,
-    /// Also print the tape as text.
+    /// Also print the tape as text (forward ops, then the backward steps in execution order).
     #[arg(long)]
     pub listing: bool,
+    /// Also draw the backward graph: one gradient node per op, labelled with its rule and linked
+    /// to the forward node it differentiates.
+    #[arg(long)]
+    pub backward: bool,
 }
 
 /// Names of the built-in examples.
@@ -73,14 +77,14 @@ pub fn run(args: &GraphArgs, out: &Path) -> Result<(), String> {
     }
     let y = build_example(&args.example)?;
     if args.listing {
-        print!("{}", dot::tape_listing::<f64>());
+        print!("{}", dot::tape_listing(&[&y]).map_err(|e| e.to_string())?);
     }
-    if args.grads {
+    if args.grads && !args.backward {
+        // Leaf gradients for the forward drawing (the backward drawing computes its own).
         y.backward_with(None, chi_autodiff::GradOptions::retain_graph()).map_err(|e| e.to_string())?;
     }
-    let opts = dot::DotOptions { values: args.values, grads: args.grads, ..Default::default() };
-    let text = dot::to_dot(&[&y], &opts);
-    chi_autodiff::clear_tape::<f64>();
+    let opts = dot::DotOptions { values: args.values, grads: args.grads, backward: args.backward, ..Default::default() };
+    let text = dot::to_dot(&[&y], &opts).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let path = out.join(format!("graph-{}.dot", args.example));
     std::fs::write(&path, &text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
