@@ -29,8 +29,12 @@ pub mod brute;
 pub mod deps;
 pub mod error;
 pub mod layer;
+pub mod oracle;
+pub mod rationale;
 pub mod scan;
 
 pub use error::{RcnnError, Result};
 pub use layer::{lengths_mask, pool, Activation, BiRcnn, Decay, OutputOf, Pooling, Rcnn, RcnnConfig, RcnnLayer, ScanImpl};
+pub use oracle::{check_estimator, exact_expectation, reinforce_variance, BaselineVariance, EnumerableDistribution, EstimatorCheck, EstimatorCheckOptions, RationaleDistribution};
+pub use rationale::{Encoder, Generator, GeneratorKind, MovingAverage, RationaleConfig, RationaleModel, SurrogateStep};
 pub use scan::{scan_composed, scan_fused, Aggregation, FeatureMap, ScanSpec};
