@@ -9,6 +9,8 @@
 //! * [`layer`]: [`RcnnLayer`] with every variant of Tables 2.1–2.2, stacks, bidirectional, pooling.
 //! * [`rationale`]: generator (independent or dependent), encoder, cost, doubly stochastic
 //!   gradient with an optional moving-average baseline.
+//! * [`experiments`]: language-model comparison and the synthetic rationale task, as functions
+//!   returning result structs.
 //! * [`oracle`]: exact expectations over all `2^L` masks and [`oracle::check_estimator`], a
 //!   z-test of any score-function gradient estimator against the exact gradient.
 //!
@@ -28,6 +30,7 @@
 pub mod brute;
 pub mod deps;
 pub mod error;
+pub mod experiments;
 pub mod layer;
 pub mod oracle;
 pub mod rationale;
