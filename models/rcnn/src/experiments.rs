@@ -486,3 +486,85 @@ pub fn markov_stream(vocab: usize, len: usize, branching: usize, seed: u64) -> V
     out.truncate(len);
     out
 }
+
+// ------------------------------------------------------------------ throughput
+
+/// Measured training speed of one recurrent layer (forward + backward, `f32`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Throughput {
+    /// [`LmKind::label`], with "/composed" for the composed scan.
+    pub model: String,
+    /// Hidden size chosen for the parameter budget.
+    pub hidden: usize,
+    /// Parameters of the layer.
+    pub params: usize,
+    /// Tokens (batch × time) per second over the timed steps.
+    pub tokens_per_sec: f64,
+    /// Wall time of the timed steps.
+    pub seconds: f64,
+}
+
+enum Core {
+    Rcnn(Rcnn<f32>),
+    Lstm(LstmCell<f32>),
+}
+
+fn build_core(kind: LmKind, scan: crate::layer::ScanImpl, input: usize, hidden: usize, store: &mut ParamStore<f32>, rng: &mut Rng) -> Result<Core> {
+    Ok(match kind {
+        LmKind::Lstm => Core::Lstm(LstmCell::new(store, "lstm", "m", input, hidden, false, rng)),
+        _ => {
+            let mut c = RcnnConfig::new(input, hidden);
+            c.scan = scan;
+            (c.aggregation, c.decay) = match kind {
+                LmKind::Rcnn(d) => (Aggregation::Normalized, d),
+                _ => (Aggregation::Unnormalized, Decay::Constant(0.0)),
+            };
+            Core::Rcnn(Rcnn::new(store, "rcnn", "m", &c, 1, rng)?)
+        }
+    })
+}
+
+/// Times `steps` training steps (after one warm-up step) of a single recurrent layer on random
+/// `[batch, time, input]` inputs, the layer's hidden size chosen so that its parameter count is
+/// closest to `target_params`. The loss is the mean square of the outputs.
+#[allow(clippy::too_many_arguments)]
+pub fn layer_training_throughput(kind: LmKind, scan: crate::layer::ScanImpl, batch: usize, time: usize, input: usize, target_params: usize, steps: usize, seed: u64) -> Result<Throughput> {
+    let count = |h: usize| -> Result<usize> {
+        let mut s = ParamStore::new();
+        build_core(kind, scan, input, h, &mut s, &mut Rng::new(0))?;
+        Ok(s.num_scalars())
+    };
+    let (mut lo, mut hi) = (1usize, 8192usize);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if count(mid)? < target_params {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let mut rng = Rng::new(seed);
+    let mut store = ParamStore::new();
+    let core = build_core(kind, scan, input, lo, &mut store, &mut rng)?;
+    let x = Tensor::<f32>::randn(&[batch, time, input], &mut rng);
+    let params: Vec<Param<f32>> = store.params().to_vec();
+    let mut opt = Optimizer::new(OptimConfig::sgd(1e-3));
+    let mut step = || -> Result<()> {
+        store.zero_grad();
+        let h = match &core {
+            Core::Rcnn(r) => r.forward(&x, None)?,
+            Core::Lstm(c) => stack_outputs(&run_sequence_batch(c, &x, None, None).0),
+        };
+        h.square().mean().backward();
+        opt.step_params(&params);
+        Ok(())
+    };
+    step()?;
+    let t0 = std::time::Instant::now();
+    for _ in 0..steps {
+        step()?;
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let suffix = if kind != LmKind::Lstm && scan == crate::layer::ScanImpl::Composed { "/composed" } else { "" };
+    Ok(Throughput { model: format!("{}{suffix}", kind.label()), hidden: lo, params: store.num_scalars(), tokens_per_sec: (batch * time * steps) as f64 / seconds.max(1e-12), seconds })
+}

@@ -9,6 +9,7 @@
 //! * [`layer`]: [`RcnnLayer`] with every variant of Tables 2.1–2.2, stacks, bidirectional, pooling.
 //! * [`rationale`]: generator (independent or dependent), encoder, cost, doubly stochastic
 //!   gradient with an optional moving-average baseline.
+//! * [`checks`]: tiny gradient-check instances and the REINFORCE self-check for a front end.
 //! * [`experiments`]: language-model comparison and the synthetic rationale task, as functions
 //!   returning result structs.
 //! * [`oracle`]: exact expectations over all `2^L` masks and [`oracle::check_estimator`], a
@@ -28,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod brute;
+pub mod checks;
 pub mod deps;
 pub mod error;
 pub mod experiments;

@@ -62,3 +62,23 @@ fn rationale_task_longer_run() {
         }
     }
 }
+
+/// Training throughput of one layer at equal parameter count (about a minute):
+/// `cargo test -p chi-rcnn --release --test experiments -- --ignored --nocapture throughput`.
+#[test]
+#[ignore]
+fn throughput_report() {
+    use chi_rcnn::experiments::layer_training_throughput;
+    use chi_rcnn::ScanImpl;
+    for (kind, scan) in [
+        (LmKind::Rcnn(Decay::Constant(0.5)), ScanImpl::Fused),
+        (LmKind::Rcnn(Decay::Constant(0.5)), ScanImpl::Composed),
+        (LmKind::Rcnn(Decay::AdaptiveX), ScanImpl::Fused),
+        (LmKind::Rcnn(Decay::AdaptiveX), ScanImpl::Composed),
+        (LmKind::Lstm, ScanImpl::Fused),
+    ] {
+        let r = layer_training_throughput(kind, scan, 32, 35, 128, 200_000, 10, 1).unwrap();
+        eprintln!("{r:?}");
+        assert!(r.tokens_per_sec > 0.0);
+    }
+}
