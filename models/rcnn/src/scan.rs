@@ -73,17 +73,6 @@ struct Dims {
     lam: LamKind,
 }
 
-impl Dims {
-    #[inline]
-    fn lam_index(&self, b: usize, t: usize, j: usize) -> usize {
-        match self.lam {
-            LamKind::Scalar => 0,
-            LamKind::PerDim => j,
-            LamKind::PerStep => (b * self.t + t) * self.h + j,
-        }
-    }
-}
-
 fn check(spec: &ScanSpec, proj: &[usize], lam: &[usize], mask: Option<&[bool]>) -> Result<Dims> {
     if spec.order == 0 {
         return Err(RcnnError::Config { field: "order", reason: "the n-gram order must be at least 1".into() });
@@ -201,36 +190,54 @@ impl RcnnScan {
         self.mask.as_ref().is_none_or(|m| m[b * self.time + t])
     }
 
+    /// The decay `a` and input weight `β` of step `(b, t)` for every hidden unit.
+    fn decay_row<T: Float>(&self, lam: &[T], d: &Dims, b: usize, t: usize, a: &mut [T], beta: &mut [T]) {
+        let norm = self.spec.aggregation == Aggregation::Normalized;
+        match d.lam {
+            LamKind::Scalar => a.iter_mut().for_each(|v| *v = lam[0]),
+            LamKind::PerDim => a.copy_from_slice(&lam[..d.h]),
+            LamKind::PerStep => a.copy_from_slice(&lam[(b * d.t + t) * d.h..][..d.h]),
+        }
+        for (bv, &av) in beta.iter_mut().zip(a.iter()) {
+            *bv = if norm { T::ONE - av } else { T::ONE };
+        }
+    }
+
     fn forward_loops<T: Float>(&self, proj: &[T], lam: &[T], d: &Dims) -> Vec<T> {
         let (n, h) = (d.n, d.h);
-        let norm = self.spec.aggregation == Aggregation::Normalized;
         let mult = self.spec.map == FeatureMap::Multiplicative;
         let w = (n + 1) * h;
         let mut out = vec![T::ZERO; d.b * d.t * w];
         let mut c = vec![T::ZERO; n * h];
+        let (mut a, mut beta) = (vec![T::ZERO; h], vec![T::ZERO; h]);
         for b in 0..d.b {
             c.iter_mut().for_each(|v| *v = T::ZERO);
             for t in 0..d.t {
                 let on = self.on(b, t);
+                if t == 0 || d.lam == LamKind::PerStep {
+                    self.decay_row(lam, d, b, t, &mut a, &mut beta);
+                }
                 let p = &proj[(b * d.t + t) * n * h..][..n * h];
                 let row = &mut out[(b * d.t + t) * w..][..w];
-                for j in 0..h {
-                    let a = lam[d.lam_index(b, t, j)];
-                    let beta = if norm { T::ONE - a } else { T::ONE };
-                    // Descending k: u_k reads c_{k−1}[t−1] before that entry is overwritten.
-                    for k in (0..n).rev() {
+                // Descending k: u_k reads c_{k−1}[t−1] before that block is overwritten.
+                for k in (0..n).rev() {
+                    let (lower, upper) = c.split_at_mut(k * h);
+                    let ck = &mut upper[..h];
+                    let pk = &p[k * h..][..h];
+                    let z = &mut row[n * h..];
+                    for j in 0..h {
                         let u = if k == 0 {
-                            p[j]
+                            pk[j]
                         } else if mult {
-                            c[(k - 1) * h + j] * p[k * h + j]
+                            lower[(k - 1) * h + j] * pk[j]
                         } else {
-                            c[(k - 1) * h + j] + p[k * h + j]
+                            lower[(k - 1) * h + j] + pk[j]
                         };
                         if k == n - 1 {
-                            row[n * h + j] = u;
+                            z[j] = u;
                         }
                         if on {
-                            c[k * h + j] = a * c[k * h + j] + beta * u;
+                            ck[j] = a[j] * ck[j] + beta[j] * u;
                         }
                     }
                 }
@@ -249,53 +256,73 @@ impl RcnnScan {
         let mut dproj = vec![T::ZERO; proj.len()];
         let mut dlam = vec![T::ZERO; lam.len()];
         let mut dc = vec![T::ZERO; n * h];
-        let mut du = vec![T::ZERO; n];
-        let mut cp = vec![T::ZERO; n];
+        let mut du = vec![T::ZERO; n * h];
+        let mut da = vec![T::ZERO; h];
+        let zeros = vec![T::ZERO; n * h];
+        let (mut a, mut beta) = (vec![T::ZERO; h], vec![T::ZERO; h]);
         for b in 0..d.b {
             dc.iter_mut().for_each(|v| *v = T::ZERO);
             for t in (0..d.t).rev() {
                 let on = self.on(b, t);
+                if t + 1 == d.t || d.lam == LamKind::PerStep {
+                    self.decay_row(lam, d, b, t, &mut a, &mut beta);
+                }
                 let base = (b * d.t + t) * n * h;
                 let p = &proj[base..][..n * h];
                 let grow = &g[(b * d.t + t) * w..][..w];
-                let prev = if t > 0 { Some(&out[(b * d.t + t - 1) * w..][..n * h]) } else { None };
-                for j in 0..h {
-                    let li = d.lam_index(b, t, j);
-                    let a = lam[li];
-                    let beta = if norm { T::ONE - a } else { T::ONE };
-                    for k in 0..n {
-                        dc[k * h + j] += grow[k * h + j];
-                        cp[k] = prev.map_or(T::ZERO, |r| r[k * h + j]);
-                    }
-                    let mut da = T::ZERO;
-                    for k in 0..n {
-                        let u = if k == 0 {
-                            p[j]
-                        } else if mult {
-                            cp[k - 1] * p[k * h + j]
-                        } else {
-                            cp[k - 1] + p[k * h + j]
-                        };
-                        let g_c = dc[k * h + j];
-                        du[k] = if on { beta * g_c } else { T::ZERO };
+                let cp = if t > 0 { &out[(b * d.t + t - 1) * w..][..n * h] } else { &zeros[..] };
+                for (dcv, &gv) in dc.iter_mut().zip(&grow[..n * h]) {
+                    *dcv += gv;
+                }
+                da.iter_mut().for_each(|v| *v = T::ZERO);
+                for k in 0..n {
+                    let (dck, duk, pk, cpk) = (&dc[k * h..][..h], &mut du[k * h..][..h], &p[k * h..][..h], &cp[k * h..][..h]);
+                    for j in 0..h {
+                        duk[j] = if on { beta[j] * dck[j] } else { T::ZERO };
                         if on {
-                            da += g_c * if norm { cp[k] - u } else { cp[k] };
+                            let coef = if norm {
+                                let u = if k == 0 {
+                                    pk[j]
+                                } else if mult {
+                                    cp[(k - 1) * h + j] * pk[j]
+                                } else {
+                                    cp[(k - 1) * h + j] + pk[j]
+                                };
+                                cpk[j] - u
+                            } else {
+                                cpk[j]
+                            };
+                            da[j] += dck[j] * coef;
                         }
                     }
-                    du[n - 1] += grow[n * h + j];
-                    dlam[li] += da;
-                    let carry = if on { a } else { T::ONE };
+                }
+                for (duv, &gz) in du[(n - 1) * h..].iter_mut().zip(&grow[n * h..]) {
+                    *duv += gz;
+                }
+                match d.lam {
+                    LamKind::Scalar => dlam[0] += da.iter().fold(T::ZERO, |s, &v| s + v),
+                    LamKind::PerDim => dlam.iter_mut().zip(&da).for_each(|(l, &v)| *l += v),
+                    LamKind::PerStep => dlam[(b * d.t + t) * h..][..h].iter_mut().zip(&da).for_each(|(l, &v)| *l += v),
+                }
+                if on {
                     for k in 0..n {
-                        dc[k * h + j] *= carry;
+                        dc[k * h..][..h].iter_mut().zip(&a).for_each(|(v, &av)| *v *= av);
                     }
-                    dproj[base + j] += du[0];
-                    for k in 1..n {
+                }
+                let dp = &mut dproj[base..][..n * h];
+                dp[..h].copy_from_slice(&du[..h]);
+                for k in 1..n {
+                    let (dlow, _) = dc.split_at_mut(k * h);
+                    let dcl = &mut dlow[(k - 1) * h..];
+                    let (duk, pk, cpl) = (&du[k * h..][..h], &p[k * h..][..h], &cp[(k - 1) * h..][..h]);
+                    let dpk = &mut dp[k * h..][..h];
+                    for j in 0..h {
                         if mult {
-                            dc[(k - 1) * h + j] += du[k] * p[k * h + j];
-                            dproj[base + k * h + j] += du[k] * cp[k - 1];
+                            dcl[j] += duk[j] * pk[j];
+                            dpk[j] = duk[j] * cpl[j];
                         } else {
-                            dc[(k - 1) * h + j] += du[k];
-                            dproj[base + k * h + j] += du[k];
+                            dcl[j] += duk[j];
+                            dpk[j] = duk[j];
                         }
                     }
                 }
