@@ -368,6 +368,15 @@ pub fn run_rationale_task(train: &RationaleTask, test: &RationaleTask, cfg: &Rat
     if cfg.aspect >= train.aspects || test.aspects != train.aspects || train.texts.is_empty() || test.texts.is_empty() {
         return Err(RcnnError::Config { field: "aspect", reason: "aspect out of range or empty data".into() });
     }
+    let len = train.texts[0].len();
+    for task in [train, test] {
+        if task.texts.iter().any(|t| t.len() != len || t.is_empty()) || task.targets.len() != task.texts.len() || task.spans.len() != task.texts.len() {
+            return Err(RcnnError::Lengths { op: "run_rationale_task", reason: "all texts must be non-empty, of one length, with a target and spans each".into() });
+        }
+        if task.texts.iter().flatten().any(|&id| id >= task.vocab) {
+            return Err(RcnnError::Config { field: "vocab", reason: "a token id is outside the vocabulary".into() });
+        }
+    }
     let mut rng = Rng::new(cfg.seed);
     let table = Tensor::<f32>::randn(&[train.vocab.max(test.vocab), cfg.emb], &mut rng);
     let mut rc = RcnnConfig::new(cfg.emb, cfg.hidden);

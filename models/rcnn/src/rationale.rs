@@ -91,6 +91,7 @@ impl<T: Float> Generator<T> {
     /// Selection logits `[B, T]`. The dependent generator needs the selections `z` (row-major
     /// `[B, T]`) it conditions on (teacher forcing); the independent one ignores them.
     pub fn logits(&self, x: &Tensor<T>, lengths: Option<&[usize]>, z: Option<&[bool]>) -> Result<Tensor<T>> {
+        check_x("Generator", x, self.bi.fwd.layers[0].config().input)?;
         let (b, t) = (x.dim(0), x.dim(1));
         let hcat = self.bi.forward(x, lengths)?;
         match self.kind {
@@ -129,6 +130,7 @@ impl<T: Float> Generator<T> {
 
     /// Samples selections (row-major `[B, T]`, padding `false`) with a seeded generator.
     pub fn sample(&self, x: &Tensor<T>, lengths: Option<&[usize]>, rng: &mut Rng) -> Result<Vec<bool>> {
+        check_x("Generator::sample", x, self.bi.fwd.layers[0].config().input)?;
         let (b, t) = (x.dim(0), x.dim(1));
         let real = lengths_mask("Generator::sample", b, t, lengths)?;
         let on = |i: usize| real.as_ref().is_none_or(|m| m[i]);
@@ -160,6 +162,10 @@ impl<T: Float> Generator<T> {
 
     /// `log p(z | x)` per row `[B]` (padding excluded), on the tape.
     pub fn log_prob(&self, x: &Tensor<T>, lengths: Option<&[usize]>, z: &[bool]) -> Result<Tensor<T>> {
+        check_x("Generator::log_prob", x, self.bi.fwd.layers[0].config().input)?;
+        if z.len() != x.dim(0) * x.dim(1) {
+            return Err(shape_err("Generator::log_prob (z)", format!("{} flags", x.dim(0) * x.dim(1)), &[z.len()]));
+        }
         let (b, t) = (x.dim(0), x.dim(1));
         let real = lengths_mask("Generator::log_prob", b, t, lengths)?;
         let l = self.logits(x, lengths, Some(z))?;
@@ -172,6 +178,13 @@ impl<T: Float> Generator<T> {
         };
         Ok(lp.sum_axis(1, false))
     }
+}
+
+fn check_x<T: Float>(op: &'static str, x: &Tensor<T>, input: usize) -> Result<()> {
+    if x.rank() != 3 || x.dim(2) != input || x.dim(0) == 0 || x.dim(1) == 0 {
+        return Err(shape_err(op, format!("[batch ≥ 1, time ≥ 1, {input}]"), x.shape()));
+    }
+    Ok(())
 }
 
 fn sigmoid(v: f64) -> f64 {
@@ -193,7 +206,11 @@ impl<T: Float> Encoder<T> {
     /// Predictions `[B, m]` in `(0, 1)` from the selected words only (`z` row-major `[B, T]`;
     /// `None` reads every real word).
     pub fn forward(&self, x: &Tensor<T>, lengths: Option<&[usize]>, z: Option<&[bool]>) -> Result<Tensor<T>> {
+        check_x("Encoder", x, self.rcnn.layers[0].config().input)?;
         let (b, t) = (x.dim(0), x.dim(1));
+        if z.is_some_and(|z| z.len() != b * t) {
+            return Err(shape_err("Encoder (z)", format!("{} flags", b * t), &[z.map_or(0, |z| z.len())]));
+        }
         let real = lengths_mask("Encoder::forward", b, t, lengths)?;
         let mask: Vec<bool> = (0..b * t).map(|i| real.as_ref().is_none_or(|m| m[i]) && z.is_none_or(|z| z[i])).collect();
         let h = self.rcnn.forward_masked(x, &mask)?;

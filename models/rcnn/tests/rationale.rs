@@ -172,3 +172,17 @@ fn normal_quantiles() {
     assert!((normal_upper_quantile(0.025) - 1.959964).abs() < 1e-5);
     assert!((normal_upper_quantile(0.5)).abs() < 1e-6);
 }
+
+#[test]
+fn bad_inputs_are_errors_not_panics() {
+    let (_s, m) = model(GeneratorKind::Dependent { state: 2 }, 1);
+    let mut rng = Rng::new(0);
+    let x = Tensor::<f64>::zeros(&[1, 4, 5]);
+    assert!(m.generator.sample(&x, None, &mut rng).is_err());
+    assert!(m.encoder.forward(&x, None, None).is_err());
+    let x = Tensor::<f64>::zeros(&[1, 4, 3]);
+    assert!(m.generator.log_prob(&x, None, &[true]).is_err());
+    assert!(m.encoder.forward(&x, Some(&[5]), None).is_err());
+    let y = Tensor::<f64>::zeros(&[1, 3]);
+    assert!(m.cost(&x, None, &y, &[true; 4]).is_err());
+}
