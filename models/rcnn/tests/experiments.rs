@@ -1,0 +1,84 @@
+//! Quick variants of the experiment runners (seconds each).
+
+use chi_rcnn::experiments::{
+    hidden_for_params, markov_stream, run_language_models, run_rationale_task, synthetic_rationale_task, LmKind, LmRunConfig, RationaleRunConfig,
+};
+use chi_rcnn::{Decay, GeneratorKind};
+
+#[test]
+fn language_models_learn_a_markov_stream() {
+    let vocab = 30;
+    let stream = markov_stream(vocab, 12_000, 3, 1);
+    let (train, test) = stream.split_at(10_000);
+    let cfg = LmRunConfig { vocab, emb: 16, target_params: 3_000, unroll: 12, batch: 16, steps: 150, lr: 0.01, clip: 5.0, seed: 3 };
+    let kinds = [LmKind::Rcnn(Decay::Constant(0.5)), LmKind::Rcnn(Decay::Learned(0.5)), LmKind::Rcnn(Decay::AdaptiveX), LmKind::Lstm, LmKind::Cnn];
+    let t0 = std::time::Instant::now();
+    let res = run_language_models(train, test, &kinds, &cfg).unwrap();
+    eprintln!("{:.1}s", t0.elapsed().as_secs_f64());
+    for r in &res {
+        eprintln!("{r:?}");
+        assert!(r.test_perplexity.is_finite() && r.test_perplexity < vocab as f64, "{} is no better than uniform: {r:?}", r.model);
+        assert!(r.train_loss_end < r.train_loss_start, "{r:?}");
+        assert!((r.params as f64 - 3_000.0).abs() / 3_000.0 < 0.15, "parameter counts should match: {r:?}");
+    }
+    assert!(hidden_for_params(LmKind::Lstm, vocab, 16, 3_000).unwrap() < hidden_for_params(LmKind::Cnn, vocab, 16, 3_000).unwrap());
+}
+
+#[test]
+fn synthetic_rationale_task_runs_and_spans_are_planted() {
+    let train = synthetic_rationale_task(600, 3, 15, 0.2, 1).unwrap();
+    let test = synthetic_rationale_task(100, 3, 15, 0.2, 2).unwrap();
+    for (text, (spans, tg)) in train.texts.iter().zip(train.spans.iter().zip(&train.targets)) {
+        for (a, &(s, e)) in spans.iter().enumerate() {
+            assert_eq!(e - s, 3);
+            assert_eq!(text[s], 20 + 10 + a, "span starts with the aspect marker");
+            assert!(((text[s + 1] - 20) / 2) as f64 / 4.0 == tg[a]);
+        }
+    }
+    for generator in [GeneratorKind::Independent, GeneratorKind::Dependent { state: 4 }] {
+        let cfg = RationaleRunConfig { aspect: 0, emb: 16, hidden: 16, generator, lambda1: 0.002, lambda2: 0.004, steps: 300, batch: 32, lr: 0.005, baseline: true, seed: 5 };
+        let t0 = std::time::Instant::now();
+        let r = run_rationale_task(&train, &test, &cfg).unwrap();
+        eprintln!("{generator:?}: {r:?} in {:.1}s", t0.elapsed().as_secs_f64());
+        assert!((0.0..=1.0).contains(&r.generator_precision) && (0.0..=1.0).contains(&r.selection_rate));
+        assert!(r.cost_start_end.1 < r.cost_start_end.0, "training should lower the cost: {r:?}");
+        // Selecting at random would give the span's share of the text, 3/15 = 0.2.
+        assert!(r.selection_rate > 0.0 && r.generator_precision > 0.3, "rationales should concentrate on the planted span: {r:?}");
+    }
+}
+
+/// The longer run (about 30 s): `cargo test -p chi-rcnn --release --test experiments -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn rationale_task_longer_run() {
+    let train = synthetic_rationale_task(2000, 3, 15, 0.2, 1).unwrap();
+    let test = synthetic_rationale_task(200, 3, 15, 0.2, 2).unwrap();
+    for l1 in [0.002, 0.005] {
+        for generator in [GeneratorKind::Independent, GeneratorKind::Dependent { state: 4 }] {
+            let cfg = RationaleRunConfig { aspect: 0, emb: 16, hidden: 16, generator, lambda1: l1, lambda2: 2.0 * l1, steps: 1000, batch: 32, lr: 0.005, baseline: true, seed: 5 };
+            let r = run_rationale_task(&train, &test, &cfg).unwrap();
+            eprintln!("λ1={l1} {generator:?}: {r:?}");
+            assert!(r.cost_start_end.1 < r.cost_start_end.0);
+        }
+    }
+}
+
+/// Training throughput of one layer at equal parameter count (about a minute):
+/// `cargo test -p chi-rcnn --release --test experiments -- --ignored --nocapture throughput`.
+#[test]
+#[ignore]
+fn throughput_report() {
+    use chi_rcnn::experiments::layer_training_throughput;
+    use chi_rcnn::ScanImpl;
+    for (kind, scan) in [
+        (LmKind::Rcnn(Decay::Constant(0.5)), ScanImpl::Fused),
+        (LmKind::Rcnn(Decay::Constant(0.5)), ScanImpl::Composed),
+        (LmKind::Rcnn(Decay::AdaptiveX), ScanImpl::Fused),
+        (LmKind::Rcnn(Decay::AdaptiveX), ScanImpl::Composed),
+        (LmKind::Lstm, ScanImpl::Fused),
+    ] {
+        let r = layer_training_throughput(kind, scan, 32, 35, 128, 200_000, 10, 1).unwrap();
+        eprintln!("{r:?}");
+        assert!(r.tokens_per_sec > 0.0);
+    }
+}
