@@ -1,0 +1,8 @@
+//! Everything this crate takes from `chi-models`, in one place, so that the layer and parameter
+//! types can be re-pointed to their new crates without touching the rest of `chi-text`.
+
+pub use chi_models::ca::rnn::{CaRnnCell, CaRnnConfig};
+pub use chi_models::data::glove::Embeddings;
+pub use chi_models::nn::{run_sequence_batch, Activation, Bidirectional, Conv1dText, Dropout, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell, SelfAttention};
+pub use chi_models::optim::{OptimConfig, Optimizer};
+pub use chi_models::params::{init, Param, ParamStore};

@@ -1,0 +1,24 @@
+//! # chi-text
+//!
+//! Text models on the chi engine:
+//!
+//! * [`crf`]: linear-chain CRF — forward algorithm (fused, with forward–backward as its
+//!   backward, and a composed reference), marginals, Viterbi, negative log-likelihood.
+//! * [`cnn`]: Kim-style convolutional sentence classifier (random / static / non-static
+//!   embeddings, 1-max pooling, dropout, max-norm).
+//! * [`explain`]: interpretation from gradients — saliency, gradient × input, integrated
+//!   gradients, predictive n-grams, PCA of document embeddings, HTML/JSON rendering.
+//! * [`han`]: hierarchical attention network (word and sentence BiGRU + attention).
+//! * [`tagger`]: part-of-speech taggers (most-frequent tag, BiLSTM softmax, BiLSTM-CRF,
+//!   CA-RNN-CRF) and the Brown `word/tag` reader with a reduced tag set.
+//! * [`experiments`]: experiment functions returning plain result structs.
+//!
+//! Every layer type comes from `chi-models` through [`deps`].
+
+#![warn(missing_docs)]
+
+pub mod crf;
+pub mod deps;
+pub mod error;
+
+pub use error::{Result, TextError};
