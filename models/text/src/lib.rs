@@ -11,14 +11,19 @@
 //! * [`han`]: hierarchical attention network (word and sentence BiGRU + attention).
 //! * [`tagger`]: part-of-speech taggers (most-frequent tag, BiLSTM softmax, BiLSTM-CRF,
 //!   CA-RNN-CRF) and the Brown `word/tag` reader with a reduced tag set.
-//! * [`experiments`]: experiment functions returning plain result structs.
+//! * [`train`]: a small training loop ([`train::fit`]) for any [`train::Classifier`].
+//! * [`vocab`]: tokenisation, vocabularies, pretrained embedding matrices.
 //!
 //! Every layer type comes from `chi-models` through [`deps`].
 
 #![warn(missing_docs)]
 
+pub mod cnn;
 pub mod crf;
 pub mod deps;
 pub mod error;
+pub mod explain;
+pub mod train;
+pub mod vocab;
 
 pub use error::{Result, TextError};
