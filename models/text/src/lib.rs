@@ -23,6 +23,7 @@ pub mod crf;
 pub mod deps;
 pub mod error;
 pub mod explain;
+pub mod han;
 pub mod train;
 pub mod vocab;
 
