@@ -10,7 +10,8 @@
 //!   gradients, predictive n-grams, PCA of document embeddings, HTML/JSON rendering.
 //! * [`han`]: hierarchical attention network (word and sentence BiGRU + attention).
 //! * [`tagger`]: part-of-speech taggers (most-frequent tag, BiLSTM softmax, BiLSTM-CRF,
-//!   CA-RNN-CRF) and the Brown `word/tag` reader with a reduced tag set.
+//!   CA-RNN-CRF), accuracy overall and on out-of-vocabulary words.
+//! * [`brown`]: the Brown `word/tag` reader and a reduced universal-style tag set.
 //! * [`train`]: a small training loop ([`train::fit`]) for any [`train::Classifier`].
 //! * [`vocab`]: tokenisation, vocabularies, pretrained embedding matrices.
 //!
@@ -18,12 +19,14 @@
 
 #![warn(missing_docs)]
 
+pub mod brown;
 pub mod cnn;
 pub mod crf;
 pub mod deps;
 pub mod error;
 pub mod explain;
 pub mod han;
+pub mod tagger;
 pub mod train;
 pub mod vocab;
 
