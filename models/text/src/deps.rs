@@ -3,6 +3,6 @@
 
 pub use chi_models::ca::rnn::{CaRnnCell, CaRnnConfig};
 pub use chi_models::data::glove::Embeddings;
-pub use chi_models::nn::{run_sequence_batch, Activation, Bidirectional, Conv1dText, Dropout, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell, SelfAttention};
+pub use chi_models::nn::{run_sequence_batch, Activation, BagMode, Bidirectional, EmbeddingBag, Conv1dText, Dropout, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell, SelfAttention};
 pub use chi_models::optim::{Grads, OptimConfig, Optimizer};
 pub use chi_models::params::{init, Param, ParamStore};

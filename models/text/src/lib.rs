@@ -12,6 +12,7 @@
 //! * [`tagger`]: part-of-speech taggers (most-frequent tag, BiLSTM softmax, BiLSTM-CRF,
 //!   CA-RNN-CRF), accuracy overall and on out-of-vocabulary words.
 //! * [`brown`]: the Brown `word/tag` reader and a reduced universal-style tag set.
+//! * [`experiments`]: cross-validated text-CNN vs bag-of-words, POS tagging — plain result structs.
 //! * [`train`]: a small training loop ([`train::fit`]) for any [`train::Classifier`].
 //! * [`vocab`]: tokenisation, vocabularies, pretrained embedding matrices.
 //!
@@ -24,6 +25,7 @@ pub mod cnn;
 pub mod crf;
 pub mod deps;
 pub mod error;
+pub mod experiments;
 pub mod explain;
 pub mod han;
 pub mod tagger;
