@@ -204,7 +204,7 @@ impl<T: Float> TextCnn<T> {
                 if n > s {
                     let k = T::from_f64(s / n);
                     for i in 0..fin {
-                        w[i * c + j] = w[i * c + j] * k;
+                        w[i * c + j] *= k;
                     }
                 }
             }

@@ -83,7 +83,7 @@ impl<T: Float> CrfScores<T> {
 
 /// `[B·K]` mask: `true` where `t < lengths[b]`.
 fn keep_mask(lengths: &[usize], t: usize, k: usize) -> Vec<bool> {
-    lengths.iter().flat_map(|&l| std::iter::repeat(t < l).take(k)).collect()
+    lengths.iter().flat_map(|&l| std::iter::repeat_n(t < l, k)).collect()
 }
 
 /// `[B, 1]` (or `[B, 1, 1]` via reshape) 0/1 weights: 1 where `pred(len_b)`.
@@ -132,7 +132,7 @@ impl<T: Float> CustomOp<T> for LogPartition {
     }
     fn forward(&self, x: &[&Tensor<T>]) -> Tensor<T> {
         let p = Plain::new(x);
-        let log_z: Vec<T> = (0..p.b).map(|row| T::from_f64(p.forward_row(row, self.lengths[row]).1)).collect();
+        let log_z: Vec<T> = (0..p.b).map(|row| T::from_f64(p.log_z(row, self.lengths[row]))).collect();
         Tensor::from_vec(log_z, &[p.b])
     }
     fn backward(&self, x: &[&Tensor<T>], _out: &Tensor<T>, g: &Tensor<T>) -> Vec<Option<Tensor<T>>> {
@@ -151,34 +151,27 @@ impl<T: Float> CustomOp<T> for LogPartition {
             return vec![Some(d_em), Some(d_trans), Some(d_start), Some(d_end)];
         }
         let p = Plain::new(x);
-        let fb = p.forward_backward(&self.lengths);
         let (b, t, k) = (p.b, p.t, p.k);
         let gv: Vec<f64> = g.data().iter().map(|v| v.to_f64()).collect();
         let mut d_em = vec![T::ZERO; b * t * k];
         let mut d_trans = vec![0.0; k * k];
         let mut d_start = vec![0.0; k];
         let mut d_end = vec![0.0; k];
-        for row in 0..b {
-            let l = self.lengths[row];
-            for i in 0..l {
-                for j in 0..k {
-                    let u = fb.unary[(row * t + i) * k + j];
-                    d_em[(row * t + i) * k + j] = T::from_f64(gv[row] * u);
-                    if i == 0 {
-                        d_start[j] += gv[row] * u;
-                    }
-                    if i + 1 == l {
-                        d_end[j] += gv[row] * u;
-                    }
-                }
-                if i >= 1 {
-                    let base = (row * t + i) * k * k;
-                    for (d, v) in d_trans.iter_mut().zip(&fb.pairwise[base..base + k * k]) {
-                        *d += gv[row] * v;
-                    }
-                }
+        p.visit_marginals(&self.lengths, |row, i, u, pw| {
+            let gr = gv[row];
+            for (d, &v) in d_em[(row * t + i) * k..(row * t + i + 1) * k].iter_mut().zip(u) {
+                *d = T::from_f64(gr * v);
             }
-        }
+            if i == 0 {
+                d_start.iter_mut().zip(u).for_each(|(d, v)| *d += gr * v);
+            }
+            if i + 1 == self.lengths[row] {
+                d_end.iter_mut().zip(u).for_each(|(d, v)| *d += gr * v);
+            }
+            if let Some(pw) = pw {
+                d_trans.iter_mut().zip(pw).for_each(|(d, v)| *d += gr * v);
+            }
+        });
         let cast = |v: Vec<f64>, shape: &[usize]| Tensor::from_vec(v.into_iter().map(T::from_f64).collect(), shape);
         vec![Some(Tensor::from_vec(d_em, &[b, t, k])), Some(cast(d_trans, &[k, k])), Some(cast(d_start, &[k])), Some(cast(d_end, &[k]))]
     }
@@ -193,6 +186,11 @@ struct Plain {
     trans: Vec<f64>,
     start: Vec<f64>,
     end: Vec<f64>,
+    /// Whether the scaled recursions are safe ([`Plain::scaled_ok`]).
+    scaled: bool,
+    /// `max A` and `exp(A − max A)` for the scaled recursions.
+    m_a: f64,
+    ea: Vec<f64>,
 }
 
 fn lse(v: &[f64]) -> f64 {
@@ -206,8 +204,12 @@ fn lse(v: &[f64]) -> f64 {
 impl Plain {
     fn new<T: Float>(x: &[&Tensor<T>]) -> Plain {
         let f = |t: &Tensor<T>| t.data().iter().map(|v| v.to_f64()).collect::<Vec<f64>>();
-        let s = x[0].shape();
-        Plain { b: s[0], t: s[1], k: s[2], em: f(x[0]), trans: f(x[1]), start: f(x[2]), end: f(x[3]) }
+        let sh = x[0].shape();
+        let mut p = Plain { b: sh[0], t: sh[1], k: sh[2], em: f(x[0]), trans: f(x[1]), start: f(x[2]), end: f(x[3]), scaled: false, m_a: 0.0, ea: vec![] };
+        p.scaled = p.scaled_ok();
+        p.m_a = p.trans.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        p.ea = p.trans.iter().map(|a| (a - p.m_a).exp()).collect();
+        p
     }
     fn from_scores<T: Float>(s: &CrfScores<T>) -> Plain {
         Plain::new(&[&s.emissions, &s.transitions, &s.start, &s.end])
@@ -219,8 +221,8 @@ impl Plain {
     fn forward_row(&self, row: usize, len: usize) -> (Vec<f64>, f64) {
         let k = self.k;
         let mut alpha = vec![0.0; len * k];
-        for j in 0..k {
-            alpha[j] = self.start[j] + self.e(row, 0, j);
+        for (j, a) in alpha[..k].iter_mut().enumerate() {
+            *a = self.start[j] + self.e(row, 0, j);
         }
         let mut buf = vec![0.0; k];
         for i in 1..len {
@@ -250,7 +252,157 @@ impl Plain {
         }
         beta
     }
+    /// Whether the scaled (probability-space) recursions are safe for this input: every
+    /// `exp(score − max)` product along a path stays far above the smallest `f64`.
+    fn scaled_ok(&self) -> bool {
+        let range = |v: &[f64]| {
+            let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+            hi - lo
+        };
+        let em = self.em.chunks(self.k).map(range).fold(0.0, f64::max);
+        let r = range(&self.trans) + 2.0 * em + range(&self.start) + range(&self.end);
+        r.is_finite() && r < 600.0
+    }
+    /// `log Z` of one row.
+    fn log_z(&self, row: usize, len: usize) -> f64 {
+        if self.scaled {
+            self.scaled_row(row, len, false).2
+        } else {
+            self.forward_row(row, len).1
+        }
+    }
+    /// Forward–backward in probability space with per-step normalisation (Rabiner's scaling):
+    /// `O(K²)` multiply–adds per position and only `O(K)` exponentials, against `O(K²)`
+    /// exponentials in log space. Returns the normalised `α̂_t` and `β̂_t` (flattened `[len, K]`,
+    /// each step summing to 1; `β̂` empty unless asked for), `exp(A − max A)`, and `log Z`.
+    fn scaled_row(&self, row: usize, len: usize, with_beta: bool) -> (Vec<f64>, Vec<f64>, f64) {
+        let k = self.k;
+        let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (m_a, ea) = (self.m_a, &self.ea);
+        let em_row = |i: usize| &self.em[(row * self.t + i) * k..(row * self.t + i + 1) * k];
+        let normalize = |v: &mut [f64]| {
+            let c: f64 = v.iter().sum();
+            v.iter_mut().for_each(|x| *x /= c);
+            c.ln()
+        };
+        let mut alpha = vec![0.0; len * k];
+        let first: Vec<f64> = self.start.iter().zip(em_row(0)).map(|(s, e)| s + e).collect();
+        let m0 = max(&first);
+        for (a, f) in alpha[..k].iter_mut().zip(&first) {
+            *a = (f - m0).exp();
+        }
+        let mut log_z = m0 + normalize(&mut alpha[..k]);
+        let mut ee = vec![0.0; k];
+        for i in 1..len {
+            let e = em_row(i);
+            let m = max(e);
+            for (x, v) in ee.iter_mut().zip(e) {
+                *x = (v - m).exp();
+            }
+            let (prev, cur) = alpha.split_at_mut(i * k);
+            let prev = &prev[(i - 1) * k..];
+            let cur = &mut cur[..k];
+            cur.iter_mut().for_each(|x| *x = 0.0);
+            for (p, pv) in prev.iter().enumerate() {
+                for (c, a) in cur.iter_mut().zip(&ea[p * k..(p + 1) * k]) {
+                    *c += pv * a;
+                }
+            }
+            for (c, x) in cur.iter_mut().zip(&ee) {
+                *c *= x;
+            }
+            log_z += m_a + m + normalize(cur);
+        }
+        let m_end = max(&self.end);
+        let fin: f64 = alpha[(len - 1) * k..].iter().zip(&self.end).map(|(a, e)| a * (e - m_end).exp()).sum();
+        log_z += m_end + fin.ln();
+        let mut beta = Vec::new();
+        if with_beta {
+            beta = vec![0.0; len * k];
+            for (b, e) in beta[(len - 1) * k..].iter_mut().zip(&self.end) {
+                *b = (e - m_end).exp();
+            }
+            normalize(&mut beta[(len - 1) * k..]);
+            let mut w = vec![0.0; k];
+            for i in (0..len - 1).rev() {
+                let e = em_row(i + 1);
+                let m = max(e);
+                let (cur, next) = beta.split_at_mut((i + 1) * k);
+                for ((wj, v), b) in w.iter_mut().zip(e).zip(&next[..k]) {
+                    *wj = (v - m).exp() * b;
+                }
+                let cur = &mut cur[i * k..];
+                for (p, c) in cur.iter_mut().enumerate() {
+                    *c = ea[p * k..(p + 1) * k].iter().zip(&w).map(|(a, x)| a * x).sum();
+                }
+                normalize(cur);
+            }
+        }
+        (alpha, beta, log_z)
+    }
+    /// Calls `f(row, t, unary, pairwise)` with the marginals of every real position (`unary`
+    /// `[K]`; `pairwise` `[K, K]` for `t ≥ 1`), without materialising `[B, T, K, K]`.
+    fn visit_marginals(&self, lengths: &[usize], mut f: impl FnMut(usize, usize, &[f64], Option<&[f64]>)) {
+        let (t, k) = (self.t, self.k);
+        if !self.scaled {
+            let m = self.forward_backward_log(lengths);
+            for (row, &l) in lengths.iter().enumerate() {
+                for i in 0..l {
+                    let base = row * t + i;
+                    let pair = (i >= 1).then(|| &m.pairwise[base * k * k..(base + 1) * k * k]);
+                    f(row, i, &m.unary[base * k..(base + 1) * k], pair);
+                }
+            }
+            return;
+        }
+        let mut w = vec![0.0; k];
+        let mut u = vec![0.0; k];
+        let mut pw = vec![0.0; k * k];
+        for (row, &l) in lengths.iter().enumerate() {
+            let (alpha, beta, _) = self.scaled_row(row, l, true);
+            for i in 0..l {
+                for ((x, a), bb) in u.iter_mut().zip(&alpha[i * k..(i + 1) * k]).zip(&beta[i * k..(i + 1) * k]) {
+                    *x = a * bb;
+                }
+                let c: f64 = u.iter().sum();
+                u.iter_mut().for_each(|x| *x /= c);
+                if i == 0 {
+                    f(row, i, &u, None);
+                    continue;
+                }
+                let e = &self.em[(row * t + i) * k..(row * t + i + 1) * k];
+                let m = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                for ((wj, v), bb) in w.iter_mut().zip(e).zip(&beta[i * k..(i + 1) * k]) {
+                    *wj = (v - m).exp() * bb;
+                }
+                for p in 0..k {
+                    let ap = alpha[(i - 1) * k + p];
+                    for ((x, a), wj) in pw[p * k..(p + 1) * k].iter_mut().zip(&self.ea[p * k..(p + 1) * k]).zip(&w) {
+                        *x = ap * a * wj;
+                    }
+                }
+                let c: f64 = pw.iter().sum();
+                pw.iter_mut().for_each(|x| *x /= c);
+                f(row, i, &u, Some(&pw));
+            }
+        }
+    }
     fn forward_backward(&self, lengths: &[usize]) -> Marginals {
+        let (b, t, k) = (self.b, self.t, self.k);
+        let mut unary = vec![0.0; b * t * k];
+        let mut pairwise = vec![0.0; b * t * k * k];
+        self.visit_marginals(lengths, |row, i, u, pw| {
+            let base = row * t + i;
+            unary[base * k..(base + 1) * k].copy_from_slice(u);
+            if let Some(pw) = pw {
+                pairwise[base * k * k..(base + 1) * k * k].copy_from_slice(pw);
+            }
+        });
+        let log_z = lengths.iter().enumerate().map(|(row, &l)| self.log_z(row, l)).collect();
+        Marginals { batch: b, time: t, tags: k, log_z, unary, pairwise }
+    }
+    /// Forward–backward in log space (any score range).
+    fn forward_backward_log(&self, lengths: &[usize]) -> Marginals {
         let (b, t, k) = (self.b, self.t, self.k);
         let mut unary = vec![0.0; b * t * k];
         let mut pairwise = vec![0.0; b * t * k * k];
@@ -404,8 +556,8 @@ pub fn viterbi<T: Float>(s: &CrfScores<T>, lengths: &[usize]) -> Result<Vec<(Vec
                 delta = next;
             }
             let (mut best, mut last) = (f64::NEG_INFINITY, 0);
-            for j in 0..k {
-                let v = delta[j] + p.end[j];
+            for (j, (d, e)) in delta.iter().zip(&p.end).enumerate() {
+                let v = d + e;
                 if v > best {
                     best = v;
                     last = j;

@@ -50,8 +50,8 @@ pub enum TextError {
     },
     /// A file could not be read or written.
     Io(std::io::Error),
-    /// A backward pass failed.
-    Autodiff(chi_autodiff::AutodiffError),
+    /// A backward pass failed (boxed: the engine's error carries an anomaly report).
+    Autodiff(Box<chi_autodiff::AutodiffError>),
 }
 
 impl fmt::Display for TextError {
@@ -87,7 +87,7 @@ impl From<std::io::Error> for TextError {
 
 impl From<chi_autodiff::AutodiffError> for TextError {
     fn from(e: chi_autodiff::AutodiffError) -> Self {
-        TextError::Autodiff(e)
+        TextError::Autodiff(Box::new(e))
     }
 }
 

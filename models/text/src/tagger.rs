@@ -237,7 +237,7 @@ impl<T: Float> NeuralTagger<T> {
         let mut store = ParamStore::new();
         let k = lexicon.tags.len();
         let word = Embedding::new(&mut store, "word", "tagger", lexicon.words.len(), cfg.word_dim, false, &mut rng);
-        let scale = |e: &Embedding<T>, s: f64| e.weight.update(|v| v.iter_mut().for_each(|x| *x = *x * T::from_f64(s)));
+        let scale = |e: &Embedding<T>, s: f64| e.weight.update(|v| v.iter_mut().for_each(|x| *x *= T::from_f64(s)));
         scale(&word, 0.1);
         let suffix = (cfg.suffix_dim > 0).then(|| Embedding::new(&mut store, "suffix", "tagger", lexicon.suffixes.len(), cfg.suffix_dim, false, &mut rng));
         let shape = (cfg.shape_dim > 0).then(|| Embedding::new(&mut store, "shape", "tagger", 4, cfg.shape_dim, false, &mut rng));

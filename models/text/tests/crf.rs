@@ -1,6 +1,8 @@
 //! Linear-chain CRF against brute-force enumeration, the explicit forward–backward marginals,
 //! finite differences, and the composed reference.
 
+#![allow(clippy::needless_range_loop)] // index loops mirror the brute-force definitions
+
 use chi_autodiff::{clear_tape, grad, gradcheck, gradgradcheck, GradOptions, GradcheckOptions, Rng, Tensor};
 use chi_text::crf::{log_partition, log_partition_composed, marginals, neg_log_likelihood, sequence_score, viterbi, CrfScores};
 use chi_text::TextError;
@@ -263,7 +265,7 @@ fn masked_positions_get_exactly_zero_gradient() {
     }
     // Values at padded positions do not change anything.
     let mut e2 = s.emissions.to_vec();
-    e2[(1 * 4 + 3) * 3] += 100.0;
+    e2[(4 + 3) * 3] += 100.0; // row 1 (length 2), position 3
     let s3 = CrfScores { emissions: Tensor::from_vec(e2, &[3, 4, 3]), ..s.clone() };
     let a = log_partition(&s, &LENGTHS).unwrap();
     let b = log_partition(&s3, &LENGTHS).unwrap();
@@ -283,4 +285,32 @@ fn bad_inputs_are_typed_errors() {
     let err = viterbi(&bad, &LENGTHS).unwrap_err();
     assert!(err.to_string().contains("[3, 3]") && err.to_string().contains("[3, 2]"), "{err}");
     assert!(matches!(sequence_score(&s, &[vec![0, 1, 2, 3], vec![0, 0], vec![0, 0, 0]], &LENGTHS), Err(TextError::Id { id: 3, .. })));
+}
+
+/// Scores spanning thousands of nats take the log-space path of the fused op; it still equals
+/// the composed reference (values and gradients) and brute force.
+#[test]
+fn huge_score_ranges_take_the_log_space_path() {
+    let mut s = scores(12, 3, 4, 3);
+    s.transitions = s.transitions.mul_scalar(400.0);
+    s.emissions = s.emissions.mul_scalar(300.0);
+    let fused = log_partition(&s, &LENGTHS).unwrap();
+    for (row, &l) in LENGTHS.iter().enumerate() {
+        let want = brute_log_z(&s, row, l);
+        assert!((fused.data()[row] - want).abs() < 1e-9 * want.abs().max(1.0));
+    }
+    let run = |fused: bool| {
+        let e = s.emissions.detach().requires_grad();
+        let a = s.transitions.detach().requires_grad();
+        let s2 = CrfScores { emissions: e.clone(), transitions: a.clone(), ..s.clone() };
+        let l = neg_log_likelihood(&s2, &tags(), &LENGTHS, fused).unwrap();
+        let g = grad(&[&l], &[&e, &a], None, GradOptions::default()).unwrap();
+        clear_tape::<f64>();
+        g
+    };
+    for (x, y) in run(true).iter().zip(&run(false)) {
+        for (p, q) in x.data().iter().zip(y.data()) {
+            assert!((p - q).abs() < 1e-9 && p.is_finite());
+        }
+    }
 }

@@ -17,7 +17,7 @@ use common::{perturb, planted_corpus};
 fn model() -> TextCnn<f64> {
     let cfg = TextCnnConfig { vocab: 12, emb_dim: 4, widths: vec![2, 3], filters: 3, classes: 2, dropout: 0.5, max_norm: None, mode: EmbeddingMode::Random, seed: 5 };
     let m = TextCnn::new(cfg, None).unwrap();
-    perturb(&m.store.params().to_vec(), 0.2, 6);
+    perturb(m.store.params(), 0.2, 6);
     m.set_training(false);
     m
 }

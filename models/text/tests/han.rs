@@ -1,6 +1,8 @@
 //! Hierarchical attention network: whole-model gradcheck, masking, batch independence,
 //! learning a planted task.
 
+#![allow(clippy::needless_range_loop)] // index loops mirror the shapes being checked
+
 mod common;
 
 use chi_autodiff::{clear_tape, grad, no_grad, GradOptions};
