@@ -13,6 +13,7 @@
 //! | [`gather`] | embedding row gather, scatter-add of rows |
 //! | [`layout`] | permutation (general transpose) |
 //! | [`fpmode`] | flush denormals to zero |
+//! | [`simd`] | which instruction set the elementwise/reduction kernels use (chosen at run time) |
 
 #![warn(missing_docs)]
 
@@ -25,6 +26,9 @@ pub mod layout;
 mod parallel;
 mod real;
 pub mod reduce;
+pub mod simd;
+#[cfg(target_arch = "x86_64")]
+mod simd_avx2;
 mod simd_math;
 
 pub use real::Real;
