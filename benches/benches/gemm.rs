@@ -149,8 +149,9 @@ fn gemm_packed_benches(c: &mut Criterion) {
                 })
             });
         }
-        g.bench_function(BenchmarkId::new("pack_only/Wt", format!("k{k}_n{n}")), |bch| bch.iter(|| black_box(PackedB::new(MatRef::row_major(&w, n, k).t()))));
     }
+    g.throughput(Throughput::Elements((k * n) as u64));
+    g.bench_function(BenchmarkId::new("pack_only/Wt", format!("k{k}_n{n}")), |bch| bch.iter(|| black_box(PackedB::new(MatRef::row_major(&w, n, k).t()))));
     g.finish();
 }
 
