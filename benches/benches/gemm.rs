@@ -16,7 +16,7 @@
 //! Sample counts are kept small (10 samples, ~1 s per benchmark) so the whole file runs in a few
 //! minutes; `chi bench gemm` gives the same comparison as medians of alternating runs.
 
-use chi_kernels::gemm::{gemm_batched, gemm_par, BatchRef, MatMut, MatRef, Par};
+use chi_kernels::gemm::{gemm_batched, gemm_packed_par, gemm_par, BatchRef, MatMut, MatRef, PackedB, Par};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
@@ -121,5 +121,39 @@ fn gemm_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, gemm_benches);
+/// The skinny products of a recurrent layer, `X (m × k) · W` with the weight packed once
+/// ([`PackedB`]) vs packed inside every call, for `W` stored `k × n` (forward) and for `W` stored
+/// `n × k` and used transposed (the transposing pack): m = 16 and 64, k = 512, n = 2048; one thread.
+/// `cargo bench -p chi-benches --bench gemm -- gemm_packed`
+fn gemm_packed_benches(c: &mut Criterion) {
+    let (k, n) = (512, 2048);
+    let w = data(k * n, 5);
+    let mut g = c.benchmark_group("gemm_packed");
+    g.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_millis(1000));
+    for m in [16, 64] {
+        let x = data(m * k, 6);
+        let mut out = vec![0.0f32; m * n];
+        g.throughput(Throughput::Elements((2 * m * n * k) as u64));
+        for (label, b) in [("W", MatRef::row_major(&w, k, n)), ("Wt", MatRef::row_major(&w, n, k).t())] {
+            let packed = PackedB::new(b);
+            g.bench_function(BenchmarkId::new(format!("prepacked/{label}"), format!("m{m}_k{k}_n{n}")), |bch| {
+                bch.iter(|| {
+                    gemm_packed_par(Par::Seq, 1.0, MatRef::row_major(black_box(&x), m, k), &packed, 0.0, MatMut::row_major(&mut out, m, n));
+                    black_box(&mut out);
+                })
+            });
+            g.bench_function(BenchmarkId::new(format!("packed_per_call/{label}"), format!("m{m}_k{k}_n{n}")), |bch| {
+                bch.iter(|| {
+                    gemm_par(Par::Seq, 1.0, MatRef::row_major(black_box(&x), m, k), b, 0.0, MatMut::row_major(&mut out, m, n));
+                    black_box(&mut out);
+                })
+            });
+        }
+    }
+    g.throughput(Throughput::Elements((k * n) as u64));
+    g.bench_function(BenchmarkId::new("pack_only/Wt", format!("k{k}_n{n}")), |bch| bch.iter(|| black_box(PackedB::new(MatRef::row_major(&w, n, k).t()))));
+    g.finish();
+}
+
+criterion_group!(benches, gemm_benches, gemm_packed_benches);
 criterion_main!(benches);

@@ -442,23 +442,24 @@ impl<S: Real> Io<'_, S> {
 }
 
 /// The SIMD body of every unary op (the `match` is outside the loops).
+#[inline(always)]
 fn unary_simd<V: SimdVec>(op: Unary, io: Io<'_, V::S>) {
     match op {
-        Unary::Neg => io.run(|x: V| -x),
-        Unary::Abs => io.run(|x: V| x.abs()),
-        Unary::Exp => io.run(sm::exp::<V>),
-        Unary::Log => io.run(sm::ln::<V>),
-        Unary::Log1p => io.run(sm::log1p::<V>),
-        Unary::Sqrt => io.run(|x: V| x.sqrt()),
-        Unary::Tanh => io.run(sm::tanh::<V>),
-        Unary::Sigmoid => io.run(sm::sigmoid::<V>),
-        Unary::Relu => io.run(|x: V| V::select(x.gt(V::c(0.0)) | x.is_nan(), x, V::c(0.0))),
+        Unary::Neg => io.run(#[inline(always)] |x: V| -x),
+        Unary::Abs => io.run(#[inline(always)] |x: V| x.abs()),
+        Unary::Exp => io.run(#[inline(always)] |x: V| sm::exp(x)),
+        Unary::Log => io.run(#[inline(always)] |x: V| sm::ln(x)),
+        Unary::Log1p => io.run(#[inline(always)] |x: V| sm::log1p(x)),
+        Unary::Sqrt => io.run(#[inline(always)] |x: V| x.sqrt()),
+        Unary::Tanh => io.run(#[inline(always)] |x: V| sm::tanh(x)),
+        Unary::Sigmoid => io.run(#[inline(always)] |x: V| sm::sigmoid(x)),
+        Unary::Relu => io.run(#[inline(always)] |x: V| V::select(x.gt(V::c(0.0)) | x.is_nan(), x, V::c(0.0))),
         Unary::LeakyRelu(s) => {
             let s = V::c(s);
-            io.run(move |x: V| V::select(x.gt(V::c(0.0)), x, s * x))
+            io.run(#[inline(always)] move |x: V| V::select(x.gt(V::c(0.0)), x, s * x))
         }
-        Unary::Softplus => io.run(sm::softplus::<V>),
-        Unary::LogSigmoid => io.run(sm::log_sigmoid::<V>),
+        Unary::Softplus => io.run(#[inline(always)] |x: V| sm::softplus(x)),
+        Unary::LogSigmoid => io.run(#[inline(always)] |x: V| sm::log_sigmoid(x)),
     }
 }
 
@@ -494,25 +495,26 @@ pub fn unary_inplace<T: Real>(op: Unary, x: &mut [T]) {
     par_inplace(op.cost(), x, |x| unary_inplace_serial(op, x));
 }
 
+#[inline(always)]
 fn unary_backward_simd<V: SimdVec>(op: Unary, x: &[V::S], y: &[V::S], g: &[V::S], dx: &mut [V::S]) {
     let zero = V::c(0.0);
     let one = V::c(1.0);
     match op {
-        Unary::Neg => map3(x, y, g, dx, |_, _, g: V| -g),
-        Unary::Abs => map3(x, y, g, dx, move |x: V, _, g: V| V::select(x.gt(zero), g, V::select(x.lt(zero), -g, zero))),
-        Unary::Exp => map3(x, y, g, dx, |_, y: V, g: V| g * y),
-        Unary::Log => map3(x, y, g, dx, |x: V, _, g: V| g / x),
-        Unary::Log1p => map3(x, y, g, dx, move |x: V, _, g: V| g / (one + x)),
-        Unary::Sqrt => map3(x, y, g, dx, |_, y: V, g: V| g * (V::c(0.5) / y)),
-        Unary::Tanh => map3(x, y, g, dx, move |_, y: V, g: V| g * (-y).fma(y, one)),
-        Unary::Sigmoid => map3(x, y, g, dx, move |_, y: V, g: V| g * (y * (one - y))),
-        Unary::Relu => map3(x, y, g, dx, move |x: V, _, g: V| V::select(x.gt(zero), g, zero)),
+        Unary::Neg => map3(x, y, g, dx, #[inline(always)] |_, _, g: V| -g),
+        Unary::Abs => map3(x, y, g, dx, #[inline(always)] move |x: V, _, g: V| V::select(x.gt(zero), g, V::select(x.lt(zero), -g, zero))),
+        Unary::Exp => map3(x, y, g, dx, #[inline(always)] |_, y: V, g: V| g * y),
+        Unary::Log => map3(x, y, g, dx, #[inline(always)] |x: V, _, g: V| g / x),
+        Unary::Log1p => map3(x, y, g, dx, #[inline(always)] move |x: V, _, g: V| g / (one + x)),
+        Unary::Sqrt => map3(x, y, g, dx, #[inline(always)] |_, y: V, g: V| g * (V::c(0.5) / y)),
+        Unary::Tanh => map3(x, y, g, dx, #[inline(always)] move |_, y: V, g: V| g * (-y).fma(y, one)),
+        Unary::Sigmoid => map3(x, y, g, dx, #[inline(always)] move |_, y: V, g: V| g * (y * (one - y))),
+        Unary::Relu => map3(x, y, g, dx, #[inline(always)] move |x: V, _, g: V| V::select(x.gt(zero), g, zero)),
         Unary::LeakyRelu(s) => {
             let s = V::c(s);
-            map3(x, y, g, dx, move |x: V, _, g: V| V::select(x.gt(zero), g, g * s))
+            map3(x, y, g, dx, #[inline(always)] move |x: V, _, g: V| V::select(x.gt(zero), g, g * s))
         }
-        Unary::Softplus => map3(x, y, g, dx, |x: V, _, g: V| g * sm::sigmoid(x)),
-        Unary::LogSigmoid => map3(x, y, g, dx, |x: V, _, g: V| g * sm::sigmoid(-x)),
+        Unary::Softplus => map3(x, y, g, dx, #[inline(always)] |x: V, _, g: V| g * sm::sigmoid(x)),
+        Unary::LogSigmoid => map3(x, y, g, dx, #[inline(always)] |x: V, _, g: V| g * sm::sigmoid(-x)),
     }
 }
 
@@ -538,14 +540,15 @@ pub fn unary_backward<T: Real>(op: Unary, x: &[T], y: &[T], g: &[T], dx: &mut [T
     });
 }
 
+#[inline(always)]
 fn binary_simd<V: SimdVec>(op: Binary, a: &[V::S], b: &[V::S], out: &mut [V::S]) {
     match op {
-        Binary::Add => map2(a, b, out, |a: V, b: V| a + b),
-        Binary::Sub => map2(a, b, out, |a: V, b: V| a - b),
-        Binary::Mul => map2(a, b, out, |a: V, b: V| a * b),
-        Binary::Div => map2(a, b, out, |a: V, b: V| a / b),
-        Binary::Max => map2(a, b, out, sm::max_nan::<V>),
-        Binary::Min => map2(a, b, out, sm::min_nan::<V>),
+        Binary::Add => map2(a, b, out, #[inline(always)] |a: V, b: V| a + b),
+        Binary::Sub => map2(a, b, out, #[inline(always)] |a: V, b: V| a - b),
+        Binary::Mul => map2(a, b, out, #[inline(always)] |a: V, b: V| a * b),
+        Binary::Div => map2(a, b, out, #[inline(always)] |a: V, b: V| a / b),
+        Binary::Max => map2(a, b, out, #[inline(always)] |a: V, b: V| sm::max_nan(a, b)),
+        Binary::Min => map2(a, b, out, #[inline(always)] |a: V, b: V| sm::min_nan(a, b)),
         Binary::Pow => {
             for i in 0..a.len() {
                 out[i] = a[i].powf(b[i]);
@@ -554,14 +557,15 @@ fn binary_simd<V: SimdVec>(op: Binary, a: &[V::S], b: &[V::S], out: &mut [V::S])
     }
 }
 
+#[inline(always)]
 fn binary_inplace_simd<V: SimdVec>(op: Binary, a: &mut [V::S], b: &[V::S]) {
     match op {
-        Binary::Add => map2_inplace(a, b, |a: V, b: V| a + b),
-        Binary::Sub => map2_inplace(a, b, |a: V, b: V| a - b),
-        Binary::Mul => map2_inplace(a, b, |a: V, b: V| a * b),
-        Binary::Div => map2_inplace(a, b, |a: V, b: V| a / b),
-        Binary::Max => map2_inplace(a, b, sm::max_nan::<V>),
-        Binary::Min => map2_inplace(a, b, sm::min_nan::<V>),
+        Binary::Add => map2_inplace(a, b, #[inline(always)] |a: V, b: V| a + b),
+        Binary::Sub => map2_inplace(a, b, #[inline(always)] |a: V, b: V| a - b),
+        Binary::Mul => map2_inplace(a, b, #[inline(always)] |a: V, b: V| a * b),
+        Binary::Div => map2_inplace(a, b, #[inline(always)] |a: V, b: V| a / b),
+        Binary::Max => map2_inplace(a, b, #[inline(always)] |a: V, b: V| sm::max_nan(a, b)),
+        Binary::Min => map2_inplace(a, b, #[inline(always)] |a: V, b: V| sm::min_nan(a, b)),
         Binary::Pow => {
             for i in 0..a.len() {
                 a[i] = a[i].powf(b[i]);
@@ -570,23 +574,41 @@ fn binary_inplace_simd<V: SimdVec>(op: Binary, a: &mut [V::S], b: &[V::S]) {
     }
 }
 
+#[inline(always)]
+fn vadd<V: SimdVec>(a: V, b: V) -> V {
+    a + b
+}
+#[inline(always)]
+fn vsub<V: SimdVec>(a: V, b: V) -> V {
+    a - b
+}
+#[inline(always)]
+fn vmul<V: SimdVec>(a: V, b: V) -> V {
+    a * b
+}
+#[inline(always)]
+fn vdiv<V: SimdVec>(a: V, b: V) -> V {
+    a / b
+}
+
 /// `out = a ∘ s` (`scalar_left == false`) or `out = s ∘ a` (`scalar_left == true`).
+#[inline(always)]
 fn binary_scalar_simd<V: SimdVec>(op: Binary, a: &[V::S], s: V::S, scalar_left: bool, out: &mut [V::S]) {
     let sv = V::splat(s);
     macro_rules! go {
         ($f:expr) => {
             if scalar_left {
-                map1(a, out, move |a: V| $f(sv, a))
+                map1(a, out, #[inline(always)] move |a: V| $f(sv, a))
             } else {
-                map1(a, out, move |a: V| $f(a, sv))
+                map1(a, out, #[inline(always)] move |a: V| $f(a, sv))
             }
         };
     }
     match op {
-        Binary::Add => go!(|a: V, b: V| a + b),
-        Binary::Sub => go!(|a: V, b: V| a - b),
-        Binary::Mul => go!(|a: V, b: V| a * b),
-        Binary::Div => go!(|a: V, b: V| a / b),
+        Binary::Add => go!(vadd::<V>),
+        Binary::Sub => go!(vsub::<V>),
+        Binary::Mul => go!(vmul::<V>),
+        Binary::Div => go!(vdiv::<V>),
         Binary::Max => go!(sm::max_nan::<V>),
         Binary::Min => go!(sm::min_nan::<V>),
         Binary::Pow => {
@@ -744,12 +766,13 @@ pub fn binary_broadcast<T: Real>(
     }
 }
 
+#[inline(always)]
 fn axpby_simd<V: SimdVec>(a: V::S, x: &[V::S], b: V::S, y: &mut [V::S]) {
     let (av, bv) = (V::splat(a), V::splat(b));
     if b == <V::S as Real>::ONE {
-        map2_inplace(y, x, move |y: V, x: V| av.fma(x, y));
+        map2_inplace(y, x, #[inline(always)] move |y: V, x: V| av.fma(x, y));
     } else {
-        map2_inplace(y, x, move |y: V, x: V| av.fma(x, bv * y));
+        map2_inplace(y, x, #[inline(always)] move |y: V, x: V| av.fma(x, bv * y));
     }
 }
 
@@ -783,22 +806,9 @@ pub fn mul_acc<T: Real>(a: &[T], b: &[T], y: &mut [T]) {
     check_len("mul_acc", "b", b.len(), a.len());
     check_len("mul_acc", "y", y.len(), a.len());
     let f = |a: &[T], b: &[T], y: &mut [T]| {
-        dispatch!(T, V => {
-            let (a, b, y): (&[<V as SimdVec>::S], &[<V as SimdVec>::S], &mut [<V as SimdVec>::S]) = (cast(a), cast(b), cast_mut(y));
-            let mut yc = y.chunks_exact_mut(V::LANES);
-            let mut ac = a.chunks_exact(V::LANES);
-            let mut bc = b.chunks_exact(V::LANES);
-            for ((ys, as_), bs) in (&mut yc).zip(&mut ac).zip(&mut bc) {
-                V::load(as_).fma(V::load(bs), V::load(ys)).store(ys);
-            }
-            // The tail uses the scalar fused multiply-add *of the element type* (one rounding to
-            // T, like the vector lanes' FMA), so an element's result does not depend on whether it
-            // falls in a full vector or in the tail. (Going through f64 would round twice for f32:
-            // first the f64 sum, then to f32, which differs from one rounding near ties.)
-            for ((yi, &ai), &bi) in yc.into_remainder().iter_mut().zip(ac.remainder()).zip(bc.remainder()) {
-                *yi = ai.mul_add(bi, *yi);
-            }
-        }, else => {
+        // The tail goes through the same vector FMA on a zero-padded copy (`map3_inplace`), so an
+        // element's result does not depend on whether it falls in a full vector or in the tail.
+        dispatch!(T, V => map3_inplace(cast_mut(y), cast(a), cast(b), #[inline(always)] |y: V, a: V, b: V| a.fma(b, y)), else => {
             for i in 0..a.len() {
                 y[i] += a[i] * b[i];
             }
@@ -817,7 +827,7 @@ pub fn scale<T: Real>(a: T, x: &mut [T]) {
     par_inplace(Cost(1), x, |x| {
         dispatch!(T, V => {
             let av = V::splat(cast_scalar(a));
-            map1_inplace(cast_mut(x), move |x: V| x * av)
+            map1_inplace(cast_mut(x), #[inline(always)] move |x: V| x * av)
         }, else => {
             for xi in x.iter_mut() {
                 *xi *= a;

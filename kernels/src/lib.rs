@@ -13,6 +13,8 @@
 //! | [`gather`] | embedding row gather, scatter-add of rows |
 //! | [`layout`] | permutation (general transpose) |
 //! | [`fpmode`] | flush denormals to zero |
+//! | [`threads`] | the number of threads kernels use: [`set_num_threads`], [`with_threads`] |
+//! | [`simd`] | which instruction set the elementwise/reduction kernels use (chosen at run time) |
 
 #![warn(missing_docs)]
 
@@ -25,6 +27,11 @@ pub mod layout;
 mod parallel;
 mod real;
 pub mod reduce;
+pub mod simd;
+pub mod threads;
+#[cfg(target_arch = "x86_64")]
+mod simd_avx2;
 mod simd_math;
 
 pub use real::Real;
+pub use threads::{set_num_threads, with_threads};

@@ -60,20 +60,48 @@ pub(crate) fn cast_scalar<T: crate::Real, U: crate::Real>(x: T) -> U {
     U::from_f64(x.to_f64())
 }
 
-/// Run `$body` with `$V` bound to the SIMD vector type of `$T` (`f32x8` or `f64x4`); `$else`
-/// for any other `Real` implementation.
+/// Run `$body` with `$V` bound to the SIMD vector type of `$T` (8 × f32 or 4 × f64) for the
+/// level [`crate::simd::simd_level`] selects: the AVX2 type inside a function compiled with
+/// AVX2+FMA (the body is expanded once per level and type), else the portable `wide` type;
+/// `$else` for any other `Real` implementation. `$body` is run inside a closure on the AVX2 path,
+/// so it must not `return`.
 macro_rules! dispatch {
     ($T:ty, $V:ident => $body:expr, else => $fallback:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        let avx2 = $crate::simd::simd_level() == $crate::simd::SimdLevel::Avx2Fma;
+        #[cfg(not(target_arch = "x86_64"))]
+        let avx2 = false;
         if $crate::parallel::same::<$T, f32>() {
-            #[allow(dead_code)]
-            type $V = wide::f32x8;
-            $body
+            if avx2 {
+                $crate::parallel::dispatch!(@avx2 $V = F32x8 => $body)
+            } else {
+                #[allow(dead_code)]
+                type $V = wide::f32x8;
+                $body
+            }
         } else if $crate::parallel::same::<$T, f64>() {
-            #[allow(dead_code)]
-            type $V = wide::f64x4;
-            $body
+            if avx2 {
+                $crate::parallel::dispatch!(@avx2 $V = F64x4 => $body)
+            } else {
+                #[allow(dead_code)]
+                type $V = wide::f64x4;
+                $body
+            }
         } else {
             $fallback
+        }
+    }};
+    (@avx2 $V:ident = $W:ident => $body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[allow(dead_code)]
+            type $V = $crate::simd_avx2::$W;
+            // SAFETY: `simd_level` only reports AVX2+FMA when the CPU has both.
+            unsafe { $crate::simd::run_avx2(#[inline(always)] || $body) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            unreachable!("AVX2 level on a non-x86_64 target")
         }
     }};
 }

@@ -84,6 +84,7 @@ fn load_pad<V: SimdVec>(s: &[V::S], fill: V::S) -> V {
 }
 
 /// Σ x with four vector accumulators.
+#[inline(always)]
 fn row_sum<V: SimdVec>(x: &[V::S]) -> V::S {
     let l = V::LANES;
     let mut acc = [V::c(0.0); 4];
@@ -105,6 +106,7 @@ fn row_sum<V: SimdVec>(x: &[V::S]) -> V::S {
 }
 
 /// Σ a·b with four vector accumulators.
+#[inline(always)]
 fn row_dot<V: SimdVec>(a: &[V::S], b: &[V::S]) -> V::S {
     let l = V::LANES;
     let mut acc = [V::c(0.0); 4];
@@ -128,6 +130,7 @@ fn row_dot<V: SimdVec>(a: &[V::S], b: &[V::S]) -> V::S {
 }
 
 /// NaN-propagating maximum (−∞ for an empty row).
+#[inline(always)]
 fn row_max<V: SimdVec>(x: &[V::S]) -> V::S {
     let l = V::LANES;
     let mut acc = [V::c(f64::NEG_INFINITY); 4];
@@ -150,6 +153,7 @@ fn row_max<V: SimdVec>(x: &[V::S]) -> V::S {
 }
 
 /// `(max, first index attaining it)`; NaN wins; `(−∞, 0)` for an empty row.
+#[inline(always)]
 fn row_argmax<V: SimdVec>(x: &[V::S]) -> (V::S, usize) {
     let m = row_max::<V>(x);
     let at = if m.is_nan() { x.iter().position(|v| v.is_nan()) } else { x.iter().position(|&v| v == m) };
@@ -157,6 +161,7 @@ fn row_argmax<V: SimdVec>(x: &[V::S]) -> (V::S, usize) {
 }
 
 /// Σ exp(x − m), optionally storing the exponentials into `out`.
+#[inline(always)]
 fn row_sum_exp<V: SimdVec>(x: &[V::S], m: V::S, out: Option<&mut [V::S]>) -> V::S {
     let l = V::LANES;
     let mv = V::splat(m);
@@ -204,6 +209,7 @@ fn lse_from<S: Real>(m: S, s: S) -> S {
     }
 }
 
+#[inline(always)]
 fn row_lse<V: SimdVec>(x: &[V::S]) -> V::S {
     let m = row_max::<V>(x);
     if m == <V::S as Real>::INFINITY || m == <V::S as Real>::NEG_INFINITY {
@@ -217,21 +223,23 @@ fn row_lse<V: SimdVec>(x: &[V::S]) -> V::S {
 // ---------------------------------------------------------------------------------------------
 // Column kernels: one `[n, inner]` block, vectorised across `inner`.
 
+#[inline(always)]
 fn col_max<V: SimdVec>(x: &[V::S], n: usize, inner: usize, m: &mut [V::S]) {
     m.fill(<V::S as Real>::NEG_INFINITY);
     for j in 0..n {
-        map2_inplace(m, &x[j * inner..(j + 1) * inner], sm::max_nan::<V>);
+        map2_inplace(m, &x[j * inner..(j + 1) * inner], #[inline(always)] |a: V, b: V| sm::max_nan(a, b));
     }
 }
 
 /// `out[i] = log Σ_j exp(x[j, i])` for one block; `s` is scratch of length `inner`.
+#[inline(always)]
 fn col_lse<V: SimdVec>(x: &[V::S], n: usize, inner: usize, out: &mut [V::S], m: &mut [V::S], s: &mut [V::S]) {
     col_max::<V>(x, n, inner, m);
     s.fill(<V::S as Real>::ZERO);
     for j in 0..n {
-        map3_inplace(s, &x[j * inner..(j + 1) * inner], m, |s: V, x: V, m: V| s + sm::exp(x - m));
+        map3_inplace(s, &x[j * inner..(j + 1) * inner], m, #[inline(always)] |s: V, x: V, m: V| s + sm::exp(x - m));
     }
-    map2(m, s, out, |m: V, s: V| {
+    map2(m, s, out, #[inline(always)] |m: V, s: V| {
         let inf = m.abs().eq(V::c(f64::INFINITY));
         V::select(inf, m, m + sm::ln(s))
     });
@@ -240,6 +248,7 @@ fn col_lse<V: SimdVec>(x: &[V::S], n: usize, inner: usize, out: &mut [V::S], m: 
 // ---------------------------------------------------------------------------------------------
 // Public API
 
+#[inline(always)]
 fn sum_axis_block<V: SimdVec>(x: &[V::S], n: usize, inner: usize, out: &mut [V::S]) {
     if inner == 1 {
         out[0] = row_sum::<V>(x);
@@ -247,7 +256,7 @@ fn sum_axis_block<V: SimdVec>(x: &[V::S], n: usize, inner: usize, out: &mut [V::
     }
     out.fill(<V::S as Real>::ZERO);
     for j in 0..n {
-        map2_inplace(out, &x[j * inner..(j + 1) * inner], |a: V, b: V| a + b);
+        map2_inplace(out, &x[j * inner..(j + 1) * inner], #[inline(always)] |a: V, b: V| a + b);
     }
 }
 
@@ -373,6 +382,7 @@ pub fn max_axis<T: Real>(x: &[T], outer: usize, n: usize, inner: usize, out: &mu
     }
 }
 
+#[inline(always)]
 fn lse_block<V: SimdVec>(x: &[V::S], n: usize, inner: usize, out: &mut [V::S]) {
     if inner == 1 {
         out[0] = row_lse::<V>(x);
@@ -410,12 +420,13 @@ pub fn logsumexp<T: Real>(x: &[T], outer: usize, n: usize, inner: usize, out: &m
     });
 }
 
+#[inline(always)]
 fn softmax_block<V: SimdVec>(x: &[V::S], n: usize, inner: usize, out: &mut [V::S]) {
     if inner == 1 {
         let m = row_max::<V>(x);
         let s = row_sum_exp::<V>(x, m, Some(out));
         let inv = V::splat(<V::S as Real>::ONE / s);
-        map1_inplace(out, move |v: V| v * inv);
+        map1_inplace(out, #[inline(always)] move |v: V| v * inv);
         return;
     }
     let mut m = vec![<V::S as Real>::ZERO; inner];
@@ -423,12 +434,12 @@ fn softmax_block<V: SimdVec>(x: &[V::S], n: usize, inner: usize, out: &mut [V::S
     let mut s = vec![<V::S as Real>::ZERO; inner];
     for j in 0..n {
         let r = j * inner..(j + 1) * inner;
-        map2(&x[r.clone()], &m, &mut out[r.clone()], |x: V, m: V| sm::exp(x - m));
-        map2_inplace(&mut s, &out[r], |s: V, e: V| s + e);
+        map2(&x[r.clone()], &m, &mut out[r.clone()], #[inline(always)] |x: V, m: V| sm::exp(x - m));
+        map2_inplace(&mut s, &out[r], #[inline(always)] |s: V, e: V| s + e);
     }
-    map1_inplace(&mut s, |s: V| V::c(1.0) / s);
+    map1_inplace(&mut s, #[inline(always)] |s: V| V::c(1.0) / s);
     for j in 0..n {
-        map2_inplace(&mut out[j * inner..(j + 1) * inner], &s, |e: V, inv: V| e * inv);
+        map2_inplace(&mut out[j * inner..(j + 1) * inner], &s, #[inline(always)] |e: V, inv: V| e * inv);
     }
 }
 
@@ -460,6 +471,7 @@ pub fn softmax<T: Real>(x: &[T], outer: usize, n: usize, inner: usize, out: &mut
     });
 }
 
+#[inline(always)]
 fn log_softmax_block<V: SimdVec>(x: &[V::S], n: usize, inner: usize, out: &mut [V::S]) {
     // out = (x − m) − ln Σ exp(x − m): more accurate than x − lse when |m| ≫ ln Σ.
     if inner == 1 {
@@ -470,19 +482,19 @@ fn log_softmax_block<V: SimdVec>(x: &[V::S], n: usize, inner: usize, out: &mut [
             sm::ln(V::splat(row_sum_exp::<V>(x, m, None))).hmax()
         };
         let (mv, lv) = (V::splat(m), V::splat(ls));
-        map1(x, out, move |x: V| (x - mv) - lv);
+        map1(x, out, #[inline(always)] move |x: V| (x - mv) - lv);
         return;
     }
     let mut m = vec![<V::S as Real>::ZERO; inner];
     let mut s = vec![<V::S as Real>::ZERO; inner];
     col_max::<V>(x, n, inner, &mut m);
     for j in 0..n {
-        map3_inplace(&mut s, &x[j * inner..(j + 1) * inner], &m, |s: V, x: V, m: V| s + sm::exp(x - m));
+        map3_inplace(&mut s, &x[j * inner..(j + 1) * inner], &m, #[inline(always)] |s: V, x: V, m: V| s + sm::exp(x - m));
     }
-    map3_inplace(&mut s, &m, &m, |s: V, m: V, _| V::select(m.abs().eq(V::c(f64::INFINITY)), V::c(0.0), sm::ln(s)));
+    map3_inplace(&mut s, &m, &m, #[inline(always)] |s: V, m: V, _| V::select(m.abs().eq(V::c(f64::INFINITY)), V::c(0.0), sm::ln(s)));
     for j in 0..n {
         let r = j * inner..(j + 1) * inner;
-        map3(&x[r.clone()], &m, &s, &mut out[r], |x: V, m: V, l: V| (x - m) - l);
+        map3(&x[r.clone()], &m, &s, &mut out[r], #[inline(always)] |x: V, m: V, l: V| (x - m) - l);
     }
 }
 
@@ -511,20 +523,21 @@ pub fn log_softmax<T: Real>(x: &[T], outer: usize, n: usize, inner: usize, out: 
     });
 }
 
+#[inline(always)]
 fn softmax_backward_block<V: SimdVec>(y: &[V::S], g: &[V::S], n: usize, inner: usize, dx: &mut [V::S]) {
     if inner == 1 {
         let d = V::splat(row_dot::<V>(g, y));
-        map2(y, g, dx, move |y: V, g: V| y * (g - d));
+        map2(y, g, dx, #[inline(always)] move |y: V, g: V| y * (g - d));
         return;
     }
     let mut d = vec![<V::S as Real>::ZERO; inner];
     for j in 0..n {
         let r = j * inner..(j + 1) * inner;
-        map3_inplace(&mut d, &g[r.clone()], &y[r], |d: V, g: V, y: V| g.fma(y, d));
+        map3_inplace(&mut d, &g[r.clone()], &y[r], #[inline(always)] |d: V, g: V, y: V| g.fma(y, d));
     }
     for j in 0..n {
         let r = j * inner..(j + 1) * inner;
-        map3(&y[r.clone()], &g[r.clone()], &d, &mut dx[r], |y: V, g: V, d: V| y * (g - d));
+        map3(&y[r.clone()], &g[r.clone()], &d, &mut dx[r], #[inline(always)] |y: V, g: V, d: V| y * (g - d));
     }
 }
 
@@ -548,19 +561,20 @@ pub fn softmax_backward<T: Real>(y: &[T], g: &[T], outer: usize, n: usize, inner
     });
 }
 
+#[inline(always)]
 fn log_softmax_backward_block<V: SimdVec>(y: &[V::S], g: &[V::S], n: usize, inner: usize, dx: &mut [V::S]) {
     if inner == 1 {
         let s = V::splat(row_sum::<V>(g));
-        map2(y, g, dx, move |y: V, g: V| (-sm::exp(y)).fma(s, g));
+        map2(y, g, dx, #[inline(always)] move |y: V, g: V| (-sm::exp(y)).fma(s, g));
         return;
     }
     let mut s = vec![<V::S as Real>::ZERO; inner];
     for j in 0..n {
-        map2_inplace(&mut s, &g[j * inner..(j + 1) * inner], |s: V, g: V| s + g);
+        map2_inplace(&mut s, &g[j * inner..(j + 1) * inner], #[inline(always)] |s: V, g: V| s + g);
     }
     for j in 0..n {
         let r = j * inner..(j + 1) * inner;
-        map3(&y[r.clone()], &g[r.clone()], &s, &mut dx[r], |y: V, g: V, s: V| (-sm::exp(y)).fma(s, g));
+        map3(&y[r.clone()], &g[r.clone()], &s, &mut dx[r], #[inline(always)] |y: V, g: V, s: V| (-sm::exp(y)).fma(s, g));
     }
 }
 

@@ -13,6 +13,19 @@ use common::{in_pool, XorShift};
 use chi_kernels::Real;
 use proptest::prelude::*;
 
+/// `a·b + y` as the kernels' vector multiply-add computes it on the current SIMD level: one
+/// rounding where it is fused (AVX2+FMA), two on the portable level of plain x86-64.
+fn madd<T: Real>(a: T, b: T, y: T) -> T {
+    if !chi_kernels::simd::fused_multiply_add() {
+        return a * b + y;
+    }
+    let any = |v: &T| -> Box<dyn std::any::Any> { Box::new(*v) };
+    match (any(&a).downcast::<f32>(), any(&b).downcast::<f32>(), any(&y).downcast::<f32>()) {
+        (Ok(a), Ok(b), Ok(y)) => T::from_f64(a.mul_add(*b, *y) as f64),
+        _ => T::from_f64(a.to_f64().mul_add(b.to_f64(), y.to_f64())),
+    }
+}
+
 const UNARY: [Unary; 12] = [
     Unary::Neg,
     Unary::Abs,
@@ -193,19 +206,20 @@ fn large_threaded_matches_serial_bitwise() {
     let mut y = b.clone();
     in_pool(2, || axpy(2.0, &x, &mut y));
     assert!(y.iter().zip(&x).zip(&b).all(|((y, x), b)| *y == x.mul_add(2.0, *b)));
-    // mul_acc through the split: every element is one f32 fused multiply-add (lanes and tails).
+    // mul_acc through the split: every element is one vector multiply-add (lanes and tails).
     let mut y = b.clone();
     in_pool(2, || mul_acc(&x, &b, &mut y));
     for i in 0..n {
-        assert_eq!(y[i].to_bits(), x[i].mul_add(b[i], b[i]).to_bits(), "mul_acc at {i}");
+        assert_eq!(y[i].to_bits(), madd(x[i], b[i], b[i]).to_bits(), "mul_acc at {i}");
         let (p, bi) = (x[i] as f64 * b[i] as f64, b[i] as f64);
         assert!((y[i] as f64 - (p + bi)).abs() <= f32::EPSILON as f64 * (p.abs() + bi.abs()) + 1e-30, "mul_acc at {i} vs f64");
     }
 }
 
-/// `mul_acc`'s vector lanes use an f32 (f64) FMA: one rounding of `a·b + y`. Its scalar tail must
-/// round the same way, or an element's value would depend on whether it falls in a full vector or
-/// in the tail (i.e. on the slice length and the thread split).
+/// `mul_acc`'s vector lanes use the level's multiply-add (an f32 / f64 FMA on AVX2: one rounding of
+/// `a·b + y`). Its tail must round the same way, or an element's value would depend on whether it
+/// falls in a full vector or in the tail (i.e. on the slice length and the thread split). `expect`
+/// of a trap is the fused result, asserted where the multiply-add is fused.
 fn check_mul_acc_position_independent<T: Real>(n: usize, traps: &[(usize, f64, f64, f64, f64)]) {
     let mut r = XorShift::new(0x2545_f491_4f6c_dd1d);
     let mut rnd = || r.uniform(-2.0, 2.0);
@@ -230,8 +244,14 @@ fn check_mul_acc_position_independent<T: Real>(n: usize, traps: &[(usize, f64, f
         let tol = T::EPSILON.to_f64() * (p.abs() + yi.abs()) + 1e-300;
         assert!((full[i].to_f64() - want).abs() <= tol, "{} mul_acc element {i}: {} vs f64 {want}", T::NAME, full[i]);
     }
-    for &(i, .., expect) in traps {
-        assert_eq!(full[i].to_f64(), expect, "{} mul_acc trap at {i}", T::NAME);
+    for &(i, ai, bi, yi, expect) in traps {
+        let want = madd(T::from_f64(ai), T::from_f64(bi), T::from_f64(yi)).to_f64();
+        assert_eq!(full[i].to_f64(), want, "{} mul_acc trap at {i}", T::NAME);
+        if chi_kernels::simd::fused_multiply_add() {
+            assert_eq!(full[i].to_f64(), expect, "{} mul_acc trap at {i} (fused)", T::NAME);
+        } else {
+            assert_ne!(want, expect, "{} mul_acc trap at {i}: the unfused result should differ", T::NAME);
+        }
     }
 }
 

@@ -10,7 +10,8 @@ mod common;
 
 use common::{in_pool, XorShift};
 use chi_kernels::gemm::{
-    gemm, gemm_batched, gemm_par, gemm_with_kernel, gemv, gemv_with_kernel, BatchRef, KernelChoice, MatMut, MatRef, Par,
+    gemm, gemm_batched, gemm_packed, gemm_packed_par, gemm_par, gemm_with_kernel, gemv, gemv_with_kernel, BatchRef, KernelChoice,
+    MatMut, MatRef, PackedB, Par,
 };
 use chi_kernels::Real;
 use proptest::prelude::*;
@@ -128,6 +129,12 @@ struct Config {
 }
 
 fn run_case<T: Real>(p: &Problem, cfg: Config, expect: &(Vec<f64>, Vec<f64>)) -> Result<(), String> {
+    run_case_with::<T>(p, cfg, expect, false)
+}
+
+/// `run_case`, optionally with B packed first ([`PackedB`], same forced kernel) and multiplied by
+/// [`gemm_packed_par`].
+fn run_case_with<T: Real>(p: &Problem, cfg: Config, expect: &(Vec<f64>, Vec<f64>), packed: bool) -> Result<(), String> {
     let (m, n, k) = (p.m, p.n, p.k);
     let (ab, ars, acs, atr) = store::<T>(&p.a, m, k, cfg.la, T::from_f64(f64::NAN));
     let (bb, brs, bcs, btr) = store::<T>(&p.b, k, n, cfg.lb, T::from_f64(f64::NAN));
@@ -138,7 +145,13 @@ fn run_case<T: Real>(p: &Problem, cfg: Config, expect: &(Vec<f64>, Vec<f64>)) ->
         let a = view(&ab, m, k, ars, acs, atr);
         let b = view(&bb, k, n, brs, bcs, btr);
         let c = view_mut(&mut cb, m, n, crs, ccs, ctr);
-        in_pool(pool_threads(cfg.par), || gemm_with_kernel(cfg.kernel, cfg.par, T::from_f64(cfg.alpha), a, b, T::from_f64(cfg.beta), c));
+        let (alpha, beta) = (T::from_f64(cfg.alpha), T::from_f64(cfg.beta));
+        if packed {
+            let pb = PackedB::with_kernel(cfg.kernel, b);
+            in_pool(pool_threads(cfg.par), || gemm_packed_par(cfg.par, alpha, a, &pb, beta, c));
+        } else {
+            in_pool(pool_threads(cfg.par), || gemm_with_kernel(cfg.kernel, cfg.par, alpha, a, b, beta, c));
+        }
     }
     let eps = T::EPSILON.to_f64();
     let (want, mag) = expect;
@@ -222,6 +235,101 @@ fn fixed_sizes_all_layouts() {
             }
         }
     }
+}
+
+/// Pre-packed B ([`PackedB`]) against the float64 reference: sizes 0, 1, primes and tile/block
+/// edges (k across several KC slices), every layout of A, B (including a transposed view, which
+/// takes the transposing pack) and C, both dtypes, each microkernel family, 1 and 2 threads.
+#[test]
+fn packed_b_fixed_sizes_all_layouts() {
+    let triples = [
+        (1, 1, 1),
+        (1, 17, 5),
+        (9, 1, 13),
+        (0, 5, 3),
+        (4, 0, 3),
+        (3, 4, 0),
+        (7, 17, 9),
+        (16, 33, 37),
+        (11, 67, 257),
+        (64, 97, 513),
+        (13, 31, 29),
+        (145, 65, 31),
+    ];
+    for (t, &(m, n, k)) in triples.iter().enumerate() {
+        let p = Problem::new(m, n, k, 500 + t as u64);
+        for (alpha, beta) in [(1.0, 0.0), (0.75, -1.5)] {
+            let e = reference(m, n, k, alpha, &p.a, &p.b, beta, &if beta == 0.0 { vec![0.0; m * n] } else { p.c.clone() });
+            for la in LAYOUTS {
+                for lb in LAYOUTS {
+                    for lc in [Layout::Row(0), Layout::Col(2), Layout::TransposedRow] {
+                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Threads(2), AUTO), (Par::Seq, AVX2), (Par::Threads(2), AVX2), (Par::Seq, PORTABLE)] {
+                            let cfg = Config { la, lb, lc, alpha, beta, par, kernel };
+                            run_case_with::<f32>(&p, cfg, &e, true).unwrap();
+                            run_case_with::<f64>(&p, cfg, &e, true).unwrap();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Random shapes (0 to 80 per side, so primes and non-multiples of every tile) and layouts, with
+/// B pre-packed, for each kernel family.
+#[test]
+fn packed_b_random_shapes() {
+    let mut r = XorShift::new(0x51ab_1e5e_ed00_0001);
+    let mut pick = |n: usize| (r.uniform(0.0, n as f64) as usize).min(n - 1);
+    for case in 0..150 {
+        let (m, n, k) = (pick(81), pick(81), pick(300));
+        let (la, lb, lc) = (LAYOUTS[pick(5)], LAYOUTS[pick(5)], LAYOUTS[pick(5)]);
+        let kernel = [AUTO, AVX2, PORTABLE][pick(3)];
+        let par = [Par::Seq, Par::Threads(2)][pick(2)];
+        let p = Problem::new(m, n, k, 9000 + case);
+        let cfg = Config { la, lb, lc, alpha: 1.25, beta: 0.5, par, kernel };
+        let e = reference(m, n, k, cfg.alpha, &p.a, &p.b, cfg.beta, &p.c);
+        run_case_with::<f32>(&p, cfg, &e, true).unwrap();
+        run_case_with::<f64>(&p, cfg, &e, true).unwrap();
+    }
+}
+
+/// One packing reused by many products (as a recurrent weight by every time step), of B and of
+/// its transpose, gives the same bits as the unpacked GEMM on the same kernel each time.
+#[test]
+fn packed_b_reused_matches_unpacked_bitwise() {
+    let (k, n) = (67, 45);
+    let w = values(n * k, 3); // W: n × k row-major
+    for kernel in [AUTO, AVX2, PORTABLE] {
+        let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+        let wt = MatRef::row_major(&w32, n, k).t(); // k × n view of Wᵀ
+        let packed_t = PackedB::with_kernel(kernel, wt);
+        let packed = PackedB::with_kernel(kernel, MatRef::row_major(&w32, n, k)); // n × k
+        assert_eq!((packed_t.rows(), packed_t.cols(), packed.rows(), packed.cols()), (k, n, n, k));
+        for step in 0..5u64 {
+            let m = 16;
+            let x: Vec<f32> = values(m * k, 100 + step).iter().map(|&v| v as f32).collect();
+            let mut y1 = vec![0f32; m * n];
+            let mut y2 = vec![0f32; m * n];
+            gemm_packed(1.0, MatRef::row_major(&x, m, k), &packed_t, 0.0, MatMut::row_major(&mut y1, m, n));
+            gemm_with_kernel(kernel, Par::Auto, 1.0, MatRef::row_major(&x, m, k), wt, 0.0, MatMut::row_major(&mut y2, m, n));
+            assert!(y1.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()), "{kernel:?} step {step}: x·Wᵀ");
+            let g: Vec<f32> = values(m * n, 200 + step).iter().map(|&v| v as f32).collect();
+            let mut d1 = vec![1f32; m * k];
+            let mut d2 = vec![1f32; m * k];
+            gemm_packed(1.0, MatRef::row_major(&g, m, n), &packed, 1.0, MatMut::row_major(&mut d1, m, k));
+            gemm_with_kernel(kernel, Par::Auto, 1.0, MatRef::row_major(&g, m, n), MatRef::row_major(&w32, n, k), 1.0, MatMut::row_major(&mut d2, m, k));
+            assert!(d1.iter().zip(&d2).all(|(a, b)| a.to_bits() == b.to_bits()), "{kernel:?} step {step}: g·W");
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "gemm_packed: shape mismatch: A is 2x3, packed B is 4x5, C is 2x5")]
+fn packed_b_shape_mismatch_panics() {
+    let b = PackedB::new(MatRef::row_major(&[0f32; 20], 4, 5));
+    let mut c = [0f32; 10];
+    gemm_packed(1.0, MatRef::row_major(&[0f32; 6], 2, 3), &b, 0.0, MatMut::row_major(&mut c, 2, 5));
 }
 
 /// Wider than one packed B̃ panel (NC = 4096 f32, 2048 f64) and deeper than one KC slice.

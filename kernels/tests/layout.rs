@@ -118,3 +118,42 @@ fn permute_rejects_wrong_rank() {
 fn permute_rejects_short_output() {
     permute(&[0f64; 6], &[2, 3], &[1, 0], &mut [0f64; 5]);
 }
+
+/// `transpose` over shapes with 0, 1, primes and non-multiples of its 32 × 32 tile on either side,
+/// against the definition `dst[j][i] = src[i][j]`, for f32, f64 and a non-float type; transposing
+/// twice gives the input back.
+#[test]
+fn transpose_shapes() {
+    use chi_kernels::layout::transpose;
+    let sizes = [0usize, 1, 2, 3, 7, 31, 32, 33, 37, 64, 65, 97, 131];
+    for &r in &sizes {
+        for &c in &sizes {
+            let src: Vec<u64> = (0..(r * c) as u64).map(|v| v * 2654435761 % 1000003).collect();
+            let mut dst = vec![u64::MAX; r * c];
+            transpose(&src, r, c, &mut dst);
+            for i in 0..r {
+                for j in 0..c {
+                    assert_eq!(dst[j * r + i], src[i * c + j], "{r}x{c} at ({i}, {j})");
+                }
+            }
+            let mut back = vec![0u64; r * c];
+            transpose(&dst, c, r, &mut back);
+            assert_eq!(back, src, "{r}x{c}: transposing twice");
+            let f: Vec<f32> = src.iter().map(|&v| v as f32).collect();
+            let mut ft = vec![f32::NAN; r * c];
+            transpose(&f, r, c, &mut ft);
+            assert!(dst.iter().zip(&ft).all(|(&a, &b)| a as f32 == b), "{r}x{c} f32");
+            let d: Vec<f64> = src.iter().map(|&v| v as f64 + 0.5).collect();
+            let mut dt = vec![f64::NAN; r * c];
+            transpose(&d, r, c, &mut dt);
+            assert!(dst.iter().zip(&dt).all(|(&a, &b)| a as f64 + 0.5 == b), "{r}x{c} f64");
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "transpose: a 3 x 4 matrix needs 12 elements, source has 12, destination 11")]
+fn transpose_short_destination() {
+    let mut dst = [0f32; 11];
+    chi_kernels::layout::transpose(&[0f32; 12], 3, 4, &mut dst);
+}

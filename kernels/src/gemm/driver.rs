@@ -54,8 +54,31 @@ impl<'a, T> CView<'a, T> {
 fn rows_of<'a, T>(a: &MatRef<'a, T>, i0: usize, rows: usize) -> MatRef<'a, T> {
     MatRef { data: &a.data[i0 * a.rs..], rows, ..*a }
 }
-fn cols_of<'a, T>(b: &MatRef<'a, T>, j0: usize, cols: usize) -> MatRef<'a, T> {
-    MatRef { data: &b.data[j0 * b.cs..], cols, ..*b }
+
+/// The B operand of the driver: a strided matrix (packed block by block during the product) or
+/// one packed in advance by [`super::PackedB`].
+#[derive(Clone, Copy)]
+pub(crate) enum BSrc<'a, T> {
+    Mat(MatRef<'a, T>),
+    /// Columns `j0 .. j0 + n` of a pre-packed `k × n_all` matrix: for each KC block starting at
+    /// `pc`, `⌈n_all/NR⌉` micro-panels of `NR × kc` elements, starting at `pc · panels · NR`.
+    Packed { data: &'a [T], panels: usize, j0: usize, n: usize },
+}
+
+impl<'a, T> BSrc<'a, T> {
+    fn cols(&self) -> usize {
+        match self {
+            BSrc::Mat(b) => b.cols,
+            BSrc::Packed { n, .. } => *n,
+        }
+    }
+    /// Columns `j0 .. j0 + cols` (`j0` a multiple of NR for a packed B).
+    fn cols_of(&self, j0: usize, cols: usize) -> Self {
+        match *self {
+            BSrc::Mat(ref b) => BSrc::Mat(MatRef { data: &b.data[j0 * b.cs..], cols, ..*b }),
+            BSrc::Packed { data, panels, j0: base, .. } => BSrc::Packed { data, panels, j0: base + j0, n: cols },
+        }
+    }
 }
 
 /// `C ← α·A·B + β·C` on up to `threads` threads of the current rayon pool.
@@ -67,7 +90,8 @@ fn cols_of<'a, T>(b: &MatRef<'a, T>, j0: usize, cols: usize) -> MatRef<'a, T> {
 /// thread (each at least [`MIN_TASK_FLOPS`]), so that rayon's work stealing rebalances the load
 /// when a core is busy with another process (this machine is shared); otherwise exactly
 /// `threads` blocks, so at most that many threads take part.
-pub(crate) fn gemm<T: Real>(kern: &Kernel<T>, threads: usize, alpha: T, a: MatRef<T>, b: MatRef<T>, beta: T, c: CView<T>) {
+pub(crate) fn gemm<T: Real>(kern: &Kernel<T>, threads: usize, alpha: T, a: MatRef<T>, b: BSrc<T>, beta: T, c: CView<T>) {
+    debug_assert_eq!(b.cols(), c.cols);
     let (m, n, k) = (c.rows, c.cols, a.cols);
     let split_n = n >= m;
     let (len, unit) = if split_n { (n, kern.nr) } else { (m, kern.mr) };
@@ -92,7 +116,7 @@ pub(crate) fn gemm<T: Real>(kern: &Kernel<T>, threads: usize, alpha: T, a: MatRe
         let start = t * per;
         let size = per.min(len - start);
         if split_n {
-            gemm_seq(kern, alpha, a, cols_of(&b, start, size), beta, &c.sub(0, m, start, size));
+            gemm_seq(kern, alpha, a, b.cols_of(start, size), beta, &c.sub(0, m, start, size));
         } else {
             gemm_seq(kern, alpha, rows_of(&a, start, size), b, beta, &c.sub(start, size, 0, n));
         }
@@ -114,16 +138,18 @@ const MIN_TASK_SPAN: usize = 128;
 const SMALL_M_PANELS: usize = 8;
 
 /// The sequential five-loop algorithm on the calling thread.
-fn gemm_seq<T: Real>(kern: &Kernel<T>, alpha: T, a: MatRef<T>, b: MatRef<T>, beta: T, c: &CView<T>) {
+fn gemm_seq<T: Real>(kern: &Kernel<T>, alpha: T, a: MatRef<T>, b: BSrc<T>, beta: T, c: &CView<T>) {
     let (m, n, k) = (c.rows, c.cols, a.cols);
     let (mr, nr) = (kern.mr, kern.nr);
     let bl = kern.blocking;
     // With a single MC block (small m, e.g. an RNN step with batch 16), B̃ is used by one row
     // block only, so a KC × NC panel would be written to L3 and read back once. Use a narrow
     // panel (SMALL_M_PANELS micro-panels, 128 KiB) instead: it is packed into L2 and consumed there.
-    let bl = if m <= bl.mc { Blocking { nc: bl.nc.min(SMALL_M_PANELS * nr), ..bl } } else { bl };
+    // (A pre-packed B is read in place, so it needs neither the narrowing nor scratch.)
+    let packed = matches!(b, BSrc::Packed { .. });
+    let bl = if m <= bl.mc && !packed { Blocking { nc: bl.nc.min(SMALL_M_PANELS * nr), ..bl } } else { bl };
     let a_len = m.min(bl.mc).div_ceil(mr) * mr * k.min(bl.kc);
-    let b_len = n.min(bl.nc).div_ceil(nr) * nr * k.min(bl.kc);
+    let b_len = if packed { 0 } else { n.min(bl.nc).div_ceil(nr) * nr * k.min(bl.kc) };
     with_scratch::<T, _>(a_len, b_len, |apack, bpack| {
         for jc in (0..n).step_by(bl.nc) {
             let nc = bl.nc.min(n - jc);
@@ -131,7 +157,17 @@ fn gemm_seq<T: Real>(kern: &Kernel<T>, alpha: T, a: MatRef<T>, b: MatRef<T>, bet
                 let kc = bl.kc.min(k - pc);
                 // Later KC slices accumulate into what the first one wrote.
                 let beta = if pc == 0 { beta } else { T::ONE };
-                pack_b(nr, &b, pc, kc, jc, nc, bpack);
+                let bpack: &[T] = match b {
+                    BSrc::Mat(ref b) => {
+                        pack_b(nr, b, pc, kc, jc, nc, bpack);
+                        bpack
+                    }
+                    BSrc::Packed { data, panels, j0, .. } => {
+                        debug_assert!((j0 + jc) % nr == 0);
+                        let start = pc * panels * nr + (j0 + jc) / nr * nr * kc;
+                        &data[start..start + nc.div_ceil(nr) * nr * kc]
+                    }
+                };
                 for ic in (0..m).step_by(bl.mc) {
                     let mc = bl.mc.min(m - ic);
                     pack_a(mr, &a, ic, mc, pc, kc, apack);

@@ -301,8 +301,121 @@ pub fn gemm_with_kernel<T: Real>(choice: KernelChoice, par: Par, alpha: T, a: Ma
         let x = gemv_impl::Strided { data: a.data, stride: a.cs };
         gemv_impl::gemv_strided(choice, threads, alpha, b.t(), x, beta, data, cs);
     } else {
-        driver::gemm(&kern, threads, alpha, a, b, beta, driver::CView::new(&mut c));
+        driver::gemm(&kern, threads, alpha, a, driver::BSrc::Mat(b), beta, driver::CView::new(&mut c));
     }
+}
+
+/// A `k × n` matrix B packed once into the micro-panel layout of the GEMM's microkernel, to be
+/// reused by many products `C ← α·A·B + β·C` ([`gemm_packed`]) without repacking it each time:
+/// e.g. a recurrent weight used by every time step of a sequence, and its transpose for the
+/// backward pass.
+///
+/// Packing from a transposed view ([`MatRef::t`] of a row-major matrix) reads each source row
+/// contiguously and transposes small tiles in cache; it does not gather with strides.
+///
+/// ```
+/// use chi_kernels::gemm::{gemm_packed, MatMut, MatRef, PackedB};
+/// let w = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]; // W: 2 × 3, row-major
+/// let wt = PackedB::new(MatRef::row_major(&w, 2, 3).t()); // packs Wᵀ (3 × 2) once
+/// let x = [1.0f32, 0.0, 1.0]; // 1 × 3
+/// let mut y = [0.0f32; 2];
+/// gemm_packed(1.0, MatRef::row_major(&x, 1, 3), &wt, 0.0, MatMut::row_major(&mut y, 1, 2));
+/// assert_eq!(y, [4.0, 10.0]); // x·Wᵀ
+/// ```
+pub struct PackedB<T> {
+    buf: pack::AlignedBuf<T>,
+    k: usize,
+    n: usize,
+    kern: microkernel::Kernel<T>,
+}
+
+impl<T: Real> std::fmt::Debug for PackedB<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PackedB {{ k: {}, n: {}, tile: {}x{}, kc: {} }}", self.k, self.n, self.kern.mr, self.kern.nr, self.kern.blocking.kc)
+    }
+}
+
+impl<T: Real> PackedB<T> {
+    /// Packs `b` (any strides) for the microkernel this CPU runs.
+    ///
+    /// # Panics
+    /// If `b`'s buffer is too short for its view, or `T` is neither `f32` nor `f64`.
+    pub fn new(b: MatRef<T>) -> Self {
+        Self::with_kernel(KernelChoice::Auto, b)
+    }
+
+    /// [`PackedB::new`] for a forced microkernel family (for tests).
+    #[doc(hidden)]
+    pub fn with_kernel(choice: KernelChoice, b: MatRef<T>) -> Self {
+        b.check("PackedB::new", "B");
+        let kern = microkernel::Kernel::<T>::select(choice);
+        let (k, n, nr, kc) = (b.rows, b.cols, kern.nr, kern.blocking.kc);
+        let panels = n.div_ceil(nr);
+        let mut buf = pack::AlignedBuf::zeroed(panels * nr * k);
+        let dst = buf.as_mut_slice();
+        for pc in (0..k).step_by(kc) {
+            let kcb = kc.min(k - pc);
+            pack::pack_b(nr, &b, pc, kcb, 0, n, &mut dst[pc * panels * nr..]);
+        }
+        PackedB { buf, k, n, kern }
+    }
+
+    /// Rows of B (the inner dimension of the products).
+    pub fn rows(&self) -> usize {
+        self.k
+    }
+
+    /// Columns of B.
+    pub fn cols(&self) -> usize {
+        self.n
+    }
+}
+
+/// `C ← α·A·B + β·C` with B packed in advance ([`PackedB`]); threads chosen automatically
+/// ([`Par::Auto`]). Same results as [`gemm`] with the unpacked B on the same microkernel.
+///
+/// # Panics
+/// If the shapes disagree or a buffer is too short for its view (the message names
+/// `gemm_packed` and the sizes).
+pub fn gemm_packed<T: Real>(alpha: T, a: MatRef<T>, b: &PackedB<T>, beta: T, c: MatMut<T>) {
+    gemm_packed_par(Par::Auto, alpha, a, b, beta, c)
+}
+
+/// [`gemm_packed`] with explicit parallelism.
+pub fn gemm_packed_par<T: Real>(par: Par, alpha: T, a: MatRef<T>, b: &PackedB<T>, beta: T, mut c: MatMut<T>) {
+    let kernel = "gemm_packed";
+    assert!(
+        a.cols == b.k && a.rows == c.rows && b.n == c.cols,
+        "{kernel}: shape mismatch: A is {}x{}, packed B is {}x{}, C is {}x{} (need A: m×k, B: k×n, C: m×n)",
+        a.rows,
+        a.cols,
+        b.k,
+        b.n,
+        c.rows,
+        c.cols
+    );
+    a.check(kernel, "A");
+    c.check(kernel, "C");
+    // An empty C has no elements that could overlap, whatever its strides.
+    assert!(
+        c.rows == 0 || c.cols == 0 || !may_alias(c.rows, c.cols, c.rs, c.cs),
+        "{kernel}: output C is {}x{} with strides ({}, {}), so distinct elements overlap or interleave; C must be a non-overlapping view",
+        c.rows,
+        c.cols,
+        c.rs,
+        c.cs
+    );
+    let (m, n, k) = (c.rows, c.cols, a.cols);
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 || alpha == T::ZERO {
+        scale(beta, &mut c);
+        return;
+    }
+    let threads = threads_for(par, 2 * m * n * k >= b.kern.par_min_flops);
+    let src = driver::BSrc::Packed { data: b.buf.as_slice(), panels: n.div_ceil(b.kern.nr), j0: 0, n };
+    driver::gemm(&b.kern, threads, alpha, a, src, beta, driver::CView::new(&mut c));
 }
 
 /// `C ← β·C` (`β = 0` writes zeros, ignoring NaN).
@@ -314,21 +427,6 @@ fn scale<T: Real>(beta: T, c: &mut MatMut<T>) {
         for j in 0..c.cols {
             let v = &mut c.data[i * c.rs + j * c.cs];
             *v = if beta == T::ZERO { T::ZERO } else { beta * *v };
-        }
-    }
-}
-
-/// Reference implementation (also the semantics): accumulates in `T`.
-#[allow(dead_code)]
-pub(crate) fn naive_gemm<T: Real>(alpha: T, a: MatRef<T>, b: MatRef<T>, beta: T, c: &mut MatMut<T>) {
-    for i in 0..c.rows {
-        for j in 0..c.cols {
-            let mut acc = T::ZERO;
-            for p in 0..a.cols {
-                acc += a.at(i, p) * b.at(p, j);
-            }
-            let idx = i * c.rs + j * c.cs;
-            c.data[idx] = if beta == T::ZERO { alpha * acc } else { alpha * acc + beta * c.data[idx] };
         }
     }
 }

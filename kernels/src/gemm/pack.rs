@@ -17,7 +17,30 @@ use std::cell::RefCell;
 /// One cache line; the scratch is a vector of these so every buffer starts 64-byte aligned.
 #[repr(C, align(64))]
 #[derive(Clone, Copy)]
-struct Line([u8; 64]);
+pub(crate) struct Line([u8; 64]);
+
+/// A 64-byte-aligned, zero-initialised buffer of `n` elements of `T` (f32 or f64), owned.
+pub(crate) struct AlignedBuf<T> {
+    lines: Vec<Line>,
+    len: usize,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: Real> AlignedBuf<T> {
+    pub(crate) fn zeroed(len: usize) -> Self {
+        assert!(is_f32::<T>() || is_f64::<T>(), "gemm: only f32 and f64 are supported");
+        AlignedBuf { lines: vec![Line([0; 64]); lines_for::<T>(len)], len, _t: std::marker::PhantomData }
+    }
+    pub(crate) fn as_slice(&self) -> &[T] {
+        // SAFETY: T is f32 or f64 (checked in `zeroed`): every bit pattern is valid, alignment ≤ 64,
+        // and the lines hold at least len · size_of::<T>() bytes.
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast::<T>(), self.len) }
+    }
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: as in `as_slice`, with the unique borrow of `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast::<T>(), self.len) }
+    }
+}
 
 thread_local! {
     /// Per-thread packing scratch. It only grows, so steady-state calls never allocate.
@@ -155,6 +178,25 @@ fn pack_panels<T: Real, const R: usize>(
                 // rb + R − 1 ≤ r0 + rlen − 1, and kk < klen), which is < data.len() (asserted).
                 let s = unsafe { &*(src.add(base + kk * sk) as *const [T; R]) };
                 o.copy_from_slice(s);
+            }
+        } else if rows == R && sk == 1 {
+            // Each of the panel's R source rows is contiguous along k (e.g. B = Wᵀ for a row-major
+            // W): transpose in KB × R tiles, reading KB contiguous elements of every row (one
+            // cache line for f64, half of one for f32) and writing them down one column of an
+            // L1-resident KB·R output tile, instead of gathering R elements R strides apart for
+            // every k.
+            const KB: usize = 8;
+            for kk0 in (0..klen).step_by(KB) {
+                let kb = KB.min(klen - kk0);
+                let tile = &mut out[kk0 * R..(kk0 + kb) * R];
+                for i in 0..R {
+                    // SAFETY: row rb + i ≤ r0 + rlen − 1 and columns k0 + kk0 .. k0 + kk0 + kb − 1
+                    // ≤ k0 + klen − 1 (sk = 1), so every index is ≤ `last` < data.len() (asserted).
+                    let row = unsafe { std::slice::from_raw_parts(src.add(base + i * sr + kk0), kb) };
+                    for (t, &v) in row.iter().enumerate() {
+                        tile[t * R + i] = v;
+                    }
+                }
             }
         } else if rows == R {
             for (kk, o) in out.chunks_exact_mut(R).enumerate() {

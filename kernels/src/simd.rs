@@ -1,0 +1,129 @@
+//! Run-time choice of the instruction set for the elementwise, reduction and softmax kernels.
+//!
+//! The SIMD code of those kernels is written once, generically over a vector type, and
+//! instantiated twice: with 256-bit AVX2+FMA vectors inside functions compiled with
+//! `#[target_feature(enable = "avx2,fma")]`, and with portable vectors (the `wide` crate compiled
+//! for the crate's baseline target, SSE2 on x86-64). Which copy runs is decided at run time, from
+//! the CPU's features detected once, so:
+//!
+//! * no `-C target-feature` flag is needed for full speed, and a crate that depends on chi gets
+//!   the same speed as the workspace;
+//! * a binary built for plain x86-64 runs on a CPU without AVX2 (the AVX2 copies are never
+//!   entered there).
+//!
+//! The environment variable `CHI_SIMD` (`portable` or `avx2`), read once at the first kernel
+//! call, caps the level (for example to measure or debug the portable path); a level the CPU
+//! cannot run is never selected, whatever the variable says.
+//!
+//! The two paths compute the same functions with the same lane counts (8 × f32, 4 × f64) and the
+//! same algorithms; they can differ in the last bits where the AVX2 path fuses a multiply-add
+//! that the portable path (on a CPU without FMA) rounds twice.
+//!
+//! The GEMM chooses its microkernels the same way, separately (see [`crate::gemm`]); it also has
+//! an AVX-512 family, which these kernels do not.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// An instruction-set level of the elementwise / reduction kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SimdLevel {
+    /// Plain Rust vectors (`wide`) for the compilation target's baseline (SSE2 on x86-64).
+    Portable,
+    /// 256-bit AVX2 with fused multiply-add.
+    Avx2Fma,
+}
+
+const UNKNOWN: u8 = 0;
+const PORTABLE: u8 = 1;
+const AVX2: u8 = 2;
+
+/// The detected level (capped by `CHI_SIMD`), computed once.
+static DETECTED: AtomicU8 = AtomicU8::new(UNKNOWN);
+/// A level forced by [`force_simd_level`] (`UNKNOWN` = none).
+static FORCED: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+fn encode(l: SimdLevel) -> u8 {
+    match l {
+        SimdLevel::Portable => PORTABLE,
+        SimdLevel::Avx2Fma => AVX2,
+    }
+}
+
+fn decode(v: u8) -> SimdLevel {
+    if v == AVX2 {
+        SimdLevel::Avx2Fma
+    } else {
+        SimdLevel::Portable
+    }
+}
+
+/// The best level this CPU supports, ignoring `CHI_SIMD` and any forced level.
+pub fn cpu_simd_level() -> SimdLevel {
+    if crate::gemm::microkernel::has_avx2_fma() {
+        SimdLevel::Avx2Fma
+    } else {
+        SimdLevel::Portable
+    }
+}
+
+#[cold]
+fn detect() -> u8 {
+    let cpu = cpu_simd_level();
+    let capped = match std::env::var("CHI_SIMD").as_deref() {
+        Ok("portable") => cpu.min(SimdLevel::Portable),
+        _ => cpu,
+    };
+    let v = encode(capped);
+    DETECTED.store(v, Ordering::Relaxed);
+    v
+}
+
+/// The level the elementwise, reduction and softmax kernels use on this machine now: the best
+/// one the CPU supports (detected once), capped by the `CHI_SIMD` environment variable and by
+/// [`force_simd_level`].
+#[inline]
+pub fn simd_level() -> SimdLevel {
+    let mut d = DETECTED.load(Ordering::Relaxed);
+    if d == UNKNOWN {
+        d = detect();
+    }
+    let f = FORCED.load(Ordering::Relaxed);
+    if f != UNKNOWN && f < d {
+        decode(f)
+    } else {
+        decode(d)
+    }
+}
+
+/// Whether the vector multiply-add of the current level ([`simd_level`]) rounds once (a fused
+/// multiply-add), as it does on AVX2+FMA. On the portable level it is fused only where the
+/// compilation target guarantees an FMA instruction (AArch64, or x86-64 built with the `fma`
+/// target feature); elsewhere (plain x86-64) it is a multiply then an add, rounded twice. Kernels
+/// documented as "one FMA per element" (e.g. [`crate::elementwise::mul_acc`]) follow this.
+pub fn fused_multiply_add() -> bool {
+    match simd_level() {
+        SimdLevel::Avx2Fma => true,
+        SimdLevel::Portable => cfg!(any(target_feature = "fma", target_arch = "aarch64")),
+    }
+}
+
+/// Forces the kernels of this process down to `level` (`None`: back to the detected level), so
+/// that tests and benchmarks can exercise the portable path on a machine with AVX2. A level above
+/// what the CPU supports is ignored (never unsafe). Process-wide: kernels running concurrently on
+/// other threads switch too (each still computes a correct result).
+#[doc(hidden)]
+pub fn force_simd_level(level: Option<SimdLevel>) {
+    FORCED.store(level.map_or(UNKNOWN, encode), Ordering::Relaxed);
+}
+
+/// Runs `f` in a function compiled with AVX2 and FMA enabled, so that `f`'s body (inlined into it,
+/// together with the `#[inline(always)]` vector code it calls) is compiled to AVX2+FMA
+/// instructions.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn run_avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}

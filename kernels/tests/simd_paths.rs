@@ -1,0 +1,217 @@
+//! The elementwise, reduction and softmax kernels on each SIMD level this CPU runs, forced
+//! explicitly (`force_simd_level`), against float64 references; and the evidence that a build
+//! without any `-C target-feature` flag dispatches to the CPU's best level.
+//!
+//! The level is process-wide, so the tests of this file take a lock while they force it.
+
+use chi_kernels::elementwise::{axpby, binary, mul_acc, scale, unary, unary_backward, Binary, Unary};
+use chi_kernels::reduce::{dot, log_softmax, softmax, softmax_backward, sum_all, sum_axis};
+use chi_kernels::simd::{cpu_simd_level, force_simd_level, simd_level, SimdLevel};
+use std::sync::Mutex;
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn levels() -> Vec<SimdLevel> {
+    let mut v = vec![SimdLevel::Portable];
+    if cpu_simd_level() >= SimdLevel::Avx2Fma {
+        v.push(SimdLevel::Avx2Fma);
+    }
+    v
+}
+
+/// Runs `f` once per level, with that level forced.
+fn on_each_level(mut f: impl FnMut(SimdLevel)) {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for l in levels() {
+        force_simd_level(Some(l));
+        assert_eq!(simd_level(), l, "forcing {l:?} did not take effect");
+        f(l);
+    }
+    force_simd_level(None);
+}
+
+fn close(got: f64, want: f64, tol: f64) -> bool {
+    (got.is_nan() && want.is_nan()) || got == want || (got - want).abs() <= tol * (1.0 + want.abs())
+}
+
+fn data(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}
+
+const UNARY: [Unary; 12] = [
+    Unary::Neg,
+    Unary::Abs,
+    Unary::Exp,
+    Unary::Log,
+    Unary::Log1p,
+    Unary::Sqrt,
+    Unary::Tanh,
+    Unary::Sigmoid,
+    Unary::Relu,
+    Unary::LeakyRelu(0.01),
+    Unary::Softplus,
+    Unary::LogSigmoid,
+];
+
+/// Lengths around the vector widths (8 × f32, 4 × f64), and one above the threading threshold.
+const LENS: [usize; 9] = [0, 1, 3, 4, 7, 8, 9, 67, (1 << 17) + 5];
+
+#[test]
+fn unary_and_backward_on_each_level() {
+    on_each_level(|l| {
+        for &n in &LENS {
+            let x = data(n, n as u64 + 1, -30.0, 30.0);
+            for op in UNARY {
+                let dom: Vec<f64> = match op {
+                    Unary::Log | Unary::Sqrt => x.iter().map(|v| v.abs() + 1e-3).collect(),
+                    Unary::Log1p => x.iter().map(|v| v.abs() - 0.5).collect(),
+                    _ => x.clone(),
+                };
+                let xf: Vec<f32> = dom.iter().map(|&v| v as f32).collect();
+                let mut y32 = vec![0f32; n];
+                unary(op, &xf, &mut y32);
+                let mut y64 = vec![0f64; n];
+                unary(op, &dom, &mut y64);
+                let g = data(n, 7, -1.0, 1.0);
+                let mut dx = vec![0f64; n];
+                unary_backward(op, &dom, &y64, &g, &mut dx);
+                for i in 0..n {
+                    let want32 = op.apply(xf[i] as f64);
+                    assert!(close(y32[i] as f64, want32, 3e-7), "{l:?} f32 {} at {i}: x={} got {} want {want32}", op.name(), xf[i], y32[i]);
+                    let want = op.apply(dom[i]);
+                    assert!(close(y64[i], want, 1e-15), "{l:?} f64 {} at {i}: x={} got {} want {want}", op.name(), dom[i], y64[i]);
+                    let dwant = g[i] * op.derivative(dom[i], want);
+                    assert!(close(dx[i], dwant, 1e-14), "{l:?} f64 d{} at {i}: got {} want {dwant}", op.name(), dx[i]);
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn binary_and_fused_updates_on_each_level() {
+    on_each_level(|l| {
+        for &n in &LENS {
+            let a = data(n, 3, -4.0, 4.0);
+            let b = data(n, 4, 0.5, 4.0);
+            for op in [Binary::Add, Binary::Sub, Binary::Mul, Binary::Div, Binary::Max, Binary::Min] {
+                let mut out = vec![0f64; n];
+                binary(op, &a, &b, &mut out);
+                assert!((0..n).all(|i| out[i] == op.apply(a[i], b[i])), "{l:?} {} (exact in f64)", op.name());
+            }
+            let mut y = b.clone();
+            axpby(0.5, &a, 2.0, &mut y);
+            assert!((0..n).all(|i| close(y[i], 0.5 * a[i] + 2.0 * b[i], 1e-15)), "{l:?} axpby");
+            let mut y = b.clone();
+            mul_acc(&a, &b, &mut y);
+            assert!((0..n).all(|i| close(y[i], a[i] * b[i] + b[i], 1e-15)), "{l:?} mul_acc");
+            let mut y = a.clone();
+            scale(3.0, &mut y);
+            assert!((0..n).all(|i| y[i] == 3.0 * a[i]), "{l:?} scale");
+        }
+    });
+}
+
+#[test]
+fn reductions_and_softmax_on_each_level() {
+    on_each_level(|l| {
+        for &(outer, n, inner) in &[(1, 1, 1), (3, 7, 1), (2, 9, 5), (4, 33, 1), (1, 1000, 3), (5, 17, 8)] {
+            let x = data(outer * n * inner, (outer * n + inner) as u64, -8.0, 8.0);
+            let mut out = vec![0f64; outer * inner];
+            sum_axis(&x, outer, n, inner, &mut out);
+            let mut y = vec![0f64; x.len()];
+            softmax(&x, outer, n, inner, &mut y);
+            let mut ly = vec![0f64; x.len()];
+            log_softmax(&x, outer, n, inner, &mut ly);
+            let g = data(x.len(), 9, -1.0, 1.0);
+            let mut dx = vec![0f64; x.len()];
+            softmax_backward(&y, &g, outer, n, inner, &mut dx);
+            let at = |o: usize, j: usize, i: usize| (o * n + j) * inner + i;
+            for o in 0..outer {
+                for i in 0..inner {
+                    let s: f64 = (0..n).map(|j| x[at(o, j, i)]).sum();
+                    assert!(close(out[o * inner + i], s, 1e-13), "{l:?} sum_axis");
+                    let m = (0..n).map(|j| x[at(o, j, i)]).fold(f64::NEG_INFINITY, f64::max);
+                    let z: f64 = (0..n).map(|j| (x[at(o, j, i)] - m).exp()).sum();
+                    let gy: f64 = (0..n).map(|j| g[at(o, j, i)] * (x[at(o, j, i)] - m).exp() / z).sum();
+                    for j in 0..n {
+                        let p = (x[at(o, j, i)] - m).exp() / z;
+                        assert!(close(y[at(o, j, i)], p, 1e-14), "{l:?} softmax");
+                        assert!(close(ly[at(o, j, i)], x[at(o, j, i)] - m - z.ln(), 1e-14), "{l:?} log_softmax");
+                        assert!(close(dx[at(o, j, i)], p * (g[at(o, j, i)] - gy), 1e-13), "{l:?} softmax_backward");
+                    }
+                }
+            }
+        }
+        for &n in &LENS {
+            let a = data(n, 5, -1.0, 1.0);
+            let b = data(n, 6, -1.0, 1.0);
+            let s: f64 = a.iter().sum();
+            let d: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!(close(sum_all(&a), s, 1e-12), "{l:?} sum_all n={n}");
+            assert!(close(dot(&a, &b), d, 1e-12), "{l:?} dot n={n}");
+            let af: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+            let sf: f64 = af.iter().map(|&v| v as f64).sum();
+            assert!((sum_all(&af) as f64 - sf).abs() <= 1e-5 * (1.0 + n as f64).sqrt(), "{l:?} f32 sum_all n={n}");
+        }
+    });
+}
+
+/// The two levels compute the same functions: ops without a multiply-add agree bit for bit, the
+/// transcendental ones within a few ULPs (the AVX2 level fuses its multiply-adds).
+#[test]
+fn levels_agree() {
+    if levels().len() < 2 {
+        return;
+    }
+    let x: Vec<f32> = data(1003, 11, -20.0, 20.0).iter().map(|&v| v as f32).collect();
+    let run = |op: Unary| {
+        let mut per = Vec::new();
+        on_each_level(|_| {
+            let mut y = vec![0f32; x.len()];
+            unary(op, &x, &mut y);
+            per.push(y);
+        });
+        per
+    };
+    for op in [Unary::Neg, Unary::Abs, Unary::Relu, Unary::LeakyRelu(0.1)] {
+        let p = run(op);
+        assert!(p[0].iter().zip(&p[1]).all(|(a, b)| a.to_bits() == b.to_bits()), "{} differs between levels", op.name());
+    }
+    for op in [Unary::Exp, Unary::Tanh, Unary::Sigmoid, Unary::Softplus] {
+        let p = run(op);
+        for (a, b) in p[0].iter().zip(&p[1]) {
+            assert!((a - b).abs() <= 4.0 * f32::EPSILON * a.abs().max(f32::MIN_POSITIVE), "{}: {a} vs {b}", op.name());
+        }
+    }
+}
+
+/// Evidence that the SIMD speed does not depend on compile-time flags: this test binary is built
+/// without any `-C target-feature` (the workspace sets none), yet on a CPU with AVX2+FMA the
+/// kernels dispatch to the AVX2 level (unless `CHI_SIMD=portable` caps it).
+#[test]
+fn dispatches_to_the_cpu_level_without_target_feature_flags() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    force_simd_level(None);
+    #[cfg(target_arch = "x86_64")]
+    {
+        let cpu_has = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+        assert_eq!(cpu_simd_level() == SimdLevel::Avx2Fma, cpu_has);
+        if std::env::var("CHI_SIMD").as_deref() != Ok("portable") {
+            assert_eq!(simd_level(), cpu_simd_level(), "the kernels do not use the CPU's best level");
+        }
+        // In the default build this binary is compiled for baseline x86-64 (no AVX2 at compile
+        // time), so the level above was chosen at run time, not by a `cfg`.
+        if cfg!(target_feature = "avx2") {
+            eprintln!("note: built with target-feature=+avx2 (RUSTFLAGS); the no-flag case is not what ran");
+        }
+    }
+}
