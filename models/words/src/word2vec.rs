@@ -453,6 +453,7 @@ struct Worker<'a, 'b> {
 
 impl WithKernel for Worker<'_, '_> {
     type Out = WorkerStats;
+    #[inline(always)]
     fn run<K: Kernel>(self, _k: K) -> WorkerStats {
         if self.job.cfg.compute_loss {
             worker::<K, true>(self.job, self.index, self.sentences)
@@ -465,6 +466,7 @@ impl WithKernel for Worker<'_, '_> {
 /// How many words a worker processes between learning-rate updates.
 const ALPHA_EVERY: u64 = 10_000;
 
+#[inline(always)]
 fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::ops::Range<usize>) -> WorkerStats {
     let cfg = job.cfg;
     let d = cfg.dim;
