@@ -12,6 +12,8 @@
 //!   portable fallback);
 //! * [`tape`]: the same losses written with chi's differentiable tensor ops, against which the
 //!   fused updates are tested and which pass gradcheck;
+//! * [`lm`]: the neural trigram / NPLM (with bypass) and Mikolov RNN language models, held-out
+//!   perplexity;
 //! * [`eval`]: word-pair Spearman ρ (WordSim353, SimLex-999), 3CosAdd analogies;
 //!   [`vectors`]: nearest neighbours; [`io`]: the word2vec text format.
 //!
@@ -32,6 +34,7 @@ pub mod glove;
 pub mod huffman;
 pub mod io;
 pub mod kernels;
+pub mod lm;
 pub mod noise;
 pub mod tape;
 pub mod vectors;

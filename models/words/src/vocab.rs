@@ -114,6 +114,17 @@ impl Vocab {
         Vocab { words, counts, index }
     }
 
+    /// A vocabulary from `(word, count)` pairs in the given order (ids follow it; a repeated
+    /// word keeps its first id).
+    pub fn from_ordered(pairs: Vec<(String, u64)>) -> Vocab {
+        let mut index = HashMap::with_capacity(pairs.len());
+        for (i, (w, _)) in pairs.iter().enumerate() {
+            index.entry(w.clone()).or_insert(i as u32);
+        }
+        let (words, counts) = pairs.into_iter().unzip();
+        Vocab { words, counts, index }
+    }
+
     /// Number of words.
     pub fn len(&self) -> usize {
         self.words.len()
