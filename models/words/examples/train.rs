@@ -6,6 +6,7 @@
 //!     [--threads 1] [--seed 1] [--alpha A] [--lowercase] [--out vectors.txt] \
 //!     [--wordsim wordsim353.tsv] [--simlex simlex999.txt] [--analogies questions-words.txt]
 //! ```
+//! With `--vectors FILE` instead of `--corpus`, it only scores a word2vec text file.
 //! `--model` is one of `sgns`, `cbow`, `sg-hs`, `cbow-hs`, `glove`. Times are wall-clock
 //! seconds of the training loop alone (`train_seconds`) and of reading + vocabulary
 //! (`prep_seconds`); for GloVe, `count_seconds` is the co-occurrence counting.
@@ -41,7 +42,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     let get = |k: &str, d: &str| opt.get(k).cloned().unwrap_or_else(|| d.to_string());
     let num = |k: &str, d: &str| -> Result<f64, Box<dyn std::error::Error>> { get(k, d).parse::<f64>().map_err(|_| format!("--{k}: not a number").into()) };
-    let corpus_path = PathBuf::from(opt.get("corpus").ok_or("--corpus PATH is required")?);
+    if let Some(v) = opt.get("vectors") {
+        // Evaluation only: score a word2vec text file.
+        let vectors = chi_words::io::load_word2vec_text(v.as_ref())?;
+        let mut json = vec![format!("\"vectors\":{}", vectors.len())];
+        score(&vectors, &opt, &mut json)?;
+        println!("{{{}}}", json.join(","));
+        return Ok(());
+    }
+    let corpus_path = PathBuf::from(opt.get("corpus").ok_or("--corpus PATH (or --vectors PATH) is required")?);
     let model = get("model", "sgns");
     let dim = num("dim", "100")? as usize;
     let window = num("window", if model == "glove" { "10" } else { "5" })? as usize;
@@ -109,19 +118,24 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         json.push(format!("\"effective_words_per_sec\":{:.1}", st.effective_words as f64 / st.seconds));
         m.vectors()
     };
-    for (key, flag) in [("wordsim353", "wordsim"), ("simlex999", "simlex")] {
-        if let Some(p) = opt.get(flag) {
-            let s = evaluate_pairs(&vectors, &load_word_pairs(p.as_ref())?, 300_000);
-            json.push(format!("\"{key}\":{:.4},\"{key}_covered\":{}", s.spearman, s.covered));
-        }
-    }
-    if let Some(p) = opt.get("analogies") {
-        let a = evaluate_analogies(&vectors, &load_analogies(p.as_ref())?, 300_000);
-        json.push(format!("\"analogies\":{:.4},\"analogies_covered\":{}", a.accuracy(), a.covered));
-    }
+    score(&vectors, &opt, &mut json)?;
     if let Some(p) = opt.get("out") {
         save_word2vec_text(&vectors, p.as_ref())?;
     }
     println!("{{{}}}", json.join(","));
+    Ok(())
+}
+
+fn score(vectors: &chi_words::Vectors, opt: &std::collections::HashMap<String, String>, json: &mut Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
+    for (key, flag) in [("wordsim353", "wordsim"), ("simlex999", "simlex")] {
+        if let Some(p) = opt.get(flag) {
+            let s = evaluate_pairs(vectors, &load_word_pairs(p.as_ref())?, 300_000);
+            json.push(format!("\"{key}\":{:.4},\"{key}_covered\":{}", s.spearman, s.covered));
+        }
+    }
+    if let Some(p) = opt.get("analogies") {
+        let a = evaluate_analogies(vectors, &load_analogies(p.as_ref())?, 300_000);
+        json.push(format!("\"analogies\":{:.4},\"analogies_covered\":{}", a.accuracy(), a.covered));
+    }
     Ok(())
 }
