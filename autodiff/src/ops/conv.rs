@@ -118,21 +118,6 @@ impl Window {
     }
 }
 
-/// `dst[j·rows + i] = src[i·cols + j]`: transpose a row-major `[rows, cols]` matrix (tiled).
-fn transpose<T: Copy>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
-    debug_assert!(src.len() == rows * cols && dst.len() == rows * cols);
-    const B: usize = 32;
-    for i0 in (0..rows).step_by(B) {
-        for j0 in (0..cols).step_by(B) {
-            for i in i0..(i0 + B).min(rows) {
-                for j in j0..(j0 + B).min(cols) {
-                    dst[j * rows + i] = src[i * cols + j];
-                }
-            }
-        }
-    }
-}
-
 #[track_caller]
 fn check_bias<T: Float>(op: &str, bias: Option<&Tensor<T>>, cout: usize) {
     if let Some(b) = bias {
@@ -163,7 +148,7 @@ impl<T: Float> Tensor<T> {
         let mut scratch = vec![T::ZERO; p * ck];
         for i in 0..n {
             win.im2col_kernel(&self.data[i * per..(i + 1) * per], &mut scratch);
-            transpose(&scratch, ck, p, &mut out[i * p * ck..(i + 1) * p * ck]);
+            chi_kernels::layout::transpose(&scratch, ck, p, &mut out[i * p * ck..(i + 1) * p * ck]);
         }
         record(out, Shape::new(&[n, p, ck]), &[self], loc, |_| Op::Im2Col { x: self.clone(), win })
     }
@@ -185,7 +170,7 @@ impl<T: Float> Tensor<T> {
         let mut out = vec![T::ZERO; n * per];
         let mut scratch = vec![T::ZERO; p * ck];
         for i in 0..n {
-            transpose(&self.data[i * p * ck..(i + 1) * p * ck], p, ck, &mut scratch);
+            chi_kernels::layout::transpose(&self.data[i * p * ck..(i + 1) * p * ck], p, ck, &mut scratch);
             win.col2im_kernel(&scratch, &mut out[i * per..(i + 1) * per]);
         }
         let mut shape = vec![n];

@@ -1,0 +1,245 @@
+//! Intrinsic evaluation: word-pair similarity (Spearman ρ, as WordSim353 and SimLex-999 are
+//! scored) and word analogies (3CosAdd, as the Google `questions-words.txt` set is scored).
+//! Both follow gensim's `evaluate_word_pairs` / `evaluate_word_analogies` defaults: lookups are
+//! case-insensitive, restricted to the `restrict` most frequent words (300,000 by default), and
+//! items with a missing word are skipped and counted.
+
+use crate::error::WordsError;
+use crate::vectors::Vectors;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// One human-scored word pair.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WordPair {
+    /// First word.
+    pub a: String,
+    /// Second word.
+    pub b: String,
+    /// Human score.
+    pub score: f64,
+}
+
+/// One analogy question `a : b :: c : d`, in a named section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Analogy {
+    /// Section (the `: name` line above it).
+    pub section: String,
+    /// The four words.
+    pub words: [String; 4],
+}
+
+fn format_err(path: &Path, line: usize, message: String) -> WordsError {
+    WordsError::Format { path: path.to_path_buf(), line: Some(line), message }
+}
+
+/// Parses a word-pair file: `#` comments, then `word1 word2 score` split on tabs (or on
+/// whitespace when a line has no tab), as gensim's `wordsim353.tsv` and `simlex999.txt`.
+/// A first line whose third field is not a number is taken as a header.
+pub fn parse_word_pairs(text: &str, path: &Path) -> Result<Vec<WordPair>, WordsError> {
+    let mut out = Vec::new();
+    let mut first = true;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let f: Vec<&str> = if t.contains('\t') { t.split('\t').map(str::trim).collect() } else { t.split_whitespace().collect() };
+        let score = f.get(2).and_then(|s| s.parse::<f64>().ok());
+        if first && score.is_none() {
+            first = false;
+            continue;
+        }
+        first = false;
+        if f.len() < 3 || f[0].is_empty() || f[1].is_empty() {
+            return Err(format_err(path, i + 1, format!("expected word1, word2, score; found {} field(s)", f.len())));
+        }
+        let score = score.filter(|s| s.is_finite()).ok_or_else(|| format_err(path, i + 1, format!("score {:?} is not a finite number", f[2])))?;
+        out.push(WordPair { a: f[0].to_string(), b: f[1].to_string(), score });
+    }
+    if out.is_empty() {
+        return Err(WordsError::Format { path: path.to_path_buf(), line: None, message: "no word pairs".into() });
+    }
+    Ok(out)
+}
+
+/// Parses an analogy file: `: section` lines, then `a b c d` lines.
+pub fn parse_analogies(text: &str, path: &Path) -> Result<Vec<Analogy>, WordsError> {
+    let mut out = Vec::new();
+    let mut section = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if let Some(s) = t.strip_prefix(':') {
+            section = s.trim().to_string();
+            continue;
+        }
+        let f: Vec<&str> = t.split_whitespace().collect();
+        if f.len() != 4 {
+            return Err(format_err(path, i + 1, format!("an analogy needs 4 words, found {}", f.len())));
+        }
+        out.push(Analogy { section: section.clone(), words: [f[0], f[1], f[2], f[3]].map(str::to_string) });
+    }
+    if out.is_empty() {
+        return Err(WordsError::Format { path: path.to_path_buf(), line: None, message: "no analogy questions".into() });
+    }
+    Ok(out)
+}
+
+fn read(path: &Path) -> Result<String, WordsError> {
+    let b = std::fs::read(path).map_err(|e| WordsError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+    String::from_utf8(b).map_err(|_| WordsError::Format { path: path.to_path_buf(), line: None, message: "not UTF-8".into() })
+}
+
+/// Reads a word-pair file (see [`parse_word_pairs`]).
+pub fn load_word_pairs(path: &Path) -> Result<Vec<WordPair>, WordsError> {
+    parse_word_pairs(&read(path)?, path)
+}
+
+/// Reads an analogy file (see [`parse_analogies`]).
+pub fn load_analogies(path: &Path) -> Result<Vec<Analogy>, WordsError> {
+    parse_analogies(&read(path)?, path)
+}
+
+/// Ranks (1-based) with ties averaged.
+pub fn ranks(x: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..x.len()).collect();
+    idx.sort_by(|&i, &j| x[i].total_cmp(&x[j]));
+    let mut r = vec![0.0; x.len()];
+    let mut s = 0;
+    while s < idx.len() {
+        let mut e = s + 1;
+        while e < idx.len() && x[idx[e]] == x[idx[s]] {
+            e += 1;
+        }
+        for &k in &idx[s..e] {
+            r[k] = (s + e + 1) as f64 / 2.0;
+        }
+        s = e;
+    }
+    r
+}
+
+/// Pearson correlation (NaN for fewer than two points or a constant input).
+pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len().min(y.len());
+    if n < 2 {
+        return f64::NAN;
+    }
+    let mx = x[..n].iter().sum::<f64>() / n as f64;
+    let my = y[..n].iter().sum::<f64>() / n as f64;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for i in 0..n {
+        let (a, b) = (x[i] - mx, y[i] - my);
+        sxy += a * b;
+        sxx += a * a;
+        syy += b * b;
+    }
+    sxy / (sxx * syy).sqrt()
+}
+
+/// Spearman rank correlation (Pearson of tie-averaged ranks, as scipy computes it).
+pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len().min(y.len());
+    pearson(&ranks(&x[..n]), &ranks(&y[..n]))
+}
+
+/// A case-insensitive view of the `restrict` first rows (the most frequent words for trained
+/// vectors): upper-cased word → row, the first (most frequent) casing winning.
+fn folded(vectors: &Vectors, restrict: usize) -> HashMap<String, usize> {
+    let mut m = HashMap::new();
+    for (i, w) in vectors.words().iter().enumerate().take(restrict) {
+        m.entry(w.to_uppercase()).or_insert(i);
+    }
+    m
+}
+
+/// Result of a word-pair evaluation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairScore {
+    /// Spearman ρ between cosine similarity and human score over covered pairs.
+    pub spearman: f64,
+    /// Pearson r over the same pairs.
+    pub pearson: f64,
+    /// Pairs scored.
+    pub covered: usize,
+    /// Pairs skipped for a missing word.
+    pub missing: usize,
+}
+
+/// Scores `vectors` on word pairs (case-insensitive, first `restrict` rows).
+pub fn evaluate_pairs(vectors: &Vectors, pairs: &[WordPair], restrict: usize) -> PairScore {
+    let m = folded(vectors, restrict);
+    let (mut model, mut human) = (Vec::new(), Vec::new());
+    for p in pairs {
+        if let (Some(&a), Some(&b)) = (m.get(&p.a.to_uppercase()), m.get(&p.b.to_uppercase())) {
+            model.push(crate::vectors::cosine(vectors.row(a), vectors.row(b)));
+            human.push(p.score);
+        }
+    }
+    PairScore { spearman: spearman(&model, &human), pearson: pearson(&model, &human), covered: model.len(), missing: pairs.len() - model.len() }
+}
+
+/// Result of an analogy evaluation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnalogyScore {
+    /// Correct answers.
+    pub correct: usize,
+    /// Questions answered (all four words known).
+    pub covered: usize,
+    /// Questions skipped for a missing word.
+    pub missing: usize,
+    /// `(section, correct, covered)` per section, in file order.
+    pub sections: Vec<(String, usize, usize)>,
+}
+
+impl AnalogyScore {
+    /// `correct / covered` (NaN when nothing was covered).
+    pub fn accuracy(&self) -> f64 {
+        self.correct as f64 / self.covered as f64
+    }
+}
+
+/// Answers `a : b :: c : ?` by 3CosAdd: the word (among the first `restrict` rows, excluding
+/// `a`, `b`, `c`) maximising `cos(x, b̂ − â + ĉ)` over unit-normalised vectors.
+pub fn evaluate_analogies(vectors: &Vectors, questions: &[Analogy], restrict: usize) -> AnalogyScore {
+    let unit = vectors.normalized();
+    let n = restrict.min(unit.len());
+    let d = unit.dim();
+    let m = folded(vectors, restrict);
+    let mut score = AnalogyScore { correct: 0, covered: 0, missing: 0, sections: Vec::new() };
+    let mut q = vec![0f32; d];
+    for a in questions {
+        if score.sections.last().map(|s| &s.0) != Some(&a.section) {
+            score.sections.push((a.section.clone(), 0, 0));
+        }
+        let ids: Option<Vec<usize>> = a.words.iter().map(|w| m.get(&w.to_uppercase()).copied()).collect();
+        let Some(ids) = ids else {
+            score.missing += 1;
+            continue;
+        };
+        for k in 0..d {
+            q[k] = unit.row(ids[1])[k] - unit.row(ids[0])[k] + unit.row(ids[2])[k];
+        }
+        let mut best = (usize::MAX, f32::NEG_INFINITY);
+        for i in 0..n {
+            if i == ids[0] || i == ids[1] || i == ids[2] {
+                continue;
+            }
+            let s: f32 = unit.row(i).iter().zip(&q).map(|(x, y)| x * y).sum();
+            if s > best.1 {
+                best = (i, s);
+            }
+        }
+        let sec = score.sections.last_mut().expect("pushed above");
+        score.covered += 1;
+        sec.2 += 1;
+        if best.0 == ids[3] {
+            score.correct += 1;
+            sec.1 += 1;
+        }
+    }
+    score
+}

@@ -1,0 +1,206 @@
+//! Vocabulary and corpus: tokens to ids, frequency cut-off, and frequent-word subsampling.
+
+use crate::error::WordsError;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Longest sentence a trainer sees; longer lines are cut into pieces of this length, as
+/// gensim's `LineSentence` does (its `MAX_WORDS_IN_BATCH`).
+pub const MAX_SENTENCE_LEN: usize = 10_000;
+
+/// Tokenised text: sentences of word strings, before any vocabulary is applied.
+///
+/// A sentence is a line of text; tokens are separated by whitespace. Context windows never
+/// cross a sentence boundary.
+#[derive(Clone, Debug, Default)]
+pub struct Text {
+    /// All tokens, sentence after sentence.
+    pub tokens: Vec<String>,
+    /// `tokens[ends[i-1]..ends[i]]` is sentence `i`.
+    pub ends: Vec<usize>,
+}
+
+impl Text {
+    /// Splits `text` into sentences (lines) and tokens (whitespace); optionally lower-cases.
+    pub fn from_str(text: &str, lowercase: bool) -> Text {
+        let mut t = Text::default();
+        for line in text.lines() {
+            let start = t.tokens.len();
+            for w in line.split_whitespace() {
+                t.tokens.push(if lowercase { w.to_lowercase() } else { w.to_string() });
+                if t.tokens.len() - t.ends.last().copied().unwrap_or(0) == MAX_SENTENCE_LEN {
+                    t.ends.push(t.tokens.len());
+                }
+            }
+            if t.tokens.len() > start && t.ends.last() != Some(&t.tokens.len()) {
+                t.ends.push(t.tokens.len());
+            }
+        }
+        t
+    }
+
+    /// Reads a UTF-8 text file, or every regular file of a directory (sorted by name, not
+    /// recursive), as [`Text::from_str`] does.
+    pub fn read(path: &Path, lowercase: bool) -> Result<Text, WordsError> {
+        let io = |e: std::io::Error| WordsError::Io { path: path.to_path_buf(), message: e.to_string() };
+        let mut files = Vec::new();
+        if path.is_dir() {
+            for entry in std::fs::read_dir(path).map_err(io)? {
+                let p = entry.map_err(io)?.path();
+                if p.is_file() {
+                    files.push(p);
+                }
+            }
+            files.sort();
+        } else {
+            files.push(path.to_path_buf());
+        }
+        let mut out = Text::default();
+        for f in files {
+            let bytes = std::fs::read(&f).map_err(|e| WordsError::Io { path: f.clone(), message: e.to_string() })?;
+            let s = String::from_utf8(bytes).map_err(|e| WordsError::Format {
+                path: f.clone(),
+                line: None,
+                message: format!("not UTF-8 (first bad byte at offset {})", e.utf8_error().valid_up_to()),
+            })?;
+            let t = Text::from_str(&s, lowercase);
+            let base = out.tokens.len();
+            out.tokens.extend(t.tokens);
+            out.ends.extend(t.ends.into_iter().map(|e| e + base));
+        }
+        if out.tokens.is_empty() {
+            return Err(WordsError::EmptyCorpus);
+        }
+        Ok(out)
+    }
+
+    /// Number of sentences.
+    pub fn sentences(&self) -> usize {
+        self.ends.len()
+    }
+}
+
+/// The vocabulary: words seen at least `min_count` times, most frequent first (ties broken by
+/// the word, so the order does not depend on hashing).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vocab {
+    /// Words by id.
+    pub words: Vec<String>,
+    /// Corpus counts by id (non-increasing).
+    pub counts: Vec<u64>,
+    index: HashMap<String, u32>,
+}
+
+impl Vocab {
+    /// Counts the tokens of `text` and keeps the words seen at least `min_count` times.
+    pub fn build(text: &Text, min_count: u64) -> Result<Vocab, WordsError> {
+        let mut counts: HashMap<&str, u64> = HashMap::new();
+        for w in &text.tokens {
+            *counts.entry(w.as_str()).or_insert(0) += 1;
+        }
+        let mut kept: Vec<(&str, u64)> = counts.into_iter().filter(|&(_, c)| c >= min_count.max(1)).collect();
+        kept.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        if kept.is_empty() {
+            return Err(WordsError::EmptyVocab { min_count });
+        }
+        Ok(Vocab::from_counts(kept.into_iter().map(|(w, c)| (w.to_string(), c)).collect()))
+    }
+
+    /// A vocabulary from `(word, count)` pairs, re-sorted by count (descending) then word.
+    pub fn from_counts(mut pairs: Vec<(String, u64)>) -> Vocab {
+        pairs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let index = pairs.iter().enumerate().map(|(i, (w, _))| (w.clone(), i as u32)).collect();
+        let (words, counts) = pairs.into_iter().unzip();
+        Vocab { words, counts, index }
+    }
+
+    /// A vocabulary from `(word, count)` pairs in the given order (ids follow it; a repeated
+    /// word keeps its first id).
+    pub fn from_ordered(pairs: Vec<(String, u64)>) -> Vocab {
+        let mut index = HashMap::with_capacity(pairs.len());
+        for (i, (w, _)) in pairs.iter().enumerate() {
+            index.entry(w.clone()).or_insert(i as u32);
+        }
+        let (words, counts) = pairs.into_iter().unzip();
+        Vocab { words, counts, index }
+    }
+
+    /// Number of words.
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Whether the vocabulary is empty (never true for a built one).
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// The id of `word`.
+    pub fn id(&self, word: &str) -> Option<u32> {
+        self.index.get(word).copied()
+    }
+
+    /// Sum of the counts.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Probability of *keeping* each word under frequent-word subsampling with threshold
+    /// `sample` (0 disables it), as word2vec's C code and gensim compute it: with
+    /// `t = sample · N` (N the total count) and `c` the word's count,
+    /// `p_keep = min(1, (√(c / t) + 1) · t / c)`.
+    /// (The paper's formula `1 − √(t/f)` is a different, older variant.)
+    pub fn keep_probabilities(&self, sample: f64) -> Vec<f64> {
+        let total = self.total() as f64;
+        self.counts
+            .iter()
+            .map(|&c| {
+                if sample <= 0.0 {
+                    return 1.0;
+                }
+                let t = sample * total;
+                let c = c as f64;
+                (((c / t).sqrt() + 1.0) * t / c).min(1.0)
+            })
+            .collect()
+    }
+}
+
+/// A corpus as word ids: the tokens of a [`Text`] that are in the vocabulary, with sentence
+/// boundaries kept (out-of-vocabulary words are dropped before windows are formed, as in
+/// word2vec and gensim).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Corpus {
+    /// Word ids, sentence after sentence.
+    pub ids: Vec<u32>,
+    /// `ids[ends[i-1]..ends[i]]` is sentence `i` (empty sentences are dropped).
+    pub ends: Vec<usize>,
+}
+
+impl Corpus {
+    /// Encodes `text` with `vocab`.
+    pub fn encode(text: &Text, vocab: &Vocab) -> Corpus {
+        let mut c = Corpus::default();
+        let mut start = 0;
+        for &end in &text.ends {
+            let before = c.ids.len();
+            c.ids.extend(text.tokens[start..end].iter().filter_map(|w| vocab.id(w)));
+            if c.ids.len() > before {
+                c.ends.push(c.ids.len());
+            }
+            start = end;
+        }
+        c
+    }
+
+    /// Number of sentences.
+    pub fn sentences(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Sentence `i` as a slice of ids.
+    pub fn sentence(&self, i: usize) -> &[u32] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.ids[start..self.ends[i]]
+    }
+}

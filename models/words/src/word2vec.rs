@@ -1,0 +1,710 @@
+//! word2vec: skip-gram and CBOW with negative sampling or hierarchical softmax (Mikolov et al.,
+//! *Efficient Estimation of Word Representations in Vector Space* and *Distributed
+//! Representations of Words and Phrases and their Compositionality*), trained Hogwild-style.
+//!
+//! ## The losses
+//! With `h` the input vector of a training example (skip-gram: the input row of one context
+//! word; CBOW: the mean of the context words' input rows, word2vec's default `cbow_mean = 1`):
+//! * negative sampling: `L = −log σ(u_c·h) − Σ_k log σ(−u_{n_k}·h)` for the centre word `c`
+//!   and negatives `n_k` drawn from the noise table ([`NoiseTable`]); draws equal to `c` are
+//!   skipped, as in word2vec's C code and gensim;
+//! * hierarchical softmax: `L = −Σ_i log σ((1 − 2·code_i) · u_{point_i}·h)` along the centre
+//!   word's Huffman path ([`Huffman`]).
+//!
+//! Skip-gram follows word2vec's C code and gensim in letting each *context* word's input
+//! vector predict the *centre* word (the pair set is symmetric, so this is the same objective
+//! as centre-predicts-context, reordered).
+//!
+//! Each example is one SGD step: `θ ← θ − α·∂L/∂θ` on the rows it touches, computed by the
+//! fused kernels of [`crate::kernels`] with the exact sigmoid (word2vec and gensim read σ from a
+//! 1000-entry table and clip at |x| = 6; we do not, so the step is exactly the gradient of `L`,
+//! which the tests check against chi's tape). For CBOW, word2vec (and gensim) add the whole
+//! error `−α·∂L/∂h` to every context row rather than the gradient share `−α·∂L/∂h / |ctx|`;
+//! [`CbowInputUpdate`] selects either.
+//!
+//! ## Schedule and threads
+//! Frequent words are subsampled ([`Vocab::keep_probabilities`]); the window is dynamic (a
+//! uniform `b ∈ [0, window)` shrinks it to `window − b` on each side, which weights near
+//! words more); the learning rate decays linearly from `alpha` to `min_alpha` over the
+//! words of all epochs. `threads` workers each take a contiguous slice of the corpus and update
+//! the shared matrices without locks (Hogwild: rows touched by two threads at once may lose an
+//! update; word2vec and gensim accept the same races). Each worker draws from its own
+//! generator seeded from `seed` and its index, so with one thread training is reproducible
+//! bit for bit.
+
+use crate::error::{config, WordsError};
+use crate::huffman::Huffman;
+use crate::kernels::{dispatch, Kernel, KernelChoice, Scalar, WithKernel};
+use crate::noise::NoiseTable;
+use crate::vectors::Vectors;
+use crate::vocab::{Corpus, Text, Vocab};
+use chi_autodiff::Rng;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Skip-gram or CBOW.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Architecture {
+    /// Each context word predicts the centre word.
+    SkipGram,
+    /// The mean of the context words predicts the centre word.
+    Cbow,
+}
+
+/// The output layer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Objective {
+    /// Negative sampling with `negative` noise words per example from `count^power`.
+    NegativeSampling {
+        /// Noise words per example (5 is word2vec's default).
+        negative: usize,
+        /// Exponent of the noise distribution (0.75 standard; White et al. print 2/3).
+        power: f64,
+    },
+    /// Hierarchical softmax over a Huffman tree of the vocabulary.
+    HierarchicalSoftmax,
+}
+
+/// How CBOW turns the error at the mean `h` into updates of the context rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CbowInputUpdate {
+    /// Add the full `−α·∂L/∂h` to every context row (word2vec's C code and gensim).
+    #[default]
+    Word2vec,
+    /// The true SGD step of the mean: `−α·∂L/∂h / |ctx|` per context row.
+    Gradient,
+}
+
+/// Hyperparameters of [`train`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Word2VecConfig {
+    /// Skip-gram or CBOW.
+    pub arch: Architecture,
+    /// Negative sampling or hierarchical softmax.
+    pub objective: Objective,
+    /// Vector size.
+    pub dim: usize,
+    /// Maximum window on each side.
+    pub window: usize,
+    /// Words seen fewer times are dropped.
+    pub min_count: u64,
+    /// Subsampling threshold (`1e-3` default; 0 disables).
+    pub sample: f64,
+    /// Passes over the corpus.
+    pub epochs: usize,
+    /// Initial learning rate; `None` takes gensim's default (0.025 skip-gram, 0.05 CBOW).
+    pub alpha: Option<f64>,
+    /// Final learning rate.
+    pub min_alpha: f64,
+    /// Worker threads.
+    pub threads: usize,
+    /// Seed of initialisation and of every worker's generator.
+    pub seed: u64,
+    /// CBOW input-row update rule.
+    pub cbow_update: CbowInputUpdate,
+    /// Row kernels.
+    pub kernel: KernelChoice,
+    /// Accumulate the training loss (costs one `log` per output row).
+    pub compute_loss: bool,
+}
+
+impl Default for Word2VecConfig {
+    fn default() -> Self {
+        Word2VecConfig {
+            arch: Architecture::SkipGram,
+            objective: Objective::NegativeSampling { negative: 5, power: 0.75 },
+            dim: 100,
+            window: 5,
+            min_count: 5,
+            sample: 1e-3,
+            epochs: 5,
+            alpha: None,
+            min_alpha: 1e-4,
+            threads: 1,
+            seed: 1,
+            cbow_update: CbowInputUpdate::Word2vec,
+            kernel: KernelChoice::Auto,
+            compute_loss: false,
+        }
+    }
+}
+
+impl Word2VecConfig {
+    /// The initial learning rate in effect.
+    pub fn start_alpha(&self) -> f64 {
+        self.alpha.unwrap_or(match self.arch {
+            Architecture::SkipGram => 0.025,
+            Architecture::Cbow => 0.05,
+        })
+    }
+
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), WordsError> {
+        if self.dim == 0 {
+            return Err(config("dim", "must be at least 1"));
+        }
+        if self.window == 0 {
+            return Err(config("window", "must be at least 1"));
+        }
+        if self.threads == 0 {
+            return Err(config("threads", "must be at least 1"));
+        }
+        if !(self.sample >= 0.0 && self.sample.is_finite()) {
+            return Err(config("sample", format!("{} is not a finite non-negative number", self.sample)));
+        }
+        let a = self.start_alpha();
+        if !(a > 0.0 && a.is_finite()) || !(self.min_alpha >= 0.0 && self.min_alpha <= a) {
+            return Err(config("alpha", format!("need 0 ≤ min_alpha ({}) ≤ alpha ({a}), alpha > 0", self.min_alpha)));
+        }
+        if let Objective::NegativeSampling { negative, power } = self.objective {
+            if negative == 0 {
+                return Err(config("negative", "must be at least 1 (use hierarchical softmax for none)"));
+            }
+            if !power.is_finite() {
+                return Err(config("power", format!("{power} is not finite")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a training run did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainStats {
+    /// Wall time of the training loop (vocabulary and corpus encoding excluded).
+    pub seconds: f64,
+    /// Corpus words processed over all epochs (before subsampling).
+    pub words: u64,
+    /// Words kept by subsampling and trained on.
+    pub effective_words: u64,
+    /// `words / seconds`.
+    pub words_per_sec: f64,
+    /// Output-layer rows updated (dot products taken).
+    pub updates: u64,
+    /// Mean loss per example (NaN unless `compute_loss`).
+    pub mean_loss: f64,
+}
+
+/// A progress report from a running trainer (sent by worker 0 about every 10,000 words).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// Corpus words processed so far, all workers.
+    pub words_done: u64,
+    /// Words the run will process.
+    pub words_total: u64,
+    /// Current learning rate.
+    pub alpha: f64,
+    /// Seconds since training started.
+    pub seconds: f64,
+    /// Mean loss per example of worker 0 since the last report (NaN unless `compute_loss`).
+    pub loss: f64,
+}
+
+/// A trained word2vec model.
+#[derive(Clone, Debug)]
+pub struct Word2Vec {
+    /// The vocabulary.
+    pub vocab: Vocab,
+    /// Vector size.
+    pub dim: usize,
+    /// Input vectors (the word vectors), `V × dim`, row-major.
+    pub input: Vec<f32>,
+    /// Output vectors: `V × dim` (negative sampling) or `(V − 1) × dim` (HS inner nodes).
+    pub output: Vec<f32>,
+    /// The configuration trained with.
+    pub config: Word2VecConfig,
+}
+
+impl Word2Vec {
+    /// The word vectors (input rows).
+    pub fn vectors(&self) -> Vectors {
+        Vectors::new(self.vocab.words.clone(), self.dim, self.input.clone()).expect("consistent shapes")
+    }
+}
+
+/// One example's output targets.
+#[derive(Clone, Copy, Debug)]
+pub enum Targets<'a> {
+    /// Negative sampling: `ids[0]` is the positive (centre) word, the rest are negatives.
+    Negative(&'a [u32]),
+    /// Hierarchical softmax: the inner nodes and branch bits of the centre word's path.
+    Path {
+        /// Inner nodes, root first.
+        points: &'a [u32],
+        /// Branch bits.
+        codes: &'a [u8],
+    },
+}
+
+impl Targets<'_> {
+    fn max_row(&self) -> Option<u32> {
+        match self {
+            Targets::Negative(ids) => ids.iter().copied().max(),
+            Targets::Path { points, .. } => points.iter().copied().max(),
+        }
+    }
+}
+
+/// `−log σ(x)`, stable for large |x|.
+#[inline]
+fn neg_log_sigmoid(x: f64) -> f64 {
+    (-x).max(0.0) + (-x.abs()).exp().ln_1p()
+}
+
+/// The output half of one example: for each target row `u` with label `y` (1 for the positive
+/// word or a 0-bit, 0 otherwise), `g = α·(y − σ(u·h))`, `e += g·u`, `u += g·h`. Afterwards `e`
+/// holds `−α·∂L/∂h`. Returns the example's loss when `LOSS`.
+///
+/// # Safety
+/// `out` must point to a matrix holding every target row (`row·d .. row·d + d`), none of which
+/// overlaps `h` or `e`.
+#[inline(always)]
+unsafe fn output_step<T: Scalar, K: Kernel, const LOSS: bool>(h: &[T], out: *mut T, d: usize, t: Targets, alpha: T, e: &mut [T]) -> f64 {
+    let mut loss = 0.0;
+    let mut one = |row: u32, label: bool| {
+        let u = std::slice::from_raw_parts_mut(out.add(row as usize * d), d);
+        let f = K::dot(h, u);
+        let y = if label { T::ONE } else { T::ZERO };
+        let g = (y - f.sigmoid()) * alpha;
+        if LOSS {
+            let f = f.to_f64();
+            loss += neg_log_sigmoid(if label { f } else { -f });
+        }
+        K::update(g, h, u, e);
+    };
+    match t {
+        Targets::Negative(ids) => {
+            for (k, &w) in ids.iter().enumerate() {
+                one(w, k == 0);
+            }
+        }
+        Targets::Path { points, codes } => {
+            for (&p, &c) in points.iter().zip(codes) {
+                one(p, c == 0);
+            }
+        }
+    }
+    loss
+}
+
+fn check_rows(what: &'static str, len: usize, d: usize, max_row: Option<u32>) -> Result<(), WordsError> {
+    if d == 0 || len % d != 0 {
+        return Err(config("dim", format!("{what} has {len} values, not a multiple of dim {d}")));
+    }
+    if let Some(m) = max_row {
+        if m as usize >= len / d {
+            return Err(config("ids", format!("row {m} is out of range for {what} of {} rows", len / d)));
+        }
+    }
+    Ok(())
+}
+
+/// One skip-gram SGD step on a frozen example: the input row `context` predicts `targets`.
+/// Updates `input[context]` and the target rows of `output` in place and returns the loss
+/// before the step. `input` and `output` are row-major with `dim` columns.
+pub fn skipgram_step<T: Scalar>(
+    input: &mut [T],
+    output: &mut [T],
+    dim: usize,
+    context: u32,
+    targets: Targets,
+    alpha: T,
+    kernel: KernelChoice,
+) -> Result<f64, WordsError> {
+    check_rows("input", input.len(), dim, Some(context))?;
+    check_rows("output", output.len(), dim, targets.max_row())?;
+    struct Step<'a, T> {
+        input: &'a mut [T],
+        output: &'a mut [T],
+        dim: usize,
+        context: u32,
+        targets: Targets<'a>,
+        alpha: T,
+    }
+    impl<T: Scalar> WithKernel for Step<'_, T> {
+        type Out = f64;
+        fn run<K: Kernel>(self, _k: K) -> f64 {
+            let d = self.dim;
+            let mut e = vec![T::ZERO; d];
+            let h = &mut self.input[self.context as usize * d..][..d];
+            // SAFETY: targets were bounds-checked; `output` is a distinct slice from `h` and `e`.
+            let loss = unsafe { output_step::<T, K, true>(h, self.output.as_mut_ptr(), d, self.targets, self.alpha, &mut e) };
+            K::axpy(T::ONE, &e, h);
+            loss
+        }
+    }
+    Ok(dispatch(kernel, Step { input, output, dim, context, targets, alpha }))
+}
+
+/// One CBOW SGD step on a frozen example: the mean of the input rows `context` predicts
+/// `targets`. Returns the loss before the step.
+#[allow(clippy::too_many_arguments)]
+pub fn cbow_step<T: Scalar>(
+    input: &mut [T],
+    output: &mut [T],
+    dim: usize,
+    context: &[u32],
+    targets: Targets,
+    alpha: T,
+    update: CbowInputUpdate,
+    kernel: KernelChoice,
+) -> Result<f64, WordsError> {
+    if context.is_empty() {
+        return Err(config("context", "CBOW needs at least one context word"));
+    }
+    check_rows("input", input.len(), dim, context.iter().copied().max())?;
+    check_rows("output", output.len(), dim, targets.max_row())?;
+    struct Step<'a, T> {
+        input: &'a mut [T],
+        output: &'a mut [T],
+        dim: usize,
+        context: &'a [u32],
+        targets: Targets<'a>,
+        alpha: T,
+        update: CbowInputUpdate,
+    }
+    impl<T: Scalar> WithKernel for Step<'_, T> {
+        type Out = f64;
+        fn run<K: Kernel>(self, _k: K) -> f64 {
+            let d = self.dim;
+            let mut h = vec![T::ZERO; d];
+            let mut e = vec![T::ZERO; d];
+            // SAFETY: ids bounds-checked; `h`, `e` are local buffers.
+            unsafe { cbow_core::<T, K, true>(self.input.as_mut_ptr(), self.output.as_mut_ptr(), d, self.context, self.targets, self.alpha, self.update, &mut h, &mut e) }
+        }
+    }
+    Ok(dispatch(kernel, Step { input, output, dim, context, targets, alpha, update }))
+}
+
+/// CBOW example on raw matrices: `h` and `e` are scratch of length `d`.
+///
+/// # Safety
+/// Every id must be a row of its matrix.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn cbow_core<T: Scalar, K: Kernel, const LOSS: bool>(
+    input: *mut T,
+    output: *mut T,
+    d: usize,
+    context: &[u32],
+    targets: Targets,
+    alpha: T,
+    update: CbowInputUpdate,
+    h: &mut [T],
+    e: &mut [T],
+) -> f64 {
+    h.fill(T::ZERO);
+    e.fill(T::ZERO);
+    for &c in context {
+        K::axpy(T::ONE, std::slice::from_raw_parts(input.add(c as usize * d), d), h);
+    }
+    let inv = T::from_f64(1.0 / context.len() as f64);
+    for x in h.iter_mut() {
+        *x = *x * inv;
+    }
+    let loss = output_step::<T, K, LOSS>(h, output, d, targets, alpha, e);
+    let scale = match update {
+        CbowInputUpdate::Word2vec => T::ONE,
+        CbowInputUpdate::Gradient => inv,
+    };
+    for &c in context {
+        K::axpy(scale, e, std::slice::from_raw_parts_mut(input.add(c as usize * d), d));
+    }
+    loss
+}
+
+/// A matrix shared by the Hogwild workers.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: Hogwild training deliberately lets workers write rows of the same matrices without
+// synchronisation; a race can only lose or mix float updates of one row, which SGD tolerates
+// (Recht et al., *Hogwild!*). Every access stays within the matrix bounds.
+unsafe impl<T: Send> Send for Shared<T> {}
+unsafe impl<T: Send> Sync for Shared<T> {}
+
+/// Everything a worker reads.
+struct Job<'a> {
+    cfg: &'a Word2VecConfig,
+    corpus: &'a Corpus,
+    keep: Vec<u32>,
+    huffman: Option<&'a Huffman>,
+    noise: Option<&'a NoiseTable>,
+    input: Shared<f32>,
+    output: Shared<f32>,
+    words_done: &'a AtomicU64,
+    words_total: u64,
+    start: Instant,
+    progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
+}
+
+#[derive(Default)]
+struct WorkerStats {
+    effective: u64,
+    updates: u64,
+    loss: f64,
+    examples: u64,
+}
+
+struct Worker<'a, 'b> {
+    job: &'b Job<'a>,
+    index: usize,
+    sentences: std::ops::Range<usize>,
+}
+
+impl WithKernel for Worker<'_, '_> {
+    type Out = WorkerStats;
+    #[inline(always)]
+    fn run<K: Kernel>(self, _k: K) -> WorkerStats {
+        if self.job.cfg.compute_loss {
+            worker::<K, true>(self.job, self.index, self.sentences)
+        } else {
+            worker::<K, false>(self.job, self.index, self.sentences)
+        }
+    }
+}
+
+/// How many words a worker processes between learning-rate updates.
+const ALPHA_EVERY: u64 = 10_000;
+
+#[inline(always)]
+fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::ops::Range<usize>) -> WorkerStats {
+    let cfg = job.cfg;
+    let d = cfg.dim;
+    let start_alpha = cfg.start_alpha();
+    let mut rng = Rng::new(cfg.seed ^ (index as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F));
+    let mut st = WorkerStats::default();
+    let mut alpha = start_alpha as f32;
+    let mut local = 0u64; // words since the last update of the shared counter
+    let mut kept: Vec<u32> = Vec::with_capacity(crate::vocab::MAX_SENTENCE_LEN);
+    let mut targets: Vec<u32> = Vec::new();
+    let mut ctx: Vec<u32> = Vec::with_capacity(2 * cfg.window);
+    let mut h = vec![0f32; d];
+    let mut e = vec![0f32; d];
+    let (mut report_loss, mut report_n) = (0.0f64, 0u64);
+    let (input, output) = (job.input.0, job.output.0);
+    for _epoch in 0..cfg.epochs {
+        for s in sentences.clone() {
+            let sent = job.corpus.sentence(s);
+            kept.clear();
+            for &w in sent {
+                let k = job.keep[w as usize];
+                if k == u32::MAX || (rng.next_u64() as u32) < k {
+                    kept.push(w);
+                }
+            }
+            st.effective += kept.len() as u64;
+            for i in 0..kept.len() {
+                let centre = kept[i];
+                let b = rng.below(cfg.window);
+                let reach = cfg.window - b;
+                let lo = i.saturating_sub(reach);
+                let hi = (i + reach + 1).min(kept.len());
+                // The output targets of this centre word.
+                let t = match cfg.objective {
+                    Objective::HierarchicalSoftmax => {
+                        let hf = job.huffman.expect("huffman tree built for HS");
+                        Targets::Path { points: &hf.points[centre as usize], codes: &hf.codes[centre as usize] }
+                    }
+                    Objective::NegativeSampling { .. } => Targets::Negative(&[]),
+                };
+                let draw_negatives = |targets: &mut Vec<u32>, rng: &mut Rng| {
+                    if let Objective::NegativeSampling { negative, .. } = cfg.objective {
+                        targets.clear();
+                        targets.push(centre);
+                        let noise = job.noise.expect("noise table built for NS");
+                        for _ in 0..negative {
+                            let n = noise.sample(rng);
+                            if n != centre {
+                                targets.push(n);
+                            }
+                        }
+                    }
+                };
+                match cfg.arch {
+                    Architecture::SkipGram => {
+                        for j in lo..hi {
+                            if j == i {
+                                continue;
+                            }
+                            draw_negatives(&mut targets, &mut rng);
+                            let tt = match t {
+                                Targets::Negative(_) => Targets::Negative(&targets),
+                                p => p,
+                            };
+                            let c = kept[j] as usize;
+                            e.fill(0.0);
+                            // SAFETY: ids come from the vocabulary, rows are in bounds; input and
+                            // output are different matrices and `e` is local.
+                            unsafe {
+                                let hrow = std::slice::from_raw_parts_mut(input.add(c * d), d);
+                                let l = output_step::<f32, K, LOSS>(hrow, output, d, tt, alpha, &mut e);
+                                K::axpy(1.0, &e, hrow);
+                                if LOSS {
+                                    st.loss += l;
+                                    report_loss += l;
+                                    report_n += 1;
+                                }
+                            }
+                            st.examples += 1;
+                            st.updates += tt_len(tt) as u64;
+                        }
+                    }
+                    Architecture::Cbow => {
+                        ctx.clear();
+                        ctx.extend(kept[lo..i].iter().chain(&kept[i + 1..hi]));
+                        if ctx.is_empty() {
+                            continue;
+                        }
+                        draw_negatives(&mut targets, &mut rng);
+                        let tt = match t {
+                            Targets::Negative(_) => Targets::Negative(&targets),
+                            p => p,
+                        };
+                        // SAFETY: as above.
+                        let l = unsafe { cbow_core::<f32, K, LOSS>(input, output, d, &ctx, tt, alpha, cfg.cbow_update, &mut h, &mut e) };
+                        if LOSS {
+                            st.loss += l;
+                            report_loss += l;
+                            report_n += 1;
+                        }
+                        st.examples += 1;
+                        st.updates += tt_len(tt) as u64;
+                    }
+                }
+            }
+            local += sent.len() as u64;
+            if local >= ALPHA_EVERY {
+                let done = job.words_done.fetch_add(local, Ordering::Relaxed) + local;
+                local = 0;
+                let frac = done as f64 / (job.words_total + 1) as f64;
+                alpha = (start_alpha - (start_alpha - cfg.min_alpha) * frac).max(cfg.min_alpha) as f32;
+                if index == 0 {
+                    if let Some(p) = job.progress {
+                        p(&Progress {
+                            words_done: done,
+                            words_total: job.words_total,
+                            alpha: alpha as f64,
+                            seconds: job.start.elapsed().as_secs_f64(),
+                            loss: if LOSS && report_n > 0 { report_loss / report_n as f64 } else { f64::NAN },
+                        });
+                        report_loss = 0.0;
+                        report_n = 0;
+                    }
+                }
+            }
+        }
+    }
+    job.words_done.fetch_add(local, Ordering::Relaxed);
+    st
+}
+
+fn tt_len(t: Targets) -> usize {
+    match t {
+        Targets::Negative(ids) => ids.len(),
+        Targets::Path { points, .. } => points.len(),
+    }
+}
+
+/// Splits sentences into `n` contiguous ranges of about equal word counts.
+fn split_sentences(corpus: &Corpus, n: usize) -> Vec<std::ops::Range<usize>> {
+    let total = corpus.ids.len();
+    let mut out = Vec::with_capacity(n);
+    let mut start = 0;
+    for t in 1..=n {
+        let goal = total * t / n;
+        let end = if t == n { corpus.sentences() } else { start + corpus.ends[start..].partition_point(|&e| e <= goal) };
+        out.push(start..end);
+        start = end;
+    }
+    out
+}
+
+/// Builds the vocabulary of `text` and trains (see [`train_corpus`]).
+pub fn train(text: &Text, cfg: &Word2VecConfig) -> Result<(Word2Vec, TrainStats), WordsError> {
+    cfg.validate()?;
+    let vocab = Vocab::build(text, cfg.min_count)?;
+    let corpus = Corpus::encode(text, &vocab);
+    train_corpus(vocab, &corpus, cfg, None)
+}
+
+/// Trains word2vec on an encoded corpus. `progress`, if given, is called by worker 0 about
+/// every 10,000 words.
+pub fn train_corpus(
+    vocab: Vocab,
+    corpus: &Corpus,
+    cfg: &Word2VecConfig,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+) -> Result<(Word2Vec, TrainStats), WordsError> {
+    cfg.validate()?;
+    if corpus.ids.is_empty() {
+        return Err(WordsError::EmptyCorpus);
+    }
+    if let Some(&m) = corpus.ids.iter().max() {
+        if m as usize >= vocab.len() {
+            return Err(config("corpus", format!("word id {m} is outside the vocabulary of {}", vocab.len())));
+        }
+    }
+    let (v, d) = (vocab.len(), cfg.dim);
+    // word2vec's initialisation: input rows uniform in [−0.5/d, 0.5/d), output rows zero.
+    let mut init = Rng::new(cfg.seed);
+    let mut input: Vec<f32> = (0..v * d).map(|_| ((init.next_f64() - 0.5) / d as f64) as f32).collect();
+    let huffman = matches!(cfg.objective, Objective::HierarchicalSoftmax).then(|| Huffman::build(&vocab.counts));
+    let noise = match cfg.objective {
+        Objective::NegativeSampling { power, .. } => Some(NoiseTable::new(&vocab.counts, power)),
+        Objective::HierarchicalSoftmax => None,
+    };
+    let out_rows = if huffman.is_some() { v.saturating_sub(1).max(1) } else { v };
+    let mut output = vec![0f32; out_rows * d];
+    // Keep probabilities as u32 thresholds; u32::MAX means "always keep".
+    let keep: Vec<u32> = vocab
+        .keep_probabilities(cfg.sample)
+        .into_iter()
+        .map(|p| if p >= 1.0 { u32::MAX } else { (p * 4_294_967_296.0) as u32 })
+        .collect();
+    let words_done = AtomicU64::new(0);
+    let words_total = corpus.ids.len() as u64 * cfg.epochs as u64;
+    let start = Instant::now();
+    let job = Job {
+        cfg,
+        corpus,
+        keep,
+        huffman: huffman.as_ref(),
+        noise: noise.as_ref(),
+        input: Shared(input.as_mut_ptr()),
+        output: Shared(output.as_mut_ptr()),
+        words_done: &words_done,
+        words_total,
+        start,
+        progress,
+    };
+    let threads = cfg.threads.min(corpus.sentences()).max(1);
+    let ranges = split_sentences(corpus, threads);
+    let stats: Vec<WorkerStats> = if threads == 1 {
+        vec![dispatch(cfg.kernel, Worker { job: &job, index: 0, sentences: ranges[0].clone() })]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = ranges
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let (job, r) = (&job, r.clone());
+                    s.spawn(move || dispatch(cfg.kernel, Worker { job, index: i, sentences: r }))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("word2vec worker panicked")).collect()
+        })
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let effective_words: u64 = stats.iter().map(|s| s.effective).sum();
+    let examples: u64 = stats.iter().map(|s| s.examples).sum();
+    let loss: f64 = stats.iter().map(|s| s.loss).sum();
+    let st = TrainStats {
+        seconds,
+        words: words_total,
+        effective_words,
+        words_per_sec: words_total as f64 / seconds.max(1e-9),
+        updates: stats.iter().map(|s| s.updates).sum(),
+        mean_loss: if cfg.compute_loss && examples > 0 { loss / examples as f64 } else { f64::NAN },
+    };
+    Ok((Word2Vec { vocab, dim: d, input, output, config: cfg.clone() }, st))
+}

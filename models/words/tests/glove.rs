@@ -1,0 +1,160 @@
+//! GloVe: co-occurrence counting (in memory and spilled), fused AdaGrad step against the tape,
+//! gradcheck, determinism, quality.
+
+use chi_autodiff::{gradcheck, gradgradcheck, GradcheckOptions, Rng, Tensor};
+use chi_words::glove::{count_cooccurrences, glove_step, train_glove, weight, CoocConfig, GloveConfig, GloveParams};
+use chi_words::kernels::KernelChoice;
+use chi_words::tape;
+use chi_words::vocab::{Corpus, Text, Vocab};
+use std::collections::HashMap;
+
+fn corpus() -> Corpus {
+    let t = Text::from_str(include_str!("../data/small_corpus.txt"), true);
+    let v = Vocab::build(&t, 1).unwrap();
+    Corpus::encode(&t, &v)
+}
+
+/// Dense brute-force counting: every ordered pair within the window of each sentence.
+fn brute(c: &Corpus, window: usize) -> HashMap<(u32, u32), f64> {
+    let mut m = HashMap::new();
+    for s in 0..c.sentences() {
+        let sent = c.sentence(s);
+        for a in 0..sent.len() {
+            for b in 0..sent.len() {
+                let d = a.abs_diff(b);
+                if d >= 1 && d <= window {
+                    *m.entry((sent[a], sent[b])).or_insert(0.0) += 1.0 / d as f64;
+                }
+            }
+        }
+    }
+    m
+}
+
+#[test]
+fn cooccurrence_counts_match_brute_force_in_memory_and_spilled() {
+    let c = corpus();
+    let dir = std::env::temp_dir().join(format!("chi-words-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for window in [1, 4] {
+        let expect = brute(&c, window);
+        let mem = count_cooccurrences(&c, &CoocConfig { window, ..Default::default() }).unwrap();
+        assert_eq!(mem.spilled_runs, 0);
+        let spilled = count_cooccurrences(&c, &CoocConfig { window, max_in_memory: 300, temp_dir: Some(dir.clone()) }).unwrap();
+        assert!(spilled.spilled_runs > 3, "only {} runs", spilled.spilled_runs);
+        for got in [&mem, &spilled] {
+            assert_eq!(got.entries.len(), expect.len());
+            assert!(got.entries.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)), "sorted, no duplicates");
+            for &(i, j, x) in &got.entries {
+                assert!((x - expect[&(i, j)]).abs() < 1e-9, "({i},{j}): {x} vs {}", expect[&(i, j)]);
+            }
+        }
+        // Symmetric.
+        for &(i, j, x) in &mem.entries {
+            assert!((x - expect[&(j, i)]).abs() < 1e-9);
+        }
+    }
+    // Spilled runs are removed.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+#[test]
+fn weighting_function() {
+    assert_eq!(weight(100.0, 100.0, 0.75), 1.0);
+    assert_eq!(weight(250.0, 100.0, 0.75), 1.0);
+    assert!((weight(10.0, 100.0, 0.75) - 0.1f64.powf(0.75)).abs() < 1e-15);
+}
+
+fn params(v: usize, d: usize, seed: u64) -> GloveParams<f64> {
+    let mut rng = Rng::new(seed);
+    let mut p = GloveParams::<f64>::init(v, d, &mut rng);
+    // Larger values than the initialisation so every term matters.
+    for x in p.w.iter_mut().chain(p.wc.iter_mut()).chain(p.b.iter_mut()).chain(p.bc.iter_mut()) {
+        *x = rng.uniform(-1.0, 1.0);
+    }
+    p
+}
+
+#[test]
+fn glove_fused_step_equals_tape_gradient() {
+    let (v, d) = (9, 11);
+    for k in [KernelChoice::Auto, KernelChoice::Portable] {
+        // x below and above x_max; i == j (a word with itself) too.
+        for (i, j, x) in [(2u32, 5u32, 3.5f64), (4, 4, 180.0), (0, 8, 0.25)] {
+            let p0 = params(v, d, 17);
+            let t = |a: &[f64], r: usize| Tensor::from_vec(a.to_vec(), &[a.len() / r, r]).requires_grad();
+            let (w, wc, b, bc) = (t(&p0.w, d), t(&p0.wc, d), t(&p0.b, 1), t(&p0.bc, 1));
+            let loss = tape::glove_loss(&w, &wc, &b, &bc, &[(i, j, x)], 100.0, 0.75);
+            loss.backward();
+            let mut p = p0.clone();
+            // Accumulators start at 1 and η = 1: the step is exactly minus the gradient.
+            let l = glove_step(&mut p, i, j, x, 100.0, 0.75, 1.0, k).unwrap();
+            assert!((l - loss.item()).abs() < 1e-12);
+            for (name, before, after, g) in [
+                ("w", &p0.w, &p.w, w.grad().unwrap().to_vec()),
+                ("wc", &p0.wc, &p.wc, wc.grad().unwrap().to_vec()),
+                ("b", &p0.b, &p.b, b.grad().unwrap().to_vec()),
+                ("bc", &p0.bc, &p.bc, bc.grad().unwrap().to_vec()),
+            ] {
+                assert!(g.iter().any(|&x| x != 0.0), "{name}: zero gradient");
+                for k in 0..g.len() {
+                    assert!((before[k] - after[k] - g[k]).abs() < 1e-12, "{name}[{k}]: {} vs {}", before[k] - after[k], g[k]);
+                }
+            }
+            // AdaGrad accumulators gained the squared gradient.
+            let gw = w.grad().unwrap().to_vec();
+            for k in 0..gw.len() {
+                assert!((p.gw[k] - 1.0 - gw[k] * gw[k]).abs() < 1e-12);
+            }
+        }
+    }
+}
+
+#[test]
+fn glove_tape_loss_passes_gradcheck() {
+    let p = params(5, 3, 4);
+    let entries = [(0u32, 1u32, 2.0), (1, 0, 2.0), (3, 3, 150.0), (4, 2, 0.5)];
+    let xs = [
+        Tensor::from_vec(p.w.clone(), &[5, 3]),
+        Tensor::from_vec(p.wc.clone(), &[5, 3]),
+        Tensor::from_vec(p.b.clone(), &[5, 1]),
+        Tensor::from_vec(p.bc.clone(), &[5, 1]),
+    ];
+    let f = |x: &[Tensor<f64>]| tape::glove_loss(&x[0], &x[1], &x[2], &x[3], &entries, 100.0, 0.75);
+    assert!(gradcheck(f, &xs, &GradcheckOptions::default()).unwrap().passed);
+    assert!(gradgradcheck(f, &xs, &GradcheckOptions::default()).unwrap().passed);
+}
+
+#[test]
+fn glove_trains_deterministically_and_recovers_planted_groups() {
+    let (text, groups) = planted();
+    let cfg = GloveConfig { dim: 16, min_count: 1, epochs: 25, cooc: CoocConfig { window: 4, ..Default::default() }, ..Default::default() };
+    let (a, sa) = train_glove(&text, &cfg).unwrap();
+    let (b, _) = train_glove(&text, &cfg).unwrap();
+    assert!(a.params.w.iter().zip(&b.params.w).all(|(x, y)| x.to_bits() == y.to_bits()));
+    assert!(sa.epoch_loss.last().unwrap() < &(sa.epoch_loss[0] * 0.5), "loss {:?}", sa.epoch_loss);
+    assert!(sa.entries_per_sec > 0.0 && sa.entries > 0);
+    let v = a.vectors();
+    for g in &groups {
+        let nn = v.nearest(&g[0], 1).unwrap();
+        assert!(g.contains(&nn[0].0), "{} nearest {}", g[0], nn[0].0);
+    }
+    let (m, _) = train_glove(&text, &GloveConfig { threads: 2, ..cfg }).unwrap();
+    assert!(m.params.w.iter().all(|x| x.is_finite()));
+}
+
+fn planted() -> (Text, Vec<Vec<String>>) {
+    let groups: Vec<Vec<String>> = (0..4).map(|g| (0..6).map(|k| format!("g{g}w{k}")).collect()).collect();
+    let mut rng = Rng::new(9);
+    let mut s = String::new();
+    for _ in 0..800 {
+        let g = &groups[rng.below(groups.len())];
+        for _ in 0..8 {
+            s.push_str(&g[rng.below(g.len())]);
+            s.push(' ');
+        }
+        s.push('\n');
+    }
+    (Text::from_str(&s, false), groups)
+}
