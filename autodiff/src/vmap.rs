@@ -113,6 +113,8 @@ fn replay<T: Float>(op: &Op<T>, out: &Tensor<T>, ins: &[Val<T>], b: usize) -> Re
         Op::Binary { op, .. } => binary(*op, &lift(&ins[0], r), &lift(&ins[1], r))?,
         Op::BinaryScalar { op, s, .. } => binary_scalar(*op, &x(), *s)?,
         Op::Unary { op, .. } => x().unary(*op),
+        Op::Pointwise { f, .. } => x().pointwise(*f),
+        Op::Cumsum { axis, .. } => x().cumsum(*axis as isize + 1),
         Op::Matmul { .. } => {
             let (a, bb) = (&ins[0], &ins[1]);
             match (a.batched, bb.batched) {

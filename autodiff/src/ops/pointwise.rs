@@ -182,7 +182,7 @@ fn forward<T: Float>(f: Pointwise, x: &[T]) -> Vec<T> {
 
 impl<T: Float> Tensor<T> {
     #[track_caller]
-    fn pointwise(&self, f: Pointwise) -> Tensor<T> {
+    pub(crate) fn pointwise(&self, f: Pointwise) -> Tensor<T> {
         let loc = Location::caller();
         let out = forward(f, &self.data);
         record(out, self.shape, &[self], loc, |o| Op::Pointwise { f, x: self.clone(), out: o.clone() })

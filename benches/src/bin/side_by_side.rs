@@ -149,7 +149,7 @@ fn mlp() -> Work {
 }
 
 fn textcnn() -> Work {
-    const V: usize = 20_000; // as the ANCHORS.md baseline (vocab 20k, dense embedding gradient)
+    const V: usize = 20_000; // the PyTorch baseline's sizes (vocab 20k, dense embedding gradient)
     let build = || {
         let mut store = ParamStore::<f32>::new();
         let mut rng = Rng::new(0);

@@ -1,4 +1,4 @@
-//! The context-aware model family of seed 000 ("Context Aware Machine Learning", Yun Zeng).
+//! The context-aware model family of *Context Aware Machine Learning* (Yun Zeng).
 //!
 //! Every model here is one instance of the Embedding Decomposition Formula (EDF, Eq. 12)
 //!

@@ -1,4 +1,4 @@
-//! Tests of the context-aware model family (seed 000): whole-model gradchecks, the CA-RES →
+//! Tests of the context-aware model family ([CAML]): whole-model gradchecks, the CA-RES →
 //! ResNet reduction, CA-SEM's closed-form steps against brute force, CA-RNN as a drop-in cell,
 //! and CA-ATT's unnormalised weights.
 

@@ -1,4 +1,4 @@
-//! Forward values of the context-aware models (seed 000) against plain scalar arithmetic written
+//! Forward values of the context-aware models ([CAML]) against plain scalar arithmetic written
 //! here from the paper's equations — never from chi's tensor ops or the models' own helpers.
 //!
 //! * CA-RNN cell state (Eq. 34) and output (Eq. 36), two time steps from a non-zero state.

@@ -43,7 +43,7 @@ pub fn build_example(name: &str) -> Result<Tensor<f64>, String> {
             Ok(y.sub_scalar(1.0).square().sum())
         }
         "lstm-step" => {
-            // One LSTM step, gates i, f, g, o from one fused matmul (seed 000 Table 1 without peepholes).
+            // One LSTM step, gates i, f, g, o from one fused matmul ([CAML] Table 1 without peepholes).
             let (n_in, n_h) = (2, 2);
             let x = Tensor::from_vec(vec![0.3, -0.2], &[1, n_in]);
             let h0 = Tensor::from_vec(vec![0.1, 0.0], &[1, n_h]);

@@ -202,7 +202,7 @@ fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
 }
 
-/// One LSTM step with peepholes (seed 000 Table 1) against plain f64 arithmetic.
+/// One LSTM step with peepholes ([CAML] Table 1) against plain f64 arithmetic.
 #[test]
 fn lstm_step_matches_hand_computation() {
     let mut rng = Rng::new(9);
@@ -229,7 +229,7 @@ fn lstm_step_matches_hand_computation() {
     }
 }
 
-/// One GRU step (reset before the recurrent matmul, seed 000 Table 1) against plain f64 arithmetic.
+/// One GRU step (reset before the recurrent matmul, [CAML] Table 1) against plain f64 arithmetic.
 #[test]
 fn gru_step_matches_hand_computation() {
     let mut rng = Rng::new(10);

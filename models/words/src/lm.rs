@@ -14,7 +14,7 @@
 
 use crate::error::{config, WordsError};
 use crate::vocab::{Text, Vocab};
-use chi_autodiff::{clear_tape, Float, Rng, Tensor};
+use chi_autodiff::{Float, Rng, Tensor};
 
 /// Boundary and unknown-word tokens, ids 0, 1, 2 of every LM vocabulary.
 pub const SPECIALS: [&str; 3] = ["<s>", "</s>", "<unk>"];
@@ -90,7 +90,6 @@ fn sgd<T: Float>(params: Vec<&mut Tensor<T>>, lr: T) {
         }
         p.zero_grad();
     }
-    clear_tape::<T>();
 }
 
 /// Bengio's neural probabilistic language model.

@@ -1,6 +1,6 @@
 //! `chi bench tape`: the per-op overhead of recording and differentiating small dynamic graphs.
 //!
-//! Workload (as in ANCHORS.md, where PyTorch 2.15 from Python costs ~17–28 µs per op here):
+//! Workload (PyTorch 2.15 from Python costs ~9–28 µs per op on the same chain; see BENCHMARKS.md):
 //! a scalar chain `y ← tanh(1.01·y + 0.1)` repeated `steps` times (3 recorded ops per step),
 //! then `backward`. Reported: nanoseconds per op for forward + backward, median over repeats.
 

@@ -1,5 +1,5 @@
 //! `ca-att-synthetic` — a sequence task where the number of relevant inputs varies (0, 1 or
-//! several), the situation the paper argues softmax attention handles badly (seed 000 §3.3:
+//! several), the situation the paper argues softmax attention handles badly ([CAML] §3.3:
 //! softmax weights always sum to one, so "nothing is relevant" and "three things are relevant"
 //! cannot be told apart from a single relevant item).
 //!

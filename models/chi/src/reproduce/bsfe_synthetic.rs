@@ -1,5 +1,5 @@
 //! `ca-bsfe-synthetic` — a planted bag-of-features task where the χ̃ that CA-BSFE learns
-//! (seed 000 §3.2, Eq. 19–20) can be compared with the truth.
+//! ([CAML] §3.2, Eq. 19–20) can be compared with the truth.
 //!
 //! Generative process (per document):
 //! * `k`, uniform on {0, …, 4}, **informative** tokens are drawn from a set of 20; the label is

@@ -1,4 +1,4 @@
-//! `ca-cnn-mnist` — CA-CNN (seed 000 §3.5.1) against a plain CNN of the same shape, §4.6.2: one
+//! `ca-cnn-mnist` — CA-CNN ([CAML] §3.5.1) against a plain CNN of the same shape, §4.6.2: one
 //! convolution layer (kernel k×k, depth d, stride 1, no padding) → ReLU → hidden 128 (ReLU) →
 //! softmax over 10 classes; batch 100, learning rate 0.01, Adagrad (the paper's settings).
 //!

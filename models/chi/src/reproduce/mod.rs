@@ -24,7 +24,7 @@
 //! cross-validation fold; their `results.json` records the truthful count (1; the folds).
 //!
 //! Built-in experiments need no download and are what `chi reproduce` (and `cargo run
-//! --release` with no arguments) runs. Real-data experiments (issue 6) list the datasets they
+//! --release` with no arguments) runs. Real-data experiments list the datasets they
 //! need in [`Experiment::data`] and are run only when named.
 //!
 //! # Adding an experiment

@@ -1,4 +1,4 @@
-//! `ca-nn-surface` — seed 000 §4.5.1, Fig. 16: fitting `z = x·exp(−x² − y²)` on an 81 × 81 grid
+//! `ca-nn-surface` — [CAML] §4.5.1, Fig. 16: fitting `z = x·exp(−x² − y²)` on an 81 × 81 grid
 //! over `[−2, 2]²` from 1 % of the grid points (66, drawn at random per run), testing on the
 //! other 99 %. CA-NN with `dim(w0) = 5` in one layer and in two stacked layers, 1000 steps at
 //! learning rate 0.1 (the paper's settings); the paper reports an "average prediction error" of

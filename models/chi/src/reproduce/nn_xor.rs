@@ -1,4 +1,4 @@
-//! `ca-nn-xor` — seed 000 §4.5.1, Fig. 15: fitting the four XOR points
+//! `ca-nn-xor` — [CAML] §4.5.1, Fig. 15: fitting the four XOR points
 //! `(1,0)↦1, (0,1)↦1, (0,0)↦0, (1,1)↦0` with L2 loss, CA-NN against one- and two-hidden-layer
 //! networks, and the fitted surfaces over the extended domain `[−0.5, 1.5]²`.
 //!

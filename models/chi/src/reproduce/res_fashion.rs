@@ -1,4 +1,4 @@
-//! `ca-res-fashion` — CA-RES blocks (seed 000 §3.5.2, Eq. 42; §4.7.2) against plain CNN blocks
+//! `ca-res-fashion` — CA-RES blocks ([CAML] §3.5.2, Eq. 42; §4.7.2) against plain CNN blocks
 //! and ResNet blocks in the paper's CIFAR architecture (convolution layers + hidden 512 +
 //! softmax), on Fashion-MNIST. CIFAR-10 is not reachable from this machine's registries, so
 //! Fashion-MNIST (60k/10k grey 28×28) stands in; the paper's claims (§4.7.2: more layers and more

@@ -1,4 +1,4 @@
-//! `ca-rnn-synthetic` — seed 000 §4.4.1, the paper's validation task for recurrent cells.
+//! `ca-rnn-synthetic` — [CAML] §4.4.1, the paper's validation task for recurrent cells.
 //!
 //! The model: token embedding → recurrent cell (LSTM, GRU or CA-RNN) → logistic regression on
 //! the **cell state** after the last token. Training data, exactly as in the paper:
@@ -8,7 +8,7 @@
 //!
 //! Choices where the paper is silent (recorded in `results.json`):
 //! * embedding and hidden size 8; embeddings `N(0, 1)`; the cells' own initialisations
-//!   (LSTM forget bias 1, no peepholes; GRU reset-before-matmul, as in seed 000 Table 1; CA-RNN
+//!   (LSTM forget bias 1, no peepholes; GRU reset-before-matmul, as in [CAML] Table 1; CA-RNN
 //!   with the vector peephole `p_v`, [`CaRnnConfig::default`]);
 //! * "cell state": LSTM `c_t`, CA-RNN `c_t` (Eq. 34), GRU `h_t` (its only state);
 //! * an iteration is one Adagrad step (lr 0.1, the paper's optimiser elsewhere) on the mean

