@@ -128,7 +128,7 @@ fn scratch(name: &str) -> std::path::PathBuf {
 pub fn safetensors(data: &[u8]) {
     let s = small_model();
     let path = scratch("weights.safetensors");
-    let valid = save_params(&path, s.params(), &BTreeMap::new()).and_then(|_| std::fs::read(&path).map_err(|e| e.to_string()));
+    let valid = save_params(&path, s.params(), &BTreeMap::new()).map_err(String::from).and_then(|_| std::fs::read(&path).map_err(|e| e.to_string()));
     let _ = std::fs::remove_file(&path);
     let file = mutate(valid.expect("writing a valid weights file"), data);
     let before = values(&s);
@@ -149,7 +149,7 @@ pub fn checkpoint(data: &[u8]) {
     opt.step_params(s.params());
     let path = scratch("ckpt.safetensors");
     let meta = CheckpointMeta { step: 1, config: "{}".into(), ..CheckpointMeta::default() };
-    let valid = save_checkpoint(&path, s.params(), &opt, &meta).and_then(|_| std::fs::read(&path).map_err(|e| e.to_string()));
+    let valid = save_checkpoint(&path, s.params(), &opt, &meta).map_err(String::from).and_then(|_| std::fs::read(&path).map_err(|e| e.to_string()));
     let _ = std::fs::remove_file(&path);
     let file = mutate(valid.expect("writing a valid checkpoint"), data);
     let before = values(&s);

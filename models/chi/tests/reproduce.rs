@@ -79,7 +79,7 @@ fn real_data_experiments_run_quick_when_data_is_present() {
             .data
             .iter()
             .filter_map(|d| d.parse::<chi_nn::data::Dataset>().ok())
-            .filter_map(|d| chi_nn::data::require(d).err())
+            .filter_map(|d| chi_nn::data::require(d).err().map(String::from))
             .collect();
         if !missing.is_empty() {
             eprintln!("SKIPPED {}: {}", e.name, missing.join("; "));

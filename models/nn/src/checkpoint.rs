@@ -18,6 +18,7 @@
 //! before assigning any value: an error leaves the model and optimiser untouched, and its
 //! message names the file and the problem.
 
+use crate::error::NnError;
 use crate::optim::{OptimConfig, OptimState, Optimizer, ParamState};
 use crate::params::Param;
 use chi_autodiff::Float;
@@ -33,13 +34,13 @@ const CHECKSUM_KEY: &str = "chi.checksum";
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
 /// fsynced and renamed over `path`; then the directory is fsynced.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), NnError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create directory: {e}", dir.display()))?;
-    let fname = path.file_name().ok_or_else(|| format!("{}: not a file path", path.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|e| NnError::Io { path: dir.clone(), action: "cannot create directory", source: e })?;
+    let fname = path.file_name().ok_or_else(|| NnError::format(path, "not a file path"))?;
     let tmp = dir.join(format!(".{}.tmp-{}", fname.to_string_lossy(), std::process::id()));
     let res = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
@@ -54,7 +55,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     })();
     if let Err(e) = res {
         let _ = std::fs::remove_file(&tmp);
-        return Err(format!("{}: write failed: {e}", path.display()));
+        return Err(NnError::Io { path: path.to_path_buf(), action: "write failed", source: e });
     }
     Ok(())
 }
@@ -145,16 +146,15 @@ struct Parsed {
     meta: HashMap<String, String>,
 }
 
-fn parse(path: &Path) -> Result<Parsed, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+fn parse(path: &Path) -> Result<Parsed, NnError> {
+    let bytes = std::fs::read(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
     parse_bytes(path, &bytes)
 }
 
 /// [`parse`] of a file's contents (`path` names it in errors).
-fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, String> {
-    let p = path.display();
-    let st = SafeTensors::deserialize(bytes).map_err(|e| format!("{p}: not a valid safetensors file (truncated or corrupt?): {e}"))?;
-    let (_, md) = SafeTensors::read_metadata(bytes).map_err(|e| format!("{p}: corrupt header: {e}"))?;
+fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, NnError> {
+    let st = SafeTensors::deserialize(bytes).map_err(|e| NnError::format(path, format!("not a valid safetensors file (truncated or corrupt?): {e}")))?;
+    let (_, md) = SafeTensors::read_metadata(bytes).map_err(|e| NnError::format(path, format!("corrupt header: {e}")))?;
     let meta = md.metadata().clone().unwrap_or_default();
     let mut tensors = BTreeMap::new();
     for (name, view) in st.tensors() {
@@ -162,37 +162,36 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, String> {
     }
     // Files written by chi must carry a checksum; foreign files (PyTorch) need not.
     if meta.contains_key(FORMAT_KEY) && !meta.contains_key(CHECKSUM_KEY) {
-        return Err(format!("{p}: checksum missing from a chi file (corrupt header)"));
+        return Err(NnError::format(path, format!("checksum missing from a chi file (corrupt header)")));
     }
     if let Some(want) = meta.get(CHECKSUM_KEY) {
         let got = checksum(&meta, tensors.iter().map(|(n, (d, s, b))| (n.as_str(), format!("{d:?}"), s.as_slice(), b.as_slice())));
         if format!("{got:016x}") != *want {
-            return Err(format!("{p}: checksum mismatch (file corrupt): stored {want}, computed {got:016x}"));
+            return Err(NnError::format(path, format!("checksum mismatch (file corrupt): stored {want}, computed {got:016x}")));
         }
     }
     Ok(Parsed { tensors, meta })
 }
 
 /// Checks `params` against the parsed tensors and returns the new values, in order.
-fn check_params<T: Float>(path: &Path, parsed: &Parsed, params: &[Param<T>], strict: bool) -> Result<Vec<Vec<T>>, String> {
-    let p = path.display();
+fn check_params<T: Float>(path: &Path, parsed: &Parsed, params: &[Param<T>], strict: bool) -> Result<Vec<Vec<T>>, NnError> {
     let mut out = Vec::with_capacity(params.len());
     for prm in params {
         let Some((dt, shape, bytes)) = parsed.tensors.get(prm.name()) else {
-            return Err(format!("{p}: missing tensor {:?}", prm.name()));
+            return Err(NnError::format(path, format!("missing tensor {:?}", prm.name())));
         };
         if *dt != dtype_of::<T>() {
-            return Err(format!("{p}: tensor {:?} has dtype {dt:?}, the model expects {:?}", prm.name(), dtype_of::<T>()));
+            return Err(NnError::format(path, format!("tensor {:?} has dtype {dt:?}, the model expects {:?}", prm.name(), dtype_of::<T>())));
         }
         if *shape != prm.shape() {
-            return Err(format!("{p}: tensor {:?} has shape {shape:?}, the model expects {:?}", prm.name(), prm.shape()));
+            return Err(NnError::TensorShape { path: path.to_path_buf(), tensor: prm.name().to_string(), found: shape.clone(), expected: prm.shape() });
         }
         out.push(from_bytes::<T>(bytes));
     }
     if strict {
         for name in parsed.tensors.keys() {
             if !name.starts_with(OPTIM_PREFIX) && !params.iter().any(|q| q.name() == name) {
-                return Err(format!("{p}: unexpected tensor {name:?} (not a parameter of the model)"));
+                return Err(NnError::format(path, format!("unexpected tensor {name:?} (not a parameter of the model)")));
             }
         }
     }
@@ -200,25 +199,25 @@ fn check_params<T: Float>(path: &Path, parsed: &Parsed, params: &[Param<T>], str
 }
 
 /// Saves the parameters' values (tensor name = parameter name) with optional string metadata.
-pub fn save_params<T: Float>(path: &Path, params: &[Param<T>], metadata: &BTreeMap<String, String>) -> Result<(), String> {
+pub fn save_params<T: Float>(path: &Path, params: &[Param<T>], metadata: &BTreeMap<String, String>) -> Result<(), NnError> {
     let tensors: Vec<_> = params.iter().map(|p| (p.name().to_string(), p.shape(), p.to_vec())).collect();
     let mut meta: HashMap<String, String> = metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     meta.insert(FORMAT_KEY.into(), "weights".into());
-    let bytes = serialize(&tensors, meta).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = serialize(&tensors, meta).map_err(|e| NnError::format(path, e))?;
     atomic_write(path, &bytes)
 }
 
 /// Loads values into `params`: every parameter must be in the file with the same dtype and
 /// shape, and the file may hold no other tensor (optimiser tensors of a full checkpoint are
 /// allowed). All-or-nothing. Returns the file's metadata.
-pub fn load_params<T: Float>(path: &Path, params: &[Param<T>]) -> Result<BTreeMap<String, String>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+pub fn load_params<T: Float>(path: &Path, params: &[Param<T>]) -> Result<BTreeMap<String, String>, NnError> {
+    let bytes = std::fs::read(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
     load_params_from_bytes(path, &bytes, params)
 }
 
 /// [`load_params`] from a file's contents already in memory (`name` labels errors). Used by the
 /// fuzz targets; never panics on any input.
-pub fn load_params_from_bytes<T: Float>(name: &Path, bytes: &[u8], params: &[Param<T>]) -> Result<BTreeMap<String, String>, String> {
+pub fn load_params_from_bytes<T: Float>(name: &Path, bytes: &[u8], params: &[Param<T>]) -> Result<BTreeMap<String, String>, NnError> {
     let path = name;
     let parsed = parse_bytes(path, bytes)?;
     let values = check_params(path, &parsed, params, true)?;
@@ -242,7 +241,7 @@ pub struct CheckpointMeta {
 }
 
 /// Saves a full checkpoint: parameters, optimiser state and `meta`, atomically.
-pub fn save_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &Optimizer<T>, meta: &CheckpointMeta) -> Result<(), String> {
+pub fn save_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &Optimizer<T>, meta: &CheckpointMeta) -> Result<(), NnError> {
     let st = optim.state();
     let mut tensors: Vec<_> = params.iter().map(|p| (p.name().to_string(), p.shape(), p.to_vec())).collect();
     let mut steps = BTreeMap::new();
@@ -262,58 +261,56 @@ pub fn save_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &Optim
     m.insert("chi.optim.config".into(), serde_json::to_string(&st.config).unwrap());
     m.insert("chi.optim.lr".into(), format!("{:?}", st.lr));
     m.insert("chi.optim.steps".into(), serde_json::to_string(&steps).unwrap());
-    let bytes = serialize(&tensors, m).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = serialize(&tensors, m).map_err(|e| NnError::format(path, e))?;
     atomic_write(path, &bytes)
 }
 
 /// Reads only the metadata of a full checkpoint (to rebuild the model from its config before
 /// loading). Checks the file fully.
-pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta, String> {
+pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta, NnError> {
     parse_meta(path, &parse(path)?)
 }
 
-fn parse_meta(path: &Path, parsed: &Parsed) -> Result<CheckpointMeta, String> {
-    let p = path.display();
-    let get = |k: &str| parsed.meta.get(k).ok_or_else(|| format!("{p}: not a full checkpoint (metadata {k:?} missing)"));
+fn parse_meta(path: &Path, parsed: &Parsed) -> Result<CheckpointMeta, NnError> {
+    let get = |k: &str| parsed.meta.get(k).ok_or_else(|| NnError::format(path, format!("not a full checkpoint (metadata {k:?} missing)")));
     if get(FORMAT_KEY)? != "full-checkpoint-v1" {
-        return Err(format!("{p}: not a full checkpoint (format {:?})", get(FORMAT_KEY)?));
+        return Err(NnError::format(path, format!("not a full checkpoint (format {:?})", get(FORMAT_KEY)?)));
     }
     Ok(CheckpointMeta {
-        step: get("chi.step")?.parse().map_err(|e| format!("{p}: bad step in metadata: {e}"))?,
-        rngs: serde_json::from_str(get("chi.rngs")?).map_err(|e| format!("{p}: bad RNG states in metadata: {e}"))?,
+        step: get("chi.step")?.parse().map_err(|e| NnError::format(path, format!("bad step in metadata: {e}")))?,
+        rngs: serde_json::from_str(get("chi.rngs")?).map_err(|e| NnError::format(path, format!("bad RNG states in metadata: {e}")))?,
         config: get("chi.config")?.clone(),
-        extra: serde_json::from_str(get("chi.extra")?).map_err(|e| format!("{p}: bad extra metadata: {e}"))?,
+        extra: serde_json::from_str(get("chi.extra")?).map_err(|e| NnError::format(path, format!("bad extra metadata: {e}")))?,
     })
 }
 
 /// Loads a full checkpoint into `params` and `optim` and returns its metadata. Everything is
 /// validated first; on error nothing is changed.
-pub fn load_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &mut Optimizer<T>) -> Result<CheckpointMeta, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+pub fn load_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &mut Optimizer<T>) -> Result<CheckpointMeta, NnError> {
+    let bytes = std::fs::read(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
     load_checkpoint_from_bytes(path, &bytes, params, optim)
 }
 
 /// [`load_checkpoint`] from a file's contents already in memory (`name` labels errors). Used by
 /// the fuzz targets; never panics on any input.
-pub fn load_checkpoint_from_bytes<T: Float>(name: &Path, bytes: &[u8], params: &[Param<T>], optim: &mut Optimizer<T>) -> Result<CheckpointMeta, String> {
+pub fn load_checkpoint_from_bytes<T: Float>(name: &Path, bytes: &[u8], params: &[Param<T>], optim: &mut Optimizer<T>) -> Result<CheckpointMeta, NnError> {
     let path = name;
-    let p = path.display();
     let parsed = parse_bytes(path, bytes)?;
     let meta = parse_meta(path, &parsed)?;
     let values = check_params(path, &parsed, params, true)?;
     // Optimiser state.
-    let get = |k: &str| parsed.meta.get(k).ok_or_else(|| format!("{p}: metadata {k:?} missing"));
-    let config: OptimConfig = serde_json::from_str(get("chi.optim.config")?).map_err(|e| format!("{p}: bad optimiser config: {e}"))?;
-    let lr: f64 = get("chi.optim.lr")?.parse().map_err(|e| format!("{p}: bad optimiser lr: {e}"))?;
-    let steps: BTreeMap<String, u64> = serde_json::from_str(get("chi.optim.steps")?).map_err(|e| format!("{p}: bad optimiser steps: {e}"))?;
+    let get = |k: &str| parsed.meta.get(k).ok_or_else(|| NnError::format(path, format!("metadata {k:?} missing")));
+    let config: OptimConfig = serde_json::from_str(get("chi.optim.config")?).map_err(|e| NnError::format(path, format!("bad optimiser config: {e}")))?;
+    let lr: f64 = get("chi.optim.lr")?.parse().map_err(|e| NnError::format(path, format!("bad optimiser lr: {e}")))?;
+    let steps: BTreeMap<String, u64> = serde_json::from_str(get("chi.optim.steps")?).map_err(|e| NnError::format(path, format!("bad optimiser steps: {e}")))?;
     let mut state = OptimState { config: config.clone(), lr, params: BTreeMap::new() };
     for (name, step) in steps {
         let mut slots = BTreeMap::new();
         for slot in config.slot_names() {
             let tname = format!("{OPTIM_PREFIX}{slot}.{name}");
-            let (dt, _, bytes) = parsed.tensors.get(&tname).ok_or_else(|| format!("{p}: missing optimiser tensor {tname:?}"))?;
+            let (dt, _, bytes) = parsed.tensors.get(&tname).ok_or_else(|| NnError::format(path, format!("missing optimiser tensor {tname:?}")))?;
             if *dt != dtype_of::<T>() {
-                return Err(format!("{p}: optimiser tensor {tname:?} has dtype {dt:?}, expected {:?}", dtype_of::<T>()));
+                return Err(NnError::format(path, format!("optimiser tensor {tname:?} has dtype {dt:?}, expected {:?}", dtype_of::<T>())));
             }
             slots.insert(slot.to_string(), from_bytes::<T>(bytes));
         }
@@ -322,15 +319,15 @@ pub fn load_checkpoint_from_bytes<T: Float>(name: &Path, bytes: &[u8], params: &
     for name in parsed.tensors.keys().filter(|n| n.starts_with(OPTIM_PREFIX)) {
         let ok = state.params.keys().any(|pn| config.slot_names().iter().any(|s| *name == format!("{OPTIM_PREFIX}{s}.{pn}")));
         if !ok {
-            return Err(format!("{p}: unexpected optimiser tensor {name:?}"));
+            return Err(NnError::format(path, format!("unexpected optimiser tensor {name:?}")));
         }
     }
-    optim.check_state(&state, params).map_err(|e| format!("{p}: {e}"))?;
+    optim.check_state(&state, params).map_err(|e| e.in_file(path))?;
     // Everything checked: assign.
     for (prm, v) in params.iter().zip(values) {
         prm.set_values(v);
     }
-    optim.load_state(state, params).map_err(|e| format!("{p}: {e}"))?;
+    optim.load_state(state, params).map_err(|e| e.in_file(path))?;
     Ok(meta)
 }
 

@@ -2,6 +2,7 @@
 //! features, token sequences and sentence pairs, the built-in synthetic datasets, and the
 //! seeded mini-batch [`Batcher`].
 
+use crate::error::NnError;
 use chi_autodiff::{Rng, Tensor};
 use serde::{Deserialize, Serialize};
 
@@ -170,10 +171,10 @@ impl Default for DataConfig {
 /// `classes` interleaved spiral arms in the plane with Gaussian noise (a classic non-linear
 /// classification toy). Example `i` of class `c`: radius `r ∈ [0, 1]`, angle
 /// `θ = 2π·c/classes + 4r + noise`.
-pub fn spirals(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
+pub fn spirals(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     let k = cfg.classes;
     if k < 2 {
-        return Err(format!("spirals: need at least 2 classes, got {k}"));
+        return Err(NnError::invalid("dataset spirals", "classes", k, "need at least 2"));
     }
     let make = |n: usize, rng: &mut Rng| {
         let mut x = Vec::with_capacity(2 * n);
@@ -195,7 +196,7 @@ pub fn spirals(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
 
 /// Noisy XOR: points uniform in `[−1, 1]²`, label 1 when `x·y > 0`, each label flipped with
 /// probability `noise`. A binary task (sigmoid output).
-pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
+pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     let make = |n: usize, rng: &mut Rng| {
         let mut x = Vec::with_capacity(2 * n);
         let mut y = Vec::with_capacity(n);
@@ -219,7 +220,7 @@ pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
 
 /// The paper's smooth surface ([CAML] §4.5.1) as regression: `z = x·exp(−x² − y²)` for
 /// `(x, y)` uniform in `[−2, 2]²`, plus Gaussian noise of std `noise`.
-pub fn surface(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
+pub fn surface(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     let make = |n: usize, rng: &mut Rng| {
         let mut x = Vec::with_capacity(2 * n);
         let mut y = Vec::with_capacity(n);
@@ -239,17 +240,17 @@ pub fn surface(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
 
 /// A whole-number option of `options` (`default` when absent), with the dataset or model name
 /// `what` in the error message.
-pub fn option_usize(options: &serde_json::Map<String, serde_json::Value>, key: &str, default: usize, what: &str) -> Result<usize, String> {
+pub fn option_usize(options: &serde_json::Map<String, serde_json::Value>, key: &str, default: usize, what: &str) -> Result<usize, NnError> {
     match options.get(key) {
         None => Ok(default),
-        Some(v) => v.as_u64().map(|n| n as usize).ok_or_else(|| format!("{what}: option {key:?} must be a non-negative integer, got {v}")),
+        Some(v) => v.as_u64().map(|n| n as usize).ok_or_else(|| NnError::invalid(what, format!("option {key:?}"), v, "must be a non-negative integer")),
     }
 }
 
 /// Fails if `options` has a key not in `known` (catches typos such as `seqlen`).
-pub fn check_options(options: &serde_json::Map<String, serde_json::Value>, known: &[&str], what: &str) -> Result<(), String> {
+pub fn check_options(options: &serde_json::Map<String, serde_json::Value>, known: &[&str], what: &str) -> Result<(), NnError> {
     match options.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(format!("{what}: unknown option {k:?} (known: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") })),
+        Some(k) => Err(NnError::Unknown { context: what.into(), kind: "option".into(), name: k.clone(), known: known.iter().map(|s| s.to_string()).collect() }),
         None => Ok(()),
     }
 }
@@ -263,17 +264,17 @@ pub fn check_options(options: &serde_json::Map<String, serde_json::Value>, known
 /// gradient ‖∂L/∂h_t‖ has to reach `t = 0` for it to learn: the vanishing-gradient picture of
 /// `gradflow_time.csv`. Options (in `[data.options]`): `seq_len` (default 12, at least 1),
 /// `distractors` (default 8, at least 1). Uses `n_train`, `n_test`, `classes`; ignores `noise`.
-pub fn first_token(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
+pub fn first_token(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     let what = "dataset first-token";
     check_options(&cfg.options, &["seq_len", "distractors"], what)?;
     let seq_len = option_usize(&cfg.options, "seq_len", 12, what)?;
     let distractors = option_usize(&cfg.options, "distractors", 8, what)?;
     let k = cfg.classes;
     if k < 2 {
-        return Err(format!("{what}: need at least 2 classes, got {k}"));
+        return Err(NnError::invalid(what, "classes", k, "need at least 2"));
     }
     if seq_len == 0 || distractors == 0 {
-        return Err(format!("{what}: seq_len and distractors must be at least 1 (got {seq_len} and {distractors})"));
+        return Err(NnError::invalid(what, "seq_len, distractors", format!("{seq_len}, {distractors}"), "each must be at least 1"));
     }
     let vocab = k + distractors;
     let make = |n: usize, rng: &mut Rng| {

@@ -12,6 +12,7 @@
 //! | [`checkpoint`] | safetensors weights and full checkpoints (atomic, checksummed) |
 //! | [`data`] | loaders for the real datasets (IDX, npy, CSV, GloVe, Lee, reviews, word-similarity pairs) |
 //! | [`dataset`] | the in-memory dataset, splits, built-in synthetic datasets and the seeded batcher |
+//! | [`error`] | [`NnError`], the error type of every fallible function |
 //! | [`gradcheck`](mod@gradcheck) | whole-model float64 gradient checks |
 //!
 //! It depends on no command-line, plotting, progress-bar or image crate: the `chi` program adds
@@ -22,6 +23,7 @@
 pub mod checkpoint;
 pub mod data;
 pub mod dataset;
+pub mod error;
 pub mod gradcheck;
 pub mod layers;
 pub mod metrics;
@@ -29,4 +31,5 @@ pub mod optim;
 pub mod params;
 pub mod schedule;
 
+pub use error::NnError;
 pub use params::{init, Param, ParamStore};

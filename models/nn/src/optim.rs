@@ -39,6 +39,7 @@
 //! arithmetic runs in `f64` and is rounded once to `T`. Everything is sequential and in a fixed
 //! order, so results are bit-reproducible.
 
+use crate::error::NnError;
 use crate::params::Param;
 use chi_autodiff::Float;
 use serde::{Deserialize, Serialize};
@@ -62,15 +63,15 @@ pub enum OptimKind {
 }
 
 impl std::str::FromStr for OptimKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = NnError;
+    fn from_str(s: &str) -> Result<Self, NnError> {
         match s.to_ascii_lowercase().as_str() {
             "sgd" => Ok(OptimKind::Sgd),
             "adagrad" => Ok(OptimKind::Adagrad),
             "rmsprop" => Ok(OptimKind::Rmsprop),
             "adam" => Ok(OptimKind::Adam),
             "adamw" => Ok(OptimKind::Adamw),
-            _ => Err(format!("unknown optimiser {s:?} (expected sgd, adagrad, rmsprop, adam or adamw)")),
+            _ => Err(NnError::Unknown { context: String::new(), kind: "optimiser".into(), name: s.into(), known: ["sgd", "adagrad", "rmsprop", "adam", "adamw"].map(String::from).to_vec() }),
         }
     }
 }
@@ -160,8 +161,8 @@ impl OptimConfig {
         self.eps.unwrap_or(if self.name == OptimKind::Adagrad { 1e-10 } else { 1e-8 })
     }
     /// Checks the ranges (PyTorch's checks).
-    pub fn validate(&self) -> Result<(), String> {
-        let bad = |what: &str, v: f64| Err(format!("invalid optimiser setting: {what} = {v}"));
+    pub fn validate(&self) -> Result<(), NnError> {
+        let bad = |what: &str, v: f64| Err(NnError::invalid("invalid optimiser setting", what, v, "out of range"));
         if !(self.lr >= 0.0 && self.lr.is_finite()) {
             return bad("lr", self.lr);
         }
@@ -184,7 +185,7 @@ impl OptimConfig {
             return bad("alpha", self.alpha);
         }
         if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
-            return Err("invalid optimiser setting: Nesterov momentum needs momentum > 0 and dampening = 0".into());
+            return Err(NnError::invalid("invalid optimiser setting", "nesterov", true, "Nesterov momentum needs momentum > 0 and dampening = 0"));
         }
         Ok(())
     }
@@ -375,7 +376,7 @@ impl<T: Float> Optimizer<T> {
         Self::try_new(cfg).unwrap_or_else(|e| panic!("{e}"))
     }
     /// A fresh optimiser, or an error naming the invalid setting.
-    pub fn try_new(cfg: OptimConfig) -> Result<Self, String> {
+    pub fn try_new(cfg: OptimConfig) -> Result<Self, NnError> {
         cfg.validate()?;
         Ok(Optimizer { lr: cfg.lr, cfg, state: BTreeMap::new() })
     }
@@ -401,7 +402,7 @@ impl<T: Float> Optimizer<T> {
     }
     /// Restores a state from [`Optimizer::state`]. Checks the kind matches and every buffer has
     /// the right slots and length for `params` before changing anything.
-    pub fn load_state(&mut self, s: OptimState<T>, params: &[Param<T>]) -> Result<(), String> {
+    pub fn load_state(&mut self, s: OptimState<T>, params: &[Param<T>]) -> Result<(), NnError> {
         self.check_state(&s, params)?;
         self.cfg = s.config;
         self.lr = s.lr;
@@ -410,32 +411,32 @@ impl<T: Float> Optimizer<T> {
     }
 
     /// Checks that `s` could be loaded by [`Optimizer::load_state`] without changing anything.
-    pub fn check_state(&self, s: &OptimState<T>, params: &[Param<T>]) -> Result<(), String> {
+    pub fn check_state(&self, s: &OptimState<T>, params: &[Param<T>]) -> Result<(), NnError> {
         s.config.validate()?;
         if s.config.name != self.cfg.name {
-            return Err(format!("optimiser state is for {:?}, not {:?}", s.config.name, self.cfg.name));
+            return Err(NnError::optim_state(None, format!("optimiser state is for {:?}, not {:?}", s.config.name, self.cfg.name)));
         }
         let slots = s.config.slot_names();
         for (name, ps) in &s.params {
             let p = params
                 .iter()
                 .find(|p| p.name() == name)
-                .ok_or_else(|| format!("optimiser state for unknown parameter {name:?}"))?;
+                .ok_or_else(|| NnError::optim_state(Some(name), format!("optimiser state for unknown parameter {name:?}")))?;
             for (slot, buf) in &ps.slots {
                 if !slots.contains(&slot.as_str()) {
-                    return Err(format!("optimiser state for {name:?} has unexpected buffer {slot:?}"));
+                    return Err(NnError::optim_state(Some(name), format!("optimiser state for {name:?} has unexpected buffer {slot:?}")));
                 }
                 if buf.len() != p.numel() {
-                    return Err(format!(
-                        "optimiser buffer {slot:?} of {name:?} has {} values, parameter has {}",
-                        buf.len(),
-                        p.numel()
-                    ));
+                    return Err(NnError::Shape {
+                        what: format!("optimiser buffer {slot:?} of {name:?} (values)"),
+                        expected: vec![p.numel()],
+                        found: vec![buf.len()],
+                    });
                 }
             }
             for slot in &slots {
                 if !ps.slots.contains_key(*slot) {
-                    return Err(format!("optimiser state for {name:?} lacks buffer {slot:?}"));
+                    return Err(NnError::optim_state(Some(name), format!("optimiser state for {name:?} lacks buffer {slot:?}")));
                 }
             }
         }

@@ -1,5 +1,6 @@
 //! Learning-rate schedules and the block-coordinate (`em_steps`) freezing schedule.
 
+use crate::error::NnError;
 use crate::params::ParamStore;
 use chi_autodiff::Float;
 use serde::{Deserialize, Serialize};
@@ -72,8 +73,12 @@ impl LrSchedule {
     /// Parses the command-line form: `constant`, `step:EVERY:GAMMA`, `exp:GAMMA`,
     /// `cosine:TOTAL[:MIN_LR]`, optionally prefixed with `warmup:STEPS,` (e.g.
     /// `warmup:100,cosine:10000`).
-    pub fn parse(s: &str) -> Result<LrSchedule, String> {
-        let err = || format!("bad schedule {s:?}: expected constant | step:EVERY:GAMMA | exp:GAMMA | cosine:TOTAL[:MIN_LR], optionally prefixed by warmup:STEPS,");
+    pub fn parse(s: &str) -> Result<LrSchedule, NnError> {
+        let err = || NnError::Parse {
+            what: "schedule",
+            input: s.to_string(),
+            expected: "constant | step:EVERY:GAMMA | exp:GAMMA | cosine:TOTAL[:MIN_LR], optionally prefixed by warmup:STEPS,",
+        };
         if let Some(rest) = s.strip_prefix("warmup:") {
             let (n, after) = rest.split_once(',').unwrap_or((rest, "constant"));
             let steps = n.parse().map_err(|_| err())?;
@@ -136,11 +141,11 @@ impl BlockCoordinate {
         active
     }
     /// Checks every group named exists in `store`.
-    pub fn validate<T: Float>(&self, store: &ParamStore<T>) -> Result<(), String> {
+    pub fn validate<T: Float>(&self, store: &ParamStore<T>) -> Result<(), NnError> {
         let have = store.groups();
         for g in self.blocks.iter().flatten() {
             if !have.contains(g) {
-                return Err(format!("block-coordinate schedule names group {g:?}, but the model's groups are {have:?}"));
+                return Err(NnError::Unknown { context: "block-coordinate schedule".into(), kind: "parameter group".into(), name: g.clone(), known: have.into_iter().collect() });
             }
         }
         Ok(())

@@ -106,8 +106,8 @@ fn assert_rejected(path: &Path, what: &str) {
     let before = values(&target);
     let mut o = Optimizer::<f32>::new(OptimConfig::adam(0.01));
     let st = o.state();
-    let e1 = checkpoint::load_params(path, target.params()).unwrap_err();
-    let e2 = checkpoint::load_checkpoint(path, target.params(), &mut o).unwrap_err();
+    let e1 = checkpoint::load_params(path, target.params()).unwrap_err().to_string();
+    let e2 = checkpoint::load_checkpoint(path, target.params(), &mut o).unwrap_err().to_string();
     for e in [&e1, &e2] {
         assert!(e.contains(&path.display().to_string()), "error must name the file: {e}");
         assert!(e.to_lowercase().contains(what), "error must say {what:?}: {e}");
@@ -150,7 +150,7 @@ fn every_flipped_header_byte_is_an_error() {
         std::fs::write(&p, &b).unwrap();
         let mut o = Optimizer::<f32>::new(OptimConfig::adam(0.01));
         let e = checkpoint::load_checkpoint(&p, target.params(), &mut o);
-        let e = e.expect_err(&format!("flipping byte {i} ({:?}) was not detected", bytes[i] as char));
+        let e = e.expect_err(&format!("flipping byte {i} ({:?}) was not detected", bytes[i] as char)).to_string();
         assert!(e.contains(&p.display().to_string()), "{e}");
         assert_eq!(values(&target), before);
     }
@@ -177,7 +177,7 @@ fn wrong_shape_missing_tensor_and_wrong_dtype_are_errors() {
     checkpoint::save_params(&p, s.params(), &Default::default()).unwrap();
     let target = model(3, 4);
     let before = values(&target);
-    let e = checkpoint::load_params(&p, target.params()).unwrap_err();
+    let e = checkpoint::load_params(&p, target.params()).unwrap_err().to_string();
     assert!(e.contains(&p.display().to_string()) && e.contains("missing tensor") && e.contains("layer1.w"), "{e}");
     assert_eq!(values(&target), before);
     // wrong dtype: f64 file into an f32 model
@@ -187,7 +187,7 @@ fn wrong_shape_missing_tensor_and_wrong_dtype_are_errors() {
     s64.add("layer1.w", "output", Tensor::zeros(&[4, 2]));
     let p = d.join("dtype.safetensors");
     checkpoint::save_params(&p, s64.params(), &Default::default()).unwrap();
-    let e = checkpoint::load_params(&p, target.params()).unwrap_err();
+    let e = checkpoint::load_params(&p, target.params()).unwrap_err().to_string();
     assert!(e.contains(&p.display().to_string()) && e.contains("dtype"), "{e}");
     assert_eq!(values(&target), before);
     // unexpected extra tensor
@@ -195,23 +195,23 @@ fn wrong_shape_missing_tensor_and_wrong_dtype_are_errors() {
     extra.add("surplus", "g", Tensor::zeros(&[1]));
     let p = d.join("extra.safetensors");
     checkpoint::save_params(&p, extra.params(), &Default::default()).unwrap();
-    let e = checkpoint::load_params(&p, target.params()).unwrap_err();
+    let e = checkpoint::load_params(&p, target.params()).unwrap_err().to_string();
     assert!(e.contains("unexpected tensor") && e.contains("surplus"), "{e}");
     // a weights file is not a full checkpoint
     let p = d.join("weights.safetensors");
     checkpoint::save_params(&p, model(1, 4).params(), &Default::default()).unwrap();
     let mut o = Optimizer::<f32>::new(OptimConfig::adam(0.01));
-    let e = checkpoint::load_checkpoint(&p, target.params(), &mut o).unwrap_err();
+    let e = checkpoint::load_checkpoint(&p, target.params(), &mut o).unwrap_err().to_string();
     assert!(e.contains("not a full checkpoint"), "{e}");
     assert_eq!(values(&target), before);
     // optimiser kind mismatch leaves everything unchanged
     let p = saved_full(&d, "adam.safetensors", &model(1, 4));
     let mut o = Optimizer::<f32>::new(OptimConfig::sgd(0.01));
-    let e = checkpoint::load_checkpoint(&p, target.params(), &mut o).unwrap_err();
+    let e = checkpoint::load_checkpoint(&p, target.params(), &mut o).unwrap_err().to_string();
     assert!(e.contains(&p.display().to_string()) && e.contains("optimiser"), "{e}");
     assert_eq!(values(&target), before);
     // missing file
-    let e = checkpoint::load_params(&d.join("nope.safetensors"), target.params()).unwrap_err();
+    let e = checkpoint::load_params(&d.join("nope.safetensors"), target.params()).unwrap_err().to_string();
     assert!(e.contains("nope.safetensors"), "{e}");
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -227,4 +227,30 @@ fn atomic_write_replaces_and_leaves_no_temporary() {
     assert_eq!(names.len(), 1, "{names:?}");
     assert!(checkpoint::atomic_write(&d.join("missing-dir/\0bad"), b"x").is_err());
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn errors_are_typed_and_name_tensor_and_both_shapes() {
+    use chi_nn::NnError;
+    let d = dir("typed");
+    let p = d.join("w.safetensors");
+    checkpoint::save_params(&p, model(1, 4).params(), &Default::default()).unwrap();
+    let target = model(2, 5);
+    match checkpoint::load_params(&p, target.params()).unwrap_err() {
+        NnError::TensorShape { path, tensor, found, expected } => {
+            assert_eq!(path, p);
+            assert_eq!(tensor, "layer0.w");
+            assert_eq!((found, expected), (vec![3, 4], vec![3, 5]));
+        }
+        e => panic!("expected a TensorShape error, got {e:?}"),
+    }
+    let missing = d.join("nope.safetensors");
+    match checkpoint::load_params(&missing, target.params()).unwrap_err() {
+        NnError::Io { path, action, .. } => assert_eq!((path, action), (missing, "cannot read")),
+        e => panic!("expected an Io error, got {e:?}"),
+    }
+    let e = "adamz".parse::<chi_nn::optim::OptimKind>().unwrap_err();
+    assert!(matches!(&e, NnError::Unknown { name, .. } if name == "adamz"), "{e:?}");
+    let e: Box<dyn std::error::Error> = Box::new(e);
+    assert!(e.to_string().contains("adamz") && e.to_string().contains("adamw"), "{e}");
 }

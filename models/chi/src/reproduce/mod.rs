@@ -375,7 +375,7 @@ fn write_record(dir: &Path, name: &str, ctx: &Ctx, rep: &Report, secs: f64, fixe
     });
     let path = dir.join("results.json");
     let text = serde_json::to_string_pretty(&rec).map_err(|e| format!("{}: {e}", path.display()))?;
-    chi_nn::checkpoint::atomic_write(&path, (text + "\n").as_bytes())
+    chi_nn::checkpoint::atomic_write(&path, (text + "\n").as_bytes()).map_err(String::from)
 }
 
 /// Runs the named experiments (or all built-in ones), printing the table or JSON lines.

@@ -252,7 +252,7 @@ impl Run {
             config: serde_json::to_string(&self.cfg).unwrap(),
             extra,
         };
-        checkpoint::save_checkpoint(path, self.model.store().params(), &self.optim, &meta)
+        checkpoint::save_checkpoint(path, self.model.store().params(), &self.optim, &meta).map_err(String::from)
     }
 
     /// Test-split metrics.

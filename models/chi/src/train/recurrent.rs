@@ -318,6 +318,6 @@ mod tests {
         assert_eq!(seqs, seqs_b, "same seed, same data");
         cfg.options.insert("seqlen".into(), 3.into());
         let e = first_token(&cfg, &mut Rng::new(9)).unwrap_err();
-        assert!(e.contains("unknown option \"seqlen\""), "{e}");
+        assert!(e.to_string().contains("unknown option \"seqlen\""), "{e}");
     }
 }

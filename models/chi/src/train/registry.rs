@@ -87,13 +87,13 @@ pub static MODELS: &[ModelEntry] = &[
 
 /// Registered datasets.
 pub static DATASETS: &[DatasetEntry] = &[
-    DatasetEntry { name: "spirals", about: "synthetic: interleaved 2-D spirals, `classes` classes", build: data::spirals },
-    DatasetEntry { name: "xor-noise", about: "synthetic: 2-D XOR with label noise, binary", build: data::xor_noise },
-    DatasetEntry { name: "surface", about: "synthetic: z = x·exp(−x²−y²) regression (paper §4.5.1)", build: data::surface },
+    DatasetEntry { name: "spirals", about: "synthetic: interleaved 2-D spirals, `classes` classes", build: |c, r| data::spirals(c, r).map_err(String::from) },
+    DatasetEntry { name: "xor-noise", about: "synthetic: 2-D XOR with label noise, binary", build: |c, r| data::xor_noise(c, r).map_err(String::from) },
+    DatasetEntry { name: "surface", about: "synthetic: z = x·exp(−x²−y²) regression (paper §4.5.1)", build: |c, r| data::surface(c, r).map_err(String::from) },
     DatasetEntry {
         name: "first-token",
         about: "synthetic: token sequences labelled by their first token (long-range memory; options seq_len, distractors)",
-        build: data::first_token,
+        build: |c, r| data::first_token(c, r).map_err(String::from),
     },
 ];
 

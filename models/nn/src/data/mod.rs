@@ -115,10 +115,13 @@ impl Dataset {
 }
 
 impl std::str::FromStr for Dataset {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        Dataset::ALL.into_iter().find(|d| d.name() == s || d.dir_name() == s).ok_or_else(|| {
-            format!("unknown dataset '{s}' (one of: {})", Dataset::ALL.map(|d| d.name()).join(", "))
+    type Err = crate::error::NnError;
+    fn from_str(s: &str) -> std::result::Result<Self, crate::error::NnError> {
+        Dataset::ALL.into_iter().find(|d| d.name() == s || d.dir_name() == s).ok_or_else(|| crate::error::NnError::Unknown {
+            context: String::new(),
+            kind: "dataset".into(),
+            name: s.into(),
+            known: Dataset::ALL.map(|d| d.name().to_string()).to_vec(),
         })
     }
 }
@@ -148,18 +151,17 @@ pub fn data_dir() -> PathBuf {
 
 /// The directory of `dataset` if all its files are present; otherwise an error naming the
 /// missing file and the command that fetches it (`scripts/fetch-data.sh --only NAME`).
-pub fn require(dataset: Dataset) -> std::result::Result<PathBuf, String> {
+pub fn require(dataset: Dataset) -> std::result::Result<PathBuf, crate::error::NnError> {
     let dir = data_dir().join(dataset.dir_name());
     for f in dataset.files() {
         let p = dir.join(f);
         if !p.is_file() {
-            return Err(format!(
-                "dataset '{}' not found: {} is missing; fetch it with `{}` (data directory: {}, set CHI_DATA to change it)",
-                dataset,
-                p.display(),
-                dataset.fetch_command(),
-                data_dir().display()
-            ));
+            return Err(crate::error::NnError::MissingDataset {
+                dataset: dataset.to_string(),
+                file: p,
+                fetch: dataset.fetch_command(),
+                data_dir: data_dir(),
+            });
         }
     }
     Ok(dir)
