@@ -361,7 +361,7 @@ pub struct TaggerFit {
 /// Trains a tagger; returns the mean per-token loss of each epoch.
 pub fn train_tagger<T: Float>(model: &NeuralTagger<T>, train: &[TaggedTokens], cfg: &TaggerFit) -> Result<Vec<f64>> {
     let tags: Vec<Vec<usize>> = train.iter().map(|s| model.lexicon.tag_ids(s)).collect::<Result<_>>()?;
-    let mut opt = Optimizer::try_new(cfg.optim.clone()).map_err(|msg| TextError::Invalid { op: "train_tagger", msg })?;
+    let mut opt = Optimizer::try_new(cfg.optim.clone()).map_err(|msg| TextError::Invalid { op: "train_tagger", msg: msg.to_string() })?;
     let params = model.params();
     let mut rng = Rng::new(cfg.seed);
     let mut order: Vec<usize> = (0..train.len()).collect();

@@ -50,7 +50,7 @@ pub fn fit<T: Float, M: Classifier<T>>(model: &M, inputs: &[M::Input], labels: &
     if inputs.len() != labels.len() || inputs.is_empty() {
         return Err(TextError::Invalid { op: "fit", msg: format!("{} inputs for {} labels", inputs.len(), labels.len()) });
     }
-    let mut opt = Optimizer::try_new(cfg.optim.clone()).map_err(|msg| TextError::Invalid { op: "fit", msg })?;
+    let mut opt = Optimizer::try_new(cfg.optim.clone()).map_err(|msg| TextError::Invalid { op: "fit", msg: msg.to_string() })?;
     let params = model.params();
     let mut rng = Rng::new(cfg.seed);
     let mut order: Vec<usize> = (0..inputs.len()).collect();
