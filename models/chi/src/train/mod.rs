@@ -27,6 +27,7 @@
 pub mod cli;
 pub mod gradflow;
 pub mod log;
+pub mod model;
 pub mod plot;
 pub mod progress;
 pub mod recurrent;

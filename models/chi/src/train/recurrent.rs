@@ -27,7 +27,7 @@
 //! `chi gradcheck --model seq-lstm` ([`gradcheck_instance`]).
 
 use chi_nn::dataset::{check_options, option_usize, Dataset, Inputs, Split, Targets, Task};
-use super::registry::{dropout, task_loss, ForwardOut, Model, ModelConfig};
+use super::model::{dropout, task_loss, ForwardOut, Model, ModelConfig};
 use chi_ca::rnn::{CaRnnCell, CaRnnConfig};
 use chi_nn::gradcheck::ModelInstance;
 use chi_nn::layers::{run_sequence_batch_held, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell};

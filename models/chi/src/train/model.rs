@@ -1,0 +1,88 @@
+//! What `chi train` trains: the [`Model`] trait, its options ([`ModelConfig`]) and forward
+//! output ([`ForwardOut`]), the task losses ([`task_loss`]) and dropout shared by the registered
+//! models ([`super::registry`], [`super::recurrent`]).
+
+use chi_autodiff::{Float, Rng, Tensor};
+use chi_nn::dataset::{Split, Task};
+use chi_nn::params::ParamStore;
+use serde::{Deserialize, Serialize};
+
+/// Model options common to the registered models; model-specific ones go in `options`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Hidden layer sizes: of the MLP, or of each stacked cell of a recurrent model
+    /// (`[32]` = one layer of 32).
+    pub hidden: Vec<usize>,
+    /// Activation of the MLP: `tanh`, `relu` or `sigmoid` (recurrent cells have their own).
+    pub activation: String,
+    /// Dropout probability on hidden activations while training.
+    pub dropout: f64,
+    /// Model-specific options.
+    pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig { hidden: vec![32, 32], activation: "tanh".into(), dropout: 0.0, options: Default::default() }
+    }
+}
+
+/// What a forward pass returns.
+pub struct ForwardOut {
+    /// `[batch, classes]` logits (classification) or `[batch]` / `[batch, 1]` (binary logits,
+    /// regression values).
+    pub output: Tensor<f32>,
+    /// Hidden states `h_1..h_T` of a recurrent model (for the ‖∂L/∂h_t‖ gradient-flow
+    /// picture); empty for other models.
+    pub hidden: Vec<Tensor<f32>>,
+}
+
+/// A trainable model as `chi train` sees it.
+pub trait Model {
+    /// The parameters (names are the checkpoint tensor names; groups feed block-coordinate
+    /// training).
+    fn store(&self) -> &ParamStore<f32>;
+    /// Forward pass on examples `idx` of `split`. `train` enables dropout, which draws from
+    /// `rng` (the run's seeded stream).
+    fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut;
+}
+
+/// Inverted dropout with a mask drawn from `rng`: each entry kept with probability `1 − p` and
+/// scaled by `1/(1 − p)`.
+pub fn dropout<T: Float>(x: &Tensor<T>, p: f64, rng: &mut Rng) -> Tensor<T> {
+    let keep = 1.0 / (1.0 - p);
+    let mask: Vec<T> = (0..x.numel()).map(|_| if rng.next_f64() < p { T::ZERO } else { T::from_f64(keep) }).collect();
+    x.mul(&Tensor::from_vec(mask, x.shape()))
+}
+
+/// The task's loss on a batch (mean over examples): softmax cross-entropy, sigmoid
+/// cross-entropy (binary) or mean squared error (regression). Built from core ops only; `f32`
+/// in training, `f64` in whole-model gradient checks.
+pub fn task_loss<T: Float>(task: Task, output: &Tensor<T>, split: &Split, idx: &[usize]) -> Tensor<T> {
+    let b = idx.len();
+    let targets = || Tensor::from_vec(idx.iter().map(|&i| T::from_f64(split.targets.value(i))).collect(), &[b]);
+    match task {
+        Task::Classification { classes } => {
+            let mut onehot = vec![T::ZERO; b * classes];
+            for (r, &i) in idx.iter().enumerate() {
+                onehot[r * classes + split.targets.class(i)] = T::ONE;
+            }
+            let lp = output.log_softmax(-1);
+            lp.mul(&Tensor::from_vec(onehot, &[b, classes])).sum().mul_scalar(-1.0 / b as f64)
+        }
+        Task::Binary => {
+            let z = output.reshape(&[b]);
+            let y = targets();
+            // −[y·log σ(z) + (1 − y)·log σ(−z)]
+            let pos = y.mul(&z.log_sigmoid());
+            let neg = y.rsub_scalar(1.0).mul(&z.neg().log_sigmoid());
+            pos.add(&neg).sum().mul_scalar(-1.0 / b as f64)
+        }
+        Task::Regression => {
+            let z = output.reshape(&[b]);
+            let y = targets();
+            z.sub(&y).square().mean()
+        }
+    }
+}
