@@ -49,7 +49,7 @@ fn synthetic_rationale_task_runs_and_spans_are_planted() {
 
 /// The longer run (about 30 s): `cargo test -p chi-rcnn --release --test experiments -- --ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "about 30 s: the longer rationale run (precision and selection rate at two sparsity weights); run with --ignored"]
 fn rationale_task_longer_run() {
     let train = synthetic_rationale_task(2000, 3, 15, 0.2, 1).unwrap();
     let test = synthetic_rationale_task(200, 3, 15, 0.2, 2).unwrap();
@@ -66,7 +66,7 @@ fn rationale_task_longer_run() {
 /// Training throughput of one layer at equal parameter count (about a minute):
 /// `cargo test -p chi-rcnn --release --test experiments -- --ignored --nocapture throughput`.
 #[test]
-#[ignore]
+#[ignore = "about a minute and prints a timing report (no assertion on time); run with --ignored"]
 fn throughput_report() {
     use chi_rcnn::experiments::layer_training_throughput;
     use chi_rcnn::ScanImpl;

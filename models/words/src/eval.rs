@@ -103,48 +103,8 @@ pub fn load_analogies(path: &Path) -> Result<Vec<Analogy>, WordsError> {
     parse_analogies(&read(path)?, path)
 }
 
-/// Ranks (1-based) with ties averaged.
-pub fn ranks(x: &[f64]) -> Vec<f64> {
-    let mut idx: Vec<usize> = (0..x.len()).collect();
-    idx.sort_by(|&i, &j| x[i].total_cmp(&x[j]));
-    let mut r = vec![0.0; x.len()];
-    let mut s = 0;
-    while s < idx.len() {
-        let mut e = s + 1;
-        while e < idx.len() && x[idx[e]] == x[idx[s]] {
-            e += 1;
-        }
-        for &k in &idx[s..e] {
-            r[k] = (s + e + 1) as f64 / 2.0;
-        }
-        s = e;
-    }
-    r
-}
-
-/// Pearson correlation (NaN for fewer than two points or a constant input).
-pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
-    let n = x.len().min(y.len());
-    if n < 2 {
-        return f64::NAN;
-    }
-    let mx = x[..n].iter().sum::<f64>() / n as f64;
-    let my = y[..n].iter().sum::<f64>() / n as f64;
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for i in 0..n {
-        let (a, b) = (x[i] - mx, y[i] - my);
-        sxy += a * b;
-        sxx += a * a;
-        syy += b * b;
-    }
-    sxy / (sxx * syy).sqrt()
-}
-
-/// Spearman rank correlation (Pearson of tie-averaged ranks, as scipy computes it).
-pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
-    let n = x.len().min(y.len());
-    pearson(&ranks(&x[..n]), &ranks(&y[..n]))
-}
+/// Correlations on word pairs are chi-nn's metrics (Spearman = Pearson of tie-averaged ranks).
+pub use chi_nn::metrics::{pearson, ranks, spearman};
 
 /// A case-insensitive view of the `restrict` first rows (the most frequent words for trained
 /// vectors): upper-cased word → row, the first (most frequent) casing winning.

@@ -84,49 +84,8 @@ pub fn load_word_pairs(path: impl AsRef<Path>) -> Result<Vec<WordPair>> {
     parse_file(path.as_ref(), word_pairs_from_bytes)
 }
 
-/// Ranks (1-based), ties get the average rank. NaNs are ranked last.
-pub fn ranks(x: &[f64]) -> Vec<f64> {
-    let mut idx: Vec<usize> = (0..x.len()).collect();
-    idx.sort_by(|&i, &j| x[i].total_cmp(&x[j]));
-    let mut r = vec![0.0; x.len()];
-    let mut s = 0;
-    while s < idx.len() {
-        let mut e = s + 1;
-        while e < idx.len() && x[idx[e]] == x[idx[s]] {
-            e += 1;
-        }
-        let avg = (s + e + 1) as f64 / 2.0; // mean of ranks s+1 ..= e
-        for &k in &idx[s..e] {
-            r[k] = avg;
-        }
-        s = e;
-    }
-    r
-}
-
-/// Pearson correlation (NaN when fewer than 2 points or a constant input).
-pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
-    let n = x.len().min(y.len());
-    if n < 2 {
-        return f64::NAN;
-    }
-    let mx = x[..n].iter().sum::<f64>() / n as f64;
-    let my = y[..n].iter().sum::<f64>() / n as f64;
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for i in 0..n {
-        let (a, b) = (x[i] - mx, y[i] - my);
-        sxy += a * b;
-        sxx += a * a;
-        syy += b * b;
-    }
-    sxy / (sxx.sqrt() * syy.sqrt())
-}
-
-/// Spearman rank correlation (Pearson of the tie-averaged ranks, as scipy computes it).
-pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
-    let n = x.len().min(y.len());
-    pearson(&ranks(&x[..n]), &ranks(&y[..n]))
-}
+/// Correlations are the ones of [`crate::metrics`] (Spearman = Pearson of tie-averaged ranks).
+pub use crate::metrics::{pearson, ranks, spearman};
 
 /// Result of scoring embeddings on a word-pair benchmark.
 #[derive(Debug, Clone, Copy, PartialEq)]
