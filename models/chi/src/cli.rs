@@ -35,6 +35,8 @@ pub enum Command {
     Gradcheck(crate::gradcheck::GradcheckArgs),
     /// Draw the tape of a built-in example as Graphviz DOT (SVG/PNG if `dot` is installed).
     Graph(crate::graph::GraphArgs),
+    /// Write a self-contained HTML page that steps through a tape forward and backward.
+    Teach(crate::teach::TeachArgs),
 }
 
 /// `chi bench ...`
@@ -72,6 +74,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Reproduce(a)) => crate::reproduce::run(&a, cli.seed, &cli.out).map(|_| ()),
         Some(Command::Gradcheck(a)) => crate::gradcheck::run_cli(&a),
         Some(Command::Graph(a)) => crate::graph::run(&a, &cli.out),
+        Some(Command::Teach(a)) => crate::teach::run(&a, &cli.out),
         // The README's main job: every built-in reproduction, full size.
         None => crate::reproduce::run(&crate::reproduce::ReproduceArgs::default(), cli.seed, &cli.out).map(|_| ()),
     }

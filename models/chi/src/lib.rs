@@ -15,4 +15,5 @@ pub mod fuzzing;
 pub mod gradcheck;
 pub mod graph;
 pub mod reproduce;
+pub mod teach;
 pub mod train;
