@@ -332,6 +332,26 @@ mod tests {
     }
 
     #[test]
+    fn layout_puts_ops_right_of_their_inputs_without_overlap() {
+        for name in EXAMPLES {
+            let mut t = trace_of(name).unwrap();
+            let (w, h) = layout::layout(&mut t);
+            for n in &t.nodes {
+                for &j in &n.inputs {
+                    assert!(t.nodes[j].x < n.x, "{name}: {} is not right of its input {}", n.label, t.nodes[j].label);
+                }
+                assert!(n.x - layout::NODE_W / 2.0 >= 0.0 && n.x + layout::NODE_W / 2.0 <= w);
+                assert!(n.y - layout::NODE_H / 2.0 >= 0.0 && n.y + layout::NODE_H / 2.0 <= h);
+                for m in &t.nodes {
+                    if m.id != n.id && m.layer == n.layer {
+                        assert!((m.y - n.y).abs() >= layout::NODE_H, "{name}: {} overlaps {}", n.label, m.label);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn page_is_self_contained() {
         let dir = std::env::temp_dir().join(format!("chi-teach-{}", std::process::id()));
         let path = dir.join("p.html");
