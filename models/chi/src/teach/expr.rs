@@ -66,6 +66,9 @@ fn lex(src: &str) -> Result<Vec<Token>, TeachError> {
                 }
                 let text: String = chars[start..i].iter().collect();
                 let v: f64 = text.parse().map_err(|_| parse_err(src, li + 1, col, &format!("`{text}` is not a number")))?;
+                if !v.is_finite() {
+                    return Err(parse_err(src, li + 1, col, &format!("`{text}` is too large for a float64")));
+                }
                 push(&mut out, Tok::Num(v));
             } else if c.is_alphabetic() || c == '_' {
                 let start = i;
@@ -114,7 +117,18 @@ struct Parser<'a> {
     src: &'a str,
     toks: Vec<Token>,
     pos: usize,
+    /// Nesting depth of the expression being parsed (bounded, so hostile input cannot overflow
+    /// the stack).
+    depth: usize,
+    /// Operators and calls parsed so far (bounded: the page and the recursive build stay small).
+    size: usize,
 }
+
+/// Most operators and calls in one program.
+const MAX_OPS: usize = 1000;
+
+/// Deepest nesting of parentheses, calls and unary minus accepted.
+const MAX_DEPTH: usize = 64;
 
 impl<'a> Parser<'a> {
     fn peek(&self) -> &Token {
@@ -129,6 +143,14 @@ impl<'a> Parser<'a> {
     }
     fn err(&self, t: &Token, msg: &str) -> TeachError {
         parse_err(self.src, t.line, t.col, msg)
+    }
+    /// Counts one more operator or call at token `t`.
+    fn grow(&mut self, t: &Token) -> Result<(), TeachError> {
+        self.size += 1;
+        if self.size > MAX_OPS {
+            return Err(self.err(t, &format!("more than {MAX_OPS} operations; a teaching page should be smaller")));
+        }
+        Ok(())
     }
     fn describe(t: &Tok) -> String {
         match t {
@@ -148,9 +170,20 @@ impl<'a> Parser<'a> {
         }
     }
     fn expr(&mut self) -> Result<Expr, TeachError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            let t = self.peek().clone();
+            return Err(self.err(&t, &format!("expression nested more than {MAX_DEPTH} deep")));
+        }
+        let e = self.sum();
+        self.depth -= 1;
+        e
+    }
+    fn sum(&mut self) -> Result<Expr, TeachError> {
         let mut lhs = self.term()?;
         while let Tok::Op(c @ ('+' | '-')) = self.peek().tok {
             let t = self.next();
+            self.grow(&t)?;
             let rhs = self.term()?;
             lhs = Expr::Bin(c, Box::new(lhs), Box::new(rhs), t.line, t.col);
         }
@@ -160,6 +193,7 @@ impl<'a> Parser<'a> {
         let mut lhs = self.unary()?;
         while let Tok::Op(c @ ('*' | '/' | '@')) = self.peek().tok {
             let t = self.next();
+            self.grow(&t)?;
             let rhs = self.unary()?;
             lhs = Expr::Bin(c, Box::new(lhs), Box::new(rhs), t.line, t.col);
         }
@@ -167,8 +201,16 @@ impl<'a> Parser<'a> {
     }
     fn unary(&mut self) -> Result<Expr, TeachError> {
         if self.peek().tok == Tok::Op('-') {
-            self.next();
-            let e = self.unary()?;
+            let t = self.next();
+            self.grow(&t)?;
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                let t = self.peek().clone();
+                return Err(self.err(&t, &format!("expression nested more than {MAX_DEPTH} deep")));
+            }
+            let e = self.unary();
+            self.depth -= 1;
+            let e = e?;
             // A negative literal is a literal (so `b = -3` is a leaf).
             return Ok(match e {
                 Expr::Lit(t) => Expr::Lit(t.neg().detach()),
@@ -194,6 +236,7 @@ impl<'a> Parser<'a> {
             Tok::Ident(name) => {
                 if self.peek().tok == Tok::Op('(') {
                     self.next();
+                    self.grow(&t)?;
                     let mut args = Vec::new();
                     if self.peek().tok != Tok::Op(')') {
                         loop {
@@ -218,6 +261,10 @@ impl<'a> Parser<'a> {
     fn list(&mut self) -> Result<(Vec<f64>, Vec<usize>), TeachError> {
         let open = self.next();
         if self.peek().tok == Tok::Op('[') {
+            if self.toks.get(self.pos + 1).is_some_and(|t| t.tok == Tok::Op('[')) {
+                let t = self.peek().clone();
+                return Err(self.err(&t, "tensors have at most 2 axes here"));
+            }
             let mut rows: Vec<Vec<f64>> = Vec::new();
             loop {
                 let at = self.peek().clone();
@@ -342,7 +389,7 @@ impl Builder<'_> {
 /// Parses `src` into a program whose output is the last statement's value.
 pub fn parse(src: &str) -> Result<Program, TeachError> {
     let toks = lex(src)?;
-    let mut p = Parser { src, toks, pos: 0 };
+    let mut p = Parser { src, toks, pos: 0, depth: 0, size: 0 };
     let mut b = Builder { src, prog: Program::new(), vars: HashMap::new() };
     let mut last: Option<usize> = None;
     let mut last_tok = p.peek().clone();

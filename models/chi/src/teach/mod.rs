@@ -73,6 +73,10 @@ pub enum TeachError {
     NothingToDifferentiate,
     /// The engine failed.
     Engine(AutodiffError),
+    /// A value is NaN or infinite (the op that made it).
+    NonFinite(String),
+    /// The program holds more values than a page can show (the count).
+    TooLarge(usize),
     /// The page's numbers do not add up (a bug in chi, reported rather than drawn).
     Inconsistent(String),
     /// Writing the page failed.
@@ -92,6 +96,12 @@ impl fmt::Display for TeachError {
                 write!(f, "the result does not depend on any leaf: name a value to differentiate (e.g. `x = 0.5`) and use it")
             }
             TeachError::Engine(e) => write!(f, "engine: {e}"),
+            TeachError::NonFinite(op) => write!(f, "{op} produced a NaN or an infinity; choose values where every op is defined (e.g. log of positive numbers)"),
+            TeachError::TooLarge(n) => write!(
+                f,
+                "the program holds {n} values, more than the {} a teaching page shows; use smaller tensors",
+                trace::MAX_VALUES
+            ),
             TeachError::Inconsistent(m) => write!(f, "internal inconsistency: {m}"),
             TeachError::Io(p, e) => write!(f, "cannot write {}: {e}", p.display()),
         }
@@ -318,6 +328,19 @@ mod tests {
         let e = expr::parse("x = [[1, 2], [3]]").unwrap_err().to_string();
         assert!(e.contains("row has 1 values"), "{e}");
         assert!(matches!(trace_of("sum([1, 2] × 3)"), Err(TeachError::NothingToDifferentiate)));
+        // Hostile input: an error, not a stack overflow or a long wait.
+        let deep = format!("x = 1; {}x{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(expr::parse(&deep).unwrap_err().to_string().contains("nested more than"));
+        let negs = format!("x = 1; {}x", "-".repeat(100_000));
+        assert!(expr::parse(&negs).unwrap_err().to_string().contains("nested more than"));
+        let long = format!("x = 1; {}x", "x + ".repeat(100_000));
+        assert!(expr::parse(&long).unwrap_err().to_string().contains("more than 1000 operations"));
+        let e = expr::parse("x = [[[1]]]; sum(x)").unwrap_err().to_string();
+        assert!(e.contains("at most 2 axes"), "{e}");
+        assert!(matches!(trace_of("x = [-1, 2]; sum(log(x))"), Err(TeachError::NonFinite(op)) if op == "ln"));
+        assert!(expr::parse("x = 1e999; x").unwrap_err().to_string().contains("too large"));
+        let big = format!("x = [{}]; sum(x * x)", vec!["0.5"; 5000].join(", "));
+        assert!(matches!(trace_of(&big), Err(TeachError::TooLarge(_))));
     }
 
     #[test]

@@ -23,6 +23,9 @@ use serde::Serialize;
 /// ~1e-16/ε, balanced near 1e-5 to 1e-6).
 pub const EPS: f64 = 1e-6;
 
+/// Most values (summed over every node) a page may hold.
+pub const MAX_VALUES: usize = 4096;
+
 /// One node of the page's graph.
 #[derive(Clone, Debug, Serialize)]
 pub struct TraceNode {
@@ -124,6 +127,12 @@ fn dotp(a: &[f64], b: &[f64]) -> f64 {
 /// Runs `prog` through chi's engine and collects the trace (see the module docs).
 pub fn trace(prog: &Program, title: &str, source: &str) -> Result<Trace, TeachError> {
     let n = prog.nodes.len();
+    // The finite differences re-run the program once per element of every node: keep pages
+    // small enough to build in well under a second (and to read).
+    let total: usize = prog.nodes.iter().map(|node| node.shape.iter().product::<usize>()).sum();
+    if total > MAX_VALUES {
+        return Err(TeachError::TooLarge(total));
+    }
     // Which nodes are tracked (depend on a leaf) and which the loss depends on.
     let mut tracked = vec![false; n];
     for (i, node) in prog.nodes.iter().enumerate() {
@@ -149,6 +158,13 @@ pub fn trace(prog: &Program, title: &str, source: &str) -> Result<Trace, TeachEr
 
     // Forward with the engine, then its own listing of what it recorded.
     let vals = prog.eval(true, None);
+    if let Some(i) = (0..n).find(|&i| reach[i] && !vals[i].all_finite()) {
+        let what = match prog.nodes[i].kind {
+            NodeKind::Op(op) => op.engine_name().to_string(),
+            _ => "an input".to_string(),
+        };
+        return Err(TeachError::NonFinite(what));
+    }
     let loss_t = &vals[prog.output];
     let listing = dot::tape_listing(&[loss_t])?;
     let engine_ops: Vec<String> = listing
