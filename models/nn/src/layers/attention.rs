@@ -14,6 +14,7 @@
 //! score for another.
 
 use super::param_name;
+use crate::module::{visit_child, Layout, Parameterized};
 use crate::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
 
@@ -21,8 +22,9 @@ use chi_autodiff::{Float, Rng, Tensor};
 ///
 /// Split in two so key-side work is done once per source sentence, not once per decoder step:
 /// [`AttentionScore::prepare_keys`] (default: the keys themselves) and
-/// [`AttentionScore::score`] on the prepared keys.
-pub trait AttentionScore<T: Float> {
+/// [`AttentionScore::score`] on the prepared keys. Its parameters are visible through the
+/// [`Parameterized`] super-trait.
+pub trait AttentionScore<T: Float>: Parameterized<T> {
     /// Key-side precomputation `[B, S, dk]` → `[B, S, ·]` (default: identity).
     fn prepare_keys(&self, keys: &Tensor<T>) -> Tensor<T> {
         keys.clone()
@@ -339,5 +341,53 @@ impl<T: Float> SelfAttention<T> {
         let q = u.reshape(&[1, a]).broadcast_to(&[b, a]);
         let weights = masked_softmax(&self.scorer.score_keys(&q, &ut), mask);
         AttentionOutput { context: attend(&weights, h), weights }
+    }
+}
+
+impl<T: Float> Parameterized<T> for DotScore {
+    fn visit_parameters(&self, _f: &mut dyn FnMut(&str, &Param<T>, Layout)) {}
+}
+
+impl<T: Float> Parameterized<T> for GeneralScore<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w", &self.w, Layout::Native);
+    }
+}
+
+impl<T: Float> Parameterized<T> for ConcatScore<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w", &self.w, Layout::Native);
+        f("v", &self.v, Layout::Native);
+    }
+}
+
+impl<T: Float> Parameterized<T> for AdditiveScore<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w_q", &self.w_q, Layout::Native);
+        f("w_k", &self.w_k, Layout::Native);
+        f("v", &self.v, Layout::Native);
+    }
+}
+
+impl<T: Float> Parameterized<T> for Attention<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        visit_child("scorer", self.scorer.as_ref(), f);
+    }
+}
+
+impl<T: Float> Parameterized<T> for LocalAttention<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        visit_child("scorer", self.scorer.as_ref(), f);
+        f("w_p", &self.w_p, Layout::Native);
+        f("v_p", &self.v_p, Layout::Native);
+    }
+}
+
+impl<T: Float> Parameterized<T> for SelfAttention<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w", &self.w, Layout::Native);
+        f("b", &self.b, Layout::Native);
+        f("u", &self.u, Layout::Native);
+        visit_child("scorer", self.scorer.as_ref(), f);
     }
 }

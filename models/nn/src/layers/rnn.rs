@@ -11,6 +11,7 @@
 //! Gate order inside the fused weights is PyTorch's: LSTM `i, f, g, o`; GRU `r, z, n`.
 
 use super::{param_name, RecurrentCell};
+use crate::module::{visit_child, Layout, Parameterized};
 use crate::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
 use std::rc::Rc;
@@ -466,5 +467,52 @@ impl<C> Bidirectional<C> {
         let (ob, bwd_state) = run_sequence_batch(&self.bwd, &xr, None, lengths);
         let ob = reverse_padded(&stack_outputs(&ob), lengths);
         BiOutput { outputs: Tensor::concat(&[stack_outputs(&of), ob], 2), fwd_state, bwd_state }
+    }
+}
+
+// ------------------------------------------------------------------------ parameter access
+
+// Recurrent cells are [`Parameterized`] but not `Module`s: a step takes and returns a state.
+// Their state-dict names (`w_ih`, `w_hh`, `bias`, …) are chi's, not PyTorch's `weight_ih_l0`,
+// and so is their layout (`[in, G·H]`).
+
+impl<T: Float> Parameterized<T> for RnnCell<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w_ih", &self.w_ih, Layout::Native);
+        f("w_hh", &self.w_hh, Layout::Native);
+        f("bias", &self.bias, Layout::Native);
+    }
+}
+
+impl<T: Float> Parameterized<T> for LstmCell<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w_ih", &self.w_ih, Layout::Native);
+        f("w_hh", &self.w_hh, Layout::Native);
+        f("bias", &self.bias, Layout::Native);
+        if let Some([pi, pf, po]) = &self.peephole {
+            f("p_i", pi, Layout::Native);
+            f("p_f", pf, Layout::Native);
+            f("p_o", po, Layout::Native);
+        }
+    }
+}
+
+impl<T: Float> Parameterized<T> for GruCell<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w_ih", &self.w_ih, Layout::Native);
+        f("w_hh", &self.w_hh, Layout::Native);
+        f("w_hn", &self.w_hn, Layout::Native);
+        f("bias", &self.bias, Layout::Native);
+        if let Some(b) = &self.b_hn {
+            f("b_hn", b, Layout::Native);
+        }
+    }
+}
+
+/// The two cells' parameters as `fwd.*` and `bwd.*`.
+impl<T: Float, C: Parameterized<T>> Parameterized<T> for Bidirectional<C> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        visit_child("fwd", &self.fwd, f);
+        visit_child("bwd", &self.bwd, f);
     }
 }
