@@ -291,3 +291,92 @@ impl<T: Float> Module<T> for crate::Activation {
         self.apply(x)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::{Bidirectional, Conv1dText, Dropout, Embedding, LayerNorm, Linear, LstmCell};
+    use crate::params::{manual_seed, ParamStore};
+    use crate::Activation;
+    use chi_autodiff::Rng;
+
+    #[test]
+    fn nested_paths_and_distinct_parameter_names() {
+        let inner = Sequential::<f64>::new().add(Linear::new(2, 3)).add(Activation::Tanh).add(LayerNorm::new(3));
+        let model = Sequential::new().add(inner).add(Linear::new(3, 1).no_bias());
+        let names: Vec<String> = model.named_parameters().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["0.0.weight", "0.0.bias", "0.2.weight", "0.2.bias", "1.weight"]);
+        // The parameters themselves carry the paths, so optimiser state keys are distinct.
+        let pnames: Vec<String> = model.parameters().iter().map(|p| p.name()).collect();
+        assert_eq!(pnames, names);
+        assert_eq!(model.num_parameters(), 6 + 3 + 3 + 3 + 3);
+        assert_eq!(model.len(), 2);
+        assert_eq!(model[1].num_parameters(), 3);
+        assert_eq!(model.forward(&Tensor::zeros(&[4, 2])).shape(), [4, 1]);
+    }
+
+    #[test]
+    fn store_parameters_keep_their_store_names() {
+        let mut store = ParamStore::<f64>::new();
+        let lin = Linear::in_store(&mut store, "head", "g", 2, 2, true, &mut Rng::new(0));
+        let model = Sequential::new().add(lin);
+        assert_eq!(model.named_parameters()[0].0, "0.weight");
+        assert_eq!(model.parameters()[0].name(), "head.weight");
+        assert!(store.get("head.weight").is_some());
+    }
+
+    #[test]
+    fn train_and_eval_reach_nested_dropout() {
+        let model = Sequential::<f64>::new().add(Sequential::new().add(Dropout::new(0.5))).add(Activation::Identity);
+        let x = Tensor::ones(&[64]);
+        assert!(model.is_training());
+        assert_ne!(model.forward(&x).to_vec(), x.to_vec(), "training: some entries dropped");
+        model.eval();
+        assert!(!model.is_training() && !model[0].is_training());
+        assert_eq!(model.forward(&x).to_vec(), x.to_vec(), "eval: identity");
+        model.train(true);
+        assert!(model[0].is_training());
+        // A part added to a container in eval mode takes that mode.
+        let mut m = Sequential::<f64>::new();
+        m.eval();
+        m.push(Dropout::new(0.9));
+        assert_eq!(m.forward(&x).to_vec(), x.to_vec());
+    }
+
+    #[test]
+    fn default_init_is_deterministic_and_overridable() {
+        manual_seed(5);
+        let a = Linear::<f32>::new(3, 2);
+        let a2 = Linear::<f32>::new(3, 2);
+        manual_seed(5);
+        let b = Linear::<f32>::new(3, 2);
+        assert_eq!(a.weight.to_vec(), b.weight.to_vec(), "same stream, same weights");
+        assert_ne!(a.weight.to_vec(), a2.weight.to_vec(), "each construction draws its own seed");
+        assert_eq!(Linear::<f32>::new(3, 2).seed(9).weight.to_vec(), Linear::<f32>::new(3, 2).seed(9).weight.to_vec());
+        let z = Linear::<f32>::new(3, 2).init(crate::Init::Zeros);
+        assert!(z.weight.to_vec().iter().all(|&v| v == 0.0));
+    }
+
+    #[test]
+    fn every_layer_lists_its_parameters() {
+        let emb = Embedding::<f64>::new(5, 3);
+        assert_eq!(emb.named_parameters()[0].0, "weight");
+        let y = Module::forward(&emb, &Tensor::from_vec(vec![4.0, 0.0, 4.0, 1.0], &[2, 2]));
+        assert_eq!(y.shape(), [2, 2, 3]);
+        assert_eq!(y.to_vec()[..3], emb.weight.to_vec()[12..15]);
+        let conv = Conv1dText::<f64>::new(4, &[2, 3], 5);
+        let n: Vec<String> = conv.named_parameters().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(n, ["convs.0.weight", "convs.0.bias", "convs.1.weight", "convs.1.bias"]);
+        assert_eq!(conv.state_dict().get("convs.1.weight").unwrap().0, [5, 4, 3]);
+        let mut store = ParamStore::<f64>::new();
+        let mut rng = Rng::new(1);
+        let bi = Bidirectional::new(
+            LstmCell::new(&mut store, "f", "g", 2, 3, true, &mut rng),
+            LstmCell::new(&mut store, "b", "g", 2, 3, false, &mut rng),
+        );
+        let n: Vec<String> = bi.named_parameters().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(n, ["fwd.w_ih", "fwd.w_hh", "fwd.bias", "fwd.p_i", "fwd.p_f", "fwd.p_o", "bwd.w_ih", "bwd.w_hh", "bwd.bias"]);
+        assert_eq!(bi.num_parameters(), store.num_scalars());
+        bi.zero_grad();
+    }
+}
