@@ -81,3 +81,17 @@ pub fn task_loss<T: Float>(task: Task, output: &Tensor<T>, split: &Split, idx: &
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn activation_parses_from_config_and_unknown_names_list_the_choices() {
+        let c: ModelConfig = toml::from_str("activation = \"gelu\"").unwrap();
+        assert_eq!(c.activation, Activation::Gelu);
+        assert!(toml::to_string(&c).unwrap().contains("activation = \"gelu\""));
+        let e = toml::from_str::<ModelConfig>("activation = \"tanhh\"").unwrap_err().to_string();
+        assert!(e.contains("unknown activation \"tanhh\"") && e.contains("identity, relu, tanh, sigmoid, gelu, silu, softplus"), "{e}");
+    }
+}
