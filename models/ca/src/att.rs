@@ -1,4 +1,4 @@
-//! CA-ATT ([CAML] §3.3): unnormalised context-aware attention
+//! CA-ATT ([CAML](crate#references) §3.3): unnormalised context-aware attention
 //!
 //! ```text
 //! s = v(c)·Σᵢ χ(sᵢ, c) + Σᵢ (1 − χ(sᵢ, c))·sᵢ          (Eq. 23)

@@ -1,4 +1,4 @@
-//! CA-NN ([CAML] §3.5, Eq. 38–39): a generic context-aware layer
+//! CA-NN ([CAML](crate#references) §3.5, Eq. 38–39): a generic context-aware layer
 //!
 //! ```text
 //! w = χ(c)·v(c) + (1 − χ(c))·w0,   χ(c) = σ(vᵀc + b),   v(c) = h(W·c + b_v)

@@ -1,4 +1,4 @@
-//! CA-CNN ([CAML] §3.5.1): CA-NN applied to every patch, i.e. a convolution with a gate.
+//! CA-CNN ([CAML](crate#references) §3.5.1): CA-NN applied to every patch, i.e. a convolution with a gate.
 //!
 //! ```text
 //! v(c) = W ⋆ c + b                    (Eq. 40: a convolution, `Cout` output channels)

@@ -26,6 +26,10 @@
 //!
 //! Whole-model gradient checks of tiny `f64` instances of each model are in
 //! [`gradcheck_cases`] (for `chi gradcheck --model`) and in `models/ca/tests/ca.rs`.
+//!
+//! ## References
+//!
+//! - **\[CAML\]** Yun Zeng, *Context Aware Machine Learning*.
 
 pub mod att;
 pub mod bsfe;
@@ -114,7 +118,7 @@ pub fn edf<T: Float>(chi: &Tensor<T>, v: &Tensor<T>, w0: &Tensor<T>) -> Tensor<T
 }
 
 /// Whole-model gradient-check cases of the CA family (tiny `f64` instances), for
-/// [`chi_nn::gradcheck::model_registry`].
+/// the `chi` program's model registry (`chi gradcheck --model`).
 pub fn gradcheck_cases() -> Vec<ModelCase> {
     vec![
         ModelCase { name: "ca-bsfe", build: bsfe::gradcheck_instance },

@@ -1,4 +1,4 @@
-//! CA-RES ([CAML] §3.5.2, §4.7.1): multi-layer CA-NN
+//! CA-RES ([CAML](crate#references) §3.5.2, §4.7.1): multi-layer CA-NN
 //!
 //! ```text
 //! w_1 = χ_1(c) v_1(c) + (1 − χ_1(c)) w_10

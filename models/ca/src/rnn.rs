@@ -1,4 +1,4 @@
-//! CA-RNN ([CAML] §3.4): the cell state (Eq. 34) and output (Eq. 36) are each one EDF with a
+//! CA-RNN ([CAML](crate#references) §3.4): the cell state (Eq. 34) and output (Eq. 36) are each one EDF with a
 //! **scalar** gate.
 //!
 //! ```text

@@ -21,6 +21,13 @@
 //!
 //! It depends on no command-line, plotting, progress-bar or image crate: the `chi` program adds
 //! those.
+//!
+//! ## References
+//!
+//! - **\[CAML\]** Yun Zeng, *Context Aware Machine Learning*.
+//! - **\[Tixier\]** Antoine J.-P. Tixier, *Notes on Deep Learning for NLP* (2018).
+//! - **\[White\]** Lyndon White, Roberto Togneri, Wei Liu, Mohammed Bennamoun, *Neural
+//!   Representations of Natural Language* (Springer, 2019).
 
 #![warn(missing_docs)]
 

@@ -7,7 +7,7 @@
 //!
 //! A [`ParamStore`] owns the list of parameters of a model in creation order, with unique
 //! dotted names (`"encoder.lstm.w_ih"`) and a *group* per parameter. Groups are what the paper's
-//! block-coordinate training freezes and unfreezes ([CAML] §4.2.1, `em_steps`).
+//! block-coordinate training freezes and unfreezes ([CAML](crate#references) §4.2.1, `em_steps`).
 
 use chi_autodiff::{Float, Rng, Tensor};
 use std::cell::RefCell;

@@ -1,4 +1,4 @@
-//! Attention ([Tixier] §7): pluggable score functions ([`AttentionScore`]: Luong dot /
+//! Attention ([Tixier](crate#references) §7): pluggable score functions ([`AttentionScore`]: Luong dot /
 //! general / concat, Bahdanau additive), global attention ([`Attention`]), local attention with
 //! predictive alignment and a Gaussian window ([`LocalAttention`], §7.1.5), and self-attention
 //! against a learned context vector ([`SelfAttention`], hierarchical attention networks, §7.2).
@@ -8,7 +8,7 @@
 //! `[B, S]` (row-major `&[bool]`, `true` = a real key). Every attention returns the context
 //! `c = Σ_s α_s v_s` `[B, dv]` and the weights `α [B, S]`.
 //!
-//! A score function is a trait object, so the context-aware attention (CA-ATT, [CAML] §3.3)
+//! A score function is a trait object, so the context-aware attention (CA-ATT, [CAML](crate#references) §3.3)
 //! can reuse the same scorers (its χ "may also use the Bahdanau or Luong score forms", Eq. 43)
 //! with its own normalisation, and any layer taking a `Box<dyn AttentionScore<T>>` can swap one
 //! score for another.
@@ -90,7 +90,7 @@ impl<T: Float> AttentionScore<T> for GeneralScore<T> {
 
 /// Luong concat score: `score(q, k) = v_aᵀ tanh(W_a [q; k])`, one `W_a [dq + dk, A]` (its
 /// first `dq` rows act on `q`, the rest on `k`; the key half is applied once per source).
-/// The seed names this form without a formula ([Tixier] §7.1.4); this is Luong et al.'s.
+/// The seed names this form without a formula ([Tixier](crate#references) §7.1.4); this is Luong et al.'s.
 /// Parameters: `{prefix}.w [dq+dk, A]`, `{prefix}.v [A]`.
 pub struct ConcatScore<T: Float> {
     /// `W_a [dq + dk, A]`.
@@ -189,7 +189,7 @@ pub struct AttentionOutput<T: Float> {
     pub weights: Tensor<T>,
 }
 
-/// Global attention ([Tixier] §7.1.4, Luong; §7.1.1, Bahdanau) with any score:
+/// Global attention ([Tixier](crate#references) §7.1.4, Luong; §7.1.1, Bahdanau) with any score:
 ///
 /// ```text
 /// α_s = exp(score(q, k_s)) / Σ_{s' unmasked} exp(score(q, k_{s'}))      (0 for masked s)
@@ -222,7 +222,7 @@ impl<T: Float> Attention<T> {
     }
 }
 
-/// Local attention with predictive alignment (Luong et al. 2015; [Tixier] §7.1.5, eqs. 20–22):
+/// Local attention with predictive alignment (Luong et al. 2015; [Tixier](crate#references) §7.1.5, eqs. 20–22):
 ///
 /// ```text
 /// p_t = S_b · σ(v_pᵀ tanh(W_p h_t))                         predicted centre, p_t ∈ [0, S_b]
@@ -293,7 +293,7 @@ impl<T: Float> LocalAttention<T> {
 }
 
 /// Self-attention against a learned context vector (Yang et al. 2016, hierarchical attention
-/// networks; [Tixier] §7.2, eq. 23):
+/// networks; [Tixier](crate#references) §7.2, eq. 23):
 ///
 /// ```text
 /// u_t = tanh(W h_t + b)                         [B, T, A]

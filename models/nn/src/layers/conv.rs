@@ -9,7 +9,7 @@ use crate::Activation;
 use chi_autodiff::{Float, Rng, Tensor};
 use std::rc::Rc;
 
-/// Text CNN (Kim 2014; [Tixier] §5.2): several filter widths `h` over a sentence matrix,
+/// Text CNN (Kim 2014; [Tixier](crate#references) §5.2): several filter widths `h` over a sentence matrix,
 /// 1-max pooling over time, concatenation.
 ///
 /// `x [batch, len, emb]` → `[batch, n_filters · widths.len()]`. For each width `h` with filters
@@ -79,7 +79,7 @@ impl<T: Float> Conv1dText<T> {
         self.n_filters * self.filters.len()
     }
     /// The pre-pooling feature maps, one `[batch, n_f, len − h + 1]` per width (after the
-    /// activation): the "predictive regions" of [Tixier] §5.4.2.
+    /// activation): the "predictive regions" of [Tixier](crate#references) §5.4.2.
     #[track_caller]
     pub fn feature_maps(&self, x: &Tensor<T>) -> Vec<Tensor<T>> {
         assert!(x.rank() == 3 && x.dim(2) == self.emb, "Conv1dText: input must be [batch, len, {}], got {:?}", self.emb, x.shape());
