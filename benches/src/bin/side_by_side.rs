@@ -75,7 +75,7 @@ fn lstm(hidden: usize, input: usize, batch: usize, steps: usize) -> Work {
         let mut store = ParamStore::<f32>::new();
         let mut rng = Rng::new(0);
         let cell = LstmCell::new(&mut store, "lstm", "g", input, hidden, false, &mut rng);
-        let head = Linear::new(&mut store, "head", "g", hidden, 1, true, &mut rng);
+        let head = Linear::in_store(&mut store, "head", "g", hidden, 1, true, &mut rng);
         let s = 1.0 / (hidden as f64).sqrt();
         set_transposed(&cell.w_ih, 1.0, s);
         set_transposed(&cell.w_hh, 2.0, s);
@@ -116,8 +116,8 @@ fn mlp() -> Work {
     let build = || {
         let mut store = ParamStore::<f32>::new();
         let mut rng = Rng::new(0);
-        let l1 = Linear::new(&mut store, "fc1", "g", 784, 1024, true, &mut rng);
-        let l2 = Linear::new(&mut store, "fc2", "g", 1024, 10, true, &mut rng);
+        let l1 = Linear::in_store(&mut store, "fc1", "g", 784, 1024, true, &mut rng);
+        let l2 = Linear::in_store(&mut store, "fc2", "g", 1024, 10, true, &mut rng);
         set_transposed(&l1.weight, 1.0, 1.0 / 28.0);
         set_same(l1.bias.as_ref().unwrap(), 2.0, 0.03);
         set_transposed(&l2.weight, 3.0, 1.0 / 32.0);
@@ -153,9 +153,9 @@ fn textcnn() -> Work {
     let build = || {
         let mut store = ParamStore::<f32>::new();
         let mut rng = Rng::new(0);
-        let emb = Embedding::new(&mut store, "emb", "g", V, 100, false, &mut rng);
-        let conv = Conv1dText::new(&mut store, "conv", "g", 100, &[3, 4, 5], 100, Activation::Relu, &mut rng);
-        let fc = Linear::new(&mut store, "fc", "g", 300, 2, true, &mut rng);
+        let emb = Embedding::in_store(&mut store, "emb", "g", V, 100, false, &mut rng);
+        let conv = Conv1dText::in_store(&mut store, "conv", "g", 100, &[3, 4, 5], 100, Activation::Relu, &mut rng);
+        let fc = Linear::in_store(&mut store, "fc", "g", 300, 2, true, &mut rng);
         set_same(&emb.weight, 1.0, 1.0);
         for (i, (_, w, b)) in conv.filters.iter().enumerate() {
             set_same(w, 2.0 + i as f64, 0.05);

@@ -1,4 +1,4 @@
-//! CA-ATT ([CAML] §3.3): unnormalised context-aware attention
+//! CA-ATT ([CAML](crate#references) §3.3): unnormalised context-aware attention
 //!
 //! ```text
 //! s = v(c)·Σᵢ χ(sᵢ, c) + Σᵢ (1 − χ(sᵢ, c))·sᵢ          (Eq. 23)
@@ -19,7 +19,7 @@
 //! [`SoftmaxAttention`] is the baseline: `s = Σᵢ softmax(f)ᵢ sᵢ` with the Bahdanau or Luong
 //! score `f` (Eq. 24, 43), padded items masked out before the softmax.
 
-use super::{Act, GROUP_CHI, GROUP_EMB};
+use super::{Activation, GROUP_CHI, GROUP_EMB};
 use chi_nn::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
 
@@ -83,7 +83,7 @@ pub struct CaAttention<T: Float> {
     /// `b_h: [ds]`.
     pub b_h: Param<T>,
     /// `σ_h` (default tanh).
-    pub h_act: Act,
+    pub h_act: Activation,
 }
 
 impl<T: Float> CaAttention<T> {
@@ -93,7 +93,7 @@ impl<T: Float> CaAttention<T> {
         let b_g = store.add(&format!("{name}.chi.b"), GROUP_CHI, init::zeros(&[1]));
         let w_h = store.add(&format!("{name}.w_h"), GROUP_EMB, init::xavier_uniform(&[dc, ds], dc, ds, 1.0, rng));
         let b_h = store.add(&format!("{name}.b_h"), GROUP_EMB, init::zeros(&[ds]));
-        CaAttention { score, b_g, w_h, b_h, h_act: Act::Tanh }
+        CaAttention { score, b_g, w_h, b_h, h_act: Activation::Tanh }
     }
     /// χ(sᵢ, c) for every item: `[B, T]` (padding not applied).
     pub fn chi(&self, mem: &Tensor<T>, q: &Tensor<T>) -> Tensor<T> {

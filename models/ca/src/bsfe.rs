@@ -1,4 +1,4 @@
-//! CA-EM / CA-BSFE ([CAML] §3.2, Eq. 19–22): bag-of-sparse-features embedding.
+//! CA-EM / CA-BSFE ([CAML](crate#references) §3.2, Eq. 19–22): bag-of-sparse-features embedding.
 //!
 //! Every feature `w` has an embedding of size `n + m`, split into the context-sensitive part
 //! `w' ∈ Rⁿ` and the χ-input `w_σ ∈ Rᵐ`; a global `v0 ∈ Rⁿ` and `θ ∈ Rᵐ` are shared:

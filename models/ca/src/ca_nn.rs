@@ -1,4 +1,4 @@
-//! CA-NN ([CAML] §3.5, Eq. 38–39): a generic context-aware layer
+//! CA-NN ([CAML](crate#references) §3.5, Eq. 38–39): a generic context-aware layer
 //!
 //! ```text
 //! w = χ(c)·v(c) + (1 − χ(c))·w0,   χ(c) = σ(vᵀc + b),   v(c) = h(W·c + b_v)
@@ -15,7 +15,7 @@
 //!   paper's "stacked two layers" of §4.5.1; an optional linear readout maps the last `w` to the
 //!   target dimension.
 
-use super::{edf, Act, Dense, GROUP_CHI, GROUP_EMB, GROUP_HEAD};
+use super::{edf, Activation, Dense, GROUP_CHI, GROUP_EMB, GROUP_HEAD};
 use chi_nn::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
 
@@ -23,14 +23,14 @@ use chi_autodiff::{Float, Rng, Tensor};
 #[derive(Clone, Copy, Debug)]
 pub struct CaNnConfig {
     /// Activation `h` of `v(c) = h(Wc + b)` (default `tanh`).
-    pub v_act: Act,
+    pub v_act: Activation,
     /// Initial χ bias (default 0: χ ≈ ½ at start).
     pub chi_bias_init: f64,
 }
 
 impl Default for CaNnConfig {
     fn default() -> Self {
-        CaNnConfig { v_act: Act::Tanh, chi_bias_init: 0.0 }
+        CaNnConfig { v_act: Activation::Tanh, chi_bias_init: 0.0 }
     }
 }
 
@@ -79,7 +79,7 @@ impl<T: Float> CaNn<T> {
     pub fn new(store: &mut ParamStore<T>, name: &str, dims: &[usize], readout: Option<usize>, cfg: CaNnConfig, rng: &mut Rng) -> Self {
         let layers = dims.windows(2).enumerate().map(|(i, d)| CaNnLayer::new(store, &format!("{name}.l{i}"), d[0], d[1], cfg, rng)).collect();
         let last = *dims.last().unwrap();
-        let readout = readout.map(|o| Dense::new(store, &format!("{name}.out"), GROUP_HEAD, last, o, true, Act::Identity, rng));
+        let readout = readout.map(|o| Dense::new(store, &format!("{name}.out"), GROUP_HEAD, last, o, true, Activation::Identity, rng));
         CaNn { layers, readout }
     }
     /// Forward through every layer and the readout.

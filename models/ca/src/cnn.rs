@@ -1,4 +1,4 @@
-//! CA-CNN ([CAML] §3.5.1): CA-NN applied to every patch, i.e. a convolution with a gate.
+//! CA-CNN ([CAML](crate#references) §3.5.1): CA-NN applied to every patch, i.e. a convolution with a gate.
 //!
 //! ```text
 //! v(c) = W ⋆ c + b                    (Eq. 40: a convolution, `Cout` output channels)
@@ -13,7 +13,7 @@
 //! Choices where the paper is silent: `v` linear (Eq. 40's "linear case"; configurable
 //! `v_act`), He-uniform kernels, zero biases, `w0 = 0`.
 
-use super::{Act, GROUP_CHI, GROUP_EMB};
+use super::{Activation, GROUP_CHI, GROUP_EMB};
 use chi_nn::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
 
@@ -30,7 +30,7 @@ pub struct CaConv2d<T: Float> {
     /// `[Cout]` default value per output channel (group `emb`).
     pub w0: Param<T>,
     /// Activation of `v` (default identity, Eq. 40).
-    pub v_act: Act,
+    pub v_act: Activation,
     /// Stride.
     pub stride: usize,
     /// Zero padding.
@@ -47,7 +47,7 @@ impl<T: Float> CaConv2d<T> {
         let w_chi = store.add(&format!("{name}.w_chi"), GROUP_CHI, init::xavier_uniform(&[1, cin, k, k], fan, 1, 1.0, rng));
         let b_chi = store.add(&format!("{name}.b_chi"), GROUP_CHI, init::zeros(&[1]));
         let w0 = store.add(&format!("{name}.w0"), GROUP_EMB, init::zeros(&[cout]));
-        CaConv2d { w, b, w_chi, b_chi, w0, v_act: Act::Identity, stride, padding }
+        CaConv2d { w, b, w_chi, b_chi, w0, v_act: Activation::Identity, stride, padding }
     }
     /// The σ-map `[N, 1, OH, OW]` of input `x: [N, Cin, H, W]`.
     pub fn sigma_map(&self, x: &Tensor<T>) -> Tensor<T> {

@@ -26,6 +26,10 @@
 //!
 //! Whole-model gradient checks of tiny `f64` instances of each model are in
 //! [`gradcheck_cases`] (for `chi gradcheck --model`) and in `models/ca/tests/ca.rs`.
+//!
+//! ## References
+//!
+//! - **\[CAML\]** Yun Zeng, *Context Aware Machine Learning*.
 
 pub mod att;
 pub mod bsfe;
@@ -43,6 +47,7 @@ pub use res::{CaRes, CaResConfig};
 pub use rnn::{CaRnnCell, CaRnnConfig, Peephole};
 pub use sem::{CaSem, CaSemOptions};
 
+pub use chi_nn::Activation;
 use chi_nn::gradcheck::{ModelCase, ModelInstance};
 use chi_nn::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
@@ -54,31 +59,6 @@ pub const GROUP_EMB: &str = "emb";
 /// Group of output heads (never frozen by `em_steps`).
 pub const GROUP_HEAD: &str = "head";
 
-/// An elementwise activation, chosen per model where the paper leaves it open.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Act {
-    /// `x`.
-    Identity,
-    /// `tanh x` (the paper's usual choice, e.g. §4.5.1 "linear mapping with tanh activation").
-    Tanh,
-    /// `σ(x)`.
-    Sigmoid,
-    /// `max(0, x)`.
-    Relu,
-}
-
-impl Act {
-    /// Applies the activation.
-    pub fn apply<T: Float>(self, x: &Tensor<T>) -> Tensor<T> {
-        match self {
-            Act::Identity => x.clone(),
-            Act::Tanh => x.tanh(),
-            Act::Sigmoid => x.sigmoid(),
-            Act::Relu => x.relu(),
-        }
-    }
-}
-
 /// A dense layer `act(x·W + b)`, `W: [in, out]`, used inside the CA models (v(·) networks,
 /// heads). Xavier-uniform weights, zero bias.
 pub struct Dense<T: Float> {
@@ -87,12 +67,12 @@ pub struct Dense<T: Float> {
     /// `[out]` (absent for bias-free maps).
     pub b: Option<Param<T>>,
     /// Activation.
-    pub act: Act,
+    pub act: Activation,
 }
 
 impl<T: Float> Dense<T> {
     /// A new layer with parameters `{name}.w`, `{name}.b` in `group`.
-    pub fn new(store: &mut ParamStore<T>, name: &str, group: &str, din: usize, dout: usize, bias: bool, act: Act, rng: &mut Rng) -> Self {
+    pub fn new(store: &mut ParamStore<T>, name: &str, group: &str, din: usize, dout: usize, bias: bool, act: Activation, rng: &mut Rng) -> Self {
         let w = store.add(&format!("{name}.w"), group, init::xavier_uniform(&[din, dout], din, dout, 1.0, rng));
         let b = bias.then(|| store.add(&format!("{name}.b"), group, init::zeros(&[dout])));
         Dense { w, b, act }
@@ -116,13 +96,29 @@ impl<T: Float> Dense<T> {
     }
 }
 
+impl<T: Float> chi_nn::Parameterized<T> for Dense<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, chi_nn::Layout)) {
+        f("weight", &self.w, chi_nn::Layout::Transposed);
+        if let Some(b) = &self.b {
+            f("bias", b, chi_nn::Layout::Native);
+        }
+    }
+}
+
+/// A [`Dense`] layer is a module: `act(x·W + b)`.
+impl<T: Float> chi_nn::Module<T> for Dense<T> {
+    fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
+        Dense::forward(self, x)
+    }
+}
+
 /// `χ·v + (1 − χ)·w0`, written `w0 + χ·(v − w0)` (one fewer op); broadcasting.
 pub fn edf<T: Float>(chi: &Tensor<T>, v: &Tensor<T>, w0: &Tensor<T>) -> Tensor<T> {
     w0.add(&chi.mul(&v.sub(w0)))
 }
 
 /// Whole-model gradient-check cases of the CA family (tiny `f64` instances), for
-/// [`chi_nn::gradcheck::model_registry`].
+/// the `chi` program's model registry (`chi gradcheck --model`).
 pub fn gradcheck_cases() -> Vec<ModelCase> {
     vec![
         ModelCase { name: "ca-bsfe", build: bsfe::gradcheck_instance },

@@ -1,4 +1,4 @@
-//! CA-RES ([CAML] §3.5.2, §4.7.1): multi-layer CA-NN
+//! CA-RES ([CAML](crate#references) §3.5.2, §4.7.1): multi-layer CA-NN
 //!
 //! ```text
 //! w_1 = χ_1(c) v_1(c) + (1 − χ_1(c)) w_10
@@ -18,7 +18,7 @@
 //! χ_l = σ(aᵀ[c, w_{l−1}, …] + β), a scalar per example as in Eq. 39. Init: sub-networks
 //! Xavier-uniform, zero biases; χ weights `N(0, 1/dim)`; `w_l0 = 0`.
 
-use super::{Act, Dense, GROUP_CHI, GROUP_EMB};
+use super::{Activation, Dense, GROUP_CHI, GROUP_EMB};
 use chi_nn::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
 
@@ -34,14 +34,14 @@ pub struct CaResConfig {
     /// `b = 1`: χ ≡ 1.
     pub b: bool,
     /// Dense sub-network `v_l` (sizes and activations; the last size is the layer width).
-    pub v_net: Vec<(usize, Act)>,
+    pub v_net: Vec<(usize, Activation)>,
     /// If set, the last layer's `v` is `act(c + Σ previous n_v outputs)` (needs width = dim c).
-    pub last_sum: Option<Act>,
+    pub last_sum: Option<Activation>,
 }
 
 enum VFn<T: Float> {
     Net(Vec<Dense<T>>),
-    Sum(Act),
+    Sum(Activation),
 }
 
 /// One CA-RES layer.
@@ -168,7 +168,7 @@ impl<T: Float> CaRes<T> {
 pub fn gradcheck_instance() -> chi_nn::gradcheck::ModelInstance {
     let mut rng = Rng::new(61);
     let mut store = ParamStore::new();
-    let cfg = CaResConfig { l: 3, n_v: 2, n_sigma: 1, b: false, v_net: vec![(4, Act::Tanh), (3, Act::Identity)], last_sum: None };
+    let cfg = CaResConfig { l: 3, n_v: 2, n_sigma: 1, b: false, v_net: vec![(4, Activation::Tanh), (3, Activation::Identity)], last_sum: None };
     let m = CaRes::new(&mut store, "cares", 3, cfg, &mut rng);
     chi_nn::gradcheck::perturb(&store, &mut rng);
     let x = Tensor::randn(&[4, 3], &mut rng);

@@ -1,4 +1,4 @@
-//! CA-RNN ([CAML] §3.4): the cell state (Eq. 34) and output (Eq. 36) are each one EDF with a
+//! CA-RNN ([CAML](crate#references) §3.4): the cell state (Eq. 34) and output (Eq. 36) are each one EDF with a
 //! **scalar** gate.
 //!
 //! ```text
@@ -26,7 +26,7 @@
 //! Eq. 32). [`Peephole::Matrix`] is the variant the paper reports as failing its §4.4.1 test
 //! (a full Xavier-initialised matrix instead of `p_v ⊙`).
 
-use super::{Act, GROUP_CHI, GROUP_EMB};
+use super::{Activation, GROUP_CHI, GROUP_EMB};
 use chi_nn::layers::RecurrentCell;
 use chi_nn::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
@@ -44,13 +44,13 @@ pub enum Peephole {
 #[derive(Clone, Copy, Debug)]
 pub struct CaRnnConfig {
     /// `h_v` (default tanh).
-    pub h_v: Act,
+    pub h_v: Activation,
     /// `h_c` (default tanh).
-    pub h_c: Act,
+    pub h_c: Activation,
     /// `hᵒ_v` (default tanh).
-    pub h_out_v: Act,
+    pub h_out_v: Activation,
     /// `hᵒ_c` (default tanh).
-    pub h_out_c: Act,
+    pub h_out_c: Activation,
     /// Peephole form (default vector).
     pub peephole: Peephole,
     /// Initial value of every entry of the vector peephole (default 1).
@@ -59,7 +59,7 @@ pub struct CaRnnConfig {
 
 impl Default for CaRnnConfig {
     fn default() -> Self {
-        CaRnnConfig { h_v: Act::Tanh, h_c: Act::Tanh, h_out_v: Act::Tanh, h_out_c: Act::Tanh, peephole: Peephole::Vector, peephole_init: 1.0 }
+        CaRnnConfig { h_v: Activation::Tanh, h_c: Activation::Tanh, h_out_v: Activation::Tanh, h_out_c: Activation::Tanh, peephole: Peephole::Vector, peephole_init: 1.0 }
     }
 }
 

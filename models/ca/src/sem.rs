@@ -1,4 +1,4 @@
-//! CA-SEM ([CAML] §3.1, Alg. 1): sentence re-embedding by closed-form block-coordinate
+//! CA-SEM ([CAML](crate#references) §3.1, Alg. 1): sentence re-embedding by closed-form block-coordinate
 //! energy minimisation — no backprop.
 //!
 //! Given pre-trained word vectors `w` and occurrence counts `n_w`, minimise (Eq. 17)

@@ -3,7 +3,7 @@
 //! and CA-ATT's unnormalised weights.
 
 use chi_autodiff::{GradcheckOptions, Rng, Tensor};
-use chi_ca::{Act, CaAttention, CaRes, CaResConfig, CaRnnCell, CaRnnConfig, CaSem, CaSemOptions, ChiForm};
+use chi_ca::{Activation, CaAttention, CaRes, CaResConfig, CaRnnCell, CaRnnConfig, CaSem, CaSemOptions, ChiForm};
 use chi_nn::gradcheck::check_model;
 use chi_nn::layers::{run_sequence, GruCell, GruVariant, LstmCell, RecurrentCell};
 use chi_nn::params::ParamStore;
@@ -26,7 +26,7 @@ fn ca_res_with_b_1_is_a_resnet_block() {
     let mut rng = Rng::new(5);
     let mut store = ParamStore::<f64>::new();
     let d = 6;
-    let cfg = CaResConfig { l: 2, n_v: 1, n_sigma: 0, b: true, v_net: vec![(d, Act::Relu), (d, Act::Identity)], last_sum: Some(Act::Relu) };
+    let cfg = CaResConfig { l: 2, n_v: 1, n_sigma: 0, b: true, v_net: vec![(d, Activation::Relu), (d, Activation::Identity)], last_sum: Some(Activation::Relu) };
     let block = CaRes::new(&mut store, "res", d, cfg, &mut rng);
     // Make the biases non-zero so they are exercised.
     for p in store.params() {

@@ -177,7 +177,7 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, NnError> {
 fn check_params<T: Float>(path: &Path, parsed: &Parsed, params: &[Param<T>], strict: bool) -> Result<Vec<Vec<T>>, NnError> {
     let mut out = Vec::with_capacity(params.len());
     for prm in params {
-        let Some((dt, shape, bytes)) = parsed.tensors.get(prm.name()) else {
+        let Some((dt, shape, bytes)) = parsed.tensors.get(prm.name().as_str()) else {
             return Err(NnError::format(path, format!("missing tensor {:?}", prm.name())));
         };
         if *dt != dtype_of::<T>() {
@@ -190,7 +190,7 @@ fn check_params<T: Float>(path: &Path, parsed: &Parsed, params: &[Param<T>], str
     }
     if strict {
         for name in parsed.tensors.keys() {
-            if !name.starts_with(OPTIM_PREFIX) && !params.iter().any(|q| q.name() == name) {
+            if !name.starts_with(OPTIM_PREFIX) && !params.iter().any(|q| q.name() == *name) {
                 return Err(NnError::format(path, format!("unexpected tensor {name:?} (not a parameter of the model)")));
             }
         }
@@ -246,7 +246,7 @@ pub fn save_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &Optim
     let mut tensors: Vec<_> = params.iter().map(|p| (p.name().to_string(), p.shape(), p.to_vec())).collect();
     let mut steps = BTreeMap::new();
     for (name, ps) in &st.params {
-        let shape = params.iter().find(|p| p.name() == name).map(|p| p.shape()).unwrap_or_else(|| vec![0]);
+        let shape = params.iter().find(|p| p.name() == *name).map(|p| p.shape()).unwrap_or_else(|| vec![0]);
         for (slot, buf) in &ps.slots {
             tensors.push((format!("{OPTIM_PREFIX}{slot}.{name}"), shape.clone(), buf.clone()));
         }

@@ -218,7 +218,7 @@ pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     Ok(Dataset { name: "xor-noise".into(), task: Task::Binary, train, test })
 }
 
-/// The paper's smooth surface ([CAML] §4.5.1) as regression: `z = x·exp(−x² − y²)` for
+/// The paper's smooth surface ([CAML](crate#references) §4.5.1) as regression: `z = x·exp(−x² − y²)` for
 /// `(x, y)` uniform in `[−2, 2]²`, plus Gaussian noise of std `noise`.
 pub fn surface(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     let make = |n: usize, rng: &mut Rng| {

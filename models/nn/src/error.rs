@@ -111,6 +111,13 @@ pub enum NnError {
     },
     /// A data loader error (file, location and problem).
     Data(DataError),
+    /// A state dict whose names do not match the model's parameters.
+    StateDictKeys {
+        /// Parameters of the model the state dict lacks.
+        missing: Vec<String>,
+        /// Names in the state dict that are no parameter of the model.
+        unexpected: Vec<String>,
+    },
 }
 
 impl fmt::Display for NnError {
@@ -140,6 +147,16 @@ impl fmt::Display for NnError {
                 data_dir.display()
             ),
             NnError::Data(e) => write!(f, "{e}"),
+            NnError::StateDictKeys { missing, unexpected } => {
+                write!(f, "state dict does not match the model:")?;
+                if !missing.is_empty() {
+                    write!(f, " missing keys {missing:?}")?;
+                }
+                if !unexpected.is_empty() {
+                    write!(f, " unexpected keys {unexpected:?}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

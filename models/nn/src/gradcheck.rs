@@ -158,7 +158,7 @@ fn self_attention_instance() -> ModelInstance {
 fn conv2d_maxpool_instance() -> ModelInstance {
     let mut rng = Rng::new(15);
     let mut store = Store::new();
-    let conv = Conv2d::new(&mut store, "conv", "conv", 2, 3, 3, 1, 1, true, &mut rng);
+    let conv = Conv2d::in_store(&mut store, "conv", "conv", 2, 3, 3, 1, 1, true, &mut rng);
     perturb(&store, &mut rng);
     let pool = MaxPool2d::new(2, 2);
     let loss = move |x: &[Tensor<f64>]| pool.forward(&conv.forward(&x[0]).tanh());
@@ -170,7 +170,7 @@ fn conv2d_maxpool_instance() -> ModelInstance {
 fn text_conv1d_instance() -> ModelInstance {
     let mut rng = Rng::new(16);
     let mut store = Store::new();
-    let conv = Conv1dText::new(&mut store, "textconv", "conv", 3, &[2, 3], 2, Activation::Tanh, &mut rng);
+    let conv = Conv1dText::in_store(&mut store, "textconv", "conv", 3, &[2, 3], 2, Activation::Tanh, &mut rng);
     perturb(&store, &mut rng);
     let loss = move |x: &[Tensor<f64>]| conv.forward(&x[0]);
     ModelInstance { store, inputs: vec![Tensor::randn(&[2, 6, 3], &mut rng)], loss: Box::new(loss) }

@@ -4,6 +4,9 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | [`module`] | the [`Module`] and [`Parameterized`] traits, [`Sequential`] |
+//! | [`activation`] | [`Activation`], the one activation enum |
+//! | [`state_dict`] | PyTorch-layout state dicts as safetensors |
 //! | [`params`] | [`Param`], [`ParamStore`] (named, grouped, freezable tensors) and initialisers |
 //! | [`layers`] | every layer: linear, embeddings, convolutions, recurrent cells and runners, attention, normalisation, dropout |
 //! | [`optim`] | optimisers (SGD, momentum, Adagrad, Adam, …) with their state in checkpoints |
@@ -11,15 +14,24 @@
 //! | [`metrics`] | accuracy, F1 and friends |
 //! | [`checkpoint`] | safetensors weights and full checkpoints (atomic, checksummed) |
 //! | [`data`] | loaders for the real datasets (IDX, npy, CSV, GloVe, Lee, reviews, word-similarity pairs) |
+//! | [`data::loader`] | [`DataLoader`] (seeded shuffle, batches, `drop_last`) and numeric CSV files |
 //! | [`dataset`] | the in-memory dataset, splits, built-in synthetic datasets and the seeded batcher |
 //! | [`error`] | [`NnError`], the error type of every fallible function |
 //! | [`gradcheck`](mod@gradcheck) | whole-model float64 gradient checks |
 //!
 //! It depends on no command-line, plotting, progress-bar or image crate: the `chi` program adds
 //! those.
+//!
+//! ## References
+//!
+//! - **\[CAML\]** Yun Zeng, *Context Aware Machine Learning*.
+//! - **\[Tixier\]** Antoine J.-P. Tixier, *Notes on Deep Learning for NLP* (2018).
+//! - **\[White\]** Lyndon White, Roberto Togneri, Wei Liu, Mohammed Bennamoun, *Neural
+//!   Representations of Natural Language* (Springer, 2019).
 
 #![warn(missing_docs)]
 
+pub mod activation;
 pub mod checkpoint;
 pub mod data;
 pub mod dataset;
@@ -27,9 +39,17 @@ pub mod error;
 pub mod gradcheck;
 pub mod layers;
 pub mod metrics;
+pub mod module;
 pub mod optim;
 pub mod params;
 pub mod schedule;
+pub mod state_dict;
 
 pub use error::NnError;
-pub use params::{init, Param, ParamStore};
+pub use activation::Activation;
+pub use data::loader::{DataLoader, TensorDataset};
+pub use layers::{Conv1dText, Conv2d, Dropout, Embedding, LayerNorm, Linear, MaxPool1d, MaxPool2d};
+pub use module::{Layout, Module, Parameterized, Sequential};
+pub use optim::{OptimConfig, Optimizer};
+pub use params::{init, manual_seed, Init, Param, ParamStore};
+pub use state_dict::StateDict;

@@ -420,7 +420,7 @@ impl<T: Float> Optimizer<T> {
         for (name, ps) in &s.params {
             let p = params
                 .iter()
-                .find(|p| p.name() == name)
+                .find(|p| p.name() == *name)
                 .ok_or_else(|| NnError::optim_state(Some(name), format!("optimiser state for unknown parameter {name:?}")))?;
             for (slot, buf) in &ps.slots {
                 if !slots.contains(&slot.as_str()) {

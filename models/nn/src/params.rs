@@ -7,7 +7,7 @@
 //!
 //! A [`ParamStore`] owns the list of parameters of a model in creation order, with unique
 //! dotted names (`"encoder.lstm.w_ih"`) and a *group* per parameter. Groups are what the paper's
-//! block-coordinate training freezes and unfreezes ([CAML] §4.2.1, `em_steps`).
+//! block-coordinate training freezes and unfreezes ([CAML](crate#references) §4.2.1, `em_steps`).
 
 use chi_autodiff::{Float, Rng, Tensor};
 use std::cell::RefCell;
@@ -15,7 +15,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 struct ParamInner<T: Float> {
-    name: String,
+    name: RefCell<String>,
+    /// Whether a [`ParamStore`] indexes the parameter by its name (then the name is fixed).
+    in_store: bool,
     group: RefCell<String>,
     value: RefCell<Tensor<T>>,
 }
@@ -31,18 +33,49 @@ impl<T: Float> Clone for Param<T> {
 
 impl<T: Float> std::fmt::Debug for Param<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Param({} {:?} group={})", self.0.name, self.shape(), self.group())
+        write!(f, "Param({} {:?} group={})", self.name(), self.shape(), self.group())
     }
 }
 
 impl<T: Float> Param<T> {
+    /// A free-standing parameter (not in any [`ParamStore`]) named `name`, in group
+    /// `"default"`, starting at `init`. Layers built with their builder constructors (e.g.
+    /// [`crate::layers::Linear::new`]) hold such parameters; a [`crate::Sequential`] renames
+    /// them to their dotted paths (`"0.weight"`) when they are added.
+    pub fn new(name: &str, init: Tensor<T>) -> Self {
+        Self::make(name, "default", init, false)
+    }
+    fn make(name: &str, group: &str, init: Tensor<T>, in_store: bool) -> Self {
+        let value = init.detach().requires_grad().named(name);
+        Param(Rc::new(ParamInner { name: RefCell::new(name.to_string()), in_store, group: RefCell::new(group.to_string()), value: RefCell::new(value) }))
+    }
+    /// Whether the parameter belongs to a [`ParamStore`] (whose index fixes its name).
+    pub fn in_store(&self) -> bool {
+        self.0.in_store
+    }
+    /// Renames a free-standing parameter (see [`Param::new`]); returns `false` and changes
+    /// nothing for a parameter of a [`ParamStore`], whose name is its key there. Optimiser
+    /// state and checkpoints are keyed by this name, so the parameters of one model need
+    /// distinct names: [`crate::Parameterized::assign_parameter_names`] gives each its path.
+    pub fn rename(&self, name: &str) -> bool {
+        if self.0.in_store {
+            return false;
+        }
+        *self.0.name.borrow_mut() = name.to_string();
+        let _ = self.0.value.borrow().clone().named(name);
+        true
+    }
+    /// Moves the parameter to another group (block-coordinate training freezes whole groups).
+    pub fn set_group(&self, group: &str) {
+        *self.0.group.borrow_mut() = group.to_string();
+    }
     /// The current value (a tracked leaf unless frozen). Use this in forward passes.
     pub fn get(&self) -> Tensor<T> {
         self.0.value.borrow().clone()
     }
     /// Full dotted name.
-    pub fn name(&self) -> &str {
-        &self.0.name
+    pub fn name(&self) -> String {
+        self.0.name.borrow().clone()
     }
     /// Group name.
     pub fn group(&self) -> String {
@@ -115,8 +148,7 @@ impl<T: Float> ParamStore<T> {
     /// Adds a parameter with initial value `init` in group `group`. Panics if the name is taken.
     pub fn add(&mut self, name: &str, group: &str, init: Tensor<T>) -> Param<T> {
         assert!(!self.index.contains_key(name), "ParamStore: parameter name {name:?} is already used");
-        let value = init.detach().requires_grad().named(name);
-        let p = Param(Rc::new(ParamInner { name: name.to_string(), group: RefCell::new(group.to_string()), value: RefCell::new(value) }));
+        let p = Param::make(name, group, init, true);
         self.index.insert(name.to_string(), self.params.len());
         self.params.push(p.clone());
         p
@@ -147,7 +179,7 @@ impl<T: Float> ParamStore<T> {
     /// Moves a parameter to another group.
     pub fn set_group(&self, name: &str, group: &str) {
         let p = self.get(name).unwrap_or_else(|| panic!("ParamStore: no parameter named {name:?}"));
-        *p.0.group.borrow_mut() = group.to_string();
+        p.set_group(group);
     }
     /// Freezes or unfreezes every parameter of a group.
     pub fn set_group_frozen(&self, group: &str, frozen: bool) {
@@ -163,11 +195,71 @@ impl<T: Float> ParamStore<T> {
     }
     /// `(name, ‖grad‖₂)` for every parameter that has a gradient.
     pub fn grad_norms(&self) -> Vec<(String, f64)> {
-        self.params.iter().filter_map(|p| p.grad().map(|g| (p.name().to_string(), g.norm()))).collect()
+        self.params.iter().filter_map(|p| p.grad().map(|g| (p.name(), g.norm()))).collect()
     }
     /// Global L2 norm of all gradients.
     pub fn global_grad_norm(&self) -> f64 {
         self.grad_norms().iter().map(|(_, n)| n * n).sum::<f64>().sqrt()
+    }
+}
+
+/// The seed of the thread's default initialisation stream, as at the start of every thread.
+pub const DEFAULT_INIT_SEED: u64 = 0;
+
+thread_local! {
+    static INIT_STREAM: RefCell<Rng> = RefCell::new(Rng::new(DEFAULT_INIT_SEED));
+}
+
+/// Restarts this thread's default initialisation stream from `seed` (as `torch.manual_seed`).
+///
+/// Every builder constructor ([`crate::layers::Linear::new`], [`crate::layers::Embedding::new`],
+/// …) draws one seed from this stream and initialises its parameters from `Rng::new(seed)`, so
+/// a program that builds the same layers in the same order gets the same weights on every run
+/// (the stream starts at [`DEFAULT_INIT_SEED`] in each thread). A layer's `.seed(s)` option
+/// replaces its drawn seed.
+pub fn manual_seed(seed: u64) {
+    INIT_STREAM.with(|r| *r.borrow_mut() = Rng::new(seed));
+}
+
+/// Draws the next seed from this thread's default initialisation stream (see [`manual_seed`]).
+pub fn next_init_seed() -> u64 {
+    INIT_STREAM.with(|r| r.borrow_mut().next_u64())
+}
+
+/// How a builder-constructed layer initialises a weight (its fans come from the layer).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Init {
+    /// [`init::xavier_uniform`] with this gain.
+    XavierUniform(f64),
+    /// [`init::xavier_normal`] with this gain.
+    XavierNormal(f64),
+    /// [`init::he_uniform`].
+    HeUniform,
+    /// [`init::he_normal`].
+    HeNormal,
+    /// [`init::uniform`] on `[lo, hi)`.
+    Uniform(f64, f64),
+    /// [`init::normal`] with this standard deviation.
+    Normal(f64),
+    /// All zeros.
+    Zeros,
+    /// A constant.
+    Constant(f64),
+}
+
+impl Init {
+    /// A tensor of `shape` drawn from `rng` for a weight with the given fans.
+    pub fn tensor<T: Float>(self, shape: &[usize], fan_in: usize, fan_out: usize, rng: &mut Rng) -> Tensor<T> {
+        match self {
+            Init::XavierUniform(g) => init::xavier_uniform(shape, fan_in, fan_out, g, rng),
+            Init::XavierNormal(g) => init::xavier_normal(shape, fan_in, fan_out, g, rng),
+            Init::HeUniform => init::he_uniform(shape, fan_in, rng),
+            Init::HeNormal => init::he_normal(shape, fan_in, rng),
+            Init::Uniform(lo, hi) => init::uniform(shape, lo, hi, rng),
+            Init::Normal(std) => init::normal(shape, std, rng),
+            Init::Zeros => init::zeros(shape),
+            Init::Constant(v) => init::constant(shape, v),
+        }
     }
 }
 

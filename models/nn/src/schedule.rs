@@ -99,7 +99,7 @@ impl LrSchedule {
     }
 }
 
-/// Block-coordinate training ([CAML] §4.2.1, `em_steps`): the parameter groups are split into
+/// Block-coordinate training ([CAML](crate#references) §4.2.1, `em_steps`): the parameter groups are split into
 /// blocks and only one block trains at a time; every `em_steps` steps the next block takes over.
 /// At step `s` the active block is `(s / em_steps) % blocks.len()`; the groups of the other
 /// blocks are frozen with [`ParamStore::set_group_frozen`]. Groups named in no block are left

@@ -30,12 +30,12 @@ fn check(name: &str, store: &ParamStore<f64>, inputs: &[Tensor<f64>], f: impl Fn
 fn linear_embedding_bag_layernorm_dropout() {
     let mut rng = Rng::new(1);
     let mut s = ParamStore::new();
-    let lin = Linear::new(&mut s, "fc", "g", 4, 3, true, &mut rng);
+    let lin = Linear::in_store(&mut s, "fc", "g", 4, 3, true, &mut rng);
     perturb(&s, &mut rng);
     check("Linear", &s, &[Tensor::randn(&[5, 4], &mut rng)], |x| lin.forward(&x[0]));
 
     let mut s = ParamStore::new();
-    let emb = Embedding::new(&mut s, "emb", "g", 6, 3, false, &mut rng);
+    let emb = Embedding::in_store(&mut s, "emb", "g", 6, 3, false, &mut rng);
     check("Embedding", &s, &[], |_| emb.forward_shaped(&[1, 4, 4, 0, 5, 1], &[2, 3]).tanh());
 
     for mode in [BagMode::Sum, BagMode::Mean] {
@@ -45,14 +45,14 @@ fn linear_embedding_bag_layernorm_dropout() {
     }
 
     let mut s = ParamStore::new();
-    let ln = LayerNorm::new(&mut s, "ln", "g", 5, 1e-5, true);
+    let ln = LayerNorm::in_store(&mut s, "ln", "g", 5, 1e-5, true);
     perturb(&s, &mut rng);
     check("LayerNorm", &s, &[Tensor::randn(&[3, 5], &mut rng)], |x| ln.forward(&x[0]));
 
     // The layer draws a new mask per call (as it must in training); a fresh layer with the same
     // seed draws the same mask, which makes the map a fixed function to gradcheck.
     let s = ParamStore::new();
-    check("Dropout", &s, &[Tensor::randn(&[4, 6], &mut rng)], |x| Dropout::new(0.4, 17).forward(&x[0]));
+    check("Dropout", &s, &[Tensor::randn(&[4, 6], &mut rng)], |x| Dropout::with_seed(0.4, 17).forward(&x[0]));
 }
 
 /// `tanh` as a fixed nonlinearity for outputs that are otherwise linear in the parameters.
@@ -73,7 +73,7 @@ fn sparse_embedding_gradient_equals_the_dense_one() {
         .map(|&sparse| {
             let mut rng = Rng::new(2);
             let mut s = ParamStore::<f64>::new();
-            let emb = Embedding::new(&mut s, "emb", "g", 5, 4, sparse, &mut rng);
+            let emb = Embedding::in_store(&mut s, "emb", "g", 5, 4, sparse, &mut rng);
             let w = Tensor::randn(&[5, 4], &mut Rng::new(3));
             emb.forward(&ids).mul(&w).sum().backward();
             let g = Grads::collect(s.params());
@@ -88,18 +88,18 @@ fn sparse_embedding_gradient_equals_the_dense_one() {
 fn convolutions_and_pooling() {
     let mut rng = Rng::new(4);
     let mut s = ParamStore::new();
-    let conv = Conv1dText::new(&mut s, "conv", "g", 3, &[2, 3], 2, Activation::Relu, &mut rng);
+    let conv = Conv1dText::in_store(&mut s, "conv", "g", 3, &[2, 3], 2, Activation::Relu, &mut rng);
     perturb(&s, &mut rng);
     check("Conv1dText (widths 2, 3; max over time)", &s, &[Tensor::randn(&[2, 6, 3], &mut rng)], |x| conv.forward(&x[0]));
 
     let mut s = ParamStore::new();
-    let conv = Conv2d::new(&mut s, "c2", "g", 2, 3, 3, 1, 1, true, &mut rng);
+    let conv = Conv2d::in_store(&mut s, "c2", "g", 2, 3, 3, 1, 1, true, &mut rng);
     perturb(&s, &mut rng);
     let pool = MaxPool2d::new(2, 2);
     check("Conv2d + MaxPool2d", &s, &[Tensor::randn(&[1, 2, 6, 6], &mut rng)], |x| pool.forward(&conv.forward(&x[0]).tanh()));
 
     let mut s = ParamStore::new();
-    let conv = Conv2d::new(&mut s, "c2s", "g", 1, 2, 3, 2, 0, false, &mut rng);
+    let conv = Conv2d::in_store(&mut s, "c2s", "g", 1, 2, 3, 2, 0, false, &mut rng);
     check("Conv2d stride 2, no padding", &s, &[Tensor::randn(&[2, 1, 7, 7], &mut rng)], |x| conv.forward(&x[0]));
 }
 
@@ -258,7 +258,7 @@ fn gru_step_matches_hand_computation() {
 fn text_conv_fast_path_equals_generic_conv1d() {
     let mut rng = Rng::new(11);
     let mut s = ParamStore::<f64>::new();
-    let conv = Conv1dText::new(&mut s, "c", "g", 4, &[1, 2, 5], 3, Activation::Tanh, &mut rng);
+    let conv = Conv1dText::in_store(&mut s, "c", "g", 4, &[1, 2, 5], 3, Activation::Tanh, &mut rng);
     perturb(&s, &mut rng);
     let x = Tensor::randn(&[3, 7, 4], &mut rng);
     let fast = conv.forward(&x).to_vec();

@@ -93,7 +93,7 @@ impl Lm {
     fn new(kind: LmKind, vocab: usize, emb: usize, hidden: usize, seed: u64) -> Result<Lm> {
         let mut rng = Rng::new(seed);
         let mut store = ParamStore::new();
-        let e = Embedding::new(&mut store, "emb", "lm", vocab, emb, false, &mut rng);
+        let e = Embedding::in_store(&mut store, "emb", "lm", vocab, emb, false, &mut rng);
         e.weight.update(|v| v.iter_mut().for_each(|x| *x *= 0.1));
         let core = match kind {
             LmKind::Lstm => LmCore::Lstm(LstmCell::new(&mut store, "lstm", "lm", emb, hidden, false, &mut rng)),
@@ -110,7 +110,7 @@ impl Lm {
                 LmCore::Rcnn(Rcnn::new(&mut store, "rcnn", "lm", &c, 1, &mut rng)?)
             }
         };
-        let out = Linear::new(&mut store, "out", "lm", hidden, vocab, true, &mut rng);
+        let out = Linear::in_store(&mut store, "out", "lm", hidden, vocab, true, &mut rng);
         Ok(Lm { emb: e, core, out, store })
     }
 
@@ -347,9 +347,9 @@ impl AttentionModel {
         let mut store = ParamStore::new();
         let h = cfg.hidden;
         let bi = BiRcnn::new(&mut store, "att.rcnn", "attention", cfg, 1, rng)?;
-        let w = Linear::new(&mut store, "att.w", "attention", 2 * h, h, true, rng);
-        let v = Linear::new(&mut store, "att.v", "attention", h, 1, false, rng);
-        let out = Linear::new(&mut store, "att.out", "attention", 2 * h, 1, true, rng);
+        let w = Linear::in_store(&mut store, "att.w", "attention", 2 * h, h, true, rng);
+        let v = Linear::in_store(&mut store, "att.v", "attention", h, 1, false, rng);
+        let out = Linear::in_store(&mut store, "att.out", "attention", 2 * h, 1, true, rng);
         Ok(AttentionModel { bi, w, v, out, store })
     }
     /// `(predictions [B, 1], attention [B, T])`.

@@ -45,26 +45,9 @@ pub enum OutputOf {
     ExactlyAt,
 }
 
-/// The output non-linearity `g`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Activation {
-    /// `tanh`.
-    Tanh,
-    /// `max(0, ·)`.
-    Relu,
-    /// None (the Appendix B.1 language-model unit).
-    Identity,
-}
-
-impl Activation {
-    fn apply<T: Float>(self, x: &Tensor<T>) -> Tensor<T> {
-        match self {
-            Activation::Tanh => x.tanh(),
-            Activation::Relu => x.relu(),
-            Activation::Identity => x.clone(),
-        }
-    }
-}
+/// The output non-linearity `g` (the workspace's one activation enum; the paper uses
+/// `tanh`, `relu`, or none for the Appendix B.1 language-model unit).
+pub use chi_nn::Activation;
 
 /// Which scan implementation to run (they compute the same values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

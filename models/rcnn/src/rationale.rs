@@ -200,7 +200,7 @@ pub struct Encoder<T: Float> {
 impl<T: Float> Encoder<T> {
     fn new(store: &mut ParamStore<T>, cfg: &RationaleConfig, rng: &mut Rng) -> Result<Self> {
         let rcnn = Rcnn::new(store, "enc.rcnn", "encoder", &cfg.rcnn, cfg.encoder_depth, rng)?;
-        let out = Linear::new(store, "enc.out", "encoder", cfg.rcnn.hidden, cfg.outputs, true, rng);
+        let out = Linear::in_store(store, "enc.out", "encoder", cfg.rcnn.hidden, cfg.outputs, true, rng);
         Ok(Encoder { rcnn, out })
     }
     /// Predictions `[B, m]` in `(0, 1)` from the selected words only (`z` row-major `[B, T]`;

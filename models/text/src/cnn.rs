@@ -102,7 +102,7 @@ impl<T: Float> TextCnn<T> {
         }
         let mut rng = Rng::new(cfg.seed);
         let mut store = ParamStore::new();
-        let embedding = Embedding::new(&mut store, "emb", "emb", cfg.vocab, cfg.emb_dim, false, &mut rng);
+        let embedding = Embedding::in_store(&mut store, "emb", "emb", cfg.vocab, cfg.emb_dim, false, &mut rng);
         let table: Vec<f64> = match (cfg.mode, pretrained) {
             (EmbeddingMode::Random, _) => (0..cfg.vocab * cfg.emb_dim).map(|_| rng.uniform(-0.25, 0.25)).collect(),
             (_, Some(m)) if m.len() == cfg.vocab * cfg.emb_dim => m.to_vec(),
@@ -111,9 +111,9 @@ impl<T: Float> TextCnn<T> {
         };
         embedding.weight.set_values(table.into_iter().map(T::from_f64).collect());
         embedding.weight.set_frozen(cfg.mode == EmbeddingMode::Static);
-        let conv = Conv1dText::new(&mut store, "conv", "conv", cfg.emb_dim, &cfg.widths, cfg.filters, Activation::Relu, &mut rng);
-        let out = Linear::new(&mut store, "out", "out", conv.out_features(), cfg.classes, true, &mut rng);
-        let dropout = Dropout::new(cfg.dropout, cfg.seed ^ 0x5eed);
+        let conv = Conv1dText::in_store(&mut store, "conv", "conv", cfg.emb_dim, &cfg.widths, cfg.filters, Activation::Relu, &mut rng);
+        let out = Linear::in_store(&mut store, "out", "out", conv.out_features(), cfg.classes, true, &mut rng);
+        let dropout = Dropout::with_seed(cfg.dropout, cfg.seed ^ 0x5eed);
         Ok(TextCnn { store, embedding, conv, out, dropout, cfg })
     }
     /// The configuration.

@@ -89,7 +89,7 @@ impl<T: Float> Han<T> {
         }
         let mut rng = Rng::new(cfg.seed);
         let mut store = ParamStore::new();
-        let embedding = Embedding::new(&mut store, "emb", "emb", cfg.vocab, cfg.emb_dim, false, &mut rng);
+        let embedding = Embedding::in_store(&mut store, "emb", "emb", cfg.vocab, cfg.emb_dim, false, &mut rng);
         match pretrained {
             Some(m) if m.len() == cfg.vocab * cfg.emb_dim => embedding.weight.set_values(m.iter().map(|&v| T::from_f64(v)).collect()),
             Some(m) => return Err(TextError::Shape { op, expected: vec![cfg.vocab * cfg.emb_dim], got: vec![m.len()] }),
@@ -103,7 +103,7 @@ impl<T: Float> Han<T> {
         let sf = gru(&mut store, "sent.fwd", 2 * h, &mut rng);
         let sb = gru(&mut store, "sent.bwd", 2 * h, &mut rng);
         let sent_att = SelfAttention::new(&mut store, "sent_att", "han", 2 * h, a, &mut rng);
-        let out = Linear::new(&mut store, "out", "han", 2 * h, cfg.classes, true, &mut rng);
+        let out = Linear::in_store(&mut store, "out", "han", 2 * h, cfg.classes, true, &mut rng);
         Ok(Han {
             store,
             embedding,

@@ -236,11 +236,11 @@ impl<T: Float> NeuralTagger<T> {
         let mut rng = Rng::new(cfg.seed);
         let mut store = ParamStore::new();
         let k = lexicon.tags.len();
-        let word = Embedding::new(&mut store, "word", "tagger", lexicon.words.len(), cfg.word_dim, false, &mut rng);
+        let word = Embedding::in_store(&mut store, "word", "tagger", lexicon.words.len(), cfg.word_dim, false, &mut rng);
         let scale = |e: &Embedding<T>, s: f64| e.weight.update(|v| v.iter_mut().for_each(|x| *x *= T::from_f64(s)));
         scale(&word, 0.1);
-        let suffix = (cfg.suffix_dim > 0).then(|| Embedding::new(&mut store, "suffix", "tagger", lexicon.suffixes.len(), cfg.suffix_dim, false, &mut rng));
-        let shape = (cfg.shape_dim > 0).then(|| Embedding::new(&mut store, "shape", "tagger", 4, cfg.shape_dim, false, &mut rng));
+        let suffix = (cfg.suffix_dim > 0).then(|| Embedding::in_store(&mut store, "suffix", "tagger", lexicon.suffixes.len(), cfg.suffix_dim, false, &mut rng));
+        let shape = (cfg.shape_dim > 0).then(|| Embedding::in_store(&mut store, "shape", "tagger", 4, cfg.shape_dim, false, &mut rng));
         for e in suffix.iter().chain(&shape) {
             scale(e, 0.1);
         }
@@ -258,7 +258,7 @@ impl<T: Float> NeuralTagger<T> {
             )),
         };
         let enc_out = if cfg.encoder == EncoderKind::None { input } else { 2 * h };
-        let emit = Linear::new(&mut store, "emit", "tagger", enc_out, k, true, &mut rng);
+        let emit = Linear::in_store(&mut store, "emit", "tagger", enc_out, k, true, &mut rng);
         let crf = (cfg.head == HeadKind::Crf).then(|| Crf::new(&mut store, "crf", "tagger", k, &mut rng));
         Ok(NeuralTagger { store, lexicon, word, suffix, shape, encoder, emit, crf, cfg })
     }

@@ -18,7 +18,7 @@ use super::units::UnitData;
 use super::util::{mean_curve, write_curves};
 use super::{Ctx, Report, Row};
 use chi_ca::att::{CaAttention, ChiForm, SoftmaxAttention, SoftmaxScore};
-use chi_ca::{Act, Dense, GROUP_HEAD};
+use chi_ca::{Activation, Dense, GROUP_HEAD};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
 use chi_autodiff::{no_grad, Rng, Tensor};
@@ -110,7 +110,7 @@ pub fn run_once(v: Variant, steps: usize, seed: u64) -> (f64, Vec<f64>, Vec<(f64
         Variant::SoftmaxBahdanau => Att::Soft(SoftmaxAttention::new(&mut store, "att", SoftmaxScore::Bahdanau { attn_dim: 16 }, DS, KEYS, &mut rng)),
         Variant::SoftmaxLuong => Att::Soft(SoftmaxAttention::new(&mut store, "att", SoftmaxScore::Luong, DS, KEYS, &mut rng)),
     };
-    let head = Dense::new(&mut store, "head", GROUP_HEAD, DS, 1, true, Act::Identity, &mut rng);
+    let head = Dense::new(&mut store, "head", GROUP_HEAD, DS, 1, true, Activation::Identity, &mut rng);
     let predict = |b: &Batch| {
         let s = match &att {
             Att::Ca(a) => a.forward(&b.mem, &b.q, None).0,

@@ -58,11 +58,11 @@ impl Net {
         let conv = if ca {
             ConvLayer::Ca(CaConv2d::new(&mut store, "conv", 1, depth, k, 1, 0, rng))
         } else {
-            ConvLayer::Plain(Conv2d::new(&mut store, "conv", "emb", 1, depth, k, 1, 0, true, rng))
+            ConvLayer::Plain(Conv2d::in_store(&mut store, "conv", "emb", 1, depth, k, 1, 0, true, rng))
         };
         let o = side - k + 1;
-        let hidden = Linear::new(&mut store, "hidden", "head", depth * o * o, HIDDEN, true, rng);
-        let out = Linear::new(&mut store, "out", "head", HIDDEN, 10, true, rng);
+        let hidden = Linear::in_store(&mut store, "hidden", "head", depth * o * o, HIDDEN, true, rng);
+        let out = Linear::in_store(&mut store, "out", "head", HIDDEN, 10, true, rng);
         Net { store, conv, hidden, out }
     }
     fn logits(&self, x: &Tensor<f32>) -> Tensor<f32> {

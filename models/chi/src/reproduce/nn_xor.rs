@@ -19,7 +19,7 @@ use super::units::UnitData;
 use super::util::{step, write_curves};
 use super::{Ctx, Report, Row};
 use chi_ca::ca_nn::{CaNn, CaNnConfig};
-use chi_ca::{Act, Dense};
+use chi_ca::{Activation, Dense};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
 use crate::train::plot::surface;
@@ -42,7 +42,7 @@ impl Mlp {
         let layers = dims
             .windows(2)
             .enumerate()
-            .map(|(i, d)| Dense::new(store, &format!("{name}.l{i}"), "nn", d[0], d[1], true, if i == last { Act::Identity } else { Act::Tanh }, rng))
+            .map(|(i, d)| Dense::new(store, &format!("{name}.l{i}"), "nn", d[0], d[1], true, if i == last { Activation::Identity } else { Activation::Tanh }, rng))
             .collect();
         Mlp { layers }
     }

@@ -66,9 +66,9 @@ struct Block<T: Float> {
 
 impl<T: Float> Block<T> {
     fn new(store: &mut ParamStore<T>, name: &str, kind: Kind, l: usize, channels: usize, rng: &mut Rng) -> Block<T> {
-        let convs = (1..l).map(|i| Conv2d::new(store, &format!("{name}.conv{i}"), "emb", channels, channels, 3, 1, 1, true, rng)).collect();
+        let convs = (1..l).map(|i| Conv2d::in_store(store, &format!("{name}.conv{i}"), "emb", channels, channels, 3, 1, 1, true, rng)).collect();
         let (chis, w0) = if kind == Kind::CaRes {
-            let chis = (1..=l).map(|i| Conv2d::new(store, &format!("{name}.chi{i}"), "chi", if i == 1 { channels } else { 2 * channels }, 1, 3, 1, 1, true, rng)).collect();
+            let chis = (1..=l).map(|i| Conv2d::in_store(store, &format!("{name}.chi{i}"), "chi", if i == 1 { channels } else { 2 * channels }, 1, 3, 1, 1, true, rng)).collect();
             let w0 = (1..=l).map(|i| store.add(&format!("{name}.w0_{i}"), "emb", init::zeros(&[1, channels, 1, 1]))).collect();
             (chis, w0)
         } else {
@@ -129,10 +129,10 @@ struct Net {
 impl Net {
     fn new(kind: Kind, blocks: usize, l: usize, rng: &mut Rng) -> Net {
         let mut store = ParamStore::new();
-        let stem = Conv2d::new(&mut store, "stem", "emb", 1, C, 3, 2, 1, true, rng);
+        let stem = Conv2d::in_store(&mut store, "stem", "emb", 1, C, 3, 2, 1, true, rng);
         let blocks = (0..blocks).map(|b| Block::new(&mut store, &format!("block{b}"), kind, l, C, rng)).collect();
-        let hidden = Linear::new(&mut store, "hidden", "head", C * 14 * 14, 512, true, rng);
-        let out = Linear::new(&mut store, "out", "head", 512, 10, true, rng);
+        let hidden = Linear::in_store(&mut store, "hidden", "head", C * 14 * 14, 512, true, rng);
+        let out = Linear::in_store(&mut store, "out", "head", 512, 10, true, rng);
         Net { store, stem, blocks, hidden, out }
     }
     fn logits(&self, x: &Tensor<f32>) -> Tensor<f32> {

@@ -1,8 +1,10 @@
 //! What `chi train` trains: the [`Model`] trait, its options ([`ModelConfig`]) and forward
-//! output ([`ForwardOut`]), the task losses ([`task_loss`]) and dropout shared by the registered
-//! models ([`super::registry`], [`super::recurrent`]).
+//! output ([`ForwardOut`]) and the task losses ([`task_loss`]) shared by the registered models
+//! ([`super::registry`], [`super::recurrent`]). Dropout is [`chi_nn::Dropout`], fed the run's
+//! dropout stream through [`chi_nn::Dropout::forward_rng`].
 
 use chi_autodiff::{Float, Rng, Tensor};
+use chi_nn::Activation;
 use chi_nn::dataset::{Split, Task};
 use chi_nn::params::ParamStore;
 use serde::{Deserialize, Serialize};
@@ -14,8 +16,9 @@ pub struct ModelConfig {
     /// Hidden layer sizes: of the MLP, or of each stacked cell of a recurrent model
     /// (`[32]` = one layer of 32).
     pub hidden: Vec<usize>,
-    /// Activation of the MLP: `tanh`, `relu` or `sigmoid` (recurrent cells have their own).
-    pub activation: String,
+    /// Activation of the MLP (any [`Activation`] name: `tanh`, `relu`, `sigmoid`, `gelu`, …;
+    /// recurrent cells have their own).
+    pub activation: Activation,
     /// Dropout probability on hidden activations while training.
     pub dropout: f64,
     /// Model-specific options.
@@ -24,7 +27,7 @@ pub struct ModelConfig {
 
 impl Default for ModelConfig {
     fn default() -> Self {
-        ModelConfig { hidden: vec![32, 32], activation: "tanh".into(), dropout: 0.0, options: Default::default() }
+        ModelConfig { hidden: vec![32, 32], activation: Activation::Tanh, dropout: 0.0, options: Default::default() }
     }
 }
 
@@ -46,14 +49,6 @@ pub trait Model {
     /// Forward pass on examples `idx` of `split`. `train` enables dropout, which draws from
     /// `rng` (the run's seeded stream).
     fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut;
-}
-
-/// Inverted dropout with a mask drawn from `rng`: each entry kept with probability `1 − p` and
-/// scaled by `1/(1 − p)`.
-pub fn dropout<T: Float>(x: &Tensor<T>, p: f64, rng: &mut Rng) -> Tensor<T> {
-    let keep = 1.0 / (1.0 - p);
-    let mask: Vec<T> = (0..x.numel()).map(|_| if rng.next_f64() < p { T::ZERO } else { T::from_f64(keep) }).collect();
-    x.mul(&Tensor::from_vec(mask, x.shape()))
 }
 
 /// The task's loss on a batch (mean over examples): softmax cross-entropy, sigmoid
@@ -84,5 +79,19 @@ pub fn task_loss<T: Float>(task: Task, output: &Tensor<T>, split: &Split, idx: &
             let y = targets();
             z.sub(&y).square().mean()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn activation_parses_from_config_and_unknown_names_list_the_choices() {
+        let c: ModelConfig = toml::from_str("activation = \"gelu\"").unwrap();
+        assert_eq!(c.activation, Activation::Gelu);
+        assert!(toml::to_string(&c).unwrap().contains("activation = \"gelu\""));
+        let e = toml::from_str::<ModelConfig>("activation = \"tanhh\"").unwrap_err().to_string();
+        assert!(e.contains("unknown activation \"tanhh\"") && e.contains("identity, relu, tanh, sigmoid, gelu, silu, softplus"), "{e}");
     }
 }

@@ -27,10 +27,10 @@
 //! `chi gradcheck --model seq-lstm` ([`gradcheck_instance`]).
 
 use chi_nn::dataset::{check_options, option_usize, Dataset, Inputs, Split, Targets, Task};
-use super::model::{dropout, task_loss, ForwardOut, Model, ModelConfig};
+use super::model::{task_loss, ForwardOut, Model, ModelConfig};
 use chi_ca::rnn::{CaRnnCell, CaRnnConfig};
 use chi_nn::gradcheck::ModelInstance;
-use chi_nn::layers::{run_sequence_batch_held, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell};
+use chi_nn::layers::{run_sequence_batch_held, Dropout, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell};
 use chi_nn::params::ParamStore;
 use chi_autodiff::{Float, Rng, Tensor};
 
@@ -90,6 +90,8 @@ pub struct SeqClassifier<T: Float> {
     embedding: Embedding<T>,
     cells: Vec<Box<dyn RecurrentCell<T>>>,
     head: Linear<T>,
+    /// Applied to each layer's outputs while training, with masks from the run's stream.
+    dropout: Dropout,
     cfg: SeqConfig,
 }
 
@@ -109,7 +111,7 @@ impl<T: Float> SeqClassifier<T> {
         if cfg.peephole && cfg.kind != CellKind::Lstm {
             return Err(format!("{what}: the peephole option is for lstm only"));
         }
-        let embedding = Embedding::new(store, "embedding", "embedding", cfg.vocab, cfg.embed, false, rng);
+        let embedding = Embedding::in_store(store, "embedding", "embedding", cfg.vocab, cfg.embed, false, rng);
         let mut cells: Vec<Box<dyn RecurrentCell<T>>> = Vec::new();
         let mut input = cfg.embed;
         for (l, &h) in cfg.hidden.iter().enumerate() {
@@ -122,8 +124,8 @@ impl<T: Float> SeqClassifier<T> {
             cells.push(cell);
             input = h;
         }
-        let head = Linear::new(store, "head", "output", input, cfg.output, true, rng);
-        Ok(SeqClassifier { embedding, cells, head, cfg: cfg.clone() })
+        let head = Linear::in_store(store, "head", "output", input, cfg.output, true, rng);
+        Ok(SeqClassifier { embedding, cells, head, dropout: Dropout::with_seed(cfg.dropout, 0), cfg: cfg.clone() })
     }
 
     /// The configuration.
@@ -155,7 +157,7 @@ impl<T: Float> SeqClassifier<T> {
             outs = run_sequence_batch_held(cell.as_ref(), &xs, None, Some(&lengths)).0;
             if train && self.cfg.dropout > 0.0 {
                 // Dropped copies feed the next layer; `outs` stay the undropped h_t.
-                let dropped: Vec<Tensor<T>> = outs.iter().map(|h| dropout(h, self.cfg.dropout, rng)).collect();
+                let dropped: Vec<Tensor<T>> = outs.iter().map(|h| self.dropout.forward_rng(h, true, rng)).collect();
                 xs = Tensor::stack(&dropped, 1);
             } else {
                 xs = Tensor::stack(&outs, 1); // [B, T, H]

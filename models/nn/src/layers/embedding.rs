@@ -6,7 +6,8 @@
 //! gradient, identical to the dense one.
 
 use super::param_name;
-use crate::params::{init, Param, ParamStore};
+use crate::module::{Layout, Module, Parameterized};
+use crate::params::{init, next_init_seed, Init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
 use std::rc::Rc;
 
@@ -32,7 +33,11 @@ fn check_ids(what: &str, ids: &[usize], vocab: usize) {
 ///
 /// `out[.., :] = E[id, :]`; backward scatter-adds the incoming rows into `E` (repeated ids
 /// accumulate). With `sparse = true` the gradient is kept as rows (see the module docs).
-/// Init `N(0, 1)` (as PyTorch). Parameter: `{prefix}.weight`.
+/// Init `N(0, 1)` (as PyTorch). Parameter: `weight` ([`Embedding::new`]) or
+/// `{prefix}.weight` ([`Embedding::in_store`]), `[vocab, dim]` as `torch.nn.Embedding`.
+///
+/// As a [`Module`], its input is a tensor of ids stored as whole numbers (PyTorch's
+/// `LongTensor`); its output has the ids' shape with `dim` appended.
 pub struct Embedding<T: Float> {
     /// `[vocab, dim]` table.
     pub weight: Param<T>,
@@ -41,8 +46,30 @@ pub struct Embedding<T: Float> {
 }
 
 impl<T: Float> Embedding<T> {
-    /// A new `N(0, 1)` table; `sparse` selects row-sparse gradients.
-    pub fn new(store: &mut ParamStore<T>, prefix: &str, group: &str, vocab: usize, dim: usize, sparse: bool, rng: &mut Rng) -> Self {
+    /// A free-standing `N(0, 1)` table (dense gradients) drawn from a seed of the thread's
+    /// initialisation stream ([`crate::manual_seed`]).
+    pub fn new(vocab: usize, dim: usize) -> Self {
+        let weight = Param::new("weight", Tensor::zeros(&[vocab, dim]));
+        Embedding { weight, vocab, dim }.seed(next_init_seed())
+    }
+    /// Redraws the table from `Rng::new(seed)` (`N(0, 1)`).
+    pub fn seed(self, seed: u64) -> Self {
+        self.init_with(Init::Normal(1.0), seed)
+    }
+    /// Redraws the table with `init` from `Rng::new(seed)`.
+    pub fn init_with(self, init: Init, seed: u64) -> Self {
+        let t: Tensor<T> = init.tensor(&[self.vocab, self.dim], self.vocab, self.dim, &mut Rng::new(seed));
+        self.weight.set_values(t.to_vec());
+        self
+    }
+    /// Row-sparse gradients (see the module docs).
+    pub fn sparse(self) -> Self {
+        let _ = self.weight.get().sparse_grad();
+        self
+    }
+    /// A `N(0, 1)` table registered in `store` as `{prefix}.weight` (group `group`), drawn
+    /// from `rng`; `sparse` selects row-sparse gradients.
+    pub fn in_store(store: &mut ParamStore<T>, prefix: &str, group: &str, vocab: usize, dim: usize, sparse: bool, rng: &mut Rng) -> Self {
         Embedding { weight: table(store, prefix, group, vocab, dim, sparse, rng), vocab, dim }
     }
     /// Vocabulary size.
@@ -69,6 +96,29 @@ impl<T: Float> Embedding<T> {
     }
 }
 
+impl<T: Float> Parameterized<T> for Embedding<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("weight", &self.weight, Layout::Native);
+    }
+}
+
+impl<T: Float> Module<T> for Embedding<T> {
+    /// `ids` (whole numbers in `[0, vocab)`, any shape `S`) → `[S.., dim]`. Panics on an id
+    /// that is not a whole number in range.
+    fn forward(&self, ids: &Tensor<T>) -> Tensor<T> {
+        let v: Vec<usize> = ids
+            .to_vec()
+            .iter()
+            .map(|x| {
+                let f = x.to_f64();
+                assert!(f >= 0.0 && f.fract() == 0.0, "Embedding: id {f} is not a non-negative whole number (input {:?})", ids.shape());
+                f as usize
+            })
+            .collect();
+        self.forward_shaped(&v, ids.shape())
+    }
+}
+
 /// How an [`EmbeddingBag`] pools the rows of a bag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BagMode {
@@ -84,7 +134,7 @@ pub enum BagMode {
 /// a constant `1/|bag|` scale for [`BagMode::Mean`]), so backward is two row ops regardless of
 /// the number of bags. Bags come as PyTorch-style `offsets` into a flat id list
 /// ([`EmbeddingBag::forward_offsets`]) or as `&[Vec<usize>]` ([`EmbeddingBag::forward_bags`]).
-/// Parameter: `{prefix}.weight`.
+/// Parameter: `{prefix}.weight` (`weight` in its [state dict](crate::state_dict)).
 pub struct EmbeddingBag<T: Float> {
     /// `[vocab, dim]` table.
     pub weight: Param<T>,
@@ -145,5 +195,11 @@ impl<T: Float> EmbeddingBag<T> {
                 sums.mul(&Tensor::from_vec(inv, &[n, 1]))
             }
         }
+    }
+}
+
+impl<T: Float> Parameterized<T> for EmbeddingBag<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("weight", &self.weight, Layout::Native);
     }
 }

@@ -1,10 +1,19 @@
 //! Layers. Every layer is generic over the element type (`f32` for training, `f64` for
-//! gradient checks), takes its parameters from a [`crate::params::ParamStore`] at construction,
-//! and has a whole-layer gradcheck on a small instance in its tests (`models/nn/tests/layers.rs`).
+//! gradient checks), implements [`crate::Parameterized`] (and [`crate::Module`] when its
+//! forward pass maps one tensor to one tensor), and has a whole-layer gradcheck on a small
+//! instance in its tests (`models/nn/tests/layers.rs`).
 //!
 //! Conventions shared by all layers:
-//! * constructors take `(store, prefix, group, …sizes/options…, rng)`; parameters are named
-//!   `"{prefix}.{weight|bias|…}"` (just the suffix if `prefix` is empty) and put in `group`;
+//! * the common layers have builder constructors, PyTorch-style: `Linear::new(in, out)`,
+//!   `Embedding::new(vocab, dim)`, `LayerNorm::new(dim)`, `Conv2d::new(c_in, c_out, k)`,
+//!   `Conv1dText::new(emb, widths, n_filters)`, `Dropout::new(p)`, with options as methods
+//!   (`.no_bias()`, `.seed(s)`, …); their parameters are free-standing and initialised from
+//!   the thread's seeded stream ([`crate::manual_seed`]);
+//! * every layer can instead register its parameters in a [`crate::params::ParamStore`]:
+//!   `in_store(store, prefix, group, …sizes/options…, rng)` for the layers above, `new(store,
+//!   prefix, group, …)` for recurrent cells, attention scores and embedding bags; parameters
+//!   are named `"{prefix}.{weight|bias|…}"` (just the suffix if `prefix` is empty) and put in
+//!   `group`;
 //! * weight matrices are stored `[in, out]`, so a forward pass is `x.matmul(W)` (no transpose);
 //! * layers keep [`crate::params::Param`] handles and read them with `get()` in `forward`, so
 //!   optimisers and [`crate::gradcheck::check_model`] can swap values in place.
@@ -33,7 +42,8 @@ pub use attention::{
     attend, masked_softmax, AdditiveScore, Attention, AttentionOutput, AttentionScore, ConcatScore, DotScore, GeneralScore, LocalAttention,
     SelfAttention,
 };
-pub use conv::{Activation, Conv1dText, Conv2d, MaxPool1d, MaxPool2d};
+pub use crate::activation::Activation;
+pub use conv::{Conv1dText, Conv2d, MaxPool1d, MaxPool2d};
 pub use dropout::Dropout;
 pub use embedding::{BagMode, Embedding, EmbeddingBag};
 pub use linear::Linear;

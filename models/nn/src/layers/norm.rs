@@ -1,6 +1,7 @@
 //! Layer normalisation.
 
 use super::param_name;
+use crate::module::{Layout, Module, Parameterized};
 use crate::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Tensor};
 
@@ -12,7 +13,9 @@ use chi_autodiff::{Float, Tensor};
 /// ```
 ///
 /// A composite of differentiable ops (`mean_axis`, `sub`, `square`, `sqrt`, `div`), so it is
-/// differentiable to any order. Parameters: `{prefix}.gamma` (ones), `{prefix}.beta` (zeros).
+/// differentiable to any order. Parameters: `{prefix}.gamma` (ones), `{prefix}.beta` (zeros)
+/// in a store; in the [state dict](crate::state_dict) `weight` and `bias`, as
+/// `torch.nn.LayerNorm`.
 pub struct LayerNorm<T: Float> {
     /// Scale `γ [d]` (if affine).
     pub gamma: Option<Param<T>>,
@@ -23,8 +26,27 @@ pub struct LayerNorm<T: Float> {
 }
 
 impl<T: Float> LayerNorm<T> {
-    /// Normalises the last axis of size `dim`; `eps` is added to the variance (1e-5 is usual).
-    pub fn new(store: &mut ParamStore<T>, prefix: &str, group: &str, dim: usize, eps: f64, affine: bool) -> Self {
+    /// A free-standing affine layer norm over a last axis of `dim` (`eps = 1e-5`, PyTorch's
+    /// default): parameters `weight` (ones) and `bias` (zeros).
+    pub fn new(dim: usize) -> Self {
+        let gamma = Some(Param::new("weight", init::constant(&[dim], 1.0)));
+        let beta = Some(Param::new("bias", init::zeros(&[dim])));
+        LayerNorm { gamma, beta, dim, eps: 1e-5 }
+    }
+    /// Another `eps` (added to the variance).
+    pub fn eps(mut self, eps: f64) -> Self {
+        self.eps = eps;
+        self
+    }
+    /// Without the affine parameters.
+    pub fn no_affine(mut self) -> Self {
+        self.gamma = None;
+        self.beta = None;
+        self
+    }
+    /// Normalises the last axis of size `dim`, with `γ`, `β` registered in `store` if
+    /// `affine`; `eps` is added to the variance (1e-5 is usual).
+    pub fn in_store(store: &mut ParamStore<T>, prefix: &str, group: &str, dim: usize, eps: f64, affine: bool) -> Self {
         let (gamma, beta) = if affine {
             (
                 Some(store.add(&param_name(prefix, "gamma"), group, init::constant(&[dim], 1.0))),
@@ -55,5 +77,22 @@ impl<T: Float> LayerNorm<T> {
             Some(b) => y.add(&b.get()),
             None => y,
         }
+    }
+}
+
+impl<T: Float> Parameterized<T> for LayerNorm<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        if let Some(g) = &self.gamma {
+            f("weight", g, Layout::Native);
+        }
+        if let Some(b) = &self.beta {
+            f("bias", b, Layout::Native);
+        }
+    }
+}
+
+impl<T: Float> Module<T> for LayerNorm<T> {
+    fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
+        LayerNorm::forward(self, x)
     }
 }

@@ -11,6 +11,7 @@
 //! Gate order inside the fused weights is PyTorch's: LSTM `i, f, g, o`; GRU `r, z, n`.
 
 use super::{param_name, RecurrentCell};
+use crate::module::{visit_child, Layout, Parameterized};
 use crate::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
 use std::rc::Rc;
@@ -22,7 +23,7 @@ fn gate_weight<T: Float>(rows: usize, hidden: usize, gates: usize, rng: &mut Rng
 
 // ------------------------------------------------------------------------------------ Elman
 
-/// Elman RNN cell ([White] eq. 2.1):
+/// Elman RNN cell ([White](crate#references) eq. 2.1):
 ///
 /// ```text
 /// h_t = tanh(x_t·W_ih + h_{t−1}·W_hh + b)
@@ -78,7 +79,7 @@ impl<T: Float> RecurrentCell<T> for RnnCell<T> {
 
 // ------------------------------------------------------------------------------------- LSTM
 
-/// LSTM cell, optionally with peepholes exactly as in [CAML] Table 1 (Gers et al.):
+/// LSTM cell, optionally with peepholes exactly as in [CAML](crate#references) Table 1 (Gers et al.):
 ///
 /// ```text
 /// a_t = x_t·W_ih + h_{t−1}·W_hh + b                    (all four gates, fused; order i, f, g, o)
@@ -95,7 +96,7 @@ impl<T: Float> RecurrentCell<T> for RnnCell<T> {
 /// State `[h, c]`, both `[B, H]`; output `h`.
 ///
 /// Init: `W_ih`, `W_hh` Xavier-uniform per gate block; `b` zero except the forget-gate block,
-/// which is 1.0 ([White] §2.3.3 "Biasing the forget gate"); peepholes `U(−1/√H, 1/√H)`.
+/// which is 1.0 ([White](crate#references) §2.3.3 "Biasing the forget gate"); peepholes `U(−1/√H, 1/√H)`.
 /// Parameters: `{prefix}.w_ih [in, 4H]`, `{prefix}.w_hh [H, 4H]`, `{prefix}.bias [4H]`, and
 /// with peepholes `{prefix}.p_i`, `{prefix}.p_f`, `{prefix}.p_o` `[H]`.
 pub struct LstmCell<T: Float> {
@@ -179,17 +180,17 @@ impl<T: Float> RecurrentCell<T> for LstmCell<T> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GruVariant {
     /// `n_t = tanh(x_t·W_in + b_n + (r_t ⊙ h_{t−1})·W_hn)`: the reset gate multiplies the state
-    /// **before** the recurrent matmul. This is the form of both seeds — [CAML] Table 1
-    /// (`c̄_t = tanh(W x_t + U(r ⊙ c_{t−1}))`) and [Tixier] eq. 12 — and of Cho et al. 2014 as
+    /// **before** the recurrent matmul. This is the form of both seeds — [CAML](crate#references) Table 1
+    /// (`c̄_t = tanh(W x_t + U(r ⊙ c_{t−1}))`) and [Tixier](crate#references) eq. 12 — and of Cho et al. 2014 as
     /// restated by Chung et al. The default.
     ResetBeforeMatmul,
     /// `n_t = tanh(x_t·W_in + b_n + r_t ⊙ (h_{t−1}·W_hn + b_hn))`: the reset gate multiplies
-    /// **after** the matmul (cuDNN / PyTorch; [Tixier] fn. 13 attributes it to the original
+    /// **after** the matmul (cuDNN / PyTorch; [Tixier](crate#references) fn. 13 attributes it to the original
     /// paper). Adds a bias `b_hn [H]` inside the reset.
     ResetAfterMatmul,
 }
 
-/// GRU cell ([CAML] Table 1, [Tixier] §6.3):
+/// GRU cell ([CAML](crate#references) Table 1, [Tixier](crate#references) §6.3):
 ///
 /// ```text
 /// r_t = σ(x_t·W_ir + h_{t−1}·W_hr + b_r)                    reset gate
@@ -199,7 +200,7 @@ pub enum GruVariant {
 /// ```
 ///
 /// (`z_t` keeps the old state, as in both seeds and PyTorch.) The seeds' GRU has no biases
-/// and [CAML] adds an output map `y_t = h(W_y c_t + b_y)`; we keep the biases (they can be
+/// and [CAML](crate#references) adds an output map `y_t = h(W_y c_t + b_y)`; we keep the biases (they can be
 /// frozen at zero) and leave any output map to a following [`super::Linear`]. State `[h]`.
 ///
 /// Parameters: `{prefix}.w_ih [in, 3H]` (blocks `r, z, n`), `{prefix}.w_hh [H, 2H]`
@@ -440,7 +441,7 @@ pub struct BiOutput<T: Float> {
     pub bwd_state: Vec<Tensor<T>>,
 }
 
-/// Bidirectional RNN ([White] §2.4.2, [Tixier] eq. 15): two distinct cells, one reading each
+/// Bidirectional RNN ([White](crate#references) §2.4.2, [Tixier](crate#references) eq. 15): two distinct cells, one reading each
 /// sequence left to right, one right to left (within each sequence's own length), outputs
 /// concatenated per step: `h_t = [h→_t ; h←_t]`. `xs [B, T, in]` → `[B, T, 2H]`.
 pub struct Bidirectional<C> {
@@ -466,5 +467,52 @@ impl<C> Bidirectional<C> {
         let (ob, bwd_state) = run_sequence_batch(&self.bwd, &xr, None, lengths);
         let ob = reverse_padded(&stack_outputs(&ob), lengths);
         BiOutput { outputs: Tensor::concat(&[stack_outputs(&of), ob], 2), fwd_state, bwd_state }
+    }
+}
+
+// ------------------------------------------------------------------------ parameter access
+
+// Recurrent cells are [`Parameterized`] but not `Module`s: a step takes and returns a state.
+// Their state-dict names (`w_ih`, `w_hh`, `bias`, …) are chi's, not PyTorch's `weight_ih_l0`,
+// and so is their layout (`[in, G·H]`).
+
+impl<T: Float> Parameterized<T> for RnnCell<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w_ih", &self.w_ih, Layout::Native);
+        f("w_hh", &self.w_hh, Layout::Native);
+        f("bias", &self.bias, Layout::Native);
+    }
+}
+
+impl<T: Float> Parameterized<T> for LstmCell<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w_ih", &self.w_ih, Layout::Native);
+        f("w_hh", &self.w_hh, Layout::Native);
+        f("bias", &self.bias, Layout::Native);
+        if let Some([pi, pf, po]) = &self.peephole {
+            f("p_i", pi, Layout::Native);
+            f("p_f", pf, Layout::Native);
+            f("p_o", po, Layout::Native);
+        }
+    }
+}
+
+impl<T: Float> Parameterized<T> for GruCell<T> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        f("w_ih", &self.w_ih, Layout::Native);
+        f("w_hh", &self.w_hh, Layout::Native);
+        f("w_hn", &self.w_hn, Layout::Native);
+        f("bias", &self.bias, Layout::Native);
+        if let Some(b) = &self.b_hn {
+            f("b_hn", b, Layout::Native);
+        }
+    }
+}
+
+/// The two cells' parameters as `fwd.*` and `bwd.*`.
+impl<T: Float, C: Parameterized<T>> Parameterized<T> for Bidirectional<C> {
+    fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, Layout)) {
+        visit_child("fwd", &self.fwd, f);
+        visit_child("bwd", &self.bwd, f);
     }
 }
