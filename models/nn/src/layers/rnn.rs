@@ -151,7 +151,20 @@ impl<T: Float> RecurrentCell<T> for LstmCell<T> {
     fn project_inputs(&self, xs: &Tensor<T>) -> Option<Tensor<T>> {
         Some(xs.matmul(&self.w_ih.get()).add(&self.bias.get()))
     }
+    /// One fused op per step ([`Tensor::lstm_cell`]); [`LstmCell::step_projected_composed`]
+    /// is the same step composed of single ops.
     fn step_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
+        let hs = self.hidden;
+        let peep = self.peephole.as_ref().map(|p| p.each_ref().map(|q| q.get()));
+        let hc = Tensor::lstm_cell(xp, &state[0], &state[1], &self.w_hh.get(), peep.as_ref().map(|p| p.each_ref()));
+        vec![hc.narrow(1, 0, hs), hc.narrow(1, hs, hs)]
+    }
+}
+
+impl<T: Float> LstmCell<T> {
+    /// [`RecurrentCell::step_projected`] composed of single ops (matmul, narrows, sigmoids, …):
+    /// the reference the fused step is tested against.
+    pub fn step_projected_composed(&self, xp: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
         let hs = self.hidden;
         let (h, c) = (&state[0], &state[1]);
         let a = xp.add(&h.matmul(&self.w_hh.get()));
@@ -258,7 +271,21 @@ impl<T: Float> RecurrentCell<T> for GruCell<T> {
     fn project_inputs(&self, xs: &Tensor<T>) -> Option<Tensor<T>> {
         Some(xs.matmul(&self.w_ih.get()).add(&self.bias.get()))
     }
+    /// One fused op per step ([`Tensor::gru_cell`]); [`GruCell::step_projected_composed`] is
+    /// the same step composed of single ops.
     fn step_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
+        let b_hn = match self.variant {
+            GruVariant::ResetBeforeMatmul => None,
+            GruVariant::ResetAfterMatmul => Some(self.b_hn.as_ref().expect("GRU reset-after needs b_hn").get()),
+        };
+        vec![Tensor::gru_cell(xp, &state[0], &self.w_hh.get(), &self.w_hn.get(), b_hn.as_ref())]
+    }
+}
+
+impl<T: Float> GruCell<T> {
+    /// [`RecurrentCell::step_projected`] composed of single ops: the reference the fused step is
+    /// tested against.
+    pub fn step_projected_composed(&self, xp: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
         let hs = self.hidden;
         let h = &state[0];
         let rz = xp.narrow(1, 0, 2 * hs).add(&h.matmul(&self.w_hh.get())).sigmoid();
