@@ -3,7 +3,7 @@
 //! steps (state carried through the fused output) as well; and the `create_graph` rule (the
 //! composed adjoint) gives the same first-order gradients as the fast one.
 
-use chi_autodiff::ops::fused_rnn::{gru_cell_composed, lstm_cell_composed};
+use chi_autodiff::ops::fused_rnn::{gru_cell_composed, lstm_cell_composed, lstm_sequence_composed};
 use chi_autodiff::{grad, Float, GradOptions, Rng, Tensor};
 
 const SHAPES: [(usize, usize); 8] = [(1, 1), (1, 7), (2, 1), (3, 5), (2, 13), (5, 2), (16, 11), (7, 17)];
@@ -140,4 +140,45 @@ fn fused_cells_name_the_op_and_shapes_in_shape_errors() {
     });
     let msg = *r.unwrap_err().downcast::<String>().unwrap();
     assert!(msg.contains("lstm_cell") && msg.contains("[2, 8]") && msg.contains("[2, 12]"), "{msg}");
+}
+
+fn keep_flags(r: &mut Rng, t: usize, b: usize) -> Vec<bool> {
+    // Ragged lengths: row b runs its first len_b steps (len_b ≥ 1).
+    let lens: Vec<usize> = (0..b).map(|_| 1 + r.below(t)).collect();
+    (0..t).flat_map(|ti| lens.iter().map(move |&l| ti < l).collect::<Vec<_>>()).collect()
+}
+
+fn sequences<T: Float>(tol: f64) {
+    let mut r = Rng::new(23);
+    for &(b, h) in &SHAPES {
+        for t in [1, 2, 5] {
+            for (peep, masked) in [(false, false), (true, false), (false, true), (true, true)] {
+                let mut x = vec![rand::<T>(&mut r, &[b, t, 4 * h]), rand(&mut r, &[b, h]), rand(&mut r, &[b, h]), rand(&mut r, &[h, 4 * h])];
+                if peep {
+                    x.extend((0..3).map(|_| rand(&mut r, &[h])));
+                }
+                let keep = masked.then(|| keep_flags(&mut r, t, b));
+                let k2 = keep.clone();
+                let fused = move |x: &[Tensor<T>]| {
+                    let p = (x.len() == 7).then(|| [&x[4], &x[5], &x[6]]);
+                    Tensor::lstm_sequence(&x[0], &x[1], &x[2], &x[3], p, k2.clone().map(std::rc::Rc::new))
+                };
+                let composed = move |x: &[Tensor<T>]| {
+                    let p = (x.len() == 7).then(|| [&x[4], &x[5], &x[6]]);
+                    lstm_sequence_composed(&x[0], &x[1], &x[2], &x[3], p, keep.as_deref())
+                };
+                compare(&x, &fused, &composed, tol, &format!("lstm_sequence B={b} H={h} T={t} peephole {peep} masked {masked}"), &mut r);
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_sequence_equals_composed_f64() {
+    sequences::<f64>(1e-12);
+}
+
+#[test]
+fn fused_sequence_equals_composed_f32() {
+    sequences::<f32>(1e-5);
 }

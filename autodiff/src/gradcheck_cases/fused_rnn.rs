@@ -54,3 +54,21 @@ pub(super) fn cases() -> Vec<OpCase> {
         },
     ]
 }
+
+/// The whole-sequence LSTM ([`Tensor::lstm_sequence`]), with peepholes and ragged lengths.
+pub(super) fn sequence_cases() -> Vec<OpCase> {
+    vec![OpCase {
+        name: "lstm_sequence",
+        order2: true,
+        make: |r| {
+            let (b, h) = dims(r);
+            let t = 1 + r.below(3);
+            let mut ins = vec![small(r, &[b, t, 4 * h]), small(r, &[b, h]), small(r, &[b, h]), small(r, &[h, 4 * h])];
+            ins.extend((0..3).map(|_| small(r, &[h])));
+            let lens: Vec<usize> = (0..b).map(|_| 1 + r.below(t)).collect();
+            let keep: Vec<bool> = (0..t).flat_map(|ti| lens.iter().map(move |&l| ti < l).collect::<Vec<_>>()).collect();
+            let keep = std::rc::Rc::new(keep);
+            case(ins, move |x| Tensor::lstm_sequence(&x[0], &x[1], &x[2], &x[3], Some([&x[4], &x[5], &x[6]]), Some(keep.clone())))
+        },
+    }]
+}

@@ -136,6 +136,7 @@ pub fn all() -> Vec<OpCase> {
         loss::cases,
         custom::cases,
         fused_rnn::cases,
+        fused_rnn::sequence_cases,
     ] {
         v.extend(family());
     }

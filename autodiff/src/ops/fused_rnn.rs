@@ -409,3 +409,223 @@ fn gru_cell_composed_backward<T: Float>(ins: &[Tensor<T>], g: &Tensor<T>, need: 
     }
     grads
 }
+
+// ------------------------------------------------------------------------ LSTM over a sequence
+
+/// Saved state of a fused LSTM sequence ([`Tensor::lstm_sequence`]).
+#[derive(Clone)]
+pub struct LstmSeqSaved<T: Float> {
+    /// `xp, h0, c0, w_hh` and, with peepholes, `p_i, p_f, p_o`.
+    pub inputs: Vec<Tensor<T>>,
+    /// `keep[t·B + b]`: whether row `b` steps at time `t` (else its state is carried).
+    pub keep: Option<std::rc::Rc<Vec<bool>>>,
+    /// Gate activations of every step, `[T, B, 4H]`.
+    pub gates: Vec<T>,
+    /// `tanh(c_t)` of every step, `[T, B, H]`.
+    pub tanh_c: Vec<T>,
+}
+
+impl<T: Float> Tensor<T> {
+    /// A whole LSTM sequence as one op: the step of [`Tensor::lstm_cell`] applied for
+    /// `t = 0 … T−1` to `xp [B, T, 4H]` (the projected inputs of all steps, batch-major, as one
+    /// matmul `x·W_ih + b` gives them), from the state `h0, c0 [B, H]`. The recurrent weight is
+    /// packed once for all steps (and its transpose once for the backward pass), and the weight
+    /// gradient is one product over all steps.
+    ///
+    /// With `keep` (`T·B` flags, `keep[t·B + b]`), a row whose flag is false at step `t` keeps
+    /// its previous state (no gradient flows through the padding).
+    ///
+    /// Returns the states of every step, time-major `[T, B, 2H]`: `out[t, b] = [h_t, c_t]`.
+    ///
+    /// # Panics
+    /// If a shape disagrees or `keep` has the wrong length (the message names `lstm_sequence`).
+    #[track_caller]
+    pub fn lstm_sequence(
+        xp: &Tensor<T>,
+        h0: &Tensor<T>,
+        c0: &Tensor<T>,
+        w_hh: &Tensor<T>,
+        peephole: Option<[&Tensor<T>; 3]>,
+        keep: Option<std::rc::Rc<Vec<bool>>>,
+    ) -> Tensor<T> {
+        let op = "lstm_sequence";
+        let loc = Location::caller();
+        assert!(h0.rank() == 2, "{op}: h0 must be [batch, hidden], got {:?}", h0.shape());
+        let (b, hd) = (h0.shape()[0], h0.shape()[1]);
+        assert!(xp.rank() == 3 && xp.shape()[0] == b && xp.shape()[2] == 4 * hd, "{op}: xp has shape {:?}, expected [{b}, T, {}]", xp.shape(), 4 * hd);
+        let t_len = xp.shape()[1];
+        check_2d(op, "c0", c0, [b, hd]);
+        check_2d(op, "w_hh", w_hh, [hd, 4 * hd]);
+        if let Some(p) = &peephole {
+            for (q, name) in p.iter().zip(["p_i", "p_f", "p_o"]) {
+                assert!(q.shape() == [hd], "{op}: {name} has shape {:?}, expected [{hd}]", q.shape());
+            }
+        }
+        if let Some(k) = &keep {
+            assert!(k.len() == t_len * b, "{op}: keep has {} flags for {t_len} steps × batch {b}", k.len());
+        }
+        let (g4, bh) = (4 * hd, b * hd);
+        let packed = gemm::PackedB::new(row_major(w_hh));
+        let mut gates = vec![T::ZERO; t_len * b * g4];
+        let mut tanh_c = vec![T::ZERO; t_len * bh];
+        let mut out = vec![T::ZERO; t_len * 2 * bh];
+        let mut c_prev = c0.data.to_vec();
+        let pk = peephole.as_ref().map(|p| p.map(|q| &q.data[..]));
+        for t in 0..t_len {
+            let gt = &mut gates[t * b * g4..(t + 1) * b * g4];
+            for r in 0..b {
+                gt[r * g4..(r + 1) * g4].copy_from_slice(&xp.data[(r * t_len + t) * g4..(r * t_len + t + 1) * g4]);
+            }
+            let (done, rest) = out.split_at_mut(t * 2 * bh);
+            let hc = &mut rest[..2 * bh];
+            let h_prev = if t == 0 { row_major(h0) } else { cols_of(&done[(t - 1) * 2 * bh..], b, 2 * hd, 0, hd) };
+            gemm::gemm_packed(T::ONE, h_prev, &packed, T::ONE, MatMut::row_major(gt, b, g4));
+            k::lstm_forward(b, hd, gt, &c_prev, pk, hc, &mut tanh_c[t * bh..(t + 1) * bh]);
+            if let Some(kp) = &keep {
+                for r in (0..b).filter(|&r| !kp[t * b + r]) {
+                    let row = &mut hc[r * 2 * hd..(r + 1) * 2 * hd];
+                    if t == 0 {
+                        row[..hd].copy_from_slice(&h0.data[r * hd..(r + 1) * hd]);
+                        row[hd..].copy_from_slice(&c0.data[r * hd..(r + 1) * hd]);
+                    } else {
+                        row.copy_from_slice(&done[(t - 1) * 2 * bh + r * 2 * hd..(t - 1) * 2 * bh + (r + 1) * 2 * hd]);
+                    }
+                }
+            }
+            for r in 0..b {
+                c_prev[r * hd..(r + 1) * hd].copy_from_slice(&hc[r * 2 * hd + hd..(r + 1) * 2 * hd]);
+            }
+        }
+        let mut inputs: Vec<&Tensor<T>> = vec![xp, h0, c0, w_hh];
+        if let Some(p) = &peephole {
+            inputs.extend(p.iter().copied());
+        }
+        let ins = inputs.clone();
+        record(out, Shape::new(&[t_len, b, 2 * hd]), &inputs, loc, move |_| {
+            Op::LstmSequence(Box::new(LstmSeqSaved { inputs: ins.into_iter().cloned().collect(), keep, gates, tanh_c }))
+        })
+    }
+}
+
+/// The LSTM sequence composed of single ops (per-step [`lstm_cell_composed`], carried rows by
+/// `where_`, states stacked time-major): the reference of [`Tensor::lstm_sequence`] and its
+/// second-order rule.
+pub fn lstm_sequence_composed<T: Float>(
+    xp: &Tensor<T>,
+    h0: &Tensor<T>,
+    c0: &Tensor<T>,
+    w_hh: &Tensor<T>,
+    peephole: Option<[&Tensor<T>; 3]>,
+    keep: Option<&[bool]>,
+) -> Tensor<T> {
+    let (b, hd, t_len) = (h0.shape()[0], h0.shape()[1], xp.shape()[1]);
+    let (mut h, mut c) = (h0.clone(), c0.clone());
+    let mut states = Vec::with_capacity(t_len);
+    for t in 0..t_len {
+        let xt = xp.narrow(1, t, 1).reshape(&[b, 4 * hd]);
+        let [hn, cn] = lstm_cell_composed(&xt, &h, &c, w_hh, peephole);
+        match keep {
+            Some(k) if !k[t * b..(t + 1) * b].iter().all(|&v| v) => {
+                let m: Vec<bool> = k[t * b..(t + 1) * b].iter().flat_map(|&v| std::iter::repeat_n(v, hd)).collect();
+                h = Tensor::where_(&m, &[b, hd], &hn, &h);
+                c = Tensor::where_(&m, &[b, hd], &cn, &c);
+            }
+            _ => (h, c) = (hn, cn),
+        }
+        states.push(Tensor::concat(&[h.clone(), c.clone()], 1));
+    }
+    Tensor::stack(&states, 0)
+}
+
+/// Backward of [`Tensor::lstm_sequence`]. Gradients in input order (`xp, h0, c0, w_hh`,
+/// peepholes).
+pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Vec<Option<Tensor<T>>> {
+    if !fast {
+        return lstm_sequence_recorded_backward(s, g);
+    }
+    let (xp, h0, c0, w) = (&s.inputs[0], &s.inputs[1], &s.inputs[2], &s.inputs[3]);
+    let (b, hd, t_len) = (h0.shape()[0], h0.shape()[1], xp.shape()[1]);
+    let (g4, bh) = (4 * hd, b * hd);
+    let peep = s.inputs.len() == 7;
+    let pk = peep.then(|| [&s.inputs[4].data[..], &s.inputs[5].data[..], &s.inputs[6].data[..]]);
+    let mut dp = [vec![T::ZERO; hd], vec![T::ZERO; hd], vec![T::ZERO; hd]];
+    let wt = gemm::PackedB::new(row_major(w).t());
+    let mut da = vec![T::ZERO; t_len * b * g4];
+    // Gradient reaching the state of step t from later steps, [B, 2H] as [h, c] per row.
+    let mut carry = vec![T::ZERO; 2 * bh];
+    let mut gt = vec![T::ZERO; 2 * bh];
+    let mut c_prev = vec![T::ZERO; bh];
+    let mut dc = vec![T::ZERO; bh];
+    for t in (0..t_len).rev() {
+        gt.copy_from_slice(&g.data[t * 2 * bh..(t + 1) * 2 * bh]);
+        chi_kernels::elementwise::axpy(T::ONE, &carry, &mut gt);
+        // Carried rows pass their whole gradient to the previous state; the step sees zero.
+        let mut carried: Vec<usize> = Vec::new();
+        if let Some(kp) = &s.keep {
+            carried.extend((0..b).filter(|&r| !kp[t * b + r]));
+        }
+        for &r in &carried {
+            carry[r * 2 * hd..(r + 1) * 2 * hd].copy_from_slice(&gt[r * 2 * hd..(r + 1) * 2 * hd]);
+            gt[r * 2 * hd..(r + 1) * 2 * hd].fill(T::ZERO);
+        }
+        for r in 0..b {
+            let src = if t == 0 { &c0.data[r * hd..(r + 1) * hd] } else { &out.data[(t - 1) * 2 * bh + r * 2 * hd + hd..(t - 1) * 2 * bh + (r + 1) * 2 * hd] };
+            c_prev[r * hd..(r + 1) * hd].copy_from_slice(src);
+        }
+        let dat = &mut da[t * b * g4..(t + 1) * b * g4];
+        let dpk = peep.then(|| {
+            let [a, bb, cc] = &mut dp;
+            [&mut a[..], &mut bb[..], &mut cc[..]]
+        });
+        k::lstm_backward(b, hd, &s.gates[t * b * g4..(t + 1) * b * g4], &c_prev, &out.data[t * 2 * bh..(t + 1) * 2 * bh], &s.tanh_c[t * bh..(t + 1) * bh], pk, &gt, dat, &mut dc, dpk);
+        // New carry for stepped rows: [da·W_hhᵀ, dc]; carried rows keep theirs.
+        let mut dh = vec![T::ZERO; bh];
+        gemm::gemm_packed(T::ONE, MatRef::row_major(dat, b, g4), &wt, T::ZERO, MatMut::row_major(&mut dh, b, hd));
+        for r in (0..b).filter(|r| !carried.contains(r)) {
+            carry[r * 2 * hd..r * 2 * hd + hd].copy_from_slice(&dh[r * hd..(r + 1) * hd]);
+            carry[r * 2 * hd + hd..(r + 1) * 2 * hd].copy_from_slice(&dc[r * hd..(r + 1) * hd]);
+        }
+    }
+    let dh0 = need[1].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * hd..r * 2 * hd + hd].to_vec()).collect(), h0.shape()));
+    let dc0 = need[2].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * hd + hd..(r + 1) * 2 * hd].to_vec()).collect(), c0.shape()));
+    // dW = Σ_t h_{t−1}ᵀ·da_t: one product over the stacked previous states [T·B, H].
+    let dw = need[3].then(|| {
+        let mut hprev = vec![T::ZERO; t_len * bh];
+        hprev[..bh].copy_from_slice(&h0.data);
+        for t in 1..t_len {
+            for r in 0..b {
+                let src = (t - 1) * 2 * bh + r * 2 * hd;
+                hprev[t * bh + r * hd..t * bh + (r + 1) * hd].copy_from_slice(&out.data[src..src + hd]);
+            }
+        }
+        Tensor::from_vec(at_b(MatRef::row_major(&hprev, t_len * b, hd), MatRef::row_major(&da, t_len * b, g4)), w.shape())
+    });
+    let dxp = need[0].then(|| {
+        let mut d = vec![T::ZERO; xp.numel()];
+        for t in 0..t_len {
+            for r in 0..b {
+                d[(r * t_len + t) * g4..(r * t_len + t + 1) * g4].copy_from_slice(&da[(t * b + r) * g4..(t * b + r + 1) * g4]);
+            }
+        }
+        Tensor::from_vec(d, xp.shape())
+    });
+    let mut grads = vec![dxp, dh0, dc0, dw];
+    if peep {
+        for (q, d) in dp.into_iter().enumerate() {
+            grads.push(need[4 + q].then(|| Tensor::from_vec(d, &[hd])));
+        }
+    }
+    grads
+}
+
+/// Under `create_graph`: the sequence is recomputed with single ops on fresh aliases of the
+/// inputs (one reshape node each, so the inner pass stops there) and differentiated with a
+/// recorded inner pass; the gradients are differentiable functions of the inputs and of `g`.
+fn lstm_sequence_recorded_backward<T: Float>(s: &LstmSeqSaved<T>, g: &Tensor<T>) -> Vec<Option<Tensor<T>>> {
+    let alias: Vec<Tensor<T>> = s.inputs.iter().map(|x| x.unsqueeze(0).reshape(x.shape())).collect();
+    let p = (alias.len() == 7).then(|| [&alias[4], &alias[5], &alias[6]]);
+    let y = lstm_sequence_composed(&alias[0], &alias[1], &alias[2], &alias[3], p, s.keep.as_deref().map(|k| &k[..]));
+    let refs: Vec<&Tensor<T>> = alias.iter().collect();
+    let gs = crate::grad(&[&y], &refs, Some(&[g.clone()]), crate::GradOptions::create_graph()).expect("lstm_sequence: recorded backward of the composed sequence");
+    gs.into_iter().map(Some).collect()
+}

@@ -127,6 +127,8 @@ pub enum Op<T: Float> {
     LstmCell(Box<fused_rnn::LstmSaved<T>>),
     /// One fused GRU time step ([`fused_rnn`]).
     GruCell(Box<fused_rnn::GruSaved<T>>),
+    /// A whole LSTM sequence as one node ([`fused_rnn`]).
+    LstmSequence(Box<fused_rnn::LstmSeqSaved<T>>),
     /// A user-defined op ([`custom`]).
     Custom { f: Rc<dyn custom::CustomOp<T>>, inputs: Vec<Tensor<T>> },
 }
@@ -173,6 +175,7 @@ impl<T: Float> Op<T> {
             Op::Col2Im { .. } => "col2im".into(),
             Op::LstmCell(_) => "lstm_cell".into(),
             Op::GruCell(_) => "gru_cell".into(),
+            Op::LstmSequence(_) => "lstm_sequence".into(),
             Op::Custom { f, .. } => f.name().to_string(),
         }
     }
@@ -213,6 +216,7 @@ impl<T: Float> Op<T> {
             Op::Concat { xs, .. } | Op::Custom { inputs: xs, .. } => Inputs::Heap(xs.iter().collect()),
             Op::LstmCell(s) => Inputs::Heap(s.inputs.iter().collect()),
             Op::GruCell(s) => Inputs::Heap(s.inputs.iter().collect()),
+            Op::LstmSequence(s) => Inputs::Heap(s.inputs.iter().collect()),
         }
     }
 
@@ -253,6 +257,7 @@ impl<T: Float> Op<T> {
             Op::Col2Im { win, .. } => vec![Some(g.im2col(*win))],
             Op::LstmCell(s) => fused_rnn::lstm_cell_backward(s, out, g, need, fast),
             Op::GruCell(s) => fused_rnn::gru_cell_backward(s, g, need, fast),
+            Op::LstmSequence(s) => fused_rnn::lstm_sequence_backward(s, out, g, need, fast),
             Op::Custom { f, inputs } => {
                 let refs: Vec<&Tensor<T>> = inputs.iter().collect();
                 let grads = f.backward(&refs, out, g);
