@@ -622,10 +622,14 @@ pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor
 /// inputs (one reshape node each, so the inner pass stops there) and differentiated with a
 /// recorded inner pass; the gradients are differentiable functions of the inputs and of `g`.
 fn lstm_sequence_recorded_backward<T: Float>(s: &LstmSeqSaved<T>, g: &Tensor<T>) -> Vec<Option<Tensor<T>>> {
-    let alias: Vec<Tensor<T>> = s.inputs.iter().map(|x| x.unsqueeze(0).reshape(x.shape())).collect();
+    // Constants (inputs that do not require grad) are used as they are and get no gradient.
+    let tracked: Vec<bool> = s.inputs.iter().map(|x| x.requires_grad_flag()).collect();
+    let alias: Vec<Tensor<T>> = s.inputs.iter().zip(&tracked).map(|(x, &t)| if t { x.unsqueeze(0).reshape(x.shape()) } else { x.clone() }).collect();
     let p = (alias.len() == 7).then(|| [&alias[4], &alias[5], &alias[6]]);
     let y = lstm_sequence_composed(&alias[0], &alias[1], &alias[2], &alias[3], p, s.keep.as_deref().map(|k| &k[..]));
-    let refs: Vec<&Tensor<T>> = alias.iter().collect();
-    let gs = crate::grad(&[&y], &refs, Some(&[g.clone()]), crate::GradOptions::create_graph()).expect("lstm_sequence: recorded backward of the composed sequence");
-    gs.into_iter().map(Some).collect()
+    let refs: Vec<&Tensor<T>> = alias.iter().zip(&tracked).filter(|(_, &t)| t).map(|(a, _)| a).collect();
+    let mut gs = crate::grad(&[&y], &refs, Some(&[g.clone()]), crate::GradOptions::create_graph())
+        .expect("lstm_sequence: recorded backward of the composed sequence")
+        .into_iter();
+    tracked.iter().map(|&t| if t { gs.next() } else { None }).collect()
 }

@@ -159,6 +159,21 @@ impl<T: Float> RecurrentCell<T> for LstmCell<T> {
         let hc = Tensor::lstm_cell(xp, &state[0], &state[1], &self.w_hh.get(), peep.as_ref().map(|p| p.each_ref()));
         vec![hc.narrow(1, 0, hs), hc.narrow(1, hs, hs)]
     }
+    /// The whole sequence as one fused op ([`Tensor::lstm_sequence`]: the recurrent weight is
+    /// packed once for all steps, and backward is one node).
+    fn run_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
+        let (hs, b, t) = (self.hidden, xp.dim(0), xp.dim(1));
+        let peep = self.peephole.as_ref().map(|p| p.each_ref().map(|q| q.get()));
+        let y = Tensor::lstm_sequence(xp, &state[0], &state[1], &self.w_hh.get(), peep.as_ref().map(|p| p.each_ref()), keep);
+        Some(
+            (0..t)
+                .map(|i| {
+                    let s = y.narrow(0, i, 1).reshape(&[b, 2 * hs]);
+                    vec![s.narrow(1, 0, hs), s.narrow(1, hs, hs)]
+                })
+                .collect(),
+        )
+    }
 }
 
 impl<T: Float> LstmCell<T> {
@@ -422,6 +437,22 @@ fn run_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
     assert!(time > 0, "run_sequence_batch: empty sequence");
     check_lengths(lengths, batch, time);
     let projected = cell.project_inputs(xs);
+    if let Some(xp) = &projected {
+        // Cells with a whole-sequence op (LSTM) run it: one node, weights packed once.
+        let keep_all = lengths.map(|l| Rc::new((0..time).flat_map(|t| l.iter().map(move |&n| t < n)).collect::<Vec<bool>>()));
+        let init_state = init.map(|s| s.to_vec()).unwrap_or_else(|| cell.init_state(batch));
+        if let Some(states) = cell.run_projected(xp, &init_state, keep_all) {
+            let outs = states
+                .iter()
+                .enumerate()
+                .map(|(t, st)| {
+                    let out = cell.output(st);
+                    if zero_finished { masked_output(out, keep_at(lengths, t).as_deref()) } else { out }
+                })
+                .collect();
+            return (outs, states.into_iter().last().expect("time > 0"));
+        }
+    }
     let src = projected.as_ref().unwrap_or(xs).permute(&[1, 0, 2]); // [T, B, G]
     let g = src.dim(2);
     let mut state = init.map(|s| s.to_vec()).unwrap_or_else(|| cell.init_state(batch));
