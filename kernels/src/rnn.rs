@@ -91,7 +91,7 @@ pub fn lstm_forward<T: Real>(batch: usize, hidden: usize, gates: &mut [T], c: &[
 #[inline(always)]
 fn lstm_forward_simd<V: SimdVec>(batch: usize, hidden: usize, gates: &mut [V::S], c: &[V::S], peep: Peepholes<V::S>, hc: &mut [V::S], tanh_c: &mut [V::S]) {
     let h = hidden;
-    grid::<V>(batch, h, |b, j, n| {
+    grid::<V>(batch, h, #[inline(always)] |b, j, n| {
         let g0 = b * 4 * h + j;
         let s = b * h + j;
         let cp: V = ld(&c[s..], n);
@@ -183,7 +183,7 @@ fn lstm_backward_simd<V: SimdVec>(
 ) {
     let h = hidden;
     let one = V::c(1.0);
-    grid::<V>(batch, h, |b, j, n| {
+    grid::<V>(batch, h, #[inline(always)] |b, j, n| {
         let g0 = b * 4 * h + j;
         let s = b * h + j;
         let r = b * 2 * h + j;
@@ -246,7 +246,7 @@ pub fn gru_forward<T: Real>(batch: usize, hidden: usize, reset_after: bool, xp: 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn gru_forward_simd<V: SimdVec>(batch: usize, hd: usize, reset_after: bool, xp: &[V::S], rz: &mut [V::S], hn: &[V::S], h: &[V::S], n: &mut [V::S], h_new: &mut [V::S]) {
-    grid::<V>(batch, hd, |b, j, w| {
+    grid::<V>(batch, hd, #[inline(always)] |b, j, w| {
         let x0 = b * 3 * hd + j;
         let g0 = b * 2 * hd + j;
         let s = b * hd + j;
@@ -287,7 +287,7 @@ pub fn gru_reset<T: Real>(batch: usize, hidden: usize, xp: &[T], rz: &mut [T], h
 
 #[inline(always)]
 fn gru_reset_simd<V: SimdVec>(batch: usize, hd: usize, xp: &[V::S], rz: &mut [V::S], h: &[V::S], u: &mut [V::S]) {
-    grid::<V>(batch, hd, |b, j, w| {
+    grid::<V>(batch, hd, #[inline(always)] |b, j, w| {
         let x0 = b * 3 * hd + j;
         let g0 = b * 2 * hd + j;
         let s = b * hd + j;
@@ -337,7 +337,7 @@ fn gru_backward_simd<V: SimdVec>(
     dh: &mut [V::S],
 ) {
     let one = V::c(1.0);
-    grid::<V>(batch, hd, |b, j, w| {
+    grid::<V>(batch, hd, #[inline(always)] |b, j, w| {
         let g0 = b * 2 * hd + j;
         let a0 = b * 3 * hd + j;
         let s = b * hd + j;
@@ -379,7 +379,7 @@ pub fn gru_backward_reset<T: Real>(batch: usize, hidden: usize, rz: &[T], h: &[T
 #[inline(always)]
 fn gru_backward_reset_simd<V: SimdVec>(batch: usize, hd: usize, rz: &[V::S], h: &[V::S], du: &[V::S], da: &mut [V::S], dh: &mut [V::S]) {
     let one = V::c(1.0);
-    grid::<V>(batch, hd, |b, j, w| {
+    grid::<V>(batch, hd, #[inline(always)] |b, j, w| {
         let s = b * hd + j;
         let r: V = ld(&rz[b * 2 * hd + j..], w);
         let duv: V = ld(&du[s..], w);
