@@ -84,8 +84,9 @@ fn grad_stats(p: &Param<f32>) -> (f64, f64) {
     (g.iter().map(|x| *x as f64).sum(), g.iter().map(|x| (*x as f64).powi(2)).sum())
 }
 
-/// The recurrent cell of a workload: an LSTM or a GRU (PyTorch's reset-after form), stepping
-/// with the fused op or, with `composed`, with the same step composed of single ops.
+/// The recurrent cell of a workload: an LSTM (the whole sequence as one fused op) or a GRU
+/// (PyTorch's reset-after form, one fused op per step), or with `composed` either cell with its
+/// step composed of single ops.
 struct BenchCell {
     lstm: Option<LstmCell<f32>>,
     gru: Option<GruCell<f32>>,
@@ -111,6 +112,12 @@ impl RecurrentCell<f32> for BenchCell {
     }
     fn project_inputs(&self, xs: &Tensor<f32>) -> Option<Tensor<f32>> {
         self.lstm.as_ref().map_or_else(|| self.gru.as_ref().unwrap().project_inputs(xs), |c| c.project_inputs(xs))
+    }
+    fn run_projected(&self, xp: &Tensor<f32>, state: &[Tensor<f32>], keep: Option<std::rc::Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<f32>>>> {
+        match (&self.lstm, self.composed) {
+            (Some(c), false) => c.run_projected(xp, state, keep),
+            _ => None,
+        }
     }
     fn step_projected(&self, xp: &Tensor<f32>, state: &[Tensor<f32>]) -> Vec<Tensor<f32>> {
         match (&self.lstm, &self.gru, self.composed) {
