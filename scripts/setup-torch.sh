@@ -1,22 +1,36 @@
 #!/usr/bin/env bash
-# Installs PyTorch (CPU) for the side-by-side benchmark (benches/torch/side_by_side.py) only;
-# the Rust build and tests never need it.
+# Installs PyTorch for the side-by-side benchmark (benches/torch/side_by_side.py) only; the Rust
+# build and tests never need it.
 #
-# Uses Debian's python3-torch (the registry this machine reaches; PyPI's torch wheels are the
-# CUDA builds, ~1 GB), installed for the system interpreter /usr/bin/python3, plus OpenBLAS:
-# Debian builds PyTorch against the generic libblas.so.3, which without OpenBLAS is the slow
-# reference BLAS (sgemm 1024 at ~7 GFLOPS here instead of ~120). Idempotent.
+# Installs the PyTorch that users get from `pip install torch` — a pinned 2.x release — into a
+# virtual environment at .venv-torch/ in the repository (ignored by git). The CPU-only wheel index
+# (download.pytorch.org/whl/cpu) is tried first; where it is unreachable the wheel comes from the
+# Python Package Index, whose Linux wheels also bring the CUDA libraries (several GB); the
+# benchmark runs on the CPU either way. Idempotent: an existing environment with the pinned
+# version is kept.
+#
+# Usage: scripts/setup-torch.sh            then  .venv-torch/bin/python benches/torch/side_by_side.py
+#        TORCH_VERSION=2.x.y scripts/setup-torch.sh   (another pin)
 set -euo pipefail
-if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 ]; then
-    echo "setup-torch: PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') already installed for /usr/bin/python3"
+VERSION="${TORCH_VERSION:-2.15.0}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+VENV="$ROOT/.venv-torch"
+PY="$VENV/bin/python"
+
+if [ -x "$PY" ] && [ "$("$PY" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null)" = "$VERSION" ]; then
+    echo "setup-torch: PyTorch $VERSION already installed in $VENV"
     exit 0
 fi
-if ! command -v apt-get >/dev/null; then
-    echo "setup-torch: apt-get not found; install PyTorch for python3 by other means (pip install torch)" >&2
-    exit 1
+python3 -m venv "$VENV"
+"$PY" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
+# numpy: PyTorch warns without it. The CPU index first (small wheel, no CUDA), then PyPI.
+if ! "$PY" -m pip install --timeout 30 --retries 1 --index-url https://download.pytorch.org/whl/cpu "torch==$VERSION" 2>/dev/null; then
+    echo "setup-torch: the CPU wheel index is unreachable; installing torch==$VERSION from PyPI"
+    "$PY" -m pip install "torch==$VERSION"
 fi
-SUDO=""
-[ "$(id -u)" = 0 ] || SUDO="sudo"
-$SUDO apt-get update -qq || true
-$SUDO apt-get install -y --no-install-recommends python3-torch libopenblas0-pthread
-/usr/bin/python3 -c 'import torch; print("setup-torch: PyTorch", torch.__version__, "installed")'
+"$PY" -m pip install --quiet numpy || true
+"$PY" - <<'EOF'
+import torch
+print("setup-torch: PyTorch", torch.__version__, "installed;", torch.__config__.parallel_info().splitlines()[0])
+print("setup-torch: BLAS / CPU capability:", torch.backends.cpu.get_cpu_capability())
+EOF

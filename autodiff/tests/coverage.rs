@@ -8,7 +8,7 @@
 
 use chi_autodiff::dot::{self, DotOptions};
 use chi_autodiff::gradcheck_cases;
-use chi_autodiff::ops::Op;
+use chi_autodiff::ops::{self, Op};
 use chi_autodiff::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -50,10 +50,13 @@ fn variant(op: &Op<f64>) -> &'static str {
         Op::ScatterRows { .. } => "ScatterRows",
         Op::Im2Col { .. } => "Im2Col",
         Op::Col2Im { .. } => "Col2Im",
+        Op::LstmCell(_) => "LstmCell",
+        Op::GruCell(_) => "GruCell",
+        Op::LstmSequence(_) => "LstmSequence",
         Op::Custom { .. } => "Custom",
     }
 }
-const N_VARIANTS: usize = 30;
+const N_VARIANTS: usize = 33;
 
 /// Every elementwise kind; the matches make adding a kind a compile error here.
 fn unary_kinds() -> Vec<Unary> {
@@ -170,6 +173,9 @@ fn one_of_each() -> Vec<Op<f64>> {
         Op::Im2Col { x: t(), win },
         Op::Col2Im { x: t(), win },
         Op::Custom { f: Rc::new(Probe), inputs: vec![t()] },
+        Op::LstmCell(Box::new(ops::fused_rnn::LstmSaved { inputs: vec![t()], gates: vec![], tanh_c: vec![] })),
+        Op::GruCell(Box::new(ops::fused_rnn::GruSaved { inputs: vec![t()], reset_after: true, rz: vec![], n: vec![], hn: vec![] })),
+        Op::LstmSequence(Box::new(ops::fused_rnn::LstmSeqSaved { inputs: vec![t()], keep: None, gates: vec![], tanh_c: vec![] })),
     ]);
     v
 }

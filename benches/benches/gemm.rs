@@ -2,7 +2,7 @@
 //!
 //! Throughput is reported in FLOPs (`2·m·n·k` per product, via criterion's `Elements`).
 //!
-//! Threads: chi runs with `Par::Seq` (id `chi/t1`) and with `Par::Threads(2)` on rayon's global
+//! Threads: chi runs with `Par::Seq` (id `chi/t1`) and with `Par::Split(2)` on rayon's global
 //! pool (id `chi/t2`; the pool has one thread per core, 2 on the target machine).
 //! `matrixmultiply` uses its own thread pool, whose size it reads **once per process** from the
 //! environment variable `MATMUL_NUM_THREADS`; this bench sets it to 1 unless it is already set,
@@ -34,7 +34,7 @@ fn mm_threads() -> usize {
 }
 
 /// chi's thread settings: (label, parallelism).
-const PARS: [(usize, Par); 2] = [(1, Par::Seq), (2, Par::Threads(2))];
+const PARS: [(usize, Par); 2] = [(1, Par::Seq), (2, Par::Split(2))];
 
 /// `C (m×n) ← A (m×k) · B (k×n)`, all row-major: chi at 1 and 2 threads, matrixmultiply.
 fn bench_shape(c: &mut Criterion, group: &str, label: &str, m: usize, k: usize, n: usize, mmt: usize) {

@@ -12,8 +12,12 @@ both sides build the same fixed instance (weights and inputs from the closed for
 optimiser step and the sum / sum of squares of one gradient; the largest relative difference is
 printed per workload (target: 1e-4 in f32).
 
-PyTorch is optional: `scripts/setup-torch.sh` installs it; without it this script says so and
-exits with status 3. Nothing in the Rust test suite needs it.
+PyTorch is optional: `scripts/setup-torch.sh` installs the pinned pip release into
+`.venv-torch/`; run this script with `.venv-torch/bin/python`. Without PyTorch it says so and exits
+with status 3. Nothing in the Rust test suite needs it.
+
+Recurrent workloads (`lstm_*`, `gru_*`) also exist as `NAME_composed`: chi with the cell step
+composed of single ops instead of the fused op, against the same PyTorch workload.
 """
 import argparse
 import json
@@ -31,11 +35,11 @@ try:
     import torch
 except ImportError:
     print("side_by_side: PyTorch is not installed for %s; run scripts/setup-torch.sh "
-          "(Debian python3-torch) and use /usr/bin/python3" % sys.executable, file=sys.stderr)
+          "and use .venv-torch/bin/python" % sys.executable, file=sys.stderr)
     sys.exit(3)
 
-WORKLOADS = ["scalar_chain", "lstm_h128_b16", "lstm_h512_b16", "lstm_h512_b64", "mlp", "textcnn",
-             "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"]
+WORKLOADS = ["scalar_chain", "lstm_h128_b16", "lstm_h512_b16", "lstm_h512_b64", "gru_h128_b16", "gru_h512_b16",
+             "gru_h512_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"]
 
 
 def fill(tag, shape, scale):
@@ -59,15 +63,18 @@ def grad_stats(p):
     return float(g.sum()), float((g * g).sum())
 
 
-def lstm(hidden, inp, batch, steps):
+def lstm(hidden, inp, batch, steps, gru=False):
+    """LSTM (or, with `gru`, GRU) over `steps` steps, linear head on the last state, MSE."""
+    g = 3 if gru else 4
+
     def build():
         s = 1.0 / math.sqrt(hidden)
-        cell = torch.nn.LSTM(inp, hidden, batch_first=True)
+        cell = (torch.nn.GRU if gru else torch.nn.LSTM)(inp, hidden, batch_first=True)
         head = torch.nn.Linear(hidden, 1)
         with torch.no_grad():
-            cell.weight_ih_l0.copy_(fill(1.0, (4 * hidden, inp), s))
-            cell.weight_hh_l0.copy_(fill(2.0, (4 * hidden, hidden), s))
-            cell.bias_ih_l0.copy_(fill(3.0, (4 * hidden,), s))
+            cell.weight_ih_l0.copy_(fill(1.0, (g * hidden, inp), s))
+            cell.weight_hh_l0.copy_(fill(2.0, (g * hidden, hidden), s))
+            cell.bias_ih_l0.copy_(fill(3.0, (g * hidden,), s))
             cell.bias_hh_l0.zero_()
             head.weight.copy_(fill(4.0, (1, hidden), s))
             head.bias.copy_(fill(5.0, (1,), s))
@@ -77,7 +84,9 @@ def lstm(hidden, inp, batch, steps):
         return cell, head, x, y, params
 
     def loss(cell, head, x, y):
-        _, (h, _) = cell(x)
+        _, h = cell(x)
+        if not gru:
+            h = h[0]
         return torch.nn.functional.mse_loss(head(h[0]), y)
 
     cell, head, x, y, params = build()
@@ -245,11 +254,17 @@ def softmax_fb(log):
 
 
 def workload(name):
+    # `NAME_composed` is chi's unfused cell step; PyTorch runs the same workload.
+    if name.endswith("_composed"):
+        name = name[: -len("_composed")]
     return {
         "scalar_chain": scalar_chain,
         "lstm_h128_b16": lambda: lstm(128, 64, 16, 35),
         "lstm_h512_b16": lambda: lstm(512, 512, 16, 25),
         "lstm_h512_b64": lambda: lstm(512, 512, 64, 25),
+        "gru_h128_b16": lambda: lstm(128, 64, 16, 35, gru=True),
+        "gru_h512_b16": lambda: lstm(512, 512, 16, 25, gru=True),
+        "gru_h512_b64": lambda: lstm(512, 512, 64, 25, gru=True),
         "mlp": mlp,
         "textcnn": textcnn,
         "sgemm256": lambda: sgemm(256),

@@ -12,6 +12,7 @@
 //! | [`conv`] | im2col/col2im (1-D, 2-D), max-pooling with argmax |
 //! | [`gather`] | embedding row gather, scatter-add of rows |
 //! | [`layout`] | permutation (general transpose) |
+//! | [`rnn`] | pointwise passes of fused LSTM and GRU steps |
 //! | [`fpmode`] | flush denormals to zero |
 //! | [`threads`] | the number of threads kernels use: [`set_num_threads`], [`with_threads`] |
 //! | [`simd`] | which instruction set the elementwise/reduction kernels use (chosen at run time) |
@@ -24,6 +25,7 @@ pub mod fpmode;
 pub mod gather;
 pub mod gemm;
 pub mod layout;
+pub mod rnn;
 mod parallel;
 mod real;
 pub mod reduce;

@@ -2,15 +2,15 @@
 //! block edges), layouts (row/column-major, transposed views, padded and non-unit strides), α/β
 //! (including 0, 1, and β = 0 over NaN), both dtypes, thread counts, and the forced portable kernel.
 //!
-//! Every threaded case (`Par::Threads(2)`, `Par::Auto`) runs inside an explicit 2-thread rayon
-//! pool ([`common::in_pool`]): `Par::Threads(2)` is capped at the current pool's size, so in the
+//! Every threaded case (`Par::Split(2)`, `Par::Auto`) runs inside an explicit 2-thread rayon
+//! pool ([`common::in_pool`]): `Par::Split(2)` is capped at the current pool's size, so in the
 //! global pool of a one-core runner the split would silently not happen.
 
 mod common;
 
 use common::{in_pool, XorShift};
 use chi_kernels::gemm::{
-    gemm, gemm_batched, gemm_packed, gemm_packed_par, gemm_par, gemm_with_kernel, gemv, gemv_with_kernel, BatchRef, KernelChoice,
+    gemm, gemm_batched, gemm_packed, gemm_packed_par, gemm_par, gemm_threads, gemm_with_kernel, gemv, gemv_with_kernel, BatchRef, KernelChoice,
     MatMut, MatRef, PackedB, Par,
 };
 use chi_kernels::Real;
@@ -33,7 +33,7 @@ enum Layout {
 /// the split is exercised on any host; 1 for the sequential settings.
 fn pool_threads(par: Par) -> usize {
     match par {
-        Par::Seq | Par::Threads(0 | 1) => 1,
+        Par::Seq | Par::Threads(0 | 1) | Par::Split(0 | 1) => 1,
         _ => 2,
     }
 }
@@ -225,7 +225,7 @@ fn fixed_sizes_all_layouts() {
             for la in LAYOUTS {
                 for lb in LAYOUTS {
                     for lc in [Layout::Row(0), Layout::Col(2), Layout::Strided, Layout::TransposedRow] {
-                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Threads(2), AUTO), (Par::Seq, AVX2), (Par::Seq, PORTABLE)] {
+                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Split(2), AUTO), (Par::Seq, AVX2), (Par::Seq, PORTABLE)] {
                             let cfg = Config { la, lb, lc, alpha, beta, par, kernel };
                             run_case::<f32>(&p, cfg, &e).unwrap();
                             run_case::<f64>(&p, cfg, &e).unwrap();
@@ -263,7 +263,7 @@ fn packed_b_fixed_sizes_all_layouts() {
             for la in LAYOUTS {
                 for lb in LAYOUTS {
                     for lc in [Layout::Row(0), Layout::Col(2), Layout::TransposedRow] {
-                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Threads(2), AUTO), (Par::Seq, AVX2), (Par::Threads(2), AVX2), (Par::Seq, PORTABLE)] {
+                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Split(2), AUTO), (Par::Seq, AVX2), (Par::Split(2), AVX2), (Par::Seq, PORTABLE)] {
                             let cfg = Config { la, lb, lc, alpha, beta, par, kernel };
                             run_case_with::<f32>(&p, cfg, &e, true).unwrap();
                             run_case_with::<f64>(&p, cfg, &e, true).unwrap();
@@ -285,7 +285,7 @@ fn packed_b_random_shapes() {
         let (m, n, k) = (pick(81), pick(81), pick(300));
         let (la, lb, lc) = (LAYOUTS[pick(5)], LAYOUTS[pick(5)], LAYOUTS[pick(5)]);
         let kernel = [AUTO, AVX2, PORTABLE][pick(3)];
-        let par = [Par::Seq, Par::Threads(2)][pick(2)];
+        let par = [Par::Seq, Par::Split(2)][pick(2)];
         let p = Problem::new(m, n, k, 9000 + case);
         let cfg = Config { la, lb, lc, alpha: 1.25, beta: 0.5, par, kernel };
         let e = reference(m, n, k, cfg.alpha, &p.a, &p.b, cfg.beta, &p.c);
@@ -337,7 +337,7 @@ fn packed_b_shape_mismatch_panics() {
 fn more_than_one_nc_panel() {
     for (m, n, k) in [(7, 4100, 3), (13, 2049, 260)] {
         let p = Problem::new(m, n, k, 77);
-        for par in [Par::Seq, Par::Threads(2)] {
+        for par in [Par::Seq, Par::Split(2)] {
             let cfg = Config { la: Layout::Row(0), lb: Layout::Row(0), lc: Layout::Row(0), alpha: 1.0, beta: 0.5, par, kernel: AUTO };
             check::<f32>(&p, cfg);
             check::<f64>(&p, cfg);
@@ -391,7 +391,7 @@ fn config() -> impl Strategy<Value = Config> {
         layout(),
         scalar(),
         scalar(),
-        prop_oneof![Just(Par::Seq), Just(Par::Threads(1)), Just(Par::Threads(2)), Just(Par::Auto)],
+        prop_oneof![Just(Par::Seq), Just(Par::Threads(1)), Just(Par::Split(2)), Just(Par::Auto)],
         prop_oneof![3 => Just(AUTO), 1 => Just(AVX2), 1 => Just(PORTABLE)],
     )
         .prop_map(|(la, lb, lc, alpha, beta, par, kernel)| Config { la, lb, lc, alpha, beta, par, kernel })
@@ -411,7 +411,7 @@ proptest! {
 
     #[test]
     fn gemv_matches_reference(m in dim(), k in dim(), la in layout(), alpha in scalar(), beta in scalar(),
-                              par in prop_oneof![Just(Par::Seq), Just(Par::Threads(2))],
+                              par in prop_oneof![Just(Par::Seq), Just(Par::Split(2))],
                               kernel in prop_oneof![Just(AUTO), Just(AVX2), Just(PORTABLE)], seed in 0u64..1000) {
         check_gemv::<f32>(m, k, la, alpha, beta, par, kernel, seed).map_err(TestCaseError::fail)?;
         check_gemv::<f64>(m, k, la, alpha, beta, par, kernel, seed).map_err(TestCaseError::fail)?;
@@ -440,12 +440,12 @@ fn check_gemv<T: Real>(m: usize, k: usize, la: Layout, alpha: f64, beta: f64, pa
 #[test]
 fn gemv_large_threaded_and_public_entry() {
     for la in LAYOUTS {
-        check_gemv::<f32>(517, 300, la, 1.0, 0.0, Par::Threads(2), AUTO, 3).unwrap();
+        check_gemv::<f32>(517, 300, la, 1.0, 0.0, Par::Split(2), AUTO, 3).unwrap();
         check_gemv::<f64>(300, 517, la, -0.5, 2.0, Par::Auto, AUTO, 4).unwrap();
     }
     // Above the threading threshold (2^20 elements of A): rows split across threads.
     for la in [Layout::Row(0), Layout::Col(1)] {
-        check_gemv::<f32>(1100, 1000, la, 1.0, 0.5, Par::Threads(2), AUTO, 5).unwrap();
+        check_gemv::<f32>(1100, 1000, la, 1.0, 0.5, Par::Split(2), AUTO, 5).unwrap();
         check_gemv::<f64>(1030, 1021, la, 2.0, 0.0, Par::Auto, AUTO, 6).unwrap();
     }
     let a = [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0];
@@ -509,7 +509,7 @@ fn par_variants_agree_bitwise_with_seq_for_square() {
     let mut c1 = vec![0.0f32; n * n];
     let mut c2 = vec![0.0f32; n * n];
     in_pool(1, || gemm_par(Par::Seq, 1.0, MatRef::row_major(&a, n, n), MatRef::row_major(&b, n, n), 0.0, MatMut::row_major(&mut c1, n, n)));
-    in_pool(2, || gemm_par(Par::Threads(2), 1.0, MatRef::row_major(&a, n, n), MatRef::row_major(&b, n, n), 0.0, MatMut::row_major(&mut c2, n, n)));
+    in_pool(2, || gemm_par(Par::Split(2), 1.0, MatRef::row_major(&a, n, n), MatRef::row_major(&b, n, n), 0.0, MatMut::row_major(&mut c2, n, n)));
     assert_eq!(c1, c2);
     // ... and both are right: against the f64 reference.
     let (av, bv): (Vec<f64>, Vec<f64>) = (a.iter().map(|&v| v as f64).collect(), b.iter().map(|&v| v as f64).collect());
@@ -602,7 +602,7 @@ fn gemm_aliasing_output_is_rejected() {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             in_pool(2, || {
                 gemm_par(
-                    Par::Threads(2),
+                    Par::Split(2),
                     1.0,
                     MatRef::row_major(&a, rows, 7),
                     MatRef::row_major(&b, 7, cols),
@@ -620,4 +620,28 @@ fn gemm_aliasing_output_is_rejected() {
     let mut c = [0.0f64; 12];
     gemm(1.0, MatRef::row_major(&a, 2, 3), MatRef::row_major(&b, 3, 2), 0.0, MatMut { data: &mut c, rows: 2, cols: 2, rs: 1, cs: 5 });
     assert_eq!([c[0], c[1], c[5], c[6]], [3.0; 4]);
+}
+
+#[test]
+fn small_products_stay_on_one_thread_unless_the_split_is_forced() {
+    fn check<T: Real>() {
+        let min = chi_kernels::gemm::par_min_flops::<T>(KernelChoice::Auto);
+        // The LSTM-step shape 16 × 128 · 128 × 512 and a square 64: below every kernel's threshold
+        // or not, the answer follows the flop count.
+        for (m, n, k) in [(64, 64, 64), (16, 512, 128), (16, 2048, 512), (512, 512, 512), (1, 1, 1)] {
+            let big = 2 * m * n * k >= min;
+            in_pool(2, || {
+                assert_eq!(gemm_threads::<T>(Par::Threads(2), m, n, k), if big { 2 } else { 1 }, "{m}x{n}x{k} Threads(2)");
+                assert_eq!(gemm_threads::<T>(Par::Auto, m, n, k), if big { 2 } else { 1 }, "{m}x{n}x{k} Auto");
+                assert_eq!(gemm_threads::<T>(Par::Split(2), m, n, k), 2, "{m}x{n}x{k} Split(2)");
+                assert_eq!(gemm_threads::<T>(Par::Seq, m, n, k), 1);
+            });
+            // Capped at the pool: one thread in a one-thread pool.
+            in_pool(1, || assert_eq!(gemm_threads::<T>(Par::Split(2), m, n, k), 1));
+        }
+        // A square 64 (the size where two threads measured 4× slower) never splits by default.
+        assert!(2 * 64 * 64 * 64 < min, "{}: threshold {min} flops admits n = 64", T::NAME);
+    }
+    check::<f32>();
+    check::<f64>();
 }

@@ -11,6 +11,7 @@
 mod arith;
 mod conv;
 mod custom;
+mod fused_rnn;
 mod index;
 mod linalg;
 mod loss;
@@ -134,6 +135,8 @@ pub fn all() -> Vec<OpCase> {
         conv::cases,
         loss::cases,
         custom::cases,
+        fused_rnn::cases,
+        fused_rnn::sequence_cases,
     ] {
         v.extend(family());
     }

@@ -16,6 +16,7 @@ pub mod conv;
 pub mod custom;
 pub mod cumsum;
 pub mod dropout;
+pub mod fused_rnn;
 pub mod index;
 pub mod linalg;
 pub mod loss;
@@ -122,6 +123,12 @@ pub enum Op<T: Float> {
     Im2Col { x: Tensor<T>, win: conv::Window },
     /// Overlap-add of patches `[N, P, C·K] → [N, C, …]` ([`conv`]); adjoint of `Im2Col`.
     Col2Im { x: Tensor<T>, win: conv::Window },
+    /// One fused LSTM time step ([`fused_rnn`]); boxed so it does not grow every tape node.
+    LstmCell(Box<fused_rnn::LstmSaved<T>>),
+    /// One fused GRU time step ([`fused_rnn`]).
+    GruCell(Box<fused_rnn::GruSaved<T>>),
+    /// A whole LSTM sequence as one node ([`fused_rnn`]).
+    LstmSequence(Box<fused_rnn::LstmSeqSaved<T>>),
     /// A user-defined op ([`custom`]).
     Custom { f: Rc<dyn custom::CustomOp<T>>, inputs: Vec<Tensor<T>> },
 }
@@ -166,6 +173,9 @@ impl<T: Float> Op<T> {
             Op::ScatterRows { .. } => "scatter_rows".into(),
             Op::Im2Col { .. } => "im2col".into(),
             Op::Col2Im { .. } => "col2im".into(),
+            Op::LstmCell(_) => "lstm_cell".into(),
+            Op::GruCell(_) => "gru_cell".into(),
+            Op::LstmSequence(_) => "lstm_sequence".into(),
             Op::Custom { f, .. } => f.name().to_string(),
         }
     }
@@ -204,6 +214,9 @@ impl<T: Float> Op<T> {
                 [Some(lo), Some(hi)] => Inputs::Heap(vec![x, lo, hi]),
             },
             Op::Concat { xs, .. } | Op::Custom { inputs: xs, .. } => Inputs::Heap(xs.iter().collect()),
+            Op::LstmCell(s) => Inputs::Heap(s.inputs.iter().collect()),
+            Op::GruCell(s) => Inputs::Heap(s.inputs.iter().collect()),
+            Op::LstmSequence(s) => Inputs::Heap(s.inputs.iter().collect()),
         }
     }
 
@@ -242,6 +255,9 @@ impl<T: Float> Op<T> {
             Op::ScatterRows { x, ids } => vec![Some(g.gather_rows(ids.clone(), x.shape()))],
             Op::Im2Col { win, .. } => vec![Some(g.col2im(*win))],
             Op::Col2Im { win, .. } => vec![Some(g.im2col(*win))],
+            Op::LstmCell(s) => fused_rnn::lstm_cell_backward(s, out, g, need, fast),
+            Op::GruCell(s) => fused_rnn::gru_cell_backward(s, g, need, fast),
+            Op::LstmSequence(s) => fused_rnn::lstm_sequence_backward(s, out, g, need, fast),
             Op::Custom { f, inputs } => {
                 let refs: Vec<&Tensor<T>> = inputs.iter().collect();
                 let grads = f.backward(&refs, out, g);

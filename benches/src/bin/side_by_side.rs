@@ -10,13 +10,27 @@
 //! layout, so no files need to be exchanged. `side_by_side --list` prints the workloads.
 
 use chi_autodiff::{no_grad, Tensor};
-use chi_nn::layers::{run_sequence_batch, Activation, Conv1dText, Embedding, Linear, LstmCell};
+use chi_nn::layers::{run_sequence_batch, Activation, Conv1dText, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell};
 use chi_nn::params::{Param, ParamStore};
 use chi_autodiff::Rng;
 use std::time::Instant;
 
-const WORKLOADS: [&str; 10] =
-    ["scalar_chain", "lstm_h128_b16", "lstm_h512_b16", "lstm_h512_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"];
+/// Every recurrent workload also exists as `NAME_composed` (the unfused cell step).
+const WORKLOADS: [&str; 13] = [
+    "scalar_chain",
+    "lstm_h128_b16",
+    "lstm_h512_b16",
+    "lstm_h512_b64",
+    "gru_h128_b16",
+    "gru_h512_b16",
+    "gru_h512_b64",
+    "mlp",
+    "textcnn",
+    "sgemm256",
+    "sgemm1024",
+    "softmax_fb",
+    "log_softmax_fb",
+];
 
 /// `scale · sin(0.37·i + tag)` for `i < n`, as f32.
 
@@ -70,26 +84,100 @@ fn grad_stats(p: &Param<f32>) -> (f64, f64) {
     (g.iter().map(|x| *x as f64).sum(), g.iter().map(|x| (*x as f64).powi(2)).sum())
 }
 
-fn lstm(hidden: usize, input: usize, batch: usize, steps: usize) -> Work {
+/// The recurrent cell of a workload: an LSTM (the whole sequence as one fused op) or a GRU
+/// (PyTorch's reset-after form, one fused op per step), or with `composed` either cell with its
+/// step composed of single ops.
+struct BenchCell {
+    lstm: Option<LstmCell<f32>>,
+    gru: Option<GruCell<f32>>,
+    composed: bool,
+}
+
+impl RecurrentCell<f32> for BenchCell {
+    fn input_size(&self) -> usize {
+        self.lstm.as_ref().map_or_else(|| self.gru.as_ref().unwrap().input_size(), |c| c.input_size())
+    }
+    fn hidden_size(&self) -> usize {
+        self.lstm.as_ref().map_or_else(|| self.gru.as_ref().unwrap().hidden_size(), |c| c.hidden_size())
+    }
+    fn init_state(&self, batch: usize) -> Vec<Tensor<f32>> {
+        self.lstm.as_ref().map_or_else(|| self.gru.as_ref().unwrap().init_state(batch), |c| c.init_state(batch))
+    }
+    fn step(&self, x: &Tensor<f32>, state: &[Tensor<f32>]) -> Vec<Tensor<f32>> {
+        let xp = self.project_inputs(x).unwrap();
+        self.step_projected(&xp, state)
+    }
+    fn name(&self) -> &'static str {
+        "bench"
+    }
+    fn project_inputs(&self, xs: &Tensor<f32>) -> Option<Tensor<f32>> {
+        self.lstm.as_ref().map_or_else(|| self.gru.as_ref().unwrap().project_inputs(xs), |c| c.project_inputs(xs))
+    }
+    fn run_projected(&self, xp: &Tensor<f32>, state: &[Tensor<f32>], keep: Option<std::rc::Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<f32>>>> {
+        match (&self.lstm, self.composed) {
+            (Some(c), false) => c.run_projected(xp, state, keep),
+            _ => None,
+        }
+    }
+    fn step_projected(&self, xp: &Tensor<f32>, state: &[Tensor<f32>]) -> Vec<Tensor<f32>> {
+        match (&self.lstm, &self.gru, self.composed) {
+            (Some(c), _, false) => c.step_projected(xp, state),
+            (Some(c), _, true) => c.step_projected_composed(xp, state),
+            (None, Some(c), false) => c.step_projected(xp, state),
+            (None, Some(c), true) => c.step_projected_composed(xp, state),
+            (None, None, _) => unreachable!("a bench cell is an LSTM or a GRU"),
+        }
+    }
+}
+
+/// `[rows, cols]` chi weight from rows `r0..r0 + cols` of PyTorch's `[total, rows]` weight
+/// `fill(tag)` (a gate block of a fused PyTorch weight).
+fn set_transposed_block(p: &Param<f32>, tag: f64, scale: f64, total: usize, r0: usize) {
+    let (rows, cols) = (p.shape()[0], p.shape()[1]);
+    let t = fill(tag, total * rows, scale);
+    let mut v = vec![0.0; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            v[r * cols + c] = t[(r0 + c) * rows + r];
+        }
+    }
+    p.set_values(v);
+}
+
+/// A recurrent workload: `gru` selects the GRU, `composed` the unfused step.
+fn rnn(gru: bool, hidden: usize, input: usize, batch: usize, steps: usize, composed: bool) -> Work {
     let build = move || {
         let mut store = ParamStore::<f32>::new();
         let mut rng = Rng::new(0);
-        let cell = LstmCell::new(&mut store, "lstm", "g", input, hidden, false, &mut rng);
-        let head = Linear::in_store(&mut store, "head", "g", hidden, 1, true, &mut rng);
         let s = 1.0 / (hidden as f64).sqrt();
-        set_transposed(&cell.w_ih, 1.0, s);
-        set_transposed(&cell.w_hh, 2.0, s);
-        set_same(&cell.bias, 3.0, s);
+        let cell = if gru {
+            let c = GruCell::new(&mut store, "gru", "g", input, hidden, GruVariant::ResetAfterMatmul, &mut rng);
+            // PyTorch: weight_hh [3H, H] = fill(2) holds r, z, n; bias_hh = 0.
+            set_transposed(&c.w_ih, 1.0, s);
+            set_transposed_block(&c.w_hh, 2.0, s, 3 * hidden, 0);
+            set_transposed_block(&c.w_hn, 2.0, s, 3 * hidden, 2 * hidden);
+            set_same(&c.bias, 3.0, s);
+            c.b_hn.as_ref().unwrap().set_values(vec![0.0; hidden]);
+            BenchCell { lstm: None, gru: Some(c), composed }
+        } else {
+            let c = LstmCell::new(&mut store, "lstm", "g", input, hidden, false, &mut rng);
+            set_transposed(&c.w_ih, 1.0, s);
+            set_transposed(&c.w_hh, 2.0, s);
+            set_same(&c.bias, 3.0, s);
+            BenchCell { lstm: Some(c), gru: None, composed }
+        };
+        let head = Linear::in_store(&mut store, "head", "g", hidden, 1, true, &mut rng);
         set_transposed(&head.weight, 4.0, s);
         set_same(head.bias.as_ref().unwrap(), 5.0, s);
         let x = Tensor::from_vec(fill(6.0, batch * steps * input, 1.0), &[batch, steps, input]);
         let y = Tensor::from_vec(fill(7.0, batch, 1.0), &[batch, 1]);
         (store, cell, head, x, y)
     };
-    let loss = |cell: &LstmCell<f32>, head: &Linear<f32>, x: &Tensor<f32>, y: &Tensor<f32>| {
+    let loss = |cell: &BenchCell, head: &Linear<f32>, x: &Tensor<f32>, y: &Tensor<f32>| {
         let (_, state) = run_sequence_batch(cell, x, None, None);
         head.forward(&state[0]).mse_loss(y)
     };
+    let w_ih = |c: &BenchCell| c.lstm.as_ref().map_or_else(|| c.gru.as_ref().unwrap().w_ih.clone(), |l| l.w_ih.clone());
     let (store, cell, head, x, y) = build();
     let step = Box::new(move || {
         store.zero_grad();
@@ -104,7 +192,7 @@ fn lstm(hidden: usize, input: usize, batch: usize, steps: usize) -> Work {
         let l = loss(&cell, &head, &x, &y);
         let l0 = l.item() as f64;
         l.backward();
-        let (gs, gq) = grad_stats(&cell.w_ih);
+        let (gs, gq) = grad_stats(&w_ih(&cell));
         sgd(&store, 0.01);
         let l1 = no_grad(|| loss(&cell, &head, &x, &y).item() as f64);
         [l0, l1, gs, gq]
@@ -255,9 +343,17 @@ fn softmax_fb(log: bool) -> Work {
 fn workload(name: &str) -> Option<Work> {
     Some(match name {
         "scalar_chain" => scalar_chain(),
-        "lstm_h128_b16" => lstm(128, 64, 16, 35),
-        "lstm_h512_b16" => lstm(512, 512, 16, 25),
-        "lstm_h512_b64" => lstm(512, 512, 64, 25),
+        // `_composed`: the same workload with the unfused cell step.
+        n if n.starts_with("lstm_") || n.starts_with("gru_") => {
+            let composed = n.ends_with("_composed");
+            let gru = n.starts_with("gru_");
+            match n.trim_end_matches("_composed").split_once('_').unwrap().1 {
+                "h128_b16" => rnn(gru, 128, 64, 16, 35, composed),
+                "h512_b16" => rnn(gru, 512, 512, 16, 25, composed),
+                "h512_b64" => rnn(gru, 512, 512, 64, 25, composed),
+                _ => return None,
+            }
+        }
         "mlp" => mlp(),
         "textcnn" => textcnn(),
         "sgemm256" => sgemm(256),

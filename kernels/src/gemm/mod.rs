@@ -167,8 +167,13 @@ impl<'a, T> MatMut<'a, T> {
 pub enum Par {
     /// Single-threaded, on the calling thread.
     Seq,
-    /// Up to this many threads of the current rayon pool.
+    /// Up to this many threads of the current rayon pool, but one thread for products below the
+    /// size threshold of [`Par::Auto`] ([`par_min_flops`]), where waking a second worker costs
+    /// more than it saves.
     Threads(usize),
+    /// Exactly this many threads (capped at the current pool's size) whatever the size: for
+    /// tests of the split and for measuring the threshold itself (`benches/benches/par_crossover.rs`).
+    Split(usize),
     /// The kernel decides: single-threaded below its measured size threshold, otherwise all
     /// threads of the current rayon pool.
     Auto,
@@ -198,16 +203,19 @@ fn check_gemm_shapes<T>(kernel: &str, a: &MatRef<T>, b: &MatRef<T>, c: &MatMut<T
     );
 }
 
-/// Products with fewer flops (`2·m·n·k`) than this run on one thread under [`Par::Auto`] when the
-/// AVX2 or portable microkernel is in use.
+/// Products with fewer flops (`2·m·n·k`) than this run on one thread under [`Par::Auto`] and
+/// [`Par::Threads`] when the AVX2 or portable microkernel is in use.
 ///
-/// Measured on the 2-core Zen 3 machine (AVX2): handing half of a product to the second rayon
-/// worker costs ~12 µs (wake-up and join; n = 64 took 16 µs on one thread and 28 µs on two),
-/// while one core does n = 96 (1.8 MFLOP) in ~50 µs, so splitting pays from about n = 96 when
-/// the other core is idle (at n = 128, 2 threads reached 51 GFLOPS vs 30 on one). When the other
-/// core is busy with another process, threads lose at every size; the work-stealing split (see
-/// `driver::gemm`) bounds that loss.
-pub const PAR_MIN_FLOPS: usize = 2 * 96 * 96 * 96;
+/// Measured on the 2-core Zen 3 machine (AVX2) with `cargo bench -p chi-benches --bench
+/// par_crossover` (one thread vs two forced, 2026-11-23, while other jobs kept the load average
+/// at 5–10): medians n = 64: 47 vs 174 µs; n = 96: 127 vs 277; n = 128: 267 vs 519; n = 160:
+/// 503 vs 350; n = 192: 860 vs 570. One LSTM step's `16×128 · 128×512` (2.1 MFLOP): 170 vs
+/// 180 µs. Waking and joining the second worker costs tens of µs on this VM, and more when the
+/// other core is busy, so the split pays from n ≈ 160 (8.2 MFLOP). An earlier run on a quieter
+/// machine had two threads ahead from n ≈ 96; the higher value keeps small products (the LSTM
+/// steps of `chi`'s workloads) on one thread, where a lost split costs 2–4×, while a missed one
+/// costs at most 2×.
+pub const PAR_MIN_FLOPS: usize = 2 * 160 * 160 * 160;
 
 /// [`PAR_MIN_FLOPS`] for the AVX-512 f32 kernel (12×32 tile).
 ///
@@ -230,16 +238,27 @@ pub fn par_min_flops<T: Real>(choice: KernelChoice) -> usize {
     microkernel::Kernel::<T>::select(choice).par_min_flops
 }
 
+/// How many threads [`gemm_par`] (and [`gemm_packed_par`]) use for an `m × k` by `k × n` product
+/// with parallelism `par` in the current rayon pool, on the microkernel this CPU runs for `T`.
+pub fn gemm_threads<T: Real>(par: Par, m: usize, n: usize, k: usize) -> usize {
+    if m == 0 || n == 0 || k == 0 {
+        return 1;
+    }
+    let kern = microkernel::Kernel::<T>::select(KernelChoice::Auto);
+    threads_for(par, 2 * m * n * k >= kern.par_min_flops)
+}
+
 /// How many threads a product of this size gets. The rayon pool is only consulted when more than
 /// one thread could be used, so sequential calls never initialise rayon's global pool (which
 /// would make a later `ThreadPoolBuilder::build_global` fail).
 /// `big`: whether the product is above the size threshold at which [`Par::Auto`] uses threads.
 fn threads_for(par: Par, big: bool) -> usize {
     match par {
-        Par::Seq | Par::Threads(0 | 1) => 1,
-        Par::Threads(t) => t.min(rayon::current_num_threads().max(1)),
+        Par::Seq | Par::Threads(0 | 1) | Par::Split(0 | 1) => 1,
+        Par::Split(t) => t.min(rayon::current_num_threads().max(1)),
+        Par::Threads(t) if big => t.min(rayon::current_num_threads().max(1)),
         Par::Auto if big => rayon::current_num_threads().max(1),
-        Par::Auto => 1,
+        Par::Threads(_) | Par::Auto => 1,
     }
 }
 

@@ -95,4 +95,11 @@ pub trait RecurrentCell<T: Float> {
     fn step_projected(&self, _xp: &Tensor<T>, _state: &[Tensor<T>]) -> Vec<Tensor<T>> {
         panic!("{}: project_inputs returned Some but step_projected is not implemented", self.name())
     }
+    /// A whole sequence from projected inputs `xp [batch, time, G]` (as
+    /// [`RecurrentCell::project_inputs`] gives them) and an initial state, in one fused op if the
+    /// cell has one: the state after every step. `keep[t·batch + b]` false means row `b` does not
+    /// step at time `t` (its state is carried). `None` (the default): runners step one at a time.
+    fn run_projected(&self, _xp: &Tensor<T>, _state: &[Tensor<T>], _keep: Option<std::rc::Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
+        None
+    }
 }

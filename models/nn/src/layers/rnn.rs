@@ -152,7 +152,35 @@ impl<T: Float> RecurrentCell<T> for LstmCell<T> {
     fn project_inputs(&self, xs: &Tensor<T>) -> Option<Tensor<T>> {
         Some(xs.matmul(&self.w_ih.get()).add(&self.bias.get()))
     }
+    /// One fused op per step ([`Tensor::lstm_cell`]); [`LstmCell::step_projected_composed`]
+    /// is the same step composed of single ops.
     fn step_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
+        let hs = self.hidden;
+        let peep = self.peephole.as_ref().map(|p| p.each_ref().map(|q| q.get()));
+        let hc = Tensor::lstm_cell(xp, &state[0], &state[1], &self.w_hh.get(), peep.as_ref().map(|p| p.each_ref()));
+        vec![hc.narrow(1, 0, hs), hc.narrow(1, hs, hs)]
+    }
+    /// The whole sequence as one fused op ([`Tensor::lstm_sequence`]: the recurrent weight is
+    /// packed once for all steps, and backward is one node).
+    fn run_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
+        let (hs, b, t) = (self.hidden, xp.dim(0), xp.dim(1));
+        let peep = self.peephole.as_ref().map(|p| p.each_ref().map(|q| q.get()));
+        let y = Tensor::lstm_sequence(xp, &state[0], &state[1], &self.w_hh.get(), peep.as_ref().map(|p| p.each_ref()), keep);
+        Some(
+            (0..t)
+                .map(|i| {
+                    let s = y.narrow(0, i, 1).reshape(&[b, 2 * hs]);
+                    vec![s.narrow(1, 0, hs), s.narrow(1, hs, hs)]
+                })
+                .collect(),
+        )
+    }
+}
+
+impl<T: Float> LstmCell<T> {
+    /// [`RecurrentCell::step_projected`] composed of single ops (matmul, narrows, sigmoids, …):
+    /// the reference the fused step is tested against.
+    pub fn step_projected_composed(&self, xp: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
         let hs = self.hidden;
         let (h, c) = (&state[0], &state[1]);
         let a = xp.add(&h.matmul(&self.w_hh.get()));
@@ -259,7 +287,21 @@ impl<T: Float> RecurrentCell<T> for GruCell<T> {
     fn project_inputs(&self, xs: &Tensor<T>) -> Option<Tensor<T>> {
         Some(xs.matmul(&self.w_ih.get()).add(&self.bias.get()))
     }
+    /// One fused op per step ([`Tensor::gru_cell`]); [`GruCell::step_projected_composed`] is
+    /// the same step composed of single ops.
     fn step_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
+        let b_hn = match self.variant {
+            GruVariant::ResetBeforeMatmul => None,
+            GruVariant::ResetAfterMatmul => Some(self.b_hn.as_ref().expect("GRU reset-after needs b_hn").get()),
+        };
+        vec![Tensor::gru_cell(xp, &state[0], &self.w_hh.get(), &self.w_hn.get(), b_hn.as_ref())]
+    }
+}
+
+impl<T: Float> GruCell<T> {
+    /// [`RecurrentCell::step_projected`] composed of single ops: the reference the fused step is
+    /// tested against.
+    pub fn step_projected_composed(&self, xp: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
         let hs = self.hidden;
         let h = &state[0];
         let rz = xp.narrow(1, 0, 2 * hs).add(&h.matmul(&self.w_hh.get())).sigmoid();
@@ -396,6 +438,22 @@ fn run_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
     assert!(time > 0, "run_sequence_batch: empty sequence");
     check_lengths(lengths, batch, time);
     let projected = cell.project_inputs(xs);
+    if let Some(xp) = &projected {
+        // Cells with a whole-sequence op (LSTM) run it: one node, weights packed once.
+        let keep_all = lengths.map(|l| Rc::new((0..time).flat_map(|t| l.iter().map(move |&n| t < n)).collect::<Vec<bool>>()));
+        let init_state = init.map(|s| s.to_vec()).unwrap_or_else(|| cell.init_state(batch));
+        if let Some(states) = cell.run_projected(xp, &init_state, keep_all) {
+            let outs = states
+                .iter()
+                .enumerate()
+                .map(|(t, st)| {
+                    let out = cell.output(st);
+                    if zero_finished { masked_output(out, keep_at(lengths, t).as_deref()) } else { out }
+                })
+                .collect();
+            return (outs, states.into_iter().last().expect("time > 0"));
+        }
+    }
     let src = projected.as_ref().unwrap_or(xs).permute(&[1, 0, 2]); // [T, B, G]
     let g = src.dim(2);
     let mut state = init.map(|s| s.to_vec()).unwrap_or_else(|| cell.init_state(batch));

@@ -1,0 +1,635 @@
+//! Fused recurrent steps: one LSTM or GRU time step as one tape node.
+//!
+//! Composed of single ops, an LSTM step records about fifteen nodes (a matmul, an add, four
+//! narrows, five nonlinearities, products and sums), each with its own output buffer and, in
+//! backward, its own gradient buffers. The fused ops compute the same step with one GEMM per
+//! recurrent weight (accumulated onto the projected input) and one SIMD pass for the gates and
+//! the state update (`chi_kernels::rnn`), save what the backward pass needs (the gate activations,
+//! `tanh(c')`), and run backward as one pointwise pass plus the GEMMs of the adjoint.
+//!
+//! Second order: the fast backward is not itself recorded. Under `create_graph` the rules below
+//! take the composed path instead: they recompute the step from its inputs with differentiable
+//! ops and write the adjoint with differentiable ops, so gradients of gradients are exact.
+
+use crate::ops::Op;
+use crate::tape::record;
+use crate::tensor::Tensor;
+use crate::{Float, Shape};
+use chi_kernels::gemm::{self, MatMut, MatRef};
+use chi_kernels::rnn as k;
+use std::panic::Location;
+
+/// Saved state of a fused LSTM step ([`Tensor::lstm_cell`]).
+#[derive(Clone)]
+pub struct LstmSaved<T: Float> {
+    /// `xp, h, c, w_hh` and, with peepholes, `p_i, p_f, p_o`.
+    pub inputs: Vec<Tensor<T>>,
+    /// Gate activations `[B, 4H]` (`i, f, g, o`).
+    pub gates: Vec<T>,
+    /// `tanh(c')`, `[B, H]`.
+    pub tanh_c: Vec<T>,
+}
+
+/// Saved state of a fused GRU step ([`Tensor::gru_cell`]).
+#[derive(Clone)]
+pub struct GruSaved<T: Float> {
+    /// `xp, h, w_hh, w_hn` and, with the reset after the product, `b_hn`.
+    pub inputs: Vec<Tensor<T>>,
+    /// Whether the reset gate multiplies after the candidate's product (PyTorch's form).
+    pub reset_after: bool,
+    /// Gates `r, z`, `[B, 2H]`.
+    pub rz: Vec<T>,
+    /// Candidate `n`, `[B, H]`.
+    pub n: Vec<T>,
+    /// `h·W_hn + b_hn` (reset after) or `r⊙h` (reset before), `[B, H]`.
+    pub hn: Vec<T>,
+}
+
+fn row_major<T: Float>(t: &Tensor<T>) -> MatRef<'_, T> {
+    MatRef::row_major(&t.data, t.shape()[0], t.shape()[1])
+}
+
+/// Columns `j0..j0+cols` of a row-major `[rows, width]` buffer.
+fn cols_of<T>(d: &[T], rows: usize, width: usize, j0: usize, cols: usize) -> MatRef<'_, T> {
+    MatRef { data: &d[j0.min(d.len())..], rows, cols, rs: width, cs: 1 }
+}
+
+#[track_caller]
+fn check_2d<T: Float>(op: &str, what: &str, t: &Tensor<T>, want: [usize; 2]) {
+    assert!(t.shape() == want, "{op}: {what} has shape {:?}, expected {want:?}", t.shape());
+}
+
+impl<T: Float> Tensor<T> {
+    /// One LSTM step as one op. `xp [B, 4H]` is the projected input `x·W_ih + b` (gate blocks
+    /// `i, f, g, o`), `h, c [B, H]` the state, `w_hh [H, 4H]` the recurrent weight and `peephole`
+    /// the optional diagonal peephole weights `[p_i, p_f, p_o]` (each `[H]`):
+    ///
+    /// ```text
+    /// a = xp + h·W_hh
+    /// i = σ(a_i + p_i⊙c)   f = σ(a_f + p_f⊙c)   g = tanh(a_g)
+    /// c' = f⊙c + i⊙g       o = σ(a_o + p_o⊙c')  h' = o⊙tanh(c')
+    /// ```
+    ///
+    /// Returns `[B, 2H]`, row `b` = `[h'_b, c'_b]` (take them with `narrow(1, 0, H)` and
+    /// `narrow(1, H, H)`).
+    ///
+    /// ```
+    /// use chi_autodiff::Tensor;
+    /// let (b, h) = (2, 3);
+    /// let xp = Tensor::<f64>::full(&[b, 4 * h], 0.1);
+    /// let (h0, c0) = (Tensor::zeros(&[b, h]), Tensor::zeros(&[b, h]));
+    /// let w = Tensor::full(&[h, 4 * h], 0.2);
+    /// let hc = Tensor::lstm_cell(&xp, &h0, &c0, &w, None);
+    /// let s = 1.0 / (1.0 + (-0.1f64).exp());
+    /// let c1 = s * 0.1f64.tanh();
+    /// assert!((hc.data()[h] - c1).abs() < 1e-15);
+    /// assert!((hc.data()[0] - s * c1.tanh()).abs() < 1e-15);
+    /// ```
+    ///
+    /// # Panics
+    /// If a shape disagrees (the message names `lstm_cell`, the operand and both shapes).
+    #[track_caller]
+    pub fn lstm_cell(xp: &Tensor<T>, h: &Tensor<T>, c: &Tensor<T>, w_hh: &Tensor<T>, peephole: Option<[&Tensor<T>; 3]>) -> Tensor<T> {
+        let op = "lstm_cell";
+        let loc = Location::caller();
+        assert!(h.rank() == 2, "{op}: h must be [batch, hidden], got {:?}", h.shape());
+        let (b, hd) = (h.shape()[0], h.shape()[1]);
+        check_2d(op, "xp", xp, [b, 4 * hd]);
+        check_2d(op, "c", c, [b, hd]);
+        check_2d(op, "w_hh", w_hh, [hd, 4 * hd]);
+        if let Some(p) = &peephole {
+            for (q, name) in p.iter().zip(["p_i", "p_f", "p_o"]) {
+                assert!(q.shape() == [hd], "{op}: {name} has shape {:?}, expected [{hd}]", q.shape());
+            }
+        }
+        let mut gates = xp.data.to_vec();
+        gemm::gemm(T::ONE, row_major(h), row_major(w_hh), T::ONE, MatMut::row_major(&mut gates, b, 4 * hd));
+        let mut hc = vec![T::ZERO; 2 * b * hd];
+        let mut tanh_c = vec![T::ZERO; b * hd];
+        let pk = peephole.map(|p| p.map(|q| &q.data[..]));
+        k::lstm_forward(b, hd, &mut gates, &c.data, pk, &mut hc, &mut tanh_c);
+        let mut inputs: Vec<&Tensor<T>> = vec![xp, h, c, w_hh];
+        if let Some(p) = &peephole {
+            inputs.extend(p.iter().copied());
+        }
+        let ins = inputs.clone();
+        record(hc, Shape::new(&[b, 2 * hd]), &inputs, loc, move |_| {
+            Op::LstmCell(Box::new(LstmSaved { inputs: ins.into_iter().cloned().collect(), gates, tanh_c }))
+        })
+    }
+
+    /// One GRU step as one op. `xp [B, 3H]` is the projected input `x·W_ih + b` (blocks
+    /// `r, z, n`), `h [B, H]` the state, `w_hh [H, 2H]` the recurrent weight of `r, z` and
+    /// `w_hn [H, H]` that of the candidate. With `b_hn = Some([H])` the reset gate multiplies
+    /// after the candidate's product (PyTorch's form); with `None`, before it (the form of Cho et
+    /// al. as restated by Chung et al.):
+    ///
+    /// ```text
+    /// r, z = σ(xp_rz + h·W_hh)
+    /// n = tanh(xp_n + r⊙(h·W_hn + b_hn))      (b_hn given)
+    /// n = tanh(xp_n + (r⊙h)·W_hn)             (b_hn = None)
+    /// h' = n + z⊙(h − n)
+    /// ```
+    ///
+    /// Returns `h' [B, H]`.
+    ///
+    /// # Panics
+    /// If a shape disagrees (the message names `gru_cell`, the operand and both shapes).
+    #[track_caller]
+    pub fn gru_cell(xp: &Tensor<T>, h: &Tensor<T>, w_hh: &Tensor<T>, w_hn: &Tensor<T>, b_hn: Option<&Tensor<T>>) -> Tensor<T> {
+        let op = "gru_cell";
+        let loc = Location::caller();
+        assert!(h.rank() == 2, "{op}: h must be [batch, hidden], got {:?}", h.shape());
+        let (b, hd) = (h.shape()[0], h.shape()[1]);
+        check_2d(op, "xp", xp, [b, 3 * hd]);
+        check_2d(op, "w_hh", w_hh, [hd, 2 * hd]);
+        check_2d(op, "w_hn", w_hn, [hd, hd]);
+        if let Some(bn) = b_hn {
+            assert!(bn.shape() == [hd], "{op}: b_hn has shape {:?}, expected [{hd}]", bn.shape());
+        }
+        let reset_after = b_hn.is_some();
+        let mut rz = vec![T::ZERO; 2 * b * hd];
+        gemm::gemm(T::ONE, row_major(h), row_major(w_hh), T::ZERO, MatMut::row_major(&mut rz, b, 2 * hd));
+        let mut hn = vec![T::ZERO; b * hd];
+        let mut n = vec![T::ZERO; b * hd];
+        let mut h_new = vec![T::ZERO; b * hd];
+        if let Some(bn) = b_hn {
+            for row in hn.chunks_exact_mut(hd.max(1)) {
+                row.copy_from_slice(&bn.data);
+            }
+            gemm::gemm(T::ONE, row_major(h), row_major(w_hn), T::ONE, MatMut::row_major(&mut hn, b, hd));
+            k::gru_forward(b, hd, true, &xp.data, &mut rz, &hn, &h.data, &mut n, &mut h_new);
+        } else {
+            // hn holds u = r⊙h; the candidate's product goes to `un`.
+            k::gru_reset(b, hd, &xp.data, &mut rz, &h.data, &mut hn);
+            let mut un = vec![T::ZERO; b * hd];
+            gemm::gemm(T::ONE, MatRef::row_major(&hn, b, hd), row_major(w_hn), T::ZERO, MatMut::row_major(&mut un, b, hd));
+            k::gru_forward(b, hd, false, &xp.data, &mut rz, &un, &h.data, &mut n, &mut h_new);
+        }
+        let mut inputs: Vec<&Tensor<T>> = vec![xp, h, w_hh, w_hn];
+        inputs.extend(b_hn);
+        let ins = inputs.clone();
+        record(h_new, Shape::new(&[b, hd]), &inputs, loc, move |_| {
+            Op::GruCell(Box::new(GruSaved { inputs: ins.into_iter().cloned().collect(), reset_after, rz, n, hn }))
+        })
+    }
+}
+
+/// `Aᵀ·B` for row-major `A [m, k]` viewed by `a`, `B` by `b`, into a new `[k, n]` buffer.
+fn at_b<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Vec<T> {
+    let mut d = vec![T::ZERO; a.cols * b.cols];
+    gemm::gemm(T::ONE, a.t(), b, T::ZERO, MatMut::row_major(&mut d, a.cols, b.cols));
+    d
+}
+
+/// Backward of [`Tensor::lstm_cell`]. Gradients in input order (`xp, h, c, w_hh`, peepholes).
+pub(crate) fn lstm_cell_backward<T: Float>(s: &LstmSaved<T>, out: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Vec<Option<Tensor<T>>> {
+    if !fast {
+        return lstm_cell_composed_backward(&s.inputs, g, need);
+    }
+    let (xp, h, c, w) = (&s.inputs[0], &s.inputs[1], &s.inputs[2], &s.inputs[3]);
+    let (b, hd) = (h.shape()[0], h.shape()[1]);
+    let peep = s.inputs.len() == 7;
+    let mut da = vec![T::ZERO; 4 * b * hd];
+    let mut dc = vec![T::ZERO; b * hd];
+    let mut dp = [vec![T::ZERO; hd], vec![T::ZERO; hd], vec![T::ZERO; hd]];
+    let pk = peep.then(|| [&s.inputs[4].data[..], &s.inputs[5].data[..], &s.inputs[6].data[..]]);
+    let dpk = peep.then(|| {
+        let [a, bb, cc] = &mut dp;
+        [&mut a[..], &mut bb[..], &mut cc[..]]
+    });
+    k::lstm_backward(b, hd, &s.gates, &c.data, &out.data, &s.tanh_c, pk, &g.data, &mut da, &mut dc, dpk);
+    let da_m = MatRef::row_major(&da, b, 4 * hd);
+    let dh = need[1].then(|| {
+        let mut d = vec![T::ZERO; b * hd];
+        gemm::gemm(T::ONE, da_m, row_major(w).t(), T::ZERO, MatMut::row_major(&mut d, b, hd));
+        Tensor::from_vec(d, h.shape())
+    });
+    let dw = need[3].then(|| Tensor::from_vec(at_b(row_major(h), da_m), w.shape()));
+    let mut grads = vec![None, dh, need[2].then(|| Tensor::from_vec(dc, c.shape())), dw];
+    if peep {
+        for (q, d) in dp.into_iter().enumerate() {
+            grads.push(need[4 + q].then(|| Tensor::from_vec(d, &[hd])));
+        }
+    }
+    grads[0] = need[0].then(|| Tensor::from_vec(da, xp.shape()));
+    grads
+}
+
+/// The LSTM step composed of single ops: `[h', c']` from `xp, h, c, w_hh` and optional
+/// peepholes. The reference the fused op is tested against, and the recomputation behind its
+/// second-order rule.
+pub fn lstm_cell_composed<T: Float>(xp: &Tensor<T>, h: &Tensor<T>, c: &Tensor<T>, w_hh: &Tensor<T>, peephole: Option<[&Tensor<T>; 3]>) -> [Tensor<T>; 2] {
+    let hs = h.shape()[1];
+    let a = xp.add(&h.matmul(w_hh));
+    let mut ai = a.narrow(1, 0, hs);
+    let mut af = a.narrow(1, hs, hs);
+    let ag = a.narrow(1, 2 * hs, hs);
+    let mut ao = a.narrow(1, 3 * hs, hs);
+    if let Some([pi, pf, _]) = &peephole {
+        ai = ai.add(&c.mul(pi));
+        af = af.add(&c.mul(pf));
+    }
+    let (i, f, g) = (ai.sigmoid(), af.sigmoid(), ag.tanh());
+    let c_new = f.mul(c).add(&i.mul(&g));
+    if let Some([_, _, po]) = &peephole {
+        ao = ao.add(&c_new.mul(po));
+    }
+    let h_new = ao.sigmoid().mul(&c_new.tanh());
+    [h_new, c_new]
+}
+
+/// The adjoint of the LSTM step written with differentiable ops (recorded under
+/// `create_graph`), from the step recomputed from its inputs.
+fn lstm_cell_composed_backward<T: Float>(ins: &[Tensor<T>], g: &Tensor<T>, need: &[bool]) -> Vec<Option<Tensor<T>>> {
+    let (xp, h, c, w) = (&ins[0], &ins[1], &ins[2], &ins[3]);
+    let hs = h.shape()[1];
+    let peep = ins.len() == 7;
+    let a = xp.add(&h.matmul(w));
+    let mut ai = a.narrow(1, 0, hs);
+    let mut af = a.narrow(1, hs, hs);
+    let ag = a.narrow(1, 2 * hs, hs);
+    let mut ao = a.narrow(1, 3 * hs, hs);
+    if peep {
+        ai = ai.add(&c.mul(&ins[4]));
+        af = af.add(&c.mul(&ins[5]));
+    }
+    let (i, f, gg) = (ai.sigmoid(), af.sigmoid(), ag.tanh());
+    let cn = f.mul(c).add(&i.mul(&gg));
+    if peep {
+        ao = ao.add(&cn.mul(&ins[6]));
+    }
+    let o = ao.sigmoid();
+    let tc = cn.tanh();
+    let dsig = |s: &Tensor<T>| s.mul(&s.rsub_scalar(1.0));
+    let (dh, dcn) = (g.narrow(1, 0, hs), g.narrow(1, hs, hs));
+    let dao = dh.mul(&tc).mul(&dsig(&o));
+    let mut dct = dcn.add(&dh.mul(&o).mul(&tc.square().rsub_scalar(1.0)));
+    if peep {
+        dct = dct.add(&dao.mul(&ins[6]));
+    }
+    let dai = dct.mul(&gg).mul(&dsig(&i));
+    let daf = dct.mul(c).mul(&dsig(&f));
+    let dag = dct.mul(&i).mul(&gg.square().rsub_scalar(1.0));
+    let mut dcp = dct.mul(&f);
+    if peep {
+        dcp = dcp.add(&dai.mul(&ins[4])).add(&daf.mul(&ins[5]));
+    }
+    let da = Tensor::concat(&[dai.clone(), daf.clone(), dag, dao.clone()], 1);
+    let mut grads = vec![
+        need[0].then(|| da.clone()),
+        need[1].then(|| da.matmul(&w.t())),
+        need[2].then(|| dcp),
+        need[3].then(|| h.t().matmul(&da)),
+    ];
+    if peep {
+        grads.push(need[4].then(|| dai.mul(c).sum_axis(0, false)));
+        grads.push(need[5].then(|| daf.mul(c).sum_axis(0, false)));
+        grads.push(need[6].then(|| dao.mul(&cn).sum_axis(0, false)));
+    }
+    grads
+}
+
+/// Backward of [`Tensor::gru_cell`]. Gradients in input order (`xp, h, w_hh, w_hn`, `b_hn`).
+pub(crate) fn gru_cell_backward<T: Float>(s: &GruSaved<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Vec<Option<Tensor<T>>> {
+    if !fast {
+        return gru_cell_composed_backward(&s.inputs, g, need);
+    }
+    let (xp, h, w_hh, w_hn) = (&s.inputs[0], &s.inputs[1], &s.inputs[2], &s.inputs[3]);
+    let (b, hd) = (h.shape()[0], h.shape()[1]);
+    let mut da = vec![T::ZERO; 3 * b * hd];
+    let mut dhn = vec![T::ZERO; b * hd];
+    let mut dh = vec![T::ZERO; b * hd];
+    k::gru_backward(b, hd, s.reset_after, &s.rz, &s.n, &h.data, &s.hn, &g.data, &mut da, &mut dhn, &mut dh);
+    let mut dw_hn = None;
+    let mut db_hn = None;
+    if s.reset_after {
+        let dhn_m = MatRef::row_major(&dhn, b, hd);
+        if need[1] {
+            gemm::gemm(T::ONE, dhn_m, row_major(w_hn).t(), T::ONE, MatMut::row_major(&mut dh, b, hd));
+        }
+        if need[3] {
+            dw_hn = Some(at_b(row_major(h), dhn_m));
+        }
+        if need[4] {
+            let mut s = vec![T::ZERO; hd];
+            for row in dhn.chunks_exact(hd.max(1)) {
+                chi_kernels::elementwise::axpy(T::ONE, row, &mut s);
+            }
+            db_hn = Some(s);
+        }
+    } else {
+        // u = r⊙h feeds the candidate's product: du = da_n·W_hnᵀ, then the r block.
+        let dan = cols_of(&da, b, 3 * hd, 2 * hd, hd);
+        let mut du = vec![T::ZERO; b * hd];
+        gemm::gemm(T::ONE, dan, row_major(w_hn).t(), T::ZERO, MatMut::row_major(&mut du, b, hd));
+        if need[3] {
+            dw_hn = Some(at_b(MatRef::row_major(&s.hn, b, hd), dan));
+        }
+        k::gru_backward_reset(b, hd, &s.rz, &h.data, &du, &mut da, &mut dh);
+    }
+    let darz = cols_of(&da, b, 3 * hd, 0, 2 * hd);
+    if need[1] {
+        gemm::gemm(T::ONE, darz, row_major(w_hh).t(), T::ONE, MatMut::row_major(&mut dh, b, hd));
+    }
+    let dw_hh = need[2].then(|| Tensor::from_vec(at_b(row_major(h), darz), w_hh.shape()));
+    let mut grads = vec![
+        None,
+        need[1].then(|| Tensor::from_vec(dh, h.shape())),
+        dw_hh,
+        dw_hn.map(|d| Tensor::from_vec(d, w_hn.shape())),
+    ];
+    if s.reset_after {
+        grads.push(db_hn.map(|d| Tensor::from_vec(d, &[hd])));
+    }
+    grads[0] = need[0].then(|| Tensor::from_vec(da, xp.shape()));
+    grads
+}
+
+/// The GRU step composed of single ops (`b_hn` given: reset after the product). The reference
+/// of the fused op and the recomputation behind its second-order rule.
+pub fn gru_cell_composed<T: Float>(xp: &Tensor<T>, h: &Tensor<T>, w_hh: &Tensor<T>, w_hn: &Tensor<T>, b_hn: Option<&Tensor<T>>) -> Tensor<T> {
+    let hs = h.shape()[1];
+    let rz = xp.narrow(1, 0, 2 * hs).add(&h.matmul(w_hh)).sigmoid();
+    let (r, z) = (rz.narrow(1, 0, hs), rz.narrow(1, hs, hs));
+    let xn = xp.narrow(1, 2 * hs, hs);
+    let n = match b_hn {
+        None => xn.add(&r.mul(h).matmul(w_hn)),
+        Some(bn) => xn.add(&r.mul(&h.matmul(w_hn).add(bn))),
+    }
+    .tanh();
+    n.add(&z.mul(&h.sub(&n)))
+}
+
+/// The adjoint of the GRU step written with differentiable ops (recorded under `create_graph`).
+fn gru_cell_composed_backward<T: Float>(ins: &[Tensor<T>], g: &Tensor<T>, need: &[bool]) -> Vec<Option<Tensor<T>>> {
+    let (xp, h, w_hh, w_hn) = (&ins[0], &ins[1], &ins[2], &ins[3]);
+    let reset_after = ins.len() == 5;
+    let hs = h.shape()[1];
+    let rz = xp.narrow(1, 0, 2 * hs).add(&h.matmul(w_hh)).sigmoid();
+    let (r, z) = (rz.narrow(1, 0, hs), rz.narrow(1, hs, hs));
+    let xn = xp.narrow(1, 2 * hs, hs);
+    let dsig = |s: &Tensor<T>| s.mul(&s.rsub_scalar(1.0));
+    let (hn_or_u, n) = if reset_after {
+        let hn = h.matmul(w_hn).add(&ins[4]);
+        let n = xn.add(&r.mul(&hn)).tanh();
+        (hn, n)
+    } else {
+        let u = r.mul(h);
+        let n = xn.add(&u.matmul(w_hn)).tanh();
+        (u, n)
+    };
+    let dan = g.mul(&z.rsub_scalar(1.0)).mul(&n.square().rsub_scalar(1.0));
+    let daz = g.mul(&h.sub(&n)).mul(&dsig(&z));
+    let mut dh = g.mul(&z);
+    let (dar, dw_hn, db_hn);
+    if reset_after {
+        let dhn = dan.mul(&r);
+        dar = dan.mul(&hn_or_u).mul(&dsig(&r));
+        dh = dh.add(&dhn.matmul(&w_hn.t()));
+        dw_hn = need[3].then(|| h.t().matmul(&dhn));
+        db_hn = need[4].then(|| dhn.sum_axis(0, false));
+    } else {
+        let du = dan.matmul(&w_hn.t());
+        dar = du.mul(h).mul(&dsig(&r));
+        dh = dh.add(&du.mul(&r));
+        dw_hn = need[3].then(|| hn_or_u.t().matmul(&dan));
+        db_hn = None;
+    }
+    let darz = Tensor::concat(&[dar, daz], 1);
+    dh = dh.add(&darz.matmul(&w_hh.t()));
+    let mut grads = vec![
+        need[0].then(|| Tensor::concat(&[darz.clone(), dan], 1)),
+        need[1].then_some(dh),
+        need[2].then(|| h.t().matmul(&darz)),
+        dw_hn,
+    ];
+    if reset_after {
+        grads.push(db_hn);
+    }
+    grads
+}
+
+// ------------------------------------------------------------------------ LSTM over a sequence
+
+/// Saved state of a fused LSTM sequence ([`Tensor::lstm_sequence`]).
+#[derive(Clone)]
+pub struct LstmSeqSaved<T: Float> {
+    /// `xp, h0, c0, w_hh` and, with peepholes, `p_i, p_f, p_o`.
+    pub inputs: Vec<Tensor<T>>,
+    /// `keep[t·B + b]`: whether row `b` steps at time `t` (else its state is carried).
+    pub keep: Option<std::rc::Rc<Vec<bool>>>,
+    /// Gate activations of every step, `[T, B, 4H]`.
+    pub gates: Vec<T>,
+    /// `tanh(c_t)` of every step, `[T, B, H]`.
+    pub tanh_c: Vec<T>,
+}
+
+impl<T: Float> Tensor<T> {
+    /// A whole LSTM sequence as one op: the step of [`Tensor::lstm_cell`] applied for
+    /// `t = 0 … T−1` to `xp [B, T, 4H]` (the projected inputs of all steps, batch-major, as one
+    /// matmul `x·W_ih + b` gives them), from the state `h0, c0 [B, H]`. The recurrent weight is
+    /// packed once for all steps (and its transpose once for the backward pass), and the weight
+    /// gradient is one product over all steps.
+    ///
+    /// With `keep` (`T·B` flags, `keep[t·B + b]`), a row whose flag is false at step `t` keeps
+    /// its previous state (no gradient flows through the padding).
+    ///
+    /// Returns the states of every step, time-major `[T, B, 2H]`: `out[t, b] = [h_t, c_t]`.
+    ///
+    /// # Panics
+    /// If a shape disagrees or `keep` has the wrong length (the message names `lstm_sequence`).
+    #[track_caller]
+    pub fn lstm_sequence(
+        xp: &Tensor<T>,
+        h0: &Tensor<T>,
+        c0: &Tensor<T>,
+        w_hh: &Tensor<T>,
+        peephole: Option<[&Tensor<T>; 3]>,
+        keep: Option<std::rc::Rc<Vec<bool>>>,
+    ) -> Tensor<T> {
+        let op = "lstm_sequence";
+        let loc = Location::caller();
+        assert!(h0.rank() == 2, "{op}: h0 must be [batch, hidden], got {:?}", h0.shape());
+        let (b, hd) = (h0.shape()[0], h0.shape()[1]);
+        assert!(xp.rank() == 3 && xp.shape()[0] == b && xp.shape()[2] == 4 * hd, "{op}: xp has shape {:?}, expected [{b}, T, {}]", xp.shape(), 4 * hd);
+        let t_len = xp.shape()[1];
+        check_2d(op, "c0", c0, [b, hd]);
+        check_2d(op, "w_hh", w_hh, [hd, 4 * hd]);
+        if let Some(p) = &peephole {
+            for (q, name) in p.iter().zip(["p_i", "p_f", "p_o"]) {
+                assert!(q.shape() == [hd], "{op}: {name} has shape {:?}, expected [{hd}]", q.shape());
+            }
+        }
+        if let Some(k) = &keep {
+            assert!(k.len() == t_len * b, "{op}: keep has {} flags for {t_len} steps × batch {b}", k.len());
+        }
+        let (g4, bh) = (4 * hd, b * hd);
+        let packed = gemm::PackedB::new(row_major(w_hh));
+        let mut gates = vec![T::ZERO; t_len * b * g4];
+        let mut tanh_c = vec![T::ZERO; t_len * bh];
+        let mut out = vec![T::ZERO; t_len * 2 * bh];
+        let mut c_prev = c0.data.to_vec();
+        let pk = peephole.as_ref().map(|p| p.map(|q| &q.data[..]));
+        for t in 0..t_len {
+            let gt = &mut gates[t * b * g4..(t + 1) * b * g4];
+            for r in 0..b {
+                gt[r * g4..(r + 1) * g4].copy_from_slice(&xp.data[(r * t_len + t) * g4..(r * t_len + t + 1) * g4]);
+            }
+            let (done, rest) = out.split_at_mut(t * 2 * bh);
+            let hc = &mut rest[..2 * bh];
+            let h_prev = if t == 0 { row_major(h0) } else { cols_of(&done[(t - 1) * 2 * bh..], b, 2 * hd, 0, hd) };
+            gemm::gemm_packed(T::ONE, h_prev, &packed, T::ONE, MatMut::row_major(gt, b, g4));
+            k::lstm_forward(b, hd, gt, &c_prev, pk, hc, &mut tanh_c[t * bh..(t + 1) * bh]);
+            if let Some(kp) = &keep {
+                for r in (0..b).filter(|&r| !kp[t * b + r]) {
+                    let row = &mut hc[r * 2 * hd..(r + 1) * 2 * hd];
+                    if t == 0 {
+                        row[..hd].copy_from_slice(&h0.data[r * hd..(r + 1) * hd]);
+                        row[hd..].copy_from_slice(&c0.data[r * hd..(r + 1) * hd]);
+                    } else {
+                        row.copy_from_slice(&done[(t - 1) * 2 * bh + r * 2 * hd..(t - 1) * 2 * bh + (r + 1) * 2 * hd]);
+                    }
+                }
+            }
+            for r in 0..b {
+                c_prev[r * hd..(r + 1) * hd].copy_from_slice(&hc[r * 2 * hd + hd..(r + 1) * 2 * hd]);
+            }
+        }
+        let mut inputs: Vec<&Tensor<T>> = vec![xp, h0, c0, w_hh];
+        if let Some(p) = &peephole {
+            inputs.extend(p.iter().copied());
+        }
+        let ins = inputs.clone();
+        record(out, Shape::new(&[t_len, b, 2 * hd]), &inputs, loc, move |_| {
+            Op::LstmSequence(Box::new(LstmSeqSaved { inputs: ins.into_iter().cloned().collect(), keep, gates, tanh_c }))
+        })
+    }
+}
+
+/// The LSTM sequence composed of single ops (per-step [`lstm_cell_composed`], carried rows by
+/// `where_`, states stacked time-major): the reference of [`Tensor::lstm_sequence`] and its
+/// second-order rule.
+pub fn lstm_sequence_composed<T: Float>(
+    xp: &Tensor<T>,
+    h0: &Tensor<T>,
+    c0: &Tensor<T>,
+    w_hh: &Tensor<T>,
+    peephole: Option<[&Tensor<T>; 3]>,
+    keep: Option<&[bool]>,
+) -> Tensor<T> {
+    let (b, hd, t_len) = (h0.shape()[0], h0.shape()[1], xp.shape()[1]);
+    let (mut h, mut c) = (h0.clone(), c0.clone());
+    let mut states = Vec::with_capacity(t_len);
+    for t in 0..t_len {
+        let xt = xp.narrow(1, t, 1).reshape(&[b, 4 * hd]);
+        let [hn, cn] = lstm_cell_composed(&xt, &h, &c, w_hh, peephole);
+        match keep {
+            Some(k) if !k[t * b..(t + 1) * b].iter().all(|&v| v) => {
+                let m: Vec<bool> = k[t * b..(t + 1) * b].iter().flat_map(|&v| std::iter::repeat_n(v, hd)).collect();
+                h = Tensor::where_(&m, &[b, hd], &hn, &h);
+                c = Tensor::where_(&m, &[b, hd], &cn, &c);
+            }
+            _ => (h, c) = (hn, cn),
+        }
+        states.push(Tensor::concat(&[h.clone(), c.clone()], 1));
+    }
+    Tensor::stack(&states, 0)
+}
+
+/// Backward of [`Tensor::lstm_sequence`]. Gradients in input order (`xp, h0, c0, w_hh`,
+/// peepholes).
+pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Vec<Option<Tensor<T>>> {
+    if !fast {
+        return lstm_sequence_recorded_backward(s, g);
+    }
+    let (xp, h0, c0, w) = (&s.inputs[0], &s.inputs[1], &s.inputs[2], &s.inputs[3]);
+    let (b, hd, t_len) = (h0.shape()[0], h0.shape()[1], xp.shape()[1]);
+    let (g4, bh) = (4 * hd, b * hd);
+    let peep = s.inputs.len() == 7;
+    let pk = peep.then(|| [&s.inputs[4].data[..], &s.inputs[5].data[..], &s.inputs[6].data[..]]);
+    let mut dp = [vec![T::ZERO; hd], vec![T::ZERO; hd], vec![T::ZERO; hd]];
+    let wt = gemm::PackedB::new(row_major(w).t());
+    let mut da = vec![T::ZERO; t_len * b * g4];
+    // Gradient reaching the state of step t from later steps, [B, 2H] as [h, c] per row.
+    let mut carry = vec![T::ZERO; 2 * bh];
+    let mut gt = vec![T::ZERO; 2 * bh];
+    let mut c_prev = vec![T::ZERO; bh];
+    let mut dc = vec![T::ZERO; bh];
+    for t in (0..t_len).rev() {
+        gt.copy_from_slice(&g.data[t * 2 * bh..(t + 1) * 2 * bh]);
+        chi_kernels::elementwise::axpy(T::ONE, &carry, &mut gt);
+        // Carried rows pass their whole gradient to the previous state; the step sees zero.
+        let mut carried: Vec<usize> = Vec::new();
+        if let Some(kp) = &s.keep {
+            carried.extend((0..b).filter(|&r| !kp[t * b + r]));
+        }
+        for &r in &carried {
+            carry[r * 2 * hd..(r + 1) * 2 * hd].copy_from_slice(&gt[r * 2 * hd..(r + 1) * 2 * hd]);
+            gt[r * 2 * hd..(r + 1) * 2 * hd].fill(T::ZERO);
+        }
+        for r in 0..b {
+            let src = if t == 0 { &c0.data[r * hd..(r + 1) * hd] } else { &out.data[(t - 1) * 2 * bh + r * 2 * hd + hd..(t - 1) * 2 * bh + (r + 1) * 2 * hd] };
+            c_prev[r * hd..(r + 1) * hd].copy_from_slice(src);
+        }
+        let dat = &mut da[t * b * g4..(t + 1) * b * g4];
+        let dpk = peep.then(|| {
+            let [a, bb, cc] = &mut dp;
+            [&mut a[..], &mut bb[..], &mut cc[..]]
+        });
+        k::lstm_backward(b, hd, &s.gates[t * b * g4..(t + 1) * b * g4], &c_prev, &out.data[t * 2 * bh..(t + 1) * 2 * bh], &s.tanh_c[t * bh..(t + 1) * bh], pk, &gt, dat, &mut dc, dpk);
+        // New carry for stepped rows: [da·W_hhᵀ, dc]; carried rows keep theirs.
+        let mut dh = vec![T::ZERO; bh];
+        gemm::gemm_packed(T::ONE, MatRef::row_major(dat, b, g4), &wt, T::ZERO, MatMut::row_major(&mut dh, b, hd));
+        for r in (0..b).filter(|r| !carried.contains(r)) {
+            carry[r * 2 * hd..r * 2 * hd + hd].copy_from_slice(&dh[r * hd..(r + 1) * hd]);
+            carry[r * 2 * hd + hd..(r + 1) * 2 * hd].copy_from_slice(&dc[r * hd..(r + 1) * hd]);
+        }
+    }
+    let dh0 = need[1].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * hd..r * 2 * hd + hd].to_vec()).collect(), h0.shape()));
+    let dc0 = need[2].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * hd + hd..(r + 1) * 2 * hd].to_vec()).collect(), c0.shape()));
+    // dW = Σ_t h_{t−1}ᵀ·da_t: one product over the stacked previous states [T·B, H].
+    let dw = need[3].then(|| {
+        let mut hprev = vec![T::ZERO; t_len * bh];
+        hprev[..bh].copy_from_slice(&h0.data);
+        for t in 1..t_len {
+            for r in 0..b {
+                let src = (t - 1) * 2 * bh + r * 2 * hd;
+                hprev[t * bh + r * hd..t * bh + (r + 1) * hd].copy_from_slice(&out.data[src..src + hd]);
+            }
+        }
+        Tensor::from_vec(at_b(MatRef::row_major(&hprev, t_len * b, hd), MatRef::row_major(&da, t_len * b, g4)), w.shape())
+    });
+    let dxp = need[0].then(|| {
+        let mut d = vec![T::ZERO; xp.numel()];
+        for t in 0..t_len {
+            for r in 0..b {
+                d[(r * t_len + t) * g4..(r * t_len + t + 1) * g4].copy_from_slice(&da[(t * b + r) * g4..(t * b + r + 1) * g4]);
+            }
+        }
+        Tensor::from_vec(d, xp.shape())
+    });
+    let mut grads = vec![dxp, dh0, dc0, dw];
+    if peep {
+        for (q, d) in dp.into_iter().enumerate() {
+            grads.push(need[4 + q].then(|| Tensor::from_vec(d, &[hd])));
+        }
+    }
+    grads
+}
+
+/// Under `create_graph`: the sequence is recomputed with single ops on fresh aliases of the
+/// inputs (one reshape node each, so the inner pass stops there) and differentiated with a
+/// recorded inner pass; the gradients are differentiable functions of the inputs and of `g`.
+fn lstm_sequence_recorded_backward<T: Float>(s: &LstmSeqSaved<T>, g: &Tensor<T>) -> Vec<Option<Tensor<T>>> {
+    // Constants (inputs that do not require grad) are used as they are and get no gradient.
+    let tracked: Vec<bool> = s.inputs.iter().map(|x| x.requires_grad_flag()).collect();
+    let alias: Vec<Tensor<T>> = s.inputs.iter().zip(&tracked).map(|(x, &t)| if t { x.unsqueeze(0).reshape(x.shape()) } else { x.clone() }).collect();
+    let p = (alias.len() == 7).then(|| [&alias[4], &alias[5], &alias[6]]);
+    let y = lstm_sequence_composed(&alias[0], &alias[1], &alias[2], &alias[3], p, s.keep.as_deref().map(|k| &k[..]));
+    let refs: Vec<&Tensor<T>> = alias.iter().zip(&tracked).filter(|(_, &t)| t).map(|(a, _)| a).collect();
+    let mut gs = crate::grad(&[&y], &refs, Some(&[g.clone()]), crate::GradOptions::create_graph())
+        .expect("lstm_sequence: recorded backward of the composed sequence")
+        .into_iter();
+    tracked.iter().map(|&t| if t { gs.next() } else { None }).collect()
+}
