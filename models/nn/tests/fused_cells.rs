@@ -85,3 +85,36 @@ fn fused_lstm_and_gru_equal_their_composed_steps() {
         }
     }
 }
+
+/// The whole-sequence LSTM op hands back per-step states that are outputs of one node, so a
+/// gradient retained on an early `h_t` is only its downstream part (zero here: the loss reads
+/// only the last state). Under `with_stepwise_recurrence` the graph is built step by step and
+/// the retained gradient is the total ∂L/∂h_t, equal to the composed reference; parameter
+/// gradients agree either way.
+#[test]
+fn stepwise_recurrence_gives_total_gradients_of_every_state() {
+    use chi_nn::layers::with_stepwise_recurrence;
+    let mut rng = Rng::new(5);
+    let mut s = ParamStore::new();
+    let cell = LstmCell::new(&mut s, "l", "g", 3, 4, false, &mut rng);
+    let xs = Tensor::<f64>::rand_uniform(&[2, 6, 3], -1.0, 1.0, &mut rng);
+    let early_grad = |outs: &[Tensor<f64>], last: &Tensor<f64>| {
+        for h in outs {
+            h.retain_grad();
+        }
+        let loss = last.square().sum();
+        loss.backward();
+        outs[0].grad().map(|g| g.data().iter().map(|v| v * v).sum::<f64>().sqrt()).unwrap_or(0.0)
+    };
+    let (outs, _) = run_sequence_batch(&cell, &xs, None, None);
+    let fused_early = early_grad(&outs, outs.last().unwrap());
+    let (outs, _) = with_stepwise_recurrence(|| run_sequence_batch(&cell, &xs, None, None));
+    let stepwise_early = early_grad(&outs, outs.last().unwrap());
+    let composed = Composed(&cell, LstmCell::step_projected_composed);
+    let (outs, _) = run_sequence_batch(&composed, &xs, None, None);
+    let composed_early = early_grad(&outs, outs.last().unwrap());
+    assert_eq!(fused_early, 0.0, "the whole-sequence op keeps the recurrent part of ∂L/∂h_0 inside");
+    assert!(stepwise_early > 0.0);
+    assert!((stepwise_early - composed_early).abs() <= 1e-12 * composed_early, "{stepwise_early} vs {composed_early}");
+    assert!(!chi_nn::layers::stepwise_recurrence(), "the switch is scoped");
+}

@@ -48,7 +48,7 @@ pub use dropout::Dropout;
 pub use embedding::{BagMode, Embedding, EmbeddingBag};
 pub use linear::Linear;
 pub use norm::LayerNorm;
-pub use rnn::{reverse_padded, run_sequence, run_sequence_batch, run_sequence_batch_held, stack_outputs, BiOutput, Bidirectional, GruCell, GruVariant, LstmCell, RnnCell};
+pub use rnn::{reverse_padded, with_stepwise_recurrence, stepwise_recurrence, run_sequence, run_sequence_batch, run_sequence_batch_held, stack_outputs, BiOutput, Bidirectional, GruCell, GruVariant, LstmCell, RnnCell};
 
 /// The full name of a parameter: `"{prefix}.{name}"`, or `name` when `prefix` is empty.
 pub fn param_name(prefix: &str, name: &str) -> String {

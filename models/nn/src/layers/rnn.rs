@@ -14,7 +14,37 @@ use super::{param_name, RecurrentCell};
 use crate::module::{visit_child, Layout, Parameterized};
 use crate::params::{init, Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
+use std::cell::Cell;
 use std::rc::Rc;
+
+thread_local! {
+    static STEPWISE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every sequence runner of this thread stepping through time with one node per
+/// step, instead of a cell's whole-sequence op (the LSTM's [`Tensor::lstm_sequence`]).
+///
+/// Why it exists: a whole-sequence op is one node, so the per-step states it hands back are
+/// *outputs* of that node, and the gradient retained on such an `h_t` holds only what flows
+/// into it from downstream of the sequence — not the part that flows back through the later
+/// steps, which stays inside the op. Code that reads the total ∂L/∂h_t of every step (gradient
+/// flow over time, saliency over time) must build the graph step by step; this is how. The
+/// values and parameter gradients are the same either way (tested to 1e-12 in f64).
+pub fn with_stepwise_recurrence<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            STEPWISE.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(STEPWISE.with(|s| s.replace(true)));
+    f()
+}
+
+/// Whether [`with_stepwise_recurrence`] is active on this thread.
+pub fn stepwise_recurrence() -> bool {
+    STEPWISE.with(|s| s.get())
+}
 
 /// Xavier-uniform `[rows, cols]` weight for one gate block of width `cols / gates`.
 fn gate_weight<T: Float>(rows: usize, hidden: usize, gates: usize, rng: &mut Rng) -> Tensor<T> {
@@ -161,7 +191,9 @@ impl<T: Float> RecurrentCell<T> for LstmCell<T> {
         vec![hc.narrow(1, 0, hs), hc.narrow(1, hs, hs)]
     }
     /// The whole sequence as one fused op ([`Tensor::lstm_sequence`]: the recurrent weight is
-    /// packed once for all steps, and backward is one node).
+    /// packed once for all steps, and backward is one node). The per-step states are outputs
+    /// of that node: a gradient retained on one of them is only its downstream part; see
+    /// [`with_stepwise_recurrence`] for the total ∂L/∂h_t.
     fn run_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
         let (hs, b, t) = (self.hidden, xp.dim(0), xp.dim(1));
         let peep = self.peephole.as_ref().map(|p| p.each_ref().map(|q| q.get()));
@@ -442,7 +474,8 @@ fn run_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
         // Cells with a whole-sequence op (LSTM) run it: one node, weights packed once.
         let keep_all = lengths.map(|l| Rc::new((0..time).flat_map(|t| l.iter().map(move |&n| t < n)).collect::<Vec<bool>>()));
         let init_state = init.map(|s| s.to_vec()).unwrap_or_else(|| cell.init_state(batch));
-        if let Some(states) = cell.run_projected(xp, &init_state, keep_all) {
+        let whole = if stepwise_recurrence() { None } else { cell.run_projected(xp, &init_state, keep_all) };
+        if let Some(states) = whole {
             let outs = states
                 .iter()
                 .enumerate()
