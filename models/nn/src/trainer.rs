@@ -449,28 +449,47 @@ impl<'a, T: Float> Trainer<'a, T> {
 
     /// Trains: takes batches from `batches` and passes each to `step`, which returns the loss
     /// (a [`Tensor`] or a [`StepOutput`]), until [`Trainer::steps`] (or [`Trainer::stop_at`])
-    /// steps are done or the batches run out.
-    pub fn fit<B, O: Into<StepOutput<T>>>(mut self, batches: impl IntoIterator<Item = B>, mut step: impl FnMut(B) -> O) -> Result<FitSummary, TrainError> {
+    /// steps are done or the batches run out. Also on an error, every group of the
+    /// block-coordinate schedule is left trainable and the gradients are cleared.
+    pub fn fit<B, O: Into<StepOutput<T>>>(mut self, batches: impl IntoIterator<Item = B>, step: impl FnMut(B) -> O) -> Result<FitSummary, TrainError> {
+        let mut summary = FitSummary::default();
+        let start = self.state;
+        Self::each(&mut self.callbacks, "on_train_start", start.step, |c| c.on_train_start(start))?;
+        let looped = self.run_steps(batches.into_iter(), step, &mut summary);
+        // Leave every group trainable after block-coordinate training.
+        for g in self.block.blocks.iter().flatten() {
+            self.store.set_group_frozen(g, false);
+        }
+        self.store.zero_grad();
+        let exhausted = looped?;
+        summary.finished = exhausted || self.steps.is_some_and(|s| self.state.step >= s);
+        if self.checkpoint_at_end {
+            self.checkpoint(true)?;
+        }
+        let step = self.state.step;
+        if self.eval_at_end && summary.finished && summary.evals.last().map(|e| e.0) != Some(step) {
+            self.run_eval(step, &mut summary.evals)?;
+        }
+        let state = self.state;
+        Self::each(&mut self.callbacks, "on_train_end", state.step, |c| c.on_train_end(state))?;
+        summary.state = state;
+        Ok(summary)
+    }
+
+    /// The step loop of [`Trainer::fit`]; returns whether the batches ran out.
+    fn run_steps<B, O: Into<StepOutput<T>>>(&mut self, mut batches: impl Iterator<Item = B>, mut step: impl FnMut(B) -> O, summary: &mut FitSummary) -> Result<bool, TrainError> {
         let store = self.store;
         let params = store.params();
         let end = match (self.steps, self.stop_at) {
             (Some(s), Some(t)) => Some(s.min(t)),
             (s, t) => s.or(t),
         };
-        let mut summary = FitSummary::default();
-        let start = self.state;
-        Self::each(&mut self.callbacks, "on_train_start", start.step, |c| c.on_train_start(start))?;
-        let mut batches = batches.into_iter();
-        let mut exhausted = false;
         while !matches!(end, Some(e) if self.state.step >= e) {
-            let Some(batch) = batches.next() else {
-                exhausted = true;
-                break;
-            };
+            let Some(batch) = batches.next() else { return Ok(true) };
             let s = self.state.step;
-            let active_block = self.block.apply(self.store, s);
+            let active_block = self.block.apply(store, s);
             self.optim.set_lr(self.schedule.lr_at(self.base_lr, s));
-            self.store.zero_grad();
+            store.zero_grad();
             let out: StepOutput<T> = step(batch).into();
             let loss = out.loss.item().to_f64();
             let done = s + 1;
@@ -507,22 +526,6 @@ impl<'a, T: Float> Trainer<'a, T> {
                 self.checkpoint(false)?;
             }
         }
-        // Leave every group trainable after block-coordinate training.
-        for g in self.block.blocks.iter().flatten() {
-            self.store.set_group_frozen(g, false);
-        }
-        self.store.zero_grad();
-        summary.finished = exhausted || self.steps.is_some_and(|s| self.state.step >= s);
-        if self.checkpoint_at_end {
-            self.checkpoint(true)?;
-        }
-        let step = self.state.step;
-        if self.eval_at_end && summary.finished && summary.evals.last().map(|e| e.0) != Some(step) {
-            self.run_eval(step, &mut summary.evals)?;
-        }
-        let state = self.state;
-        Self::each(&mut self.callbacks, "on_train_end", state.step, |c| c.on_train_end(state))?;
-        summary.state = state;
-        Ok(summary)
+        Ok(false)
     }
 }

@@ -375,3 +375,50 @@ fn step_output_carries_metrics_and_tensors_to_callbacks() {
         .unwrap();
     assert_eq!(*seen.borrow(), vec![(8.0, vec![8, 4]); 3]);
 }
+
+#[test]
+fn schedule_and_block_coordinate_freezing_reach_each_step() {
+    let net = Net::new(9);
+    let mut opt = Optimizer::new(OptimConfig::sgd(0.1));
+    let seen = RefCell::new(Vec::new());
+    Trainer::new(&net.store, &mut opt)
+        .steps(8)
+        .schedule(LrSchedule::Step { every: 3, gamma: 0.5 })
+        .block(BlockCoordinate::from_groups(2, &["hidden", "output"]))
+        .on_step_end(|info: &StepInfo<'_, f64>| {
+            // Parameters 0, 1 are the hidden group, 2, 3 the output group.
+            let with_grad: Vec<bool> = info.grads.items.iter().map(|g| g.is_some()).collect();
+            seen.borrow_mut().push((info.step, info.lr, info.active_block, with_grad));
+        })
+        .fit(Source::new(), |b| net.loss(&b))
+        .unwrap();
+    for (step, lr, active, with_grad) in seen.into_inner() {
+        let s = step - 1;
+        assert_eq!(lr, 0.1 * 0.5f64.powi((s / 3) as i32), "lr at step {step}");
+        let a = ((s / 2) % 2) as usize;
+        assert_eq!(active, Some(a), "active block at step {step}");
+        assert_eq!(with_grad, if a == 0 { vec![true, true, false, false] } else { vec![false, false, true, true] }, "step {step}");
+    }
+    assert!(net.store.params().iter().all(|p| !p.is_frozen()));
+}
+
+#[test]
+fn an_error_leaves_every_group_trainable() {
+    let net = Net::new(10);
+    let mut opt = Optimizer::new(OptimConfig::sgd(0.1));
+    let mut k = 0;
+    let err = Trainer::new(&net.store, &mut opt)
+        .steps(10)
+        .block(BlockCoordinate::from_groups(1, &["hidden", "output"]))
+        .fit(Source::new(), |b| {
+            k += 1;
+            if k == 4 {
+                net.loss(&b).mul_scalar(f64::INFINITY)
+            } else {
+                net.loss(&b)
+            }
+        })
+        .unwrap_err();
+    assert!(matches!(err, TrainError::NonFiniteLoss { step: 4, .. }), "{err:?}");
+    assert!(net.store.params().iter().all(|p| !p.is_frozen()));
+}
