@@ -11,6 +11,7 @@
 //! | [`layers`] | every layer: linear, embeddings, convolutions, recurrent cells and runners, attention, normalisation, dropout |
 //! | [`optim`] | optimisers (SGD, momentum, Adagrad, Adam, …) with their state in checkpoints |
 //! | [`schedule`] | learning-rate schedules and block-coordinate freezing |
+//! | [`trainer`] | [`Trainer`](trainer::Trainer), the one training loop, with callbacks for logging, evaluation and checkpoints |
 //! | [`metrics`] | accuracy, F1 and friends |
 //! | [`checkpoint`] | safetensors weights and full checkpoints (atomic, checksummed) |
 //! | [`data`] | loaders for the real datasets (IDX, npy, CSV, GloVe, Lee, reviews, word-similarity pairs) |
@@ -44,6 +45,7 @@ pub mod optim;
 pub mod params;
 pub mod schedule;
 pub mod state_dict;
+pub mod trainer;
 
 pub use error::NnError;
 pub use activation::Activation;

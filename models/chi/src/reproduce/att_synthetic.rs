@@ -15,12 +15,13 @@
 //! Luong scores. Adam lr 0.01, batch 32.
 
 use super::units::UnitData;
-use super::util::{mean_curve, write_curves};
+use super::util::{mean_curve, metric, write_curves};
 use super::{Ctx, Report, Row};
 use chi_ca::att::{CaAttention, ChiForm, SoftmaxAttention, SoftmaxScore};
 use chi_ca::{Activation, Dense, GROUP_HEAD};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
+use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Rng, Tensor};
 
 const T: usize = 8;
@@ -100,7 +101,7 @@ enum Att {
 }
 
 /// One run's results: `(overall test MSE, test MSE by relevant count 0..=3, MSE curve)`.
-pub fn run_once(v: Variant, steps: usize, seed: u64) -> (f64, Vec<f64>, Vec<(f64, f64)>) {
+pub fn run_once(v: Variant, steps: usize, seed: u64) -> Result<(f64, Vec<f64>, Vec<(f64, f64)>), String> {
     let mut rng = Rng::new(seed);
     let mut store = ParamStore::<f64>::new();
     let att = match v {
@@ -121,17 +122,13 @@ pub fn run_once(v: Variant, steps: usize, seed: u64) -> (f64, Vec<f64>, Vec<(f64
     let mut data_rng = Rng::new(seed ^ 0xA77);
     let test = sample(1000, &mut Rng::new(seed ^ 0x7E57));
     let mut opt = Optimizer::new(OptimConfig::adam(0.01));
-    let mut curve = Vec::new();
-    for s in 0..steps {
-        let b = sample(BATCH, &mut data_rng);
-        store.zero_grad();
-        predict(&b).mse_loss(&b.y).backward();
-        opt.step_params(store.params());
-        if (s + 1) % 50 == 0 {
-            curve.push((s as f64 + 1.0, no_grad(|| predict(&test).mse_loss(&test.y).item())));
-        }
-    }
-    no_grad(|| {
+    let curve = Trainer::new(&store, &mut opt)
+        .steps(steps as u64)
+        .eval_every(50)
+        .evaluate(|_| metric("mse", no_grad(|| predict(&test).mse_loss(&test.y).item())))
+        .fit(std::iter::repeat_with(|| sample(BATCH, &mut data_rng)), |b| predict(&b).mse_loss(&b.y))?
+        .eval_curve("mse");
+    Ok(no_grad(|| {
         let p = predict(&test).to_vec();
         let y = test.y.to_vec();
         let mut by = vec![(0.0, 0usize); MAX_RELEVANT + 1];
@@ -141,7 +138,7 @@ pub fn run_once(v: Variant, steps: usize, seed: u64) -> (f64, Vec<f64>, Vec<(f64
         }
         let overall = p.iter().zip(&y).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / p.len() as f64;
         (overall, by.iter().map(|(s, n)| s / (*n).max(1) as f64).collect(), curve)
-    })
+    }))
 }
 
 /// The experiment.
@@ -159,7 +156,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                 &format!("{v:?}-run{r}").to_lowercase(),
                 &format!("variant={v:?} steps={steps} adam lr=0.01 batch={BATCH} T={T} seed={seed}"),
                 || {
-                    let (mse, by, curve) = run_once(v, steps, seed);
+                    let (mse, by, curve) = run_once(v, steps, seed)?;
                     Ok(UnitData::new().with_scalar("test_mse", mse).with_vector("test_mse_by_count", by).with_curve("test_mse_curve", &curve))
                 },
                 |d| {
@@ -218,7 +215,7 @@ mod tests {
     #[test]
     fn a_short_run_gives_finite_errors_for_every_count() {
         for v in [Variant::CaLuong, Variant::SoftmaxLuong] {
-            let (mse, by, curve) = run_once(v, 100, 1);
+            let (mse, by, curve) = run_once(v, 100, 1).unwrap();
             assert!(mse.is_finite() && by.iter().all(|m| m.is_finite()) && !curve.is_empty(), "{v:?}");
         }
     }

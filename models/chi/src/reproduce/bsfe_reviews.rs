@@ -19,13 +19,14 @@
 //! of work (resume, progress bar) is one set × variant × fold.
 
 use super::units::{StepBar, UnitData};
-use super::util::{mean_curve, write_curves};
+use super::util::{mean_curve, metric, write_curves};
 use super::{Ctx, Report, Row};
 use chi_ca::bsfe::{BagAverage, CaBsfe, LogisticHead, Vocab, OOV};
 use chi_nn::data::{self, Dataset, LabeledText};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
 use chi_nn::schedule::BlockCoordinate;
+use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Rng, Tensor};
 use std::collections::HashMap;
 
@@ -63,7 +64,7 @@ const FREQUENT: usize = 20;
 
 /// One fold: returns (final test accuracy, accuracy curve, χ̃ per vocabulary word for CA models).
 #[allow(clippy::too_many_arguments)]
-fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize], v: Variant, steps: usize, seed: u64, bar: &StepBar) -> (f64, Vec<(f64, f64)>, Option<Vec<WordChi>>) {
+fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize], v: Variant, steps: usize, seed: u64, bar: &StepBar) -> Result<(f64, Vec<(f64, f64)>, Option<Vec<WordChi>>), String> {
     let mut rng = Rng::new(seed);
     // Dictionary-free vocabulary grown over the training documents, then frozen.
     let distinct: usize = {
@@ -114,27 +115,26 @@ fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize]
     let mut opt = Optimizer::new(OptimConfig::adagrad(LR));
     let mut order: Vec<usize> = (0..train.len()).collect();
     let mut pos = order.len();
-    let mut curve = Vec::new();
-    for s in 0..steps {
+    let batches = std::iter::from_fn(|| {
         if pos + BATCH > order.len() {
             rng.shuffle(&mut order);
             pos = 0;
         }
         let batch = &order[pos..pos + BATCH];
         pos += BATCH;
-        schedule.apply(&store, s as u64);
         let bags: Vec<Vec<usize>> = batch.iter().map(|&i| train[i].0.clone()).collect();
         let y = Tensor::from_vec(batch.iter().map(|&i| train[i].1).collect(), &[BATCH]);
-        store.zero_grad();
-        let loss = head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y);
-        let loss_value = loss.item();
-        loss.backward();
-        opt.step_params(store.params());
-        bar.tick(s + 1, loss_value);
-        if (s + 1) % 100 == 0 || s + 1 == steps {
-            curve.push((s as f64 + 1.0, accuracy(&test)));
-        }
-    }
+        Some((bags, y))
+    });
+    let curve = Trainer::new(&store, &mut opt)
+        .steps(steps as u64)
+        .block(schedule)
+        .eval_every(100)
+        .eval_at_end(true)
+        .evaluate(|_| metric("accuracy", accuracy(&test)))
+        .on_step_end(|info| bar.tick(info.step as usize, info.loss))
+        .fit(batches, |(bags, y)| head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y))?
+        .eval_curve("accuracy");
     let chis = ca.as_ref().map(|m| {
         let table = m.chi_table();
         let mut seen = std::collections::HashSet::new();
@@ -147,7 +147,7 @@ fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize]
         }
         words
     });
-    (accuracy(&test), curve, chis)
+    Ok((accuracy(&test), curve, chis))
 }
 
 /// The experiment.
@@ -181,7 +181,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                     &config,
                     || {
                         let bar = ctx.bar(&what, steps);
-                        let (acc, curve, chis) = run_fold(&docs, &test_idx, &train_idx, *v, steps, seed, &bar);
+                        let (acc, curve, chis) = run_fold(&docs, &test_idx, &train_idx, *v, steps, seed, &bar)?;
                         bar.finish();
                         let d = UnitData::new().with_scalar("accuracy", acc).with_curve("test_accuracy", &curve);
                         Ok(match chis.filter(|_| keep_chi) {

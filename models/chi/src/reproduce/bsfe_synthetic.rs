@@ -23,12 +23,13 @@
 //! filler), and the mean χ̃ of each kind.
 
 use super::units::UnitData;
-use super::util::{mean_curve, write_curves};
+use super::util::{mean_curve, metric, write_curves};
 use super::{Ctx, Report, Row};
 use chi_ca::bsfe::{BagAverage, CaBsfe, LogisticHead, OOV};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
 use chi_nn::schedule::BlockCoordinate;
+use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Rng, Tensor};
 
 const INFORMATIVE: usize = 20;
@@ -161,7 +162,7 @@ impl Outcome {
 }
 
 /// Trains and evaluates one variant.
-pub fn run_once(v: Variant, steps: usize, n_train: usize, n_test: usize, seed: u64) -> Outcome {
+pub fn run_once(v: Variant, steps: usize, n_train: usize, n_test: usize, seed: u64) -> Result<Outcome, String> {
     let mut rng = Rng::new(seed);
     let cdf = zipf_cdf();
     let train: Vec<Doc> = (0..n_train).map(|_| sample_doc(&mut rng, false, &cdf)).collect();
@@ -191,24 +192,24 @@ pub fn run_once(v: Variant, steps: usize, n_train: usize, n_test: usize, seed: u
     let mut opt = Optimizer::new(OptimConfig::adagrad(LR));
     let mut order: Vec<usize> = (0..train.len()).collect();
     let mut pos = train.len();
-    let mut curve = Vec::new();
-    for s in 0..steps {
+    let batches = std::iter::from_fn(|| {
         if pos + BATCH > order.len() {
             rng.shuffle(&mut order);
             pos = 0;
         }
         let batch = &order[pos..pos + BATCH];
         pos += BATCH;
-        schedule.apply(&store, s as u64);
         let bags: Vec<Vec<usize>> = batch.iter().map(|&i| train[i].tokens.clone()).collect();
         let y = Tensor::from_vec(batch.iter().map(|&i| train[i].label).collect(), &[BATCH]);
-        store.zero_grad();
-        head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y).backward();
-        opt.step_params(store.params());
-        if (s + 1) % 100 == 0 {
-            curve.push((s as f64 + 1.0, accuracy(&test)));
-        }
-    }
+        Some((bags, y))
+    });
+    let curve = Trainer::new(&store, &mut opt)
+        .steps(steps as u64)
+        .block(schedule)
+        .eval_every(100)
+        .evaluate(|_| metric("accuracy", accuracy(&test)))
+        .fit(batches, |(bags, y)| head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y))?
+        .eval_curve("accuracy");
     let chi = ca.as_ref().map(|m| {
         let table = m.chi_table();
         let informative: Vec<bool> = (0..VOCAB).map(|t| t < INFORMATIVE).collect();
@@ -219,7 +220,7 @@ pub fn run_once(v: Variant, steps: usize, n_train: usize, n_test: usize, seed: u
         };
         (auc(&sensitivity, &informative), mean(&|t| t < INFORMATIVE), mean(&|t| t >= INFORMATIVE))
     });
-    Outcome { accuracy: accuracy(&test), chi, curve }
+    Ok(Outcome { accuracy: accuracy(&test), chi, curve })
 }
 
 /// The experiment.
@@ -234,7 +235,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         for r in 0..ctx.runs {
             let seed = ctx.run_seed(r);
             let config = format!("variant={v:?} steps={steps} train={n_train} test={n_test} adagrad lr={LR} batch={BATCH} seed={seed}");
-            outs.push(ctx.unit(&format!("{}-run{r}", v.key()), &config, || Ok(run_once(v, steps, n_train, n_test, seed).to_unit()), Outcome::from_unit)?);
+            outs.push(ctx.unit(&format!("{}-run{r}", v.key()), &config, || Ok(run_once(v, steps, n_train, n_test, seed)?.to_unit()), Outcome::from_unit)?);
         }
         let name = v.label();
         ctx.log(&format!("{name}: test accuracy {:.3}", outs.iter().map(|o| o.accuracy).sum::<f64>() / outs.len() as f64));
@@ -292,7 +293,7 @@ mod tests {
 
     #[test]
     fn ca_bsfe_learns_the_task() {
-        let o = run_once(Variant::CaBsfe, 300, 500, 300, 4);
+        let o = run_once(Variant::CaBsfe, 300, 500, 300, 4).unwrap();
         assert!(o.accuracy > 0.7, "accuracy {}", o.accuracy);
         let (a, _, _) = o.chi.unwrap();
         assert!(a.is_finite());

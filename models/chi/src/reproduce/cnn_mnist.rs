@@ -13,12 +13,13 @@
 //! Fig. 18) of test digits are drawn after 1,000 and 10,000 steps of the k = 8 MNIST run.
 
 use super::units::UnitData;
-use super::util::{image_batch, mean_curve, write_curves};
+use super::util::{image_batch, mean_curve, metric, write_curves};
 use super::{Ctx, Report, Row};
 use chi_ca::CaConv2d;
 use chi_nn::data::{self, Dataset, ImageSet};
 use chi_nn::layers::{Conv2d, Linear};
 use chi_nn::optim::{OptimConfig, Optimizer};
+use chi_nn::trainer::{StepInfo, Trainer};
 use chi_nn::params::ParamStore;
 use crate::train::plot::surface;
 use chi_autodiff::{no_grad, Rng, Tensor};
@@ -149,39 +150,43 @@ fn train(ctx: &Ctx, what: &str, tag: &str, ca: bool, k: usize, depth: usize, set
     let mut opt = Optimizer::new(OptimConfig::adagrad(LR));
     let mut order = tr.to_vec();
     let mut pos = order.len();
-    let mut curve = Vec::new();
     // A fixed sample of the test set for the curve (the full test set at the end).
     let probe: Vec<usize> = te.iter().step_by((te.len() / 1000).max(1)).copied().collect();
     let shown: Vec<usize> = te.iter().step_by(te.len() / 8).take(8).copied().collect();
     let every = (steps / 10).max(1);
     let mut files = Vec::new();
     let bar = ctx.bar(what, steps);
-    for s in 0..steps {
+    let batches = std::iter::from_fn(|| {
         if pos + BATCH > order.len() {
             rng.shuffle(&mut order);
             pos = 0;
         }
-        let (x, y) = image_batch(set_train, &order[pos..pos + BATCH]);
+        let batch = image_batch(set_train, &order[pos..pos + BATCH]);
         pos += BATCH;
-        net.store.zero_grad();
-        let loss = net.logits(&x).cross_entropy(&y);
-        let loss_value = f64::from(loss.item());
-        loss.backward();
-        opt.step_params(net.store.params());
-        bar.tick(s + 1, loss_value);
-        if (s + 1) % every == 0 {
-            curve.push((s as f64 + 1.0, net.accuracy(set_test, &probe)));
-        }
-        if maps_at.contains(&(s + 1)) {
+        Some(batch)
+    });
+    // σ-maps at the requested steps; a failed plot stops training with its error.
+    let maps = |info: &StepInfo<'_, f32>| -> Result<(), String> {
+        let s = info.step as usize;
+        if maps_at.contains(&s) {
             if let Some(grid) = sigma_grid(&net, set_test, &shown) {
                 for ext in ["png", "svg"] {
-                    let f = format!("sigma_map_{tag}_step{}.{ext}", s + 1);
-                    surface(&ctx.path(&f), &format!("digits and their σ-maps after {} steps ({tag})", s + 1), (0.0, grid[0].len() as f64 - 1.0), (0.0, grid.len() as f64 - 1.0), &grid)?;
+                    let f = format!("sigma_map_{tag}_step{s}.{ext}");
+                    surface(&ctx.path(&f), &format!("digits and their σ-maps after {s} steps ({tag})"), (0.0, grid[0].len() as f64 - 1.0), (0.0, grid.len() as f64 - 1.0), &grid)?;
                     files.push(f);
                 }
             }
         }
-    }
+        Ok(())
+    };
+    let curve = Trainer::new(&net.store, &mut opt)
+        .steps(steps as u64)
+        .eval_every(every as u64)
+        .evaluate(|_| metric("accuracy", net.accuracy(set_test, &probe)))
+        .on_step_end(|info| bar.tick(info.step as usize, info.loss))
+        .try_on_step_end(maps)
+        .fit(batches, |(x, y)| net.logits(&x).cross_entropy(&y))?
+        .eval_curve("accuracy");
     bar.finish();
     Ok(RunOut { acc: net.accuracy(set_test, te), curve, files })
 }

@@ -12,11 +12,12 @@
 
 use super::nn_xor::Mlp;
 use super::units::UnitData;
-use super::util::{mean_curve, step, write_curves};
+use super::util::{mean_curve, metric, write_curves};
 use super::{Ctx, Report, Row};
 use chi_ca::ca_nn::{CaNn, CaNnConfig};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
+use chi_nn::trainer::Trainer;
 use crate::train::plot::surface;
 use chi_autodiff::{no_grad, Rng, Tensor};
 
@@ -63,7 +64,7 @@ fn stem_of(v: Variant) -> String {
 }
 
 /// One fit: `(test MSE, test MAE, parameter count, test-MSE curve, fitted grid)`.
-pub fn fit(v: Variant, steps: usize, seed: u64) -> (f64, f64, usize, Vec<(f64, f64)>, Vec<f64>) {
+pub fn fit(v: Variant, steps: usize, seed: u64) -> Result<(f64, f64, usize, Vec<(f64, f64)>, Vec<f64>), String> {
     let mut rng = Rng::new(seed);
     // 1 % of the grid for training, chosen per run.
     let mut idx: Vec<usize> = (0..N * N).collect();
@@ -90,29 +91,29 @@ pub fn fit(v: Variant, steps: usize, seed: u64) -> (f64, f64, usize, Vec<(f64, f
         }
     };
     let mut opt = Optimizer::new(OptimConfig::adagrad(LR));
-    let mut curve = Vec::new();
-    for s in 0..steps {
-        step(&store, &mut opt, || forward(&xtr).mse_loss(&ytr));
-        if (s + 1) % 20 == 0 {
-            curve.push((s as f64 + 1.0, no_grad(|| forward(&xte).mse_loss(&yte).item())));
-        }
-    }
-    no_grad(|| {
+    // Full batch: every step sees the whole training grid.
+    let curve = Trainer::new(&store, &mut opt)
+        .steps(steps as u64)
+        .eval_every(20)
+        .evaluate(|_| metric("mse", no_grad(|| forward(&xte).mse_loss(&yte).item())))
+        .fit(std::iter::repeat(()), |()| forward(&xtr).mse_loss(&ytr))?
+        .eval_curve("mse");
+    Ok(no_grad(|| {
         let pred = forward(&xte);
         let mse = pred.mse_loss(&yte).item();
         let mae = pred.sub(&yte).abs().mean().item();
         let all: Vec<f64> = (0..N * N).flat_map(|i| [coord(i % N), coord(i / N)]).collect();
         let grid = forward(&Tensor::from_vec(all, &[N * N, 2])).to_vec();
         (mse, mae, store.num_scalars(), curve, grid)
-    })
+    }))
 }
 
 /// The experiment.
 pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let steps = if ctx.quick { 300 } else { STEPS };
     // Parameter counts decide the matching plain networks.
-    let p1 = fit(Variant::CaSingle, 0, 0).2;
-    let p2 = fit(Variant::CaStacked, 0, 0).2;
+    let p1 = fit(Variant::CaSingle, 0, 0)?.2;
+    let p2 = fit(Variant::CaStacked, 0, 0)?.2;
     let variants = [
         ("CA-NN single layer", Variant::CaSingle, Some(0.0063)),
         ("CA-NN stacked (2 layers)", Variant::CaStacked, Some(0.0029)),
@@ -138,7 +139,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                 &key,
                 &format!("variant={v:?} steps={steps} adagrad lr={LR} grid={N} seed={seed}"),
                 || {
-                    let (mse, mae, params, curve, grid) = fit(v, steps, seed);
+                    let (mse, mae, params, curve, grid) = fit(v, steps, seed)?;
                     let d = UnitData::new().with_scalar("mse", mse).with_scalar("mae", mae).with_scalar("params", params as f64).with_curve("test_mse", &curve);
                     Ok(if r == 0 { d.with_vector("grid", grid) } else { d })
                 },
@@ -192,7 +193,7 @@ mod tests {
 
     #[test]
     fn ca_nn_fit_beats_predicting_zero() {
-        let (mse, mae, params, curve, grid) = fit(Variant::CaSingle, 300, 5);
+        let (mse, mae, params, curve, grid) = fit(Variant::CaSingle, 300, 5).unwrap();
         // Predicting 0 everywhere has MSE = mean z² ≈ 0.013 on this grid.
         let zero: f64 = (0..N * N).map(|i| z(coord(i % N), coord(i / N)).powi(2)).sum::<f64>() / (N * N) as f64;
         assert!(mse.is_finite() && mae.is_finite() && grid.len() == N * N && !curve.is_empty());

@@ -16,12 +16,13 @@
 //! trained full-batch with Adam (lr 0.05, 2000 steps; the paper gives no optimiser here).
 
 use super::units::UnitData;
-use super::util::{step, write_curves};
+use super::util::write_curves;
 use super::{Ctx, Report, Row};
 use chi_ca::ca_nn::{CaNn, CaNnConfig};
 use chi_ca::{Activation, Dense};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
+use chi_nn::trainer::Trainer;
 use crate::train::plot::surface;
 use chi_autodiff::{no_grad, Rng, Tensor};
 
@@ -109,20 +110,23 @@ pub struct Fit {
 }
 
 /// Fits model `which` (index into the model list) with the given seed and step count.
-pub fn fit(which: usize, steps: usize, seed: u64) -> Fit {
+pub fn fit(which: usize, steps: usize, seed: u64) -> Result<Fit, String> {
     let mut rng = Rng::new(seed);
     let (store, net) = build(which, &mut rng);
     let x = Tensor::from_vec(POINTS.iter().flat_map(|p| p.0).collect(), &[4, 2]);
     let y = Tensor::from_vec(POINTS.iter().map(|p| p.1).collect(), &[4, 1]);
     let mut opt = Optimizer::new(OptimConfig::adam(0.05));
+    // Full batch: every step sees the four points. The loss curve keeps every tenth step.
     let mut curve = Vec::new();
-    for s in 0..steps {
-        let l = step(&store, &mut opt, || net.forward(&x).mse_loss(&y));
-        if s % 10 == 0 || s + 1 == steps {
-            curve.push((s as f64 + 1.0, l));
-        }
-    }
-    no_grad(|| {
+    Trainer::new(&store, &mut opt)
+        .steps(steps as u64)
+        .on_step_end(|info| {
+            if (info.step - 1) % 10 == 0 || info.step == steps as u64 {
+                curve.push((info.step as f64, info.loss));
+            }
+        })
+        .fit(std::iter::repeat(()), |()| net.forward(&x).mse_loss(&y))?;
+    Ok(no_grad(|| {
         let mse = net.forward(&x).mse_loss(&y).item();
         let g = grid_points();
         let surface = net.forward(&g).to_vec();
@@ -131,7 +135,7 @@ pub fn fit(which: usize, steps: usize, seed: u64) -> Fit {
             Net::Nn(_) => None,
         };
         Fit { mse, surface, chi, params: store.num_scalars(), curve }
-    })
+    }))
 }
 
 impl Fit {
@@ -176,7 +180,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         for r in 0..ctx.runs {
             let seed = ctx.run_seed(r);
             let key = format!("{}-run{r}", name.split(' ').next().unwrap_or(name).to_lowercase());
-            fits.push(ctx.unit(&key, &format!("model={name} steps={steps} adam lr=0.05 grid={GRID} seed={seed}"), || Ok(fit(which, steps, seed).to_unit()), Fit::from_unit)?);
+            fits.push(ctx.unit(&key, &format!("model={name} steps={steps} adam lr=0.05 grid={GRID} seed={seed}"), || Ok(fit(which, steps, seed)?.to_unit()), Fit::from_unit)?);
         }
         let mses: Vec<f64> = fits.iter().map(|f| f.mse).collect();
         ctx.log(&format!("{name}: mean training MSE {:.4}", mses.iter().sum::<f64>() / mses.len() as f64));
@@ -240,10 +244,10 @@ mod tests {
     #[test]
     fn every_model_reduces_its_loss() {
         for which in 0..MODELS.len() {
-            let f = fit(which, 300, 3);
+            let f = fit(which, 300, 3).unwrap();
             assert!(f.mse.is_finite() && f.mse < f.curve[0].1, "{}: {} → {}", MODELS[which], f.curve[0].1, f.mse);
             assert_eq!(f.surface.len(), GRID * GRID);
         }
-        assert_eq!(fit(0, 1, 1).params, 7, "CA-NN 2 → 1 has W (2) + b (1) + θ (2) + b_χ (1) + w0 (1)");
+        assert_eq!(fit(0, 1, 1).unwrap().params, 7, "CA-NN 2 → 1 has W (2) + b (1) + θ (2) + b_χ (1) + w0 (1)");
     }
 }

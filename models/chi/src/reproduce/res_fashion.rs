@@ -22,12 +22,13 @@
 //! unit test `conv_blocks_pass_a_float64_whole_block_gradcheck`.
 
 use super::units::UnitData;
-use super::util::{image_batch, mean_curve, write_curves};
+use super::util::{image_batch, mean_curve, metric, write_curves};
 use super::{Ctx, Report, Row};
 use chi_nn::data::{self, Dataset, ImageSet};
 use chi_nn::layers::{Conv2d, Linear};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::{init, Param, ParamStore};
+use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Float, Rng, Tensor};
 
 const C: usize = 16;
@@ -161,7 +162,7 @@ fn accuracy(net: &Net, set: &ImageSet, idx: &[usize]) -> f64 {
 /// Trains one network (one unit of work), with a progress bar labelled `what`: returns the
 /// test accuracy, the probe-accuracy curve and the parameter count.
 #[allow(clippy::too_many_arguments)]
-fn train(ctx: &Ctx, what: &str, kind: Kind, blocks: usize, l: usize, train_set: &ImageSet, tr: &[usize], test_set: &ImageSet, te: &[usize], steps: usize, seed: u64) -> (f64, Vec<(f64, f64)>, usize) {
+fn train(ctx: &Ctx, what: &str, kind: Kind, blocks: usize, l: usize, train_set: &ImageSet, tr: &[usize], test_set: &ImageSet, te: &[usize], steps: usize, seed: u64) -> Result<(f64, Vec<(f64, f64)>, usize), String> {
     let mut rng = Rng::new(seed);
     let net = Net::new(kind, blocks, l, &mut rng);
     let mut opt = Optimizer::new(OptimConfig::adagrad(LR));
@@ -169,27 +170,25 @@ fn train(ctx: &Ctx, what: &str, kind: Kind, blocks: usize, l: usize, train_set: 
     let mut pos = order.len();
     let probe: Vec<usize> = te.iter().step_by((te.len() / 1000).max(1)).copied().collect();
     let every = (steps / 10).max(1);
-    let mut curve = Vec::new();
     let bar = ctx.bar(what, steps);
-    for s in 0..steps {
+    let batches = std::iter::from_fn(|| {
         if pos + BATCH > order.len() {
             rng.shuffle(&mut order);
             pos = 0;
         }
-        let (x, y) = image_batch(train_set, &order[pos..pos + BATCH]);
+        let batch = image_batch(train_set, &order[pos..pos + BATCH]);
         pos += BATCH;
-        net.store.zero_grad();
-        let loss = net.logits(&x).cross_entropy(&y);
-        let loss_value = f64::from(loss.item());
-        loss.backward();
-        opt.step_params(net.store.params());
-        bar.tick(s + 1, loss_value);
-        if (s + 1) % every == 0 {
-            curve.push((s as f64 + 1.0, accuracy(&net, test_set, &probe)));
-        }
-    }
+        Some(batch)
+    });
+    let curve = Trainer::new(&net.store, &mut opt)
+        .steps(steps as u64)
+        .eval_every(every as u64)
+        .evaluate(|_| metric("accuracy", accuracy(&net, test_set, &probe)))
+        .on_step_end(|info| bar.tick(info.step as usize, info.loss))
+        .fit(batches, |(x, y)| net.logits(&x).cross_entropy(&y))?
+        .eval_curve("accuracy");
     bar.finish();
-    (accuracy(&net, test_set, te), curve, net.store.num_scalars())
+    Ok((accuracy(&net, test_set, te), curve, net.store.num_scalars()))
 }
 
 /// The experiment.
@@ -220,7 +219,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                     &key,
                     &config,
                     || {
-                        let (a, c, p) = train(ctx, &what, kind, blocks, l, &ftrain, &tr, &ftest, &te, steps, seed);
+                        let (a, c, p) = train(ctx, &what, kind, blocks, l, &ftrain, &tr, &ftest, &te, steps, seed)?;
                         Ok(UnitData::new().with_scalar("accuracy", a).with_curve("probe_accuracy", &c).with_scalar("params", p as f64))
                     },
                     |d| Ok((d.scalar("accuracy")?, d.curve("probe_accuracy")?, d.scalar("params")? as usize)),

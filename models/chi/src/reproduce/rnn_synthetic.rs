@@ -19,11 +19,12 @@
 //!   then over runs; we also report accuracy with the paper's 0.5 threshold.
 
 use super::units::UnitData;
-use super::util::{mean_curve, step, write_curves};
+use super::util::{mean_curve, metric, write_curves};
 use super::{Ctx, Report, Row};
 use chi_ca::rnn::{CaRnnCell, CaRnnConfig};
 use chi_nn::layers::{GruCell, GruVariant, LstmCell, RecurrentCell};
 use chi_nn::optim::{OptimConfig, Optimizer};
+use chi_nn::trainer::Trainer;
 use chi_nn::params::{init, Param, ParamStore};
 use chi_autodiff::{no_grad, Rng, Tensor};
 
@@ -113,20 +114,22 @@ impl Model {
 }
 
 /// One run: returns (final test error, test accuracy, final train loss, loss curve, test-error curve).
-pub fn run_once(kind: CellKind, iters: usize, seed: u64) -> (f64, f64, f64, Vec<(f64, f64)>, Vec<(f64, f64)>) {
+pub fn run_once(kind: CellKind, iters: usize, seed: u64) -> Result<(f64, f64, f64, Vec<(f64, f64)>, Vec<(f64, f64)>), String> {
     let mut rng = Rng::new(seed);
     let m = Model::new(kind, &mut rng);
     let mut opt = Optimizer::new(OptimConfig::adagrad(LR));
-    let mut losses = Vec::with_capacity(iters);
-    let mut errs = Vec::with_capacity(iters);
-    for it in 0..iters {
-        let l = step(&m.store, &mut opt, || m.loss(&TRAIN));
-        losses.push((it as f64 + 1.0, l));
-        errs.push((it as f64 + 1.0, m.evaluate(&TEST).0));
-    }
+    // Full batch: every step sees the whole training set; the test error is measured after
+    // every step.
+    let fit = Trainer::new(&m.store, &mut opt)
+        .steps(iters as u64)
+        .eval_every(1)
+        .evaluate(|_| metric("test_error", m.evaluate(&TEST).0))
+        .fit(std::iter::repeat(()), |()| m.loss(&TRAIN))?;
+    let losses = fit.losses.iter().map(|&(s, l)| (s as f64, l)).collect();
+    let errs = fit.eval_curve("test_error");
     let (err, acc) = m.evaluate(&TEST);
     let final_loss = no_grad(|| m.loss(&TRAIN).item());
-    (err, acc, final_loss, losses, errs)
+    Ok((err, acc, final_loss, losses, errs))
 }
 
 /// The experiment.
@@ -148,7 +151,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                 &format!("{}-run{r}", kind.label().to_lowercase()),
                 &config,
                 || {
-                    let (e, a, f, l, c) = run_once(kind, iters, seed);
+                    let (e, a, f, l, c) = run_once(kind, iters, seed)?;
                     Ok(UnitData::new().with_scalar("test_error", e).with_scalar("test_accuracy", a).with_scalar("final_loss", f).with_curve("loss", &l).with_curve("test_error_curve", &c))
                 },
                 |d| Ok((d.scalar("test_error")?, d.scalar("test_accuracy")?, d.scalar("final_loss")?, d.curve("loss")?, d.curve("test_error_curve")?)),
@@ -197,8 +200,8 @@ mod tests {
     #[test]
     fn training_fits_the_training_pair_and_is_deterministic() {
         for kind in [CellKind::Lstm, CellKind::Gru, CellKind::CaRnn] {
-            let (e1, _, f1, l, _) = run_once(kind, 100, 7);
-            let (e2, _, f2, _, _) = run_once(kind, 100, 7);
+            let (e1, _, f1, l, _) = run_once(kind, 100, 7).unwrap();
+            let (e2, _, f2, _, _) = run_once(kind, 100, 7).unwrap();
             assert_eq!((e1, f1), (e2, f2), "{kind:?}: same seed, same result");
             assert!(e1.is_finite() && (0.0..=1.0).contains(&e1));
             assert!(f1 < l[0].1, "{kind:?}: training loss did not fall ({} → {f1})", l[0].1);

@@ -1,12 +1,11 @@
-//! Small helpers shared by the experiments: curve files (CSV + SVG + PNG), one optimiser step,
-//! and mean curves over runs.
+//! Small helpers shared by the experiments: curve files (CSV + SVG + PNG), one-metric
+//! evaluation results for the trainer, and mean curves over runs.
 
 use super::Ctx;
-use chi_nn::optim::Optimizer;
-use chi_nn::params::ParamStore;
 use crate::train::plot::{line_plot, LinePlot};
 use chi_nn::data::ImageSet;
-use chi_autodiff::{Float, Tensor};
+use chi_autodiff::Tensor;
+use chi_nn::trainer::Metrics;
 use std::fmt::Write as _;
 
 /// A named curve: `(legend, points)`.
@@ -43,15 +42,9 @@ pub fn mean_curve(curves: &[Vec<(f64, f64)>]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// One training step: zero the gradients, run `loss`, backpropagate, update every unfrozen
-/// parameter of `store`. Returns the loss value.
-pub fn step<T: Float>(store: &ParamStore<T>, opt: &mut Optimizer<T>, loss: impl FnOnce() -> Tensor<T>) -> f64 {
-    store.zero_grad();
-    let l = loss();
-    let v = l.item().to_f64();
-    l.backward();
-    opt.step_params(store.params());
-    v
+/// The result of an evaluation that measures one thing (`name = value`).
+pub fn metric(name: &str, value: f64) -> Metrics {
+    Metrics::from([(name.to_string(), value)])
 }
 
 /// Images `idx` of `set` as a `[len, 1, rows, cols]` batch, and their labels.

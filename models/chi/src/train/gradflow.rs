@@ -2,7 +2,9 @@
 //! models, ‖∂L/∂h_t‖ per time step (the vanishing/exploding-gradient picture).
 //!
 //! For the per-time-step picture: call [`retain_hidden`] on the hidden states `h_1..h_T`
-//! returned by the forward pass *before* backward, then [`hidden_grad_norms`] after it.
+//! returned by the forward pass *before* backward, then [`hidden_grad_norms`] after it. Run
+//! that forward pass inside `chi_nn::layers::with_stepwise_recurrence`, so that every `h_t`
+//! is its own graph node and its retained gradient is the total ∂L/∂h_t.
 //!
 //! ```
 //! use chi_autodiff::Tensor;

@@ -2,7 +2,8 @@
 //!
 //! * [`Config`]: every hyperparameter of a run (TOML file and/or flags), saved in checkpoints.
 //! * [`train`]: seeded, resumable training with progress bar, per-step log, evaluation,
-//!   gradient-flow statistics, plots and atomic checkpoints in an output directory.
+//!   gradient-flow statistics, plots and atomic checkpoints in an output directory. The loop is
+//!   chi-nn's [`Trainer`]; everything specific to `chi train` hangs on it as [`callbacks`].
 //! * [`evaluate_checkpoint`]: rebuilds the model of a checkpoint and reports its metrics.
 //! * Building blocks: [`data`] (datasets, [`data::Batcher`]), [`metrics`], [`schedule`]
 //!   (learning-rate schedules, block-coordinate freezing), [`log`], [`plot`], [`progress`],
@@ -24,6 +25,7 @@
 //! (‖∂L/∂h_t‖ against t for a few training steps), `checkpoints/step-NNNNNNNN.ckpt.safetensors`,
 //! `model.safetensors` (final weights) and `summary.json`.
 
+pub mod callbacks;
 pub mod cli;
 pub mod gradflow;
 pub mod log;
@@ -33,13 +35,14 @@ pub mod progress;
 pub mod recurrent;
 pub mod registry;
 
-use chi_nn::checkpoint::{self, CheckpointMeta};
-use chi_nn::optim::{Grads, OptimConfig, Optimizer};
+use chi_nn::checkpoint;
+use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_autodiff::Rng;
 use chi_nn::dataset::{self as data, Batcher, DataConfig, Dataset};
-use log::{LogFormat, Logger, Value};
+use log::{LogFormat, Logger};
 use registry::{Model, ModelConfig};
 use chi_nn::schedule::{BlockCoordinate, LrSchedule};
+use chi_nn::trainer::{StepOutput, TrainError, Trainer, TrainerState};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -245,15 +248,7 @@ impl Run {
 
     /// Saves a full checkpoint (parameters, optimiser, step, generators, config).
     pub fn save(&self, path: &Path) -> Result<(), String> {
-        let mut extra = BTreeMap::new();
-        extra.insert("batcher".to_string(), serde_json::to_string(&self.batcher.state()).unwrap());
-        let meta = CheckpointMeta {
-            step: self.step,
-            rngs: [("dropout".to_string(), self.dropout_rng.state())].into_iter().collect(),
-            config: serde_json::to_string(&self.cfg).unwrap(),
-            extra,
-        };
-        checkpoint::save_checkpoint(path, self.model.store().params(), &self.optim, &meta).map_err(String::from)
+        callbacks::save_run_checkpoint(path, &self.cfg, self.model.store().params(), &self.optim, &self.batcher, &self.dropout_rng, self.step)
     }
 
     /// Test-split metrics.
@@ -299,109 +294,62 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
     checkpoint::atomic_write(&out.join("config.toml"), cfg.to_toml().as_bytes())?;
     let keep = resumed.then_some(start);
     let log_path = out.join(format!("log.{}", cfg.log_format.ext()));
-    let mut log = Logger::open(&log_path, cfg.log_format, &["step", "epoch", "loss", "lr", "grad_norm", "block", "examples_per_sec"], keep)?;
-    let mut gf_log = Logger::open(&out.join("gradflow.csv"), LogFormat::Csv, &["step", "param", "norm"], keep)?;
-    let mut gft_log = Logger::open(&out.join("gradflow_time.csv"), LogFormat::Csv, &["step", "t", "norm"], keep)?;
+    let log = Logger::open(&log_path, cfg.log_format, &["step", "epoch", "loss", "lr", "grad_norm", "block", "examples_per_sec"], keep)?;
+    let gf_log = Logger::open(&out.join("gradflow.csv"), LogFormat::Csv, &["step", "param", "norm"], keep)?;
+    let gft_log = Logger::open(&out.join("gradflow_time.csv"), LogFormat::Csv, &["step", "t", "norm"], keep)?;
     let metric_names: Vec<String> = run.evaluate_test_names();
     let mut eval_cols: Vec<&str> = vec!["step", "split"];
     eval_cols.extend(metric_names.iter().map(|s| s.as_str()));
-    let mut eval_log = Logger::open(&out.join("eval.jsonl"), LogFormat::Jsonl, &eval_cols, keep)?;
+    let eval_log = Logger::open(&out.join("eval.jsonl"), LogFormat::Jsonl, &eval_cols, keep)?;
 
-    let params = run.model.store().params().to_vec();
-    let names: Vec<String> = params.iter().map(|p| p.name().to_string()).collect();
+    let names: Vec<String> = run.model.store().params().iter().map(|p| p.name().to_string()).collect();
     let end = opts.stop_after.map_or(cfg.steps, |s| s.min(cfg.steps)).max(start);
     let bar = progress::Progress::new(cfg.steps, start, opts.progress);
-    let mut losses = Vec::new();
-    let mut test = BTreeMap::new();
-    let t0 = Instant::now();
-    let mut examples = 0usize;
-    let do_eval = |run: &Run, eval_log: &mut Logger, step: u64| -> Result<BTreeMap<String, f64>, String> {
-        let m = run.evaluate_test();
-        let mut row = vec![Value::Int(step), Value::Text("test".into())];
-        row.extend(metric_names.iter().map(|k| Value::Num(m[k])));
-        eval_log.row(&row)?;
-        eval_log.flush()?;
-        Ok(m)
-    };
-    for step in start..end {
-        let active = cfg.block.apply(run.model.store(), step);
-        run.optim.set_lr(cfg.schedule.lr_at(cfg.optim.lr, step));
-        run.model.store().zero_grad();
-        let idx = run.batcher.next_batch();
-        examples += idx.len();
-        let flow = cfg.gradflow_every > 0 && (step + 1) % cfg.gradflow_every == 0;
-        let fo = run.model.forward(&run.dataset.train, &idx, true, &mut run.dropout_rng);
-        if flow {
-            gradflow::retain_hidden(&fo.hidden);
-        }
-        let loss = registry::task_loss(run.dataset.task, &fo.output, &run.dataset.train, &idx);
-        let lv = loss.item();
-        if !lv.is_finite() {
-            return Err(format!("training diverged: loss is {lv} at step {}", step + 1));
-        }
-        loss.backward();
-        let mut grads = Grads::collect(&params);
-        let gnorm = match cfg.clip_norm {
-            Some(c) => grads.clip_global_norm(c),
-            None => grads.global_norm(),
-        };
-        let done = step + 1;
-        if flow {
-            for (n, v) in names.iter().zip(grads.norms()) {
-                if let Some(v) = v {
-                    gf_log.row(&[Value::Int(done), Value::Text(n.clone()), Value::Num(v)])?;
-                }
+    let Run { dataset, model, optim, batcher, dropout_rng, .. } = &mut run;
+    let (model, dataset) = (&**model, &*dataset);
+    let rngs = callbacks::RunRngs::new(batcher, dropout_rng);
+    let flow_every = cfg.gradflow_every;
+    let fit = Trainer::new(model.store(), optim)
+        .steps(cfg.steps)
+        .stop_at(end)
+        .clip_norm_opt(cfg.clip_norm)
+        .schedule(cfg.schedule.clone())
+        .block(cfg.block.clone())
+        .eval_every(cfg.eval_every)
+        .eval_at_end(true)
+        .evaluate(|_| registry::evaluate(model, dataset.task, &dataset.test, 1024))
+        .checkpoint_every(cfg.checkpoint_every)
+        .checkpoint_at_end(true)
+        // Logs first: they flush before a checkpoint is written.
+        .callback(callbacks::StepLog { log, every: cfg.log_every, bar: &bar, end, rngs: &rngs, t0: Instant::now() })
+        .callback(callbacks::GradFlowLog { params: gf_log, time: gft_log, names, every: flow_every })
+        .callback(callbacks::EvalLog { log: eval_log, metrics: metric_names, steps: cfg.steps, bar: &bar })
+        .callback(callbacks::Checkpointer { dir: ckdir.clone(), keep: cfg.keep_checkpoints, cfg, rngs: &rngs })
+        .resume(TrainerState { step: start })
+        .fit((start..).map(|s| (s, rngs.next_batch())), |(s, idx)| {
+            let flow = callbacks::GradFlowLog::records(flow_every, s + 1);
+            let forward = || model.forward(&dataset.train, &idx, true, &mut **rngs.dropout.borrow_mut());
+            // ‖∂L/∂h_t‖ needs a graph node per time step: the whole-sequence LSTM op would keep
+            // the recurrent part of each step's gradient inside itself.
+            let fo = if flow { chi_nn::layers::with_stepwise_recurrence(forward) } else { forward() };
+            let loss = registry::task_loss(dataset.task, &fo.output, &dataset.train, &idx);
+            if flow {
+                gradflow::retain_hidden(&fo.hidden);
+                StepOutput::new(loss).keep(fo.hidden)
+            } else {
+                StepOutput::new(loss)
             }
-            for (t, v) in gradflow::hidden_grad_norms(&fo.hidden).into_iter().enumerate() {
-                gft_log.row(&[Value::Int(done), Value::Int(t as u64), Value::Num(v)])?;
-            }
-        }
-        drop(fo);
-        run.optim.step(&params, &grads);
-        run.model.store().zero_grad();
-        run.step = done;
-        losses.push((done, lv));
-        if cfg.log_every > 0 && done % cfg.log_every == 0 {
-            let eps = examples as f64 / t0.elapsed().as_secs_f64().max(1e-9);
-            log.row(&[
-                Value::Int(done),
-                Value::Int(run.batcher.epoch()),
-                Value::Num(lv as f64),
-                Value::Num(run.optim.lr()),
-                Value::Num(gnorm),
-                Value::Int(active.map_or(0, |a| a as u64)),
-                Value::Num(eps),
-            ])?;
-        }
-        if done % 10 == 0 || done == end {
-            bar.update(done, format!("loss {lv:.4}"));
-        }
-        if cfg.eval_every > 0 && done % cfg.eval_every == 0 && done != cfg.steps {
-            test = do_eval(&run, &mut eval_log, done)?;
-            bar.println(&format!("step {done}: test {}", fmt_metrics(&test)));
-        }
-        if cfg.checkpoint_every > 0 && done % cfg.checkpoint_every == 0 && done != end {
-            log.flush()?;
-            gf_log.flush()?;
-            gft_log.flush()?;
-            let p = ckdir.join(checkpoint::checkpoint_name(done));
-            run.save(&p)?;
-            prune(&ckdir, cfg.keep_checkpoints);
-        }
-    }
-    // Leave every group trainable after block-coordinate training.
-    for g in cfg.block.blocks.iter().flatten() {
-        run.model.store().set_group_frozen(g, false);
-    }
-    log.flush()?;
-    gf_log.flush()?;
-    gft_log.flush()?;
-    bar.finish();
+        })
+        .map_err(|e| match e {
+            // A log or checkpoint write failed: its message names the file.
+            TrainError::Callback { source, .. } => source.to_string(),
+            e => e.to_string(),
+        })?;
+    run.step = fit.state.step;
+    let losses = fit.losses.iter().map(|&(s, l)| (s, l as f32)).collect();
+    let test = fit.last_eval().cloned().unwrap_or_default();
     let final_ckpt = ckdir.join(checkpoint::checkpoint_name(run.step));
-    run.save(&final_ckpt)?;
-    prune(&ckdir, cfg.keep_checkpoints);
     if run.step == cfg.steps {
-        test = do_eval(&run, &mut eval_log, run.step)?;
         let meta: BTreeMap<String, String> =
             [("step".to_string(), run.step.to_string()), ("config".to_string(), serde_json::to_string(cfg).unwrap())].into_iter().collect();
         checkpoint::save_params(&out.join("model.safetensors"), run.model.store().params(), &meta)?;
