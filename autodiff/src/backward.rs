@@ -2,7 +2,7 @@
 //! [`grad`] (a vector–Jacobian product for any outputs and any inputs, leaves or intermediates).
 
 use crate::anomaly;
-use crate::ops::Op;
+use crate::ops::{Grads, Op};
 use crate::tape::{set_grad_enabled, Float, SparseRows, Var};
 use crate::tensor::Tensor;
 use std::fmt;
@@ -169,10 +169,11 @@ fn accumulate_into<T: Float>(cell: &std::cell::RefCell<Option<Tensor<T>>>, g: Te
 }
 
 fn run_hooks<T: Float>(var: &Var<T>, mut g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
-    if var.hooks.borrow().is_empty() {
+    let Some(extra) = var.extra() else { return Ok(g) };
+    if extra.hooks.borrow().is_empty() {
         return Ok(g);
     }
-    let hooks: Vec<_> = var.hooks.borrow().iter().map(|(_, h)| h.clone()).collect();
+    let hooks: Vec<_> = extra.hooks.borrow().iter().map(|(_, h)| h.clone()).collect();
     for h in hooks {
         if let Some(r) = h(&g) {
             if r.shape != g.shape {
@@ -402,9 +403,9 @@ pub(crate) fn run_backward<T: Float>(
         // Sparse embedding gradients: deliver rows straight to the table instead of densifying.
         if let Op::GatherRows { table, ids } = op {
             let tv = table.var.as_ref().unwrap();
-            if !create && targets.is_none() && tv.is_leaf() && tv.sparse.get() {
+            if !create && targets.is_none() && tv.is_leaf() && tv.is_sparse() {
                 let dim = table.shape()[1];
-                let mut sg = tv.sparse_grad.borrow_mut();
+                let mut sg = tv.extra_or_init().sparse_grad.borrow_mut();
                 let sr = sg.get_or_insert_with(|| SparseRows { ids: Vec::new(), values: Vec::new(), dim, rows: table.shape()[0] });
                 sr.ids.extend_from_slice(ids);
                 sr.values.extend_from_slice(&g.data);
@@ -431,7 +432,7 @@ pub(crate) fn run_backward<T: Float>(
                         }
                     }
                 }
-                gis
+                Grads::from(gis)
             }
             _ => op.backward(&out, &g, need, !create),
         };
@@ -444,8 +445,9 @@ pub(crate) fn run_backward<T: Float>(
                 }
             }
         }
-        for (k, (x, gi)) in inputs.iter().zip(gis).enumerate() {
-            let Some(gi) = gi else { continue };
+        let mut gis = gis;
+        for (k, (x, gi)) in inputs.iter().zip(gis.iter_mut()).enumerate() {
+            let Some(gi) = gi.take() else { continue };
             if !need[k] {
                 continue;
             }

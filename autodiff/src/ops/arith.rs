@@ -1,7 +1,7 @@
 //! Arithmetic with NumPy broadcasting: add, sub, mul, div, maximum, minimum, pow, their scalar
 //! forms, and `where`. Backward rules reduce each gradient back to its input's shape (`sum_to`).
 
-use crate::ops::Op;
+use crate::ops::{Grads, Op};
 use crate::tape::record;
 use crate::tensor::Tensor;
 use crate::{Float, Shape};
@@ -17,7 +17,7 @@ impl<T: Float> Tensor<T> {
             panic!("{}: shapes {:?} and {:?} cannot be broadcast together", op.name(), self.shape, other.shape)
         });
         let n = out_shape.numel();
-        let mut out = vec![T::ZERO; n];
+        let mut out = crate::pool::zeros(n);
         if self.shape == other.shape {
             ew::binary(op, &self.data, &other.data, &mut out);
         } else if other.numel() == 1 {
@@ -70,7 +70,7 @@ impl<T: Float> Tensor<T> {
     #[track_caller]
     fn scalar_op(&self, s: T, op: Binary) -> Tensor<T> {
         let loc = Location::caller();
-        let mut out = vec![T::ZERO; self.numel()];
+        let mut out = crate::pool::zeros(self.numel());
         ew::binary_scalar(op, &self.data, s, &mut out);
         record(out, self.shape, &[self], loc, |_| Op::BinaryScalar { op, a: self.clone(), s })
     }
@@ -141,7 +141,7 @@ pub(crate) fn binary_backward<T: Float>(
     out: &Tensor<T>,
     g: &Tensor<T>,
     need: &[bool],
-) -> Vec<Option<Tensor<T>>> {
+) -> Grads<T> {
     let (na, nb) = (need[0], need[1]);
     let (ga, gb) = match op {
         Binary::Add => (na.then(|| g.clone()), nb.then(|| g.clone())),
@@ -185,7 +185,7 @@ pub(crate) fn binary_backward<T: Float>(
             (ga, gb)
         }
     };
-    vec![ga.map(|t| t.sum_to(a.shape())), gb.map(|t| t.sum_to(b.shape()))]
+    Grads::two(ga.map(|t| t.sum_to(a.shape())), gb.map(|t| t.sum_to(b.shape())))
 }
 
 pub(crate) fn binary_scalar_backward<T: Float>(op: Binary, a: &Tensor<T>, s: T, _out: &Tensor<T>, g: &Tensor<T>) -> Tensor<T> {
