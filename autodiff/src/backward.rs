@@ -210,10 +210,33 @@ impl<T: Float> Slot<T> {
     }
 }
 
+/// The lists of a finished backward pass, kept per thread (in [`crate::tape::GraphState`]) so
+/// the next pass does not grow them from nothing. A pass nested inside another (a hook that
+/// runs backward) finds the cache empty and uses fresh lists.
+#[doc(hidden)]
+pub struct Scratch<T: Float> {
+    slots: Vec<Slot<T>>,
+    order: Vec<u32>,
+    stack: Vec<usize>,
+}
+
+/// Lists longer than this are returned to the allocator after a pass instead of being kept.
+const MAX_KEPT_SLOTS: usize = 1 << 13;
+
+impl<T: Float> Scratch<T> {
+    pub(crate) const fn new() -> Self {
+        Scratch { slots: Vec::new(), order: Vec::new(), stack: Vec::new() }
+    }
+}
+
 /// The state of one backward pass (see the module docs of [`crate::tape`] for the order).
 struct Pass<T: Float> {
     id: u64,
     slots: Vec<Slot<T>>,
+    /// Node slots in the order their rules run.
+    order: Vec<u32>,
+    /// Discovery stack.
+    stack: Vec<usize>,
 }
 
 impl<T: Float> Pass<T> {
@@ -223,7 +246,8 @@ impl<T: Float> Pass<T> {
             p.set(v);
             v
         });
-        Pass { id, slots: Vec::new() }
+        let sc = T::graph_state().try_with(|g| std::mem::replace(&mut *g.scratch.borrow_mut(), Scratch::new())).unwrap_or(Scratch::new());
+        Pass { id, slots: sc.slots, order: sc.order, stack: sc.stack }
     }
     /// The slot of a tracked tensor, and whether it was created now.
     #[inline]
@@ -250,6 +274,21 @@ impl<T: Float> Drop for Pass<T> {
         for s in self.slots.iter().rev() {
             s.var().mark.set(s.prev);
         }
+        // Dropping the slots may free graphs (and recycle their records); no borrow is held.
+        self.slots.clear();
+        if self.slots.capacity() > MAX_KEPT_SLOTS {
+            return;
+        }
+        self.order.clear();
+        self.stack.clear();
+        let sc = Scratch { slots: std::mem::take(&mut self.slots), order: std::mem::take(&mut self.order), stack: std::mem::take(&mut self.stack) };
+        let _ = T::graph_state().try_with(move |g| {
+            let mut cur = g.scratch.borrow_mut();
+            // Keep the larger lists when passes nested.
+            if cur.slots.capacity() < sc.slots.capacity() {
+                *cur = sc;
+            }
+        });
     }
 }
 
@@ -290,14 +329,14 @@ pub(crate) fn run_backward<T: Float>(
             }
         }
     }
-    let mut stack: Vec<usize> = Vec::with_capacity(16);
+    let mut stack = std::mem::take(&mut pass.stack);
     for (r, seed) in roots {
         let (s, _) = pass.slot_of(r);
         accumulate(&mut pass.slots[s].grad, seed.clone(), create);
         stack.push(s);
     }
     // Discovery: every node reachable from the roots through tracked inputs.
-    let mut order: Vec<u32> = Vec::new();
+    let mut order = std::mem::take(&mut pass.order);
     while let Some(s) = stack.pop() {
         if pass.slots[s].explored {
             continue;
@@ -359,23 +398,18 @@ pub(crate) fn run_backward<T: Float>(
         if targets.is_some() && !pass.slots[s].propagate {
             continue;
         }
-        // Without retain_graph, take the op out of its node: its saved tensors are released
+        // Without retain_graph the node's op is released when this iteration ends (`release`
+        // is declared before the borrow, so it is dropped after it): its saved tensors are freed
         // as soon as its rule has run (lower peak memory), and a second pass gets a clear error.
-        let taken;
-        let borrowed;
-        let op: &Op<T> = if retain {
-            borrowed = node.op.borrow();
-            match borrowed.as_ref() {
-                Some(op) => op,
-                None => return Err(AutodiffError::GraphFreed { node: describe_node(&out) }),
-            }
-        } else {
+        // Its saved outputs no longer count as self-references, so nothing dropped during the
+        // rule can try to release the op while it is borrowed.
+        if !retain {
             node.self_refs.set(0);
-            taken = match node.op.borrow_mut().take() {
-                Some(op) => OpGuard(Some(op)),
-                None => return Err(AutodiffError::GraphFreed { node: describe_node(&out) }),
-            };
-            taken.0.as_ref().expect("just taken")
+        }
+        let _release = ReleaseOnDrop(if retain { None } else { Some(node) });
+        let borrowed = node.op.borrow();
+        let Some(op) = borrowed.as_ref() else {
+            return Err(AutodiffError::GraphFreed { node: describe_node(&out) });
         };
         let inputs = op.inputs();
         let need_of = |x: &Tensor<T>| {
@@ -463,6 +497,10 @@ pub(crate) fn run_backward<T: Float>(
         }
     }
 
+    // Back into the pass, so its drop keeps them for the next pass.
+    pass.order = order;
+    pass.stack = stack;
+
     // Leaves, in the order they were reached.
     for s in 0..pass.slots.len() {
         if !pass.slots[s].var().is_leaf() {
@@ -491,14 +529,14 @@ pub(crate) fn run_backward<T: Float>(
     Ok(out)
 }
 
-/// An op taken out of its node during a pass without `retain_graph`; dropped through
-/// [`crate::tape::dispose_op`] so its saved tensors are freed iteratively.
-struct OpGuard<T: Float>(Option<Op<T>>);
+/// Releases a node's op (through [`crate::tape::dispose_op`], so its saved tensors are freed
+/// iteratively) when dropped; `None` for passes that retain the graph.
+struct ReleaseOnDrop<'a, T: Float>(Option<&'a crate::tape::Node<T>>);
 
-impl<T: Float> Drop for OpGuard<T> {
+impl<T: Float> Drop for ReleaseOnDrop<'_, T> {
     fn drop(&mut self) {
-        if let Some(op) = self.0.take() {
-            crate::tape::dispose_op(op);
+        if let Some(node) = self.0 {
+            node.release();
         }
     }
 }

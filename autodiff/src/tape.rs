@@ -63,11 +63,13 @@ pub struct GraphState<T: Float> {
     draining: Cell<bool>,
     /// Idle value buffers and autodiff records for reuse ([`crate::pool`]).
     pub(crate) pool: crate::pool::Pool<T>,
+    /// The lists of the last backward pass, for the next one.
+    pub(crate) scratch: RefCell<crate::backward::Scratch<T>>,
 }
 
 impl<T: Float> GraphState<T> {
     const fn new() -> Self {
-        GraphState { live: Cell::new(0), queue: RefCell::new(Vec::new()), draining: Cell::new(false), pool: crate::pool::Pool::new() }
+        GraphState { live: Cell::new(0), queue: RefCell::new(Vec::new()), draining: Cell::new(false), pool: crate::pool::Pool::new(), scratch: RefCell::new(crate::backward::Scratch::new()) }
     }
 }
 
@@ -92,27 +94,32 @@ impl Float for f64 {
 /// Drops an op that has been taken out of its node, iteratively (invariant 3): if a drop is
 /// already running on this thread the op is queued for it, otherwise this call empties the queue.
 pub(crate) fn dispose_op<T: Float>(op: Op<T>) {
-    let mut op = Some(op);
-    let _ = T::graph_state().try_with(|s| {
+    // The op is dropped where it lies (no copy) unless another drop is running, in which case
+    // it is moved to the queue. At thread exit the state is gone and the op is dropped plainly.
+    let outermost = T::graph_state().try_with(|s| {
         s.live.set(s.live.get() - 1);
-        let op = op.take().expect("taken once");
-        if s.draining.get() {
-            s.queue.borrow_mut().push(op);
-            return;
-        }
-        s.draining.set(true);
-        drop(op);
-        loop {
-            let next = s.queue.borrow_mut().pop();
-            match next {
-                Some(op) => drop(op),
-                None => break,
-            }
-        }
-        s.draining.set(false);
+        !s.draining.replace(true)
     });
-    // At thread exit the state is gone: `op` (if still here) is dropped plainly.
-    drop(op);
+    match outermost {
+        Ok(true) => {
+            drop(op);
+            let _ = T::graph_state().try_with(|s| {
+                loop {
+                    let next = s.queue.borrow_mut().pop();
+                    match next {
+                        Some(op) => drop(op),
+                        None => break,
+                    }
+                }
+                s.draining.set(false);
+            });
+        }
+        Ok(false) => {
+            // If the state were gone the op would be dropped with the closure.
+            let _ = T::graph_state().try_with(move |s| s.queue.borrow_mut().push(op));
+        }
+        Err(_) => drop(op),
+    }
 }
 
 /// A gradient hook: observes a gradient and may replace it (return `Some`).
@@ -190,25 +197,52 @@ impl<T: Float> Var<T> {
             extra: OnceCell::new(),
         }
     }
-    /// A new identity (a leaf if `node` is `None`), on a recycled record when one is idle.
+    /// A new leaf identity, on a recycled record when one is idle.
     #[inline]
-    pub(crate) fn new_rc(node: Option<Node<T>>) -> Rc<Var<T>> {
+    pub(crate) fn new_leaf_rc() -> Rc<Var<T>> {
         match crate::pool::take_var::<T>() {
             Some(mut rc) => {
                 // Pooled records are blank (see `blank`) and unshared (pool invariant 1).
                 let v = Rc::get_mut(&mut rc).expect("pooled records have one owner");
                 v.id = next_id();
-                v.node = node;
+                v.node = None;
                 rc
             }
-            None => Rc::new(Var::new(node)),
+            None => Rc::new(Var::new(None)),
         }
     }
-    /// Drops everything the record holds and resets it to the state of `Var::new(None)`
-    /// (apart from its id, which `new_rc` replaces). The op is released through the iterative
-    /// drop ([`Node`]'s `Drop`).
+    /// A new op-output identity with an empty node (its op is stored by `record`), on a
+    /// recycled record when one is idle.
+    #[inline]
+    fn new_node_rc(location: &'static Location<'static>) -> Rc<Var<T>> {
+        match crate::pool::take_var::<T>() {
+            Some(mut rc) => {
+                let v = Rc::get_mut(&mut rc).expect("pooled records have one owner");
+                v.id = next_id();
+                match &mut v.node {
+                    // A blank record keeps its node with no op: reuse it in place.
+                    Some(node) => {
+                        debug_assert!(node.op.get_mut().is_none());
+                        node.self_refs.set(0);
+                        node.location = location;
+                    }
+                    None => v.node = Some(Node { op: RefCell::new(None), self_refs: Cell::new(0), location }),
+                }
+                rc
+            }
+            None => Rc::new(Var::new(Some(Node { op: RefCell::new(None), self_refs: Cell::new(0), location }))),
+        }
+    }
+    /// Drops everything the record holds (its op through the iterative drop, gradient, hooks,
+    /// name) and resets its flags to those of a new record; `new_leaf_rc`/`new_node_rc` give
+    /// it a new id and node when it is reused.
     pub(crate) fn blank(&mut self) {
-        self.node = None;
+        // The node itself stays (without op) so that `new_node_rc` can reuse it in place.
+        if let Some(node) = &mut self.node {
+            if let Some(op) = node.op.get_mut().take() {
+                dispose_op(op);
+            }
+        }
         *self.grad.get_mut() = None;
         self.extra = OnceCell::new();
         self.requires_grad.set(true);
@@ -370,18 +404,20 @@ pub(crate) fn record<T: Float>(
         }
         return out;
     }
-    // The node lives inside the output's Var: one allocation per recorded op.
-    let var = Var::new_rc(Some(Node { op: RefCell::new(None), self_refs: Cell::new(0), location }));
-    let out = Tensor::from_parts(data, shape, Some(var));
-    let op = make_op(&out);
-    if crate::anomaly::is_anomaly_enabled() {
-        crate::anomaly::check_forward(&op, &out, inputs, location);
-    }
+    // The node lives inside the output's Var: one (recycled) allocation per recorded op.
+    let out = Tensor::from_parts(data, shape, Some(Var::new_node_rc(location)));
     let var = out.var.as_ref().expect("just set");
     let node = var.node.as_ref().expect("just set");
+    // Built straight into the node (`make_op` only clones tensors; it cannot reach this cell).
+    *node.op.borrow_mut() = Some(make_op(&out));
     // `out` holds one reference; anything above one was saved by the op itself.
     node.self_refs.set((Rc::strong_count(var) - 1) as u32);
-    *node.op.borrow_mut() = Some(op);
+    // Counted before the anomaly check, which may panic: the node is then dropped (and
+    // uncounted) with `out` during unwinding.
     T::graph_state().with(|s| s.live.set(s.live.get() + 1));
+    if crate::anomaly::is_anomaly_enabled() {
+        let op = node.op.borrow();
+        crate::anomaly::check_forward(op.as_ref().expect("just set"), &out, inputs, location);
+    }
     out
 }

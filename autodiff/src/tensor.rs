@@ -175,7 +175,7 @@ impl<T: Float> Tensor<T> {
     /// Marks this tensor as a leaf that requires grad (a parameter or an input to differentiate
     /// with respect to). Returns a new identity; clones of the result share it.
     pub fn requires_grad(self) -> Self {
-        Tensor { data: self.data.clone(), shape: self.shape, var: Some(Var::new_rc(None)) }
+        Tensor { data: self.data.clone(), shape: self.shape, var: Some(Var::new_leaf_rc()) }
     }
     /// Whether ops on this tensor are recorded (it has an identity that requires grad).
     pub fn is_tracked(&self) -> bool {

@@ -9,6 +9,9 @@ use chi_kernels::elementwise::{self as ew, Binary};
 use std::panic::Location;
 use std::rc::Rc;
 
+/// Element count up to which scalar-operand arithmetic runs inline instead of calling the kernel.
+const TINY: usize = 4;
+
 impl<T: Float> Tensor<T> {
     #[track_caller]
     fn binary_op(&self, other: &Tensor<T>, op: Binary) -> Tensor<T> {
@@ -18,7 +21,13 @@ impl<T: Float> Tensor<T> {
         });
         let n = out_shape.numel();
         let mut out = crate::pool::zeros(n);
-        if self.shape == other.shape {
+        let exact = matches!(op, Binary::Add | Binary::Sub | Binary::Mul | Binary::Div);
+        if exact && n <= TINY && self.shape == other.shape {
+            // See `scalar_op`: inline for tiny tensors, bit-identical to the kernel.
+            for ((o, &a), &b) in out.iter_mut().zip(self.data.iter()).zip(other.data.iter()) {
+                *o = op.apply(a, b);
+            }
+        } else if self.shape == other.shape {
             ew::binary(op, &self.data, &other.data, &mut out);
         } else if other.numel() == 1 {
             ew::binary_scalar(op, &self.data, other.data[0], &mut out);
@@ -71,7 +80,16 @@ impl<T: Float> Tensor<T> {
     fn scalar_op(&self, s: T, op: Binary) -> Tensor<T> {
         let loc = Location::caller();
         let mut out = crate::pool::zeros(self.numel());
-        ew::binary_scalar(op, &self.data, s, &mut out);
+        if self.numel() <= TINY && matches!(op, Binary::Add | Binary::Sub | Binary::Mul | Binary::Div) {
+            // Tiny tensors (scalars in dynamic graphs): the kernel's dispatch and vector tail
+            // cost more than the arithmetic. These four ops are correctly rounded in scalar and
+            // vector form alike, so the result is bit-identical to the kernel's.
+            for (o, &a) in out.iter_mut().zip(self.data.iter()) {
+                *o = op.apply(a, s);
+            }
+        } else {
+            ew::binary_scalar(op, &self.data, s, &mut out);
+        }
         record(out, self.shape, &[self], loc, |_| Op::BinaryScalar { op, a: self.clone(), s })
     }
     /// `self + s`.
