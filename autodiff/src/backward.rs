@@ -2,7 +2,7 @@
 //! [`grad`] (a vector–Jacobian product for any outputs and any inputs, leaves or intermediates).
 
 use crate::anomaly;
-use crate::ops::Op;
+use crate::ops::{Grads, Op};
 use crate::tape::{set_grad_enabled, Float, SparseRows, Var};
 use crate::tensor::Tensor;
 use std::fmt;
@@ -169,10 +169,11 @@ fn accumulate_into<T: Float>(cell: &std::cell::RefCell<Option<Tensor<T>>>, g: Te
 }
 
 fn run_hooks<T: Float>(var: &Var<T>, mut g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
-    if var.hooks.borrow().is_empty() {
+    let Some(extra) = var.extra() else { return Ok(g) };
+    if extra.hooks.borrow().is_empty() {
         return Ok(g);
     }
-    let hooks: Vec<_> = var.hooks.borrow().iter().map(|(_, h)| h.clone()).collect();
+    let hooks: Vec<_> = extra.hooks.borrow().iter().map(|(_, h)| h.clone()).collect();
     for h in hooks {
         if let Some(r) = h(&g) {
             if r.shape != g.shape {
@@ -209,10 +210,33 @@ impl<T: Float> Slot<T> {
     }
 }
 
+/// The lists of a finished backward pass, kept per thread (in [`crate::tape::GraphState`]) so
+/// the next pass does not grow them from nothing. A pass nested inside another (a hook that
+/// runs backward) finds the cache empty and uses fresh lists.
+#[doc(hidden)]
+pub struct Scratch<T: Float> {
+    slots: Vec<Slot<T>>,
+    order: Vec<u32>,
+    stack: Vec<usize>,
+}
+
+/// Lists longer than this are returned to the allocator after a pass instead of being kept.
+const MAX_KEPT_SLOTS: usize = 1 << 13;
+
+impl<T: Float> Scratch<T> {
+    pub(crate) const fn new() -> Self {
+        Scratch { slots: Vec::new(), order: Vec::new(), stack: Vec::new() }
+    }
+}
+
 /// The state of one backward pass (see the module docs of [`crate::tape`] for the order).
 struct Pass<T: Float> {
     id: u64,
     slots: Vec<Slot<T>>,
+    /// Node slots in the order their rules run.
+    order: Vec<u32>,
+    /// Discovery stack.
+    stack: Vec<usize>,
 }
 
 impl<T: Float> Pass<T> {
@@ -222,7 +246,8 @@ impl<T: Float> Pass<T> {
             p.set(v);
             v
         });
-        Pass { id, slots: Vec::new() }
+        let sc = T::graph_state().try_with(|g| std::mem::replace(&mut *g.scratch.borrow_mut(), Scratch::new())).unwrap_or(Scratch::new());
+        Pass { id, slots: sc.slots, order: sc.order, stack: sc.stack }
     }
     /// The slot of a tracked tensor, and whether it was created now.
     #[inline]
@@ -249,6 +274,21 @@ impl<T: Float> Drop for Pass<T> {
         for s in self.slots.iter().rev() {
             s.var().mark.set(s.prev);
         }
+        // Dropping the slots may free graphs (and recycle their records); no borrow is held.
+        self.slots.clear();
+        if self.slots.capacity() > MAX_KEPT_SLOTS {
+            return;
+        }
+        self.order.clear();
+        self.stack.clear();
+        let sc = Scratch { slots: std::mem::take(&mut self.slots), order: std::mem::take(&mut self.order), stack: std::mem::take(&mut self.stack) };
+        let _ = T::graph_state().try_with(move |g| {
+            let mut cur = g.scratch.borrow_mut();
+            // Keep the larger lists when passes nested.
+            if cur.slots.capacity() < sc.slots.capacity() {
+                *cur = sc;
+            }
+        });
     }
 }
 
@@ -289,14 +329,14 @@ pub(crate) fn run_backward<T: Float>(
             }
         }
     }
-    let mut stack: Vec<usize> = Vec::with_capacity(16);
+    let mut stack = std::mem::take(&mut pass.stack);
     for (r, seed) in roots {
         let (s, _) = pass.slot_of(r);
         accumulate(&mut pass.slots[s].grad, seed.clone(), create);
         stack.push(s);
     }
     // Discovery: every node reachable from the roots through tracked inputs.
-    let mut order: Vec<u32> = Vec::new();
+    let mut order = std::mem::take(&mut pass.order);
     while let Some(s) = stack.pop() {
         if pass.slots[s].explored {
             continue;
@@ -358,23 +398,18 @@ pub(crate) fn run_backward<T: Float>(
         if targets.is_some() && !pass.slots[s].propagate {
             continue;
         }
-        // Without retain_graph, take the op out of its node: its saved tensors are released
+        // Without retain_graph the node's op is released when this iteration ends (`release`
+        // is declared before the borrow, so it is dropped after it): its saved tensors are freed
         // as soon as its rule has run (lower peak memory), and a second pass gets a clear error.
-        let taken;
-        let borrowed;
-        let op: &Op<T> = if retain {
-            borrowed = node.op.borrow();
-            match borrowed.as_ref() {
-                Some(op) => op,
-                None => return Err(AutodiffError::GraphFreed { node: describe_node(&out) }),
-            }
-        } else {
+        // Its saved outputs no longer count as self-references, so nothing dropped during the
+        // rule can try to release the op while it is borrowed.
+        if !retain {
             node.self_refs.set(0);
-            taken = match node.op.borrow_mut().take() {
-                Some(op) => OpGuard(Some(op)),
-                None => return Err(AutodiffError::GraphFreed { node: describe_node(&out) }),
-            };
-            taken.0.as_ref().expect("just taken")
+        }
+        let _release = ReleaseOnDrop(if retain { None } else { Some(node) });
+        let borrowed = node.op.borrow();
+        let Some(op) = borrowed.as_ref() else {
+            return Err(AutodiffError::GraphFreed { node: describe_node(&out) });
         };
         let inputs = op.inputs();
         let need_of = |x: &Tensor<T>| {
@@ -402,9 +437,9 @@ pub(crate) fn run_backward<T: Float>(
         // Sparse embedding gradients: deliver rows straight to the table instead of densifying.
         if let Op::GatherRows { table, ids } = op {
             let tv = table.var.as_ref().unwrap();
-            if !create && targets.is_none() && tv.is_leaf() && tv.sparse.get() {
+            if !create && targets.is_none() && tv.is_leaf() && tv.is_sparse() {
                 let dim = table.shape()[1];
-                let mut sg = tv.sparse_grad.borrow_mut();
+                let mut sg = tv.extra_or_init().sparse_grad.borrow_mut();
                 let sr = sg.get_or_insert_with(|| SparseRows { ids: Vec::new(), values: Vec::new(), dim, rows: table.shape()[0] });
                 sr.ids.extend_from_slice(ids);
                 sr.values.extend_from_slice(&g.data);
@@ -431,7 +466,7 @@ pub(crate) fn run_backward<T: Float>(
                         }
                     }
                 }
-                gis
+                Grads::from(gis)
             }
             _ => op.backward(&out, &g, need, !create),
         };
@@ -444,8 +479,9 @@ pub(crate) fn run_backward<T: Float>(
                 }
             }
         }
-        for (k, (x, gi)) in inputs.iter().zip(gis).enumerate() {
-            let Some(gi) = gi else { continue };
+        let mut gis = gis;
+        for (k, (x, gi)) in inputs.iter().zip(gis.iter_mut()).enumerate() {
+            let Some(gi) = gi.take() else { continue };
             if !need[k] {
                 continue;
             }
@@ -460,6 +496,10 @@ pub(crate) fn run_backward<T: Float>(
             accumulate(&mut pass.slots[i].grad, gi, create);
         }
     }
+
+    // Back into the pass, so its drop keeps them for the next pass.
+    pass.order = order;
+    pass.stack = stack;
 
     // Leaves, in the order they were reached.
     for s in 0..pass.slots.len() {
@@ -489,14 +529,14 @@ pub(crate) fn run_backward<T: Float>(
     Ok(out)
 }
 
-/// An op taken out of its node during a pass without `retain_graph`; dropped through
-/// [`crate::tape::dispose_op`] so its saved tensors are freed iteratively.
-struct OpGuard<T: Float>(Option<Op<T>>);
+/// Releases a node's op (through [`crate::tape::dispose_op`], so its saved tensors are freed
+/// iteratively) when dropped; `None` for passes that retain the graph.
+struct ReleaseOnDrop<'a, T: Float>(Option<&'a crate::tape::Node<T>>);
 
-impl<T: Float> Drop for OpGuard<T> {
+impl<T: Float> Drop for ReleaseOnDrop<'_, T> {
     fn drop(&mut self) {
-        if let Some(op) = self.0.take() {
-            crate::tape::dispose_op(op);
+        if let Some(node) = self.0 {
+            node.release();
         }
     }
 }

@@ -35,6 +35,7 @@ pub mod gradcheck;
 pub mod gradcheck_cases;
 pub mod malloc;
 pub mod ops;
+pub mod pool;
 mod rng;
 mod shape;
 pub mod tape;

@@ -39,7 +39,7 @@
 use crate::ops::Op;
 use crate::tensor::Tensor;
 use chi_kernels::Real;
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::panic::Location;
 use std::rc::Rc;
 use std::thread::LocalKey;
@@ -61,11 +61,15 @@ pub struct GraphState<T: Float> {
     /// Ops waiting to be dropped (see invariant 3).
     queue: RefCell<Vec<Op<T>>>,
     draining: Cell<bool>,
+    /// Idle value buffers and autodiff records for reuse ([`crate::pool`]).
+    pub(crate) pool: crate::pool::Pool<T>,
+    /// The lists of the last backward pass, for the next one.
+    pub(crate) scratch: RefCell<crate::backward::Scratch<T>>,
 }
 
 impl<T: Float> GraphState<T> {
     const fn new() -> Self {
-        GraphState { live: Cell::new(0), queue: RefCell::new(Vec::new()), draining: Cell::new(false) }
+        GraphState { live: Cell::new(0), queue: RefCell::new(Vec::new()), draining: Cell::new(false), pool: crate::pool::Pool::new(), scratch: RefCell::new(crate::backward::Scratch::new()) }
     }
 }
 
@@ -90,23 +94,32 @@ impl Float for f64 {
 /// Drops an op that has been taken out of its node, iteratively (invariant 3): if a drop is
 /// already running on this thread the op is queued for it, otherwise this call empties the queue.
 pub(crate) fn dispose_op<T: Float>(op: Op<T>) {
-    T::graph_state().with(|s| {
+    // The op is dropped where it lies (no copy) unless another drop is running, in which case
+    // it is moved to the queue. At thread exit the state is gone and the op is dropped plainly.
+    let outermost = T::graph_state().try_with(|s| {
         s.live.set(s.live.get() - 1);
-        if s.draining.get() {
-            s.queue.borrow_mut().push(op);
-            return;
+        !s.draining.replace(true)
+    });
+    match outermost {
+        Ok(true) => {
+            drop(op);
+            let _ = T::graph_state().try_with(|s| {
+                loop {
+                    let next = s.queue.borrow_mut().pop();
+                    match next {
+                        Some(op) => drop(op),
+                        None => break,
+                    }
+                }
+                s.draining.set(false);
+            });
         }
-        s.draining.set(true);
-        drop(op);
-        loop {
-            let next = s.queue.borrow_mut().pop();
-            match next {
-                Some(op) => drop(op),
-                None => break,
-            }
+        Ok(false) => {
+            // If the state were gone the op would be dropped with the closure.
+            let _ = T::graph_state().try_with(move |s| s.queue.borrow_mut().push(op));
         }
-        s.draining.set(false);
-    })
+        Err(_) => drop(op),
+    }
 }
 
 /// A gradient hook: observes a gradient and may replace it (return `Some`).
@@ -136,6 +149,9 @@ impl<T: Float> SparseRows<T> {
 
 /// Autodiff identity of a tracked tensor: leaf or op output, its gradient slot and its hooks.
 /// Shared (`Rc`) by every clone of the tensor. Internal to the crate.
+///
+/// Kept small (state that few tensors use lives in [`VarExtra`], allocated on first use) and
+/// recycled through [`crate::pool`] when its last tensor is dropped.
 pub(crate) struct Var<T: Float> {
     /// Per-thread sequence number (see the module docs): larger than the ids of its inputs.
     pub(crate) id: u64,
@@ -145,14 +161,20 @@ pub(crate) struct Var<T: Float> {
     /// Accumulated gradient: always for leaves, for intermediates only when retained.
     pub(crate) grad: RefCell<Option<Tensor<T>>>,
     pub(crate) retain: Cell<bool>,
+    /// Backward bookkeeping: `(pass id, slot)` of the pass that currently visits this tensor.
+    pub(crate) mark: Cell<(u64, u32)>,
+    /// Hooks, name and sparse gradient: `None` until one of them is set.
+    extra: OnceCell<Box<VarExtra<T>>>,
+}
+
+/// The rarely used part of a [`Var`].
+pub(crate) struct VarExtra<T: Float> {
     /// Hooks with their registration ids (for [`crate::HookHandle::remove`]).
     pub(crate) hooks: RefCell<Vec<(u64, Hook<T>)>>,
     pub(crate) name: RefCell<Option<Rc<str>>>,
     /// Leaves only: gather ops deliver row-sparse gradients into `sparse_grad` instead of `grad`.
     pub(crate) sparse: Cell<bool>,
     pub(crate) sparse_grad: RefCell<Option<SparseRows<T>>>,
-    /// Backward bookkeeping: `(pass id, slot)` of the pass that currently visits this tensor.
-    pub(crate) mark: Cell<(u64, u32)>,
 }
 
 pub(crate) fn next_id() -> u64 {
@@ -164,22 +186,92 @@ pub(crate) fn next_id() -> u64 {
 }
 
 impl<T: Float> Var<T> {
-    pub(crate) fn new(node: Option<Node<T>>) -> Var<T> {
+    fn new(node: Option<Node<T>>) -> Var<T> {
         Var {
             id: next_id(),
             node,
             requires_grad: Cell::new(true),
             grad: RefCell::new(None),
             retain: Cell::new(false),
-            hooks: RefCell::new(Vec::new()),
-            name: RefCell::new(None),
-            sparse: Cell::new(false),
-            sparse_grad: RefCell::new(None),
             mark: Cell::new((0, 0)),
+            extra: OnceCell::new(),
         }
+    }
+    /// A new leaf identity, on a recycled record when one is idle.
+    #[inline]
+    pub(crate) fn new_leaf_rc() -> Rc<Var<T>> {
+        match crate::pool::take_var::<T>() {
+            Some(mut rc) => {
+                // Pooled records are blank (see `blank`) and unshared (pool invariant 1).
+                let v = Rc::get_mut(&mut rc).expect("pooled records have one owner");
+                v.id = next_id();
+                v.node = None;
+                rc
+            }
+            None => Rc::new(Var::new(None)),
+        }
+    }
+    /// A new op-output identity with an empty node (its op is stored by `record`), on a
+    /// recycled record when one is idle.
+    #[inline]
+    fn new_node_rc(location: &'static Location<'static>) -> Rc<Var<T>> {
+        match crate::pool::take_var::<T>() {
+            Some(mut rc) => {
+                let v = Rc::get_mut(&mut rc).expect("pooled records have one owner");
+                v.id = next_id();
+                match &mut v.node {
+                    // A blank record keeps its node with no op: reuse it in place.
+                    Some(node) => {
+                        debug_assert!(node.op.get_mut().is_none());
+                        node.self_refs.set(0);
+                        node.location = location;
+                    }
+                    None => v.node = Some(Node { op: RefCell::new(None), self_refs: Cell::new(0), location }),
+                }
+                rc
+            }
+            None => Rc::new(Var::new(Some(Node { op: RefCell::new(None), self_refs: Cell::new(0), location }))),
+        }
+    }
+    /// Drops everything the record holds (its op through the iterative drop, gradient, hooks,
+    /// name) and resets its flags to those of a new record; `new_leaf_rc`/`new_node_rc` give
+    /// it a new id and node when it is reused.
+    pub(crate) fn blank(&mut self) {
+        // The node itself stays (without op) so that `new_node_rc` can reuse it in place.
+        if let Some(node) = &mut self.node {
+            if let Some(op) = node.op.get_mut().take() {
+                dispose_op(op);
+            }
+        }
+        *self.grad.get_mut() = None;
+        self.extra = OnceCell::new();
+        self.requires_grad.set(true);
+        self.retain.set(false);
+        self.mark.set((0, 0));
     }
     pub(crate) fn is_leaf(&self) -> bool {
         self.node.is_none()
+    }
+    /// Hooks, name and sparse gradient, if any was ever set.
+    #[inline]
+    pub(crate) fn extra(&self) -> Option<&VarExtra<T>> {
+        self.extra.get().map(|b| &**b)
+    }
+    /// Hooks, name and sparse gradient, allocated now if needed.
+    pub(crate) fn extra_or_init(&self) -> &VarExtra<T> {
+        self.extra.get_or_init(|| {
+            Box::new(VarExtra {
+                hooks: RefCell::new(Vec::new()),
+                name: RefCell::new(None),
+                sparse: Cell::new(false),
+                sparse_grad: RefCell::new(None),
+            })
+        })
+    }
+    /// Whether gather ops deliver this leaf's gradient as rows.
+    #[inline]
+    pub(crate) fn is_sparse(&self) -> bool {
+        self.extra().is_some_and(|e| e.sparse.get())
     }
 }
 
@@ -217,10 +309,20 @@ impl<T: Float> Drop for Node<T> {
     }
 }
 
-/// Called by `Tensor::drop`: if the only other references to `var` are the ones its own node
-/// saved (invariant 2), release the node's op so the cycle is freed.
+/// Called by `Tensor::drop` with the dropped tensor's identity: breaks a saved-output cycle
+/// (invariant 2), then recycles the record if this was its last reference.
 #[inline]
-pub(crate) fn on_tensor_drop<T: Float>(var: &Rc<Var<T>>) {
+pub(crate) fn drop_var<T: Float>(var: Rc<Var<T>>) {
+    on_tensor_drop(&var);
+    if Rc::strong_count(&var) == 1 && Rc::weak_count(&var) == 0 {
+        crate::pool::recycle_var(var);
+    }
+}
+
+/// If the only other references to `var` are the ones its own node saved (invariant 2),
+/// release the node's op so the cycle is freed.
+#[inline]
+fn on_tensor_drop<T: Float>(var: &Rc<Var<T>>) {
     if let Some(node) = &var.node {
         let k = node.self_refs.get();
         if k > 0 && Rc::strong_count(var) == 1 + k as usize {
@@ -302,18 +404,20 @@ pub(crate) fn record<T: Float>(
         }
         return out;
     }
-    // The node lives inside the output's Var: one allocation per recorded op.
-    let var = Rc::new(Var::new(Some(Node { op: RefCell::new(None), self_refs: Cell::new(0), location })));
-    let out = Tensor::from_parts(data, shape, Some(var));
-    let op = make_op(&out);
-    if crate::anomaly::is_anomaly_enabled() {
-        crate::anomaly::check_forward(&op, &out, inputs, location);
-    }
+    // The node lives inside the output's Var: one (recycled) allocation per recorded op.
+    let out = Tensor::from_parts(data, shape, Some(Var::new_node_rc(location)));
     let var = out.var.as_ref().expect("just set");
     let node = var.node.as_ref().expect("just set");
+    // Built straight into the node (`make_op` only clones tensors; it cannot reach this cell).
+    *node.op.borrow_mut() = Some(make_op(&out));
     // `out` holds one reference; anything above one was saved by the op itself.
     node.self_refs.set((Rc::strong_count(var) - 1) as u32);
-    *node.op.borrow_mut() = Some(op);
+    // Counted before the anomaly check, which may panic: the node is then dropped (and
+    // uncounted) with `out` during unwinding.
     T::graph_state().with(|s| s.live.set(s.live.get() + 1));
+    if crate::anomaly::is_anomaly_enabled() {
+        let op = node.op.borrow();
+        crate::anomaly::check_forward(op.as_ref().expect("just set"), &out, inputs, location);
+    }
     out
 }

@@ -6,10 +6,11 @@
 //! storage copy-on-write ([`Tensor::update`]), keeping its identity (its `Var`).
 
 use crate::tape::{Float, Hook, SparseRows, Var};
-use std::rc::Weak;
 use crate::Shape;
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::rc::Rc;
+use std::rc::Weak;
 
 /// An n-dimensional row-major array of `T` (`f32` or `f64`).
 ///
@@ -24,7 +25,9 @@ use std::rc::Rc;
 /// assert_eq!(x.grad().unwrap().to_vec(), vec![2.0, 4.0, 6.0]);
 /// ```
 pub struct Tensor<T: Float> {
-    pub(crate) data: Rc<Vec<T>>,
+    /// The values. `ManuallyDrop` only so that `drop` can move the buffer into the pool
+    /// ([`crate::pool`]); it is dropped or recycled exactly once, in `Drop`.
+    pub(crate) data: ManuallyDrop<Rc<Vec<T>>>,
     pub(crate) shape: Shape,
     pub(crate) var: Option<Rc<Var<T>>>,
 }
@@ -39,15 +42,25 @@ impl<T: Float> Clone for Tensor<T> {
 impl<T: Float> Drop for Tensor<T> {
     #[inline]
     fn drop(&mut self) {
-        if let Some(v) = &self.var {
-            crate::tape::on_tensor_drop(v);
+        if let Some(v) = self.var.take() {
+            crate::tape::drop_var(v);
         }
+        // SAFETY: this is the tensor's destructor; `self.data` is not used after this line and
+        // is not dropped again (it is `ManuallyDrop`).
+        let data = unsafe { ManuallyDrop::take(&mut self.data) };
+        crate::pool::recycle_buf(data);
     }
 }
 
 impl<T: Float> Tensor<T> {
     pub(crate) fn from_parts(data: Rc<Vec<T>>, shape: Shape, var: Option<Rc<Var<T>>>) -> Self {
-        Tensor { data, shape, var }
+        Tensor { data: ManuallyDrop::new(data), shape, var }
+    }
+    /// A constant from a buffer made by [`crate::pool`] (the shape must match its length).
+    #[inline]
+    pub(crate) fn from_buf(data: crate::pool::Buf<T>, shape: Shape) -> Self {
+        debug_assert_eq!(data.len(), shape.numel());
+        Tensor { data: ManuallyDrop::new(data.into()), shape, var: None }
     }
 
     // ---------------------------------------------------------------- construction
@@ -62,7 +75,7 @@ impl<T: Float> Tensor<T> {
             data.len(),
             shape.numel()
         );
-        Tensor { data: Rc::new(data), shape, var: None }
+        Tensor { data: ManuallyDrop::new(Rc::new(data)), shape, var: None }
     }
     /// A constant tensor with the given shape (a [`Shape`], an array or a slice).
     #[track_caller]
@@ -72,12 +85,12 @@ impl<T: Float> Tensor<T> {
     }
     /// A rank-0 constant.
     pub fn scalar(v: T) -> Self {
-        Tensor { data: Rc::new(vec![v]), shape: Shape::scalar(), var: None }
+        Self::from_buf(crate::pool::filled(1, v), Shape::scalar())
     }
     /// A constant filled with `v`.
     pub fn full(shape: &[usize], v: T) -> Self {
         let s = Shape::new(shape);
-        Tensor { data: Rc::new(vec![v; s.numel()]), shape: s, var: None }
+        Self::from_buf(crate::pool::filled(s.numel(), v), s)
     }
     /// Zeros.
     pub fn zeros(shape: &[usize]) -> Self {
@@ -162,7 +175,7 @@ impl<T: Float> Tensor<T> {
     /// Marks this tensor as a leaf that requires grad (a parameter or an input to differentiate
     /// with respect to). Returns a new identity; clones of the result share it.
     pub fn requires_grad(self) -> Self {
-        Tensor { data: self.data.clone(), shape: self.shape, var: Some(Rc::new(Var::new(None))) }
+        Tensor { data: self.data.clone(), shape: self.shape, var: Some(Var::new_leaf_rc()) }
     }
     /// Whether ops on this tensor are recorded (it has an identity that requires grad).
     pub fn is_tracked(&self) -> bool {
@@ -203,13 +216,13 @@ impl<T: Float> Tensor<T> {
     /// Names the tensor (shown in graph exports and anomaly reports).
     pub fn named(self, name: &str) -> Self {
         if let Some(v) = &self.var {
-            *v.name.borrow_mut() = Some(Rc::from(name));
+            *v.extra_or_init().name.borrow_mut() = Some(Rc::from(name));
         }
         self
     }
     /// The name given by [`Tensor::named`].
     pub fn name(&self) -> Option<String> {
-        self.var.as_ref().and_then(|v| v.name.borrow().as_ref().map(|s| s.to_string()))
+        self.var.as_ref()?.extra().and_then(|e| e.name.borrow().as_ref().map(|s| s.to_string()))
     }
     /// The accumulated gradient (leaves, or intermediates after [`Tensor::retain_grad`]).
     /// A row-sparse gradient is returned densified.
@@ -218,11 +231,11 @@ impl<T: Float> Tensor<T> {
         if let Some(g) = v.grad.borrow().as_ref() {
             return Some(g.clone());
         }
-        v.sparse_grad.borrow().as_ref().map(|s| s.to_dense())
+        v.extra()?.sparse_grad.borrow().as_ref().map(|s| s.to_dense())
     }
     /// The row-sparse gradient of an embedding table marked with [`Tensor::sparse_grad`].
     pub fn sparse_grad_rows(&self) -> Option<SparseRows<T>> {
-        self.var.as_ref()?.sparse_grad.borrow().clone()
+        self.var.as_ref()?.extra()?.sparse_grad.borrow().clone()
     }
     /// Replaces the accumulated gradient.
     pub fn set_grad(&self, g: Option<Tensor<T>>) {
@@ -234,7 +247,9 @@ impl<T: Float> Tensor<T> {
     pub fn zero_grad(&self) {
         if let Some(v) = &self.var {
             *v.grad.borrow_mut() = None;
-            *v.sparse_grad.borrow_mut() = None;
+            if let Some(e) = v.extra() {
+                *e.sparse_grad.borrow_mut() = None;
+            }
         }
     }
     /// Asks backward to keep this intermediate's gradient, readable with [`Tensor::grad`].
@@ -251,7 +266,7 @@ impl<T: Float> Tensor<T> {
     pub fn sparse_grad(self) -> Self {
         let v = self.var.as_ref().expect("sparse_grad: call requires_grad() first");
         assert!(v.is_leaf(), "sparse_grad: only leaves can have sparse gradients");
-        v.sparse.set(true);
+        v.extra_or_init().sparse.set(true);
         self
     }
     /// Registers a hook on this tensor's gradient and returns a handle that removes it.
@@ -283,7 +298,7 @@ impl<T: Float> Tensor<T> {
         let v = self.var.as_ref().expect("register_hook: tensor does not require grad");
         let h: Hook<T> = Rc::new(hook);
         let id = crate::tape::next_id();
-        v.hooks.borrow_mut().push((id, h));
+        v.extra_or_init().hooks.borrow_mut().push((id, h));
         HookHandle { var: Rc::downgrade(v), id }
     }
 
@@ -297,7 +312,7 @@ impl<T: Float> Tensor<T> {
     #[track_caller]
     pub fn set_values(&mut self, values: Vec<T>) {
         assert!(values.len() == self.numel(), "set_values: {} values for shape {:?}", values.len(), self.shape);
-        self.data = Rc::new(values);
+        *self.data = Rc::new(values);
     }
 
     /// L2 norm of the values.
@@ -318,7 +333,8 @@ impl<T: Float> HookHandle<T> {
     /// hook was already removed.
     pub fn remove(&self) -> bool {
         let Some(v) = self.var.upgrade() else { return false };
-        let mut hooks = v.hooks.borrow_mut();
+        let Some(e) = v.extra() else { return false };
+        let mut hooks = e.hooks.borrow_mut();
         let before = hooks.len();
         hooks.retain(|(id, _)| *id != self.id);
         hooks.len() != before

@@ -77,3 +77,31 @@ fn ten_thousand_forward_passes_without_no_grad_in_flat_memory() {
     assert!(sink.is_finite());
     assert!(live_end - live_at_1000 < 1024, "live heap grew from {live_at_1000} to {live_end} bytes");
 }
+
+/// The benchmark workload of `chi bench tape` (a scalar chain, forward and backward), whose
+/// blocks all come from the per-thread pools after the first chain: live heap bytes do not
+/// grow, and the idle part stays within the pools' limits.
+#[test]
+fn scalar_chains_with_the_pool_in_flat_memory() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let x = Tensor::<f64>::scalar(0.5).requires_grad();
+    let mut live_after_warmup = 0;
+    for rep in 0..200 {
+        let mut y = x.clone();
+        for _ in 0..1000 {
+            y = y.mul_scalar(1.01).add_scalar(0.1).tanh();
+        }
+        y.backward();
+        drop(y);
+        x.zero_grad();
+        assert_eq!(tape_len::<f64>(), 0);
+        if rep == 10 {
+            live_after_warmup = LIVE.load(Ordering::Relaxed);
+        }
+    }
+    let live_end = LIVE.load(Ordering::Relaxed);
+    assert!(live_end - live_after_warmup < 1024, "live heap grew from {live_after_warmup} to {live_end} bytes");
+    let (_, bytes, vars) = chi_autodiff::pool::pooled::<f64>();
+    assert!(bytes <= chi_autodiff::pool::MAX_POOLED_BYTES && vars <= chi_autodiff::pool::MAX_POOLED_VARS);
+    assert!(vars >= 3000, "the chain's 3000 records are kept for the next chain, not freed ({vars})");
+}

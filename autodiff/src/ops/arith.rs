@@ -1,13 +1,16 @@
 //! Arithmetic with NumPy broadcasting: add, sub, mul, div, maximum, minimum, pow, their scalar
 //! forms, and `where`. Backward rules reduce each gradient back to its input's shape (`sum_to`).
 
-use crate::ops::Op;
+use crate::ops::{Grads, Op};
 use crate::tape::record;
 use crate::tensor::Tensor;
 use crate::{Float, Shape};
 use chi_kernels::elementwise::{self as ew, Binary};
 use std::panic::Location;
 use std::rc::Rc;
+
+/// Element count up to which scalar-operand arithmetic runs inline instead of calling the kernel.
+const TINY: usize = 4;
 
 impl<T: Float> Tensor<T> {
     #[track_caller]
@@ -17,8 +20,14 @@ impl<T: Float> Tensor<T> {
             panic!("{}: shapes {:?} and {:?} cannot be broadcast together", op.name(), self.shape, other.shape)
         });
         let n = out_shape.numel();
-        let mut out = vec![T::ZERO; n];
-        if self.shape == other.shape {
+        let mut out = crate::pool::zeros(n);
+        let exact = matches!(op, Binary::Add | Binary::Sub | Binary::Mul | Binary::Div);
+        if exact && n <= TINY && self.shape == other.shape {
+            // See `scalar_op`: inline for tiny tensors, bit-identical to the kernel.
+            for ((o, &a), &b) in out.iter_mut().zip(self.data.iter()).zip(other.data.iter()) {
+                *o = op.apply(a, b);
+            }
+        } else if self.shape == other.shape {
             ew::binary(op, &self.data, &other.data, &mut out);
         } else if other.numel() == 1 {
             ew::binary_scalar(op, &self.data, other.data[0], &mut out);
@@ -70,8 +79,17 @@ impl<T: Float> Tensor<T> {
     #[track_caller]
     fn scalar_op(&self, s: T, op: Binary) -> Tensor<T> {
         let loc = Location::caller();
-        let mut out = vec![T::ZERO; self.numel()];
-        ew::binary_scalar(op, &self.data, s, &mut out);
+        let mut out = crate::pool::zeros(self.numel());
+        if self.numel() <= TINY && matches!(op, Binary::Add | Binary::Sub | Binary::Mul | Binary::Div) {
+            // Tiny tensors (scalars in dynamic graphs): the kernel's dispatch and vector tail
+            // cost more than the arithmetic. These four ops are correctly rounded in scalar and
+            // vector form alike, so the result is bit-identical to the kernel's.
+            for (o, &a) in out.iter_mut().zip(self.data.iter()) {
+                *o = op.apply(a, s);
+            }
+        } else {
+            ew::binary_scalar(op, &self.data, s, &mut out);
+        }
         record(out, self.shape, &[self], loc, |_| Op::BinaryScalar { op, a: self.clone(), s })
     }
     /// `self + s`.
@@ -141,7 +159,7 @@ pub(crate) fn binary_backward<T: Float>(
     out: &Tensor<T>,
     g: &Tensor<T>,
     need: &[bool],
-) -> Vec<Option<Tensor<T>>> {
+) -> Grads<T> {
     let (na, nb) = (need[0], need[1]);
     let (ga, gb) = match op {
         Binary::Add => (na.then(|| g.clone()), nb.then(|| g.clone())),
@@ -185,7 +203,7 @@ pub(crate) fn binary_backward<T: Float>(
             (ga, gb)
         }
     };
-    vec![ga.map(|t| t.sum_to(a.shape())), gb.map(|t| t.sum_to(b.shape()))]
+    Grads::two(ga.map(|t| t.sum_to(a.shape())), gb.map(|t| t.sum_to(b.shape())))
 }
 
 pub(crate) fn binary_scalar_backward<T: Float>(op: Binary, a: &Tensor<T>, s: T, _out: &Tensor<T>, g: &Tensor<T>) -> Tensor<T> {

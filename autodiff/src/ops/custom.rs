@@ -50,6 +50,6 @@ impl<T: Float> Tensor<T> {
         let plain: Vec<Tensor<T>> = inputs.iter().map(|t| t.detach()).collect();
         let plain_refs: Vec<&Tensor<T>> = plain.iter().collect();
         let out = no_grad(|| f.forward(&plain_refs));
-        record(out.data.clone(), out.shape, &refs, loc, |_| Op::Custom { f: f.clone(), inputs: inputs.to_vec() })
+        record(Rc::clone(&out.data), out.shape, &refs, loc, |_| Op::Custom { f: f.clone(), inputs: inputs.to_vec() })
     }
 }

@@ -38,7 +38,7 @@ impl<T: Float> Tensor<T> {
         let s = Shape::new(shape);
         assert!(self.numel() == idx.len(), "scatter_add: {} values for {} indices", self.numel(), idx.len());
         let n = s.numel();
-        let mut out = vec![T::ZERO; n];
+        let mut out = crate::pool::zeros(n);
         for (k, &i) in idx.iter().enumerate() {
             assert!(i < n, "scatter_add: index {i} out of range for shape {s:?}");
             out[i] += self.data[k];
@@ -54,7 +54,7 @@ impl<T: Float> Tensor<T> {
         let dim = self.shape()[1];
         let s = Shape::new(shape);
         assert!(s.numel() == ids.len() * dim, "gather_rows: output shape {s:?} does not hold {} rows of {dim}", ids.len());
-        let mut out = vec![T::ZERO; ids.len() * dim];
+        let mut out = crate::pool::zeros(ids.len() * dim);
         chi_kernels::gather::gather_rows(&self.data, dim, &ids, &mut out);
         record(out, s, &[self], loc, |_| Op::GatherRows { table: self.clone(), ids })
     }
@@ -78,7 +78,7 @@ impl<T: Float> Tensor<T> {
         let loc = Location::caller();
         let dim = if ids.is_empty() { self.shape().last().copied().unwrap_or(0) } else { self.numel() / ids.len() };
         assert!(dim * ids.len() == self.numel(), "scatter_rows: {} values are not {} rows", self.numel(), ids.len());
-        let mut out = vec![T::ZERO; rows * dim];
+        let mut out = crate::pool::zeros(rows * dim);
         chi_kernels::gather::scatter_add_rows(&self.data, dim, &ids, &mut out);
         record(out, Shape::new(&[rows, dim]), &[self], loc, |_| Op::ScatterRows { x: self.clone(), ids })
     }

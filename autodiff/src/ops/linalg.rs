@@ -3,7 +3,7 @@
 //! `matmul` runs on chi's GEMM (`chi_kernels::gemm`). Its backward needs `g·Bᵀ` and `Aᵀ·g`;
 //! on the fast path these are GEMM calls with swapped strides, so no transpose is ever copied.
 
-use crate::ops::Op;
+use crate::ops::{Grads, Op};
 use crate::tape::record;
 use crate::tensor::Tensor;
 use crate::{Float, Shape};
@@ -75,7 +75,7 @@ impl<T: Float> Tensor<T> {
         let mut s = a.shape()[..ra - 2].to_vec();
         s.extend([m, n]);
         let out_shape = Shape::new(&s);
-        let mut out = vec![T::ZERO; out_shape.numel()];
+        let mut out = crate::pool::zeros(out_shape.numel());
         if ra == 2 {
             gemm::gemm(T::ONE, mat(a), mat(b), T::ZERO, MatMut::row_major(&mut out, m, n));
         } else {
@@ -120,7 +120,7 @@ impl<T: Float> Tensor<T> {
             return self.clone();
         }
         let out_shape = Shape::new(&perm.iter().map(|&p| self.shape()[p]).collect::<Vec<_>>());
-        let mut out = vec![T::ZERO; self.numel()];
+        let mut out = crate::pool::zeros(self.numel());
         chi_kernels::layout::permute(&self.data, self.shape(), perm, &mut out);
         record(out, out_shape, &[self], loc, |_| Op::Permute { x: self.clone(), perm: perm.to_vec(), name })
     }
@@ -134,29 +134,29 @@ pub(crate) fn permute_backward<T: Float>(perm: &[usize], g: &Tensor<T>) -> Tenso
     g.permute(&inv)
 }
 
-pub(crate) fn matmul_backward<T: Float>(a: &Tensor<T>, b: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Vec<Option<Tensor<T>>> {
+pub(crate) fn matmul_backward<T: Float>(a: &Tensor<T>, b: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Grads<T> {
     if !fast {
-        return vec![need[0].then(|| g.matmul(&b.t())), need[1].then(|| a.t().matmul(g))];
+        return Grads::two(need[0].then(|| g.matmul(&b.t())), need[1].then(|| a.t().matmul(g)));
     }
     let r = a.rank();
     let (m, k, n) = (a.shape()[r - 2], a.shape()[r - 1], b.shape()[r - 1]);
     let ga = need[0].then(|| {
-        let mut d = vec![T::ZERO; a.numel()];
+        let mut d = crate::pool::zeros(a.numel());
         if r == 2 {
             gemm::gemm(T::ONE, mat(g), mat(b).t(), T::ZERO, MatMut::row_major(&mut d, m, k));
         } else {
             gemm::gemm_batched(T::ONE, batch(g), batch(b).t(), T::ZERO, &mut d);
         }
-        Tensor::from_vec(d, a.shape())
+        Tensor::from_buf(d, a.shape)
     });
     let gb = need[1].then(|| {
-        let mut d = vec![T::ZERO; b.numel()];
+        let mut d = crate::pool::zeros(b.numel());
         if r == 2 {
             gemm::gemm(T::ONE, mat(a).t(), mat(g), T::ZERO, MatMut::row_major(&mut d, k, n));
         } else {
             gemm::gemm_batched(T::ONE, batch(a).t(), batch(g), T::ZERO, &mut d);
         }
-        Tensor::from_vec(d, b.shape())
+        Tensor::from_buf(d, b.shape)
     });
-    vec![ga, gb]
+    Grads::two(ga, gb)
 }

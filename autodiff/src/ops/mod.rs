@@ -53,6 +53,55 @@ impl<'a, T: Float> std::ops::Deref for Inputs<'a, T> {
     }
 }
 
+/// The gradients a backward rule returns, one per input in the order of [`Op::inputs`]
+/// (`None` where the input's gradient is not needed or is zero). One- and two-input rules
+/// return them inline ([`Grads::one`], [`Grads::two`]), so the backward walk allocates no list
+/// per node; rules with more inputs return a `Vec` (`vec.into()`).
+pub enum Grads<T: Float> {
+    /// The first `n` of the two entries are the gradients.
+    Inline([Option<Tensor<T>>; 2], usize),
+    /// Any number of gradients (concat, custom ops, three-input clamp).
+    Heap(Vec<Option<Tensor<T>>>),
+}
+
+impl<T: Float> Grads<T> {
+    /// The gradient of a one-input op.
+    #[inline]
+    pub fn one(g: Tensor<T>) -> Self {
+        Grads::Inline([Some(g), None], 1)
+    }
+    /// The gradients of a two-input op.
+    #[inline]
+    pub fn two(ga: Option<Tensor<T>>, gb: Option<Tensor<T>>) -> Self {
+        Grads::Inline([ga, gb], 2)
+    }
+}
+
+impl<T: Float> From<Vec<Option<Tensor<T>>>> for Grads<T> {
+    fn from(v: Vec<Option<Tensor<T>>>) -> Self {
+        Grads::Heap(v)
+    }
+}
+
+impl<T: Float> std::ops::Deref for Grads<T> {
+    type Target = [Option<Tensor<T>>];
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Grads::Inline(a, n) => &a[..*n],
+            Grads::Heap(v) => v,
+        }
+    }
+}
+
+impl<T: Float> std::ops::DerefMut for Grads<T> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            Grads::Inline(a, n) => &mut a[..*n],
+            Grads::Heap(v) => v,
+        }
+    }
+}
+
 /// One recorded operation and the values its backward rule needs.
 ///
 /// Fields are the op's inputs (named as in the forward function) and whatever the backward
@@ -224,40 +273,40 @@ impl<T: Float> Op<T> {
     /// gradient for each input (`None` where `need[i]` is false or the gradient is zero).
     ///
     /// `fast` is true when no graph is being recorded; rules may then use fused kernels.
-    pub fn backward(&self, out: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Vec<Option<Tensor<T>>> {
+    pub fn backward(&self, out: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Grads<T> {
         match self {
             Op::Binary { op, a, b } => arith::binary_backward(*op, a, b, out, g, need),
-            Op::BinaryScalar { op, a, s } => vec![Some(arith::binary_scalar_backward(*op, a, *s, out, g))],
-            Op::Where { mask, a, b } => arith::where_backward(mask, a, b, g, need),
-            Op::Unary { op, x, out } => vec![Some(unary::unary_backward(*op, x, out, g, fast))],
-            Op::Pointwise { f, x, out } => vec![Some(pointwise::pointwise_backward(*f, x, out, g, fast))],
-            Op::Clamp { x, min, max } => vec![Some(clamp::clamp_backward(x, *min, *max, g))],
-            Op::ClampTensor { x, bounds } => clamp::clamp_tensor_backward(x, bounds, g, need),
+            Op::BinaryScalar { op, a, s } => Grads::one(arith::binary_scalar_backward(*op, a, *s, out, g)),
+            Op::Where { mask, a, b } => arith::where_backward(mask, a, b, g, need).into(),
+            Op::Unary { op, x, out } => Grads::one(unary::unary_backward(*op, x, out, g, fast)),
+            Op::Pointwise { f, x, out } => Grads::one(pointwise::pointwise_backward(*f, x, out, g, fast)),
+            Op::Clamp { x, min, max } => Grads::one(clamp::clamp_backward(x, *min, *max, g)),
+            Op::ClampTensor { x, bounds } => clamp::clamp_tensor_backward(x, bounds, g, need).into(),
             Op::Matmul { a, b } => linalg::matmul_backward(a, b, g, need, fast),
-            Op::Permute { perm, .. } => vec![Some(linalg::permute_backward(perm, g))],
-            Op::Reshape { x, .. } => vec![Some(g.reshape(x.shape()))],
-            Op::BroadcastTo { x } => vec![Some(g.sum_to(x.shape()))],
-            Op::SumTo { x } => vec![Some(g.broadcast_to(x.shape()))],
-            Op::Concat { xs, axis, .. } => shape_ops::concat_backward(xs, *axis, g, need),
-            Op::Narrow { x, axis, start } => vec![Some(shape_ops::narrow_backward(x, *axis, *start, g))],
-            Op::PadAxis { x, axis, before } => vec![Some(g.narrow(*axis as isize, *before, x.shape()[*axis]))],
-            Op::Flip { axis, .. } => vec![Some(g.flip(*axis as isize))],
-            Op::Sum { x, axes, mean, .. } => vec![Some(reduce::sum_backward(x, *axes, *mean, g, fast))],
-            Op::MaxAxis { x, flat, .. } => vec![Some(g.reshape(&[g.numel()]).scatter_add(flat.clone(), x.shape()))],
-            Op::Softmax { axis, out, .. } => vec![Some(reduce::softmax_backward(out, *axis, g, fast))],
-            Op::LogSoftmax { axis, out, .. } => vec![Some(reduce::log_softmax_backward(out, *axis, g, fast))],
-            Op::LogSumExp { x, axis, keepdim, out } => vec![Some(reduce::logsumexp_backward(x, *axis, *keepdim, out, g))],
-            Op::Variance { x, axes, correction, std, out, .. } => vec![Some(variance::variance_backward(x, *axes, *correction, *std, out, g, fast))],
-            Op::Cumsum { axis, .. } => vec![Some(cumsum::cumsum_backward(*axis, g, fast))],
-            Op::Take { x, idx, .. } => vec![Some(g.reshape(&[g.numel()]).scatter_add(idx.clone(), x.shape()))],
-            Op::ScatterAdd { x, idx } => vec![Some(g.take(idx.clone(), x.shape()))],
-            Op::GatherRows { table, ids } => vec![Some(g.scatter_rows(ids.clone(), table.shape()[0]))],
-            Op::ScatterRows { x, ids } => vec![Some(g.gather_rows(ids.clone(), x.shape()))],
-            Op::Im2Col { win, .. } => vec![Some(g.col2im(*win))],
-            Op::Col2Im { win, .. } => vec![Some(g.im2col(*win))],
-            Op::LstmCell(s) => fused_rnn::lstm_cell_backward(s, out, g, need, fast),
-            Op::GruCell(s) => fused_rnn::gru_cell_backward(s, g, need, fast),
-            Op::LstmSequence(s) => fused_rnn::lstm_sequence_backward(s, out, g, need, fast),
+            Op::Permute { perm, .. } => Grads::one(linalg::permute_backward(perm, g)),
+            Op::Reshape { x, .. } => Grads::one(g.reshape(x.shape())),
+            Op::BroadcastTo { x } => Grads::one(g.sum_to(x.shape())),
+            Op::SumTo { x } => Grads::one(g.broadcast_to(x.shape())),
+            Op::Concat { xs, axis, .. } => shape_ops::concat_backward(xs, *axis, g, need).into(),
+            Op::Narrow { x, axis, start } => Grads::one(shape_ops::narrow_backward(x, *axis, *start, g)),
+            Op::PadAxis { x, axis, before } => Grads::one(g.narrow(*axis as isize, *before, x.shape()[*axis])),
+            Op::Flip { axis, .. } => Grads::one(g.flip(*axis as isize)),
+            Op::Sum { x, axes, mean, .. } => Grads::one(reduce::sum_backward(x, *axes, *mean, g, fast)),
+            Op::MaxAxis { x, flat, .. } => Grads::one(g.reshape(&[g.numel()]).scatter_add(flat.clone(), x.shape())),
+            Op::Softmax { axis, out, .. } => Grads::one(reduce::softmax_backward(out, *axis, g, fast)),
+            Op::LogSoftmax { axis, out, .. } => Grads::one(reduce::log_softmax_backward(out, *axis, g, fast)),
+            Op::LogSumExp { x, axis, keepdim, out } => Grads::one(reduce::logsumexp_backward(x, *axis, *keepdim, out, g)),
+            Op::Variance { x, axes, correction, std, out, .. } => Grads::one(variance::variance_backward(x, *axes, *correction, *std, out, g, fast)),
+            Op::Cumsum { axis, .. } => Grads::one(cumsum::cumsum_backward(*axis, g, fast)),
+            Op::Take { x, idx, .. } => Grads::one(g.reshape(&[g.numel()]).scatter_add(idx.clone(), x.shape())),
+            Op::ScatterAdd { x, idx } => Grads::one(g.take(idx.clone(), x.shape())),
+            Op::GatherRows { table, ids } => Grads::one(g.scatter_rows(ids.clone(), table.shape()[0])),
+            Op::ScatterRows { x, ids } => Grads::one(g.gather_rows(ids.clone(), x.shape())),
+            Op::Im2Col { win, .. } => Grads::one(g.col2im(*win)),
+            Op::Col2Im { win, .. } => Grads::one(g.im2col(*win)),
+            Op::LstmCell(s) => fused_rnn::lstm_cell_backward(s, out, g, need, fast).into(),
+            Op::GruCell(s) => fused_rnn::gru_cell_backward(s, g, need, fast).into(),
+            Op::LstmSequence(s) => fused_rnn::lstm_sequence_backward(s, out, g, need, fast).into(),
             Op::Custom { f, inputs } => {
                 let refs: Vec<&Tensor<T>> = inputs.iter().collect();
                 let grads = f.backward(&refs, out, g);
@@ -268,7 +317,7 @@ impl<T: Float> Op<T> {
                     grads.len(),
                     inputs.len()
                 );
-                grads
+                grads.into()
             }
         }
     }

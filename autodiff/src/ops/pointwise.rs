@@ -164,11 +164,13 @@ fn erfc_tail(x: f64) -> f64 {
 
 /// `out[i] = f(x[i])` over slices (a loop LLVM vectorises when `f` is plain arithmetic).
 #[inline(always)]
-fn map<T: Float>(x: &[T], f: impl Fn(T) -> T) -> Vec<T> {
-    x.iter().map(|&v| f(v)).collect()
+fn map<T: Float>(x: &[T], f: impl Fn(T) -> T) -> crate::pool::Buf<T> {
+    let mut out = crate::pool::zeros(x.len());
+    out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
+    out
 }
 
-fn forward<T: Float>(f: Pointwise, x: &[T]) -> Vec<T> {
+fn forward<T: Float>(f: Pointwise, x: &[T]) -> crate::pool::Buf<T> {
     match f {
         Pointwise::Square => map(x, |v| v * v),
         Pointwise::Recip => map(x, |v| T::ONE / v),

@@ -60,9 +60,9 @@ impl Axes {
 }
 
 /// Sums `x` (of shape `shape`) over `axes` into a buffer laid out as the reduced shape.
-pub(crate) fn sum_over<T: Float>(x: &[T], shape: &Shape, axes: Axes) -> Vec<T> {
+pub(crate) fn sum_over<T: Float>(x: &[T], shape: &Shape, axes: Axes) -> crate::pool::Buf<T> {
     let keep = axes.reduced_shape(shape, true);
-    let mut out = vec![T::ZERO; keep.numel()];
+    let mut out = crate::pool::zeros(keep.numel());
     if keep.numel() == 1 {
         out[0] = kr::sum_all(x);
     } else if let Some(ax) = axes.single() {
@@ -125,9 +125,9 @@ impl<T: Float> Tensor<T> {
     }
     /// Maximum (`min == false`) or minimum along an axis: output values and the flat input
     /// index of each winner (the first, on ties).
-    fn extreme_axis(&self, ax: usize, min: bool) -> (Vec<T>, Vec<usize>) {
+    fn extreme_axis(&self, ax: usize, min: bool) -> (crate::pool::Buf<T>, Vec<usize>) {
         let (outer, n, inner) = self.shape.split_at_axis(ax);
-        let mut out = vec![T::ZERO; outer * inner];
+        let mut out = crate::pool::zeros(outer * inner);
         let mut arg = vec![0usize; outer * inner];
         if min {
             let neg: Vec<T> = self.data.iter().map(|&v| -v).collect();
@@ -165,7 +165,7 @@ impl<T: Float> Tensor<T> {
     pub fn argmax_axis(&self, axis: isize) -> Vec<usize> {
         let ax = self.shape.axis("argmax", axis);
         let (outer, n, inner) = self.shape.split_at_axis(ax);
-        let mut out = vec![T::ZERO; outer * inner];
+        let mut out = crate::pool::zeros(outer * inner);
         let mut arg = vec![0usize; outer * inner];
         kr::max_axis(&self.data, outer, n, inner, &mut out, &mut arg);
         arg
@@ -186,7 +186,7 @@ impl<T: Float> Tensor<T> {
         let loc = Location::caller();
         let ax = self.shape.axis("softmax", axis);
         let (outer, n, inner) = self.shape.split_at_axis(ax);
-        let mut out = vec![T::ZERO; self.numel()];
+        let mut out = crate::pool::zeros(self.numel());
         kr::softmax(&self.data, outer, n, inner, &mut out);
         record(out, self.shape, &[self], loc, |o| Op::Softmax { x: self.clone(), axis: ax, out: o.clone() })
     }
@@ -196,7 +196,7 @@ impl<T: Float> Tensor<T> {
         let loc = Location::caller();
         let ax = self.shape.axis("log_softmax", axis);
         let (outer, n, inner) = self.shape.split_at_axis(ax);
-        let mut out = vec![T::ZERO; self.numel()];
+        let mut out = crate::pool::zeros(self.numel());
         kr::log_softmax(&self.data, outer, n, inner, &mut out);
         record(out, self.shape, &[self], loc, |o| Op::LogSoftmax { x: self.clone(), axis: ax, out: o.clone() })
     }
@@ -206,7 +206,7 @@ impl<T: Float> Tensor<T> {
         let loc = Location::caller();
         let ax = self.shape.axis("logsumexp", axis);
         let (outer, n, inner) = self.shape.split_at_axis(ax);
-        let mut out = vec![T::ZERO; outer * inner];
+        let mut out = crate::pool::zeros(outer * inner);
         kr::logsumexp(&self.data, outer, n, inner, &mut out);
         record(out, Axes::one(ax).reduced_shape(&self.shape, keepdim), &[self], loc, |o| Op::LogSumExp { x: self.clone(), axis: ax, keepdim, out: o.clone() })
     }
@@ -239,9 +239,9 @@ pub(crate) fn sum_backward<T: Float>(x: &Tensor<T>, axes: Axes, mean: bool, g: &
 pub(crate) fn softmax_backward<T: Float>(y: &Tensor<T>, axis: usize, g: &Tensor<T>, fast: bool) -> Tensor<T> {
     if fast {
         let (outer, n, inner) = y.shape.split_at_axis(axis);
-        let mut dx = vec![T::ZERO; y.numel()];
+        let mut dx = crate::pool::zeros(y.numel());
         kr::softmax_backward(&y.data, &g.data, outer, n, inner, &mut dx);
-        return Tensor::from_vec(dx, y.shape());
+        return Tensor::from_buf(dx, y.shape);
     }
     // dx = y ⊙ (g − Σ g⊙y)
     let dot = g.mul(y).sum_axis(axis as isize, true);
@@ -251,9 +251,9 @@ pub(crate) fn softmax_backward<T: Float>(y: &Tensor<T>, axis: usize, g: &Tensor<
 pub(crate) fn log_softmax_backward<T: Float>(y: &Tensor<T>, axis: usize, g: &Tensor<T>, fast: bool) -> Tensor<T> {
     if fast {
         let (outer, n, inner) = y.shape.split_at_axis(axis);
-        let mut dx = vec![T::ZERO; y.numel()];
+        let mut dx = crate::pool::zeros(y.numel());
         kr::log_softmax_backward(&y.data, &g.data, outer, n, inner, &mut dx);
-        return Tensor::from_vec(dx, y.shape());
+        return Tensor::from_buf(dx, y.shape);
     }
     // dx = g − softmax(x)·Σ g, with softmax(x) = exp(y)
     g.sub(&y.exp().mul(&g.sum_axis(axis as isize, true)))

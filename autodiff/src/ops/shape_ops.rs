@@ -23,7 +23,7 @@ impl<T: Float> Tensor<T> {
         if s == self.shape {
             return self.clone();
         }
-        record(self.data.clone(), s, &[self], loc, |_| Op::Reshape { x: self.clone(), name })
+        record(Rc::clone(&self.data), s, &[self], loc, |_| Op::Reshape { x: self.clone(), name })
     }
     /// Inserts an axis of size 1 at `axis`.
     #[track_caller]
@@ -55,7 +55,7 @@ impl<T: Float> Tensor<T> {
             return self.clone();
         }
         let st = self.shape.broadcast_strides(&target).unwrap_or_else(|| panic!("broadcast_to: shape {:?} cannot be broadcast to {target:?}", self.shape));
-        let mut out = vec![T::ZERO; target.numel()];
+        let mut out = crate::pool::zeros(target.numel());
         // out = 0 + x (broadcast): reuses the broadcasting kernel with a zero-stride zero.
         chi_kernels::elementwise::binary_broadcast(
             chi_kernels::elementwise::Binary::Add,
@@ -77,7 +77,7 @@ impl<T: Float> Tensor<T> {
             return self.clone();
         }
         let st = target.broadcast_strides(&self.shape).unwrap_or_else(|| panic!("sum_to: shape {target:?} does not broadcast to {:?}", self.shape));
-        let mut out = vec![T::ZERO; target.numel()];
+        let mut out = crate::pool::zeros(target.numel());
         chi_kernels::reduce::reduce_broadcast(&self.data, self.shape(), &st, &mut out);
         record(out, target, &[self], loc, |_| Op::SumTo { x: self.clone() })
     }
@@ -193,7 +193,7 @@ impl<T: Float> Tensor<T> {
         }
         let (outer, n, inner) = self.shape.split_at_axis(ax);
         let total = n + before + after;
-        let mut out = vec![T::ZERO; outer * total * inner];
+        let mut out = crate::pool::zeros(outer * total * inner);
         for o in 0..outer {
             let dst = (o * total + before) * inner;
             out[dst..dst + n * inner].copy_from_slice(&self.data[o * n * inner..(o + 1) * n * inner]);

@@ -17,7 +17,7 @@ impl<T: Float> Tensor<T> {
     #[track_caller]
     pub fn unary(&self, op: Unary) -> Tensor<T> {
         let loc = Location::caller();
-        let mut out = vec![T::ZERO; self.numel()];
+        let mut out = crate::pool::zeros(self.numel());
         ew::unary(op, &self.data, &mut out);
         record(out, self.shape, &[self], loc, |o| Op::Unary { op, x: self.clone(), out: o.clone() })
     }
@@ -86,9 +86,9 @@ impl<T: Float> Tensor<T> {
 /// `dx = g ⊙ f'(x)`.
 pub(crate) fn unary_backward<T: Float>(op: Unary, x: &Tensor<T>, out: &Tensor<T>, g: &Tensor<T>, fast: bool) -> Tensor<T> {
     if fast {
-        let mut dx = vec![T::ZERO; x.numel()];
+        let mut dx = crate::pool::zeros(x.numel());
         ew::unary_backward(op, &x.data, &out.data, &g.data, &mut dx);
-        return Tensor::from_vec(dx, x.shape());
+        return Tensor::from_buf(dx, x.shape);
     }
     // Differentiable forms. Piecewise-constant factors (sign, step) are constants: their
     // derivative is zero wherever it exists.

@@ -14,16 +14,16 @@ use std::panic::Location;
 
 /// `x − mean` (the mean laid out in the reduced-with-keepdim shape, broadcast back), or
 /// `x ⊙ c` for `op = Mul`: one broadcasting pass.
-fn with_reduced<T: Float>(op: Binary, x: &Tensor<T>, r: &[T], axes: Axes) -> Vec<T> {
+fn with_reduced<T: Float>(op: Binary, x: &Tensor<T>, r: &[T], axes: Axes) -> crate::pool::Buf<T> {
     let keep = axes.reduced_shape(&x.shape, true);
     let sr = keep.broadcast_strides(&x.shape).expect("a reduced shape broadcasts back to its source");
-    let mut out = vec![T::ZERO; x.numel()];
+    let mut out = crate::pool::zeros(x.numel());
     ew::binary_broadcast(op, &x.data, &x.shape.strides(), r, &sr, &mut out, x.shape());
     out
 }
 
 /// The mean over `axes`, laid out in the keepdim shape.
-fn mean_over<T: Float>(x: &Tensor<T>, axes: Axes) -> Vec<T> {
+fn mean_over<T: Float>(x: &Tensor<T>, axes: Axes) -> crate::pool::Buf<T> {
     let inv = T::ONE / T::from_usize(axes.count(&x.shape));
     let mut m = sum_over(&x.data, &x.shape, axes);
     m.iter_mut().for_each(|v| *v *= inv);
@@ -110,8 +110,8 @@ pub(crate) fn variance_backward<T: Float>(x: &Tensor<T>, axes: Axes, correction:
                 gv * T::from_f64(scale)
             })
             .collect();
-        let dev = Tensor::from_vec(with_reduced(Binary::Sub, x, &mean_over(x, axes), axes), x.shape());
-        return Tensor::from_vec(with_reduced(Binary::Mul, &dev, &coef, axes), x.shape());
+        let dev = Tensor::from_buf(with_reduced(Binary::Sub, x, &mean_over(x, axes), axes), x.shape);
+        return Tensor::from_buf(with_reduced(Binary::Mul, &dev, &coef, axes), x.shape);
     }
     let keep = axes.reduced_shape(&x.shape, true);
     let dev = x.sub(&x.sum_impl(axes, true, true, "mean_axes"));
