@@ -87,6 +87,9 @@ pub(crate) fn required_len(rows: usize, cols: usize, rs: usize, cs: usize) -> Op
 /// non-zero and the larger one steps over a whole run of the smaller. It rejects a few exotic
 /// injective layouts (e.g. 2×2 with strides (2, 3)), which no caller needs.
 pub(crate) fn may_alias(rows: usize, cols: usize, rs: usize, cs: usize) -> bool {
+    if rows == 0 || cols == 0 {
+        return false; // no elements, nothing to overlap
+    }
     match (rows > 1, cols > 1) {
         (false, false) => false,
         (true, false) => rs == 0,

@@ -9,7 +9,7 @@ pub struct Cli {
     /// Random seed for initialisation, shuffling and dropout.
     #[arg(long, global = true, default_value_t = 0)]
     pub seed: u64,
-    /// Worker threads for kernels (default: all cores).
+    /// Worker threads for kernels (default: all cores; at most 8 × the cores).
     #[arg(long, global = true)]
     pub threads: Option<usize>,
     /// Output directory for logs, plots and checkpoints.
@@ -59,6 +59,7 @@ pub enum BenchWhich {
 /// Sets up the global thread pool, then runs the chosen subcommand.
 pub fn run(cli: Cli) -> Result<(), String> {
     if let Some(n) = cli.threads {
+        check_threads(n)?;
         rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build_global()
@@ -77,5 +78,38 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Teach(a)) => crate::teach::run(&a, &cli.out),
         // The README's main job: every built-in reproduction, full size.
         None => crate::reproduce::run(&crate::reproduce::ReproduceArgs::default(), cli.seed, &cli.out).map(|_| ()),
+    }
+}
+
+/// Most worker threads `--threads` accepts per core: more only adds scheduling overhead (and
+/// `--threads 10000` spends seconds starting threads for a millisecond job).
+pub const MAX_THREADS_PER_CORE: usize = 8;
+
+/// Checks `--threads N`: 1 ≤ N ≤ [`MAX_THREADS_PER_CORE`] × the cores.
+pub fn check_threads(n: usize) -> Result<(), String> {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let max = MAX_THREADS_PER_CORE * cores;
+    if n == 0 || n > max {
+        return Err(format!("--threads {n} is out of range: 1 to {max} ({MAX_THREADS_PER_CORE} × {cores} cores)"));
+    }
+    Ok(())
+}
+
+/// Lets a write to a closed pipe (`chi … | head`) end the program quietly, as it does for other
+/// Unix tools, instead of `println!` panicking on `EPIPE`: restores the default action of
+/// `SIGPIPE`, which the Rust runtime sets to "ignore".
+pub fn default_sigpipe() {
+    #[cfg(unix)]
+    {
+        extern "C" {
+            fn signal(signum: i32, handler: usize) -> usize;
+        }
+        const SIGPIPE: i32 = 13;
+        const SIG_DFL: usize = 0;
+        // SAFETY: installs the default disposition for one signal before any thread starts; no
+        // handler code runs in this process.
+        unsafe {
+            signal(SIGPIPE, SIG_DFL);
+        }
     }
 }

@@ -29,6 +29,10 @@ pub const TARGETS: &[Target] = &[
     ("safetensors", safetensors),
     ("checkpoint", checkpoint),
     ("train_config", train_config),
+    ("checkpoint_content", checkpoint_content),
+    ("unit_record", unit_record),
+    ("run_logs", run_logs),
+    ("cli_strings", cli_strings),
     ("gemm_diff", gemm_diff),
     ("op_graph_grad", op_graph_grad),
 ];
@@ -160,14 +164,193 @@ pub fn checkpoint(data: &[u8]) {
     }
 }
 
-/// The TOML training configuration.
+/// Element limit for the targets that build runs: small, so that every accepted configuration
+/// builds in milliseconds and a few megabytes (the size checks are what is being tested).
+const FUZZ_MAX_ELEMENTS: usize = 20_000;
+
+fn small_limits<R>(f: impl FnOnce() -> R) -> R {
+    chi_nn::limits::with_max_tensor_elements(FUZZ_MAX_ELEMENTS, f)
+}
+
+/// The TOML training configuration: parsed, validated and, if valid, built into a run (data,
+/// model, optimiser; no training) under a small size limit. A configuration that passes
+/// validation must build without panicking or allocating beyond the limit.
 pub fn train_config(data: &[u8]) {
+    small_limits(|| train_config_inner(data))
+}
+
+fn train_config_inner(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         if let Ok(c) = crate::train::Config::from_toml(text) {
-            let _ = c.validate();
             let _ = c.to_toml();
+            if c.validate().is_ok() {
+                let _ = crate::train::Run::new(&c);
+            }
         }
     }
+}
+
+/// A real full checkpoint of a tiny `chi train` run, as `(metadata, tensors)`.
+fn tiny_checkpoint() -> (BTreeMap<String, String>, Vec<chi_nn::checkpoint::NamedTensor<f32>>) {
+    let mut c = crate::train::Config::default();
+    c.model_options.hidden = vec![3];
+    c.data.n_train = 30;
+    c.data.n_test = 10;
+    c.steps = 2;
+    let run = crate::train::Run::new(&c).expect("the tiny run builds");
+    let path = scratch("tiny.ckpt.safetensors");
+    run.save(&path).expect("saving the tiny checkpoint");
+    let bytes = std::fs::read(&path).expect("reading the tiny checkpoint");
+    let _ = std::fs::remove_file(&path);
+    chi_nn::checkpoint::unpack(&path, &bytes).expect("unpacking the tiny checkpoint")
+}
+
+/// Checkpoint *content* behind a valid checksum: a real checkpoint of a tiny run, edited by the
+/// input (metadata values replaced, tensor shapes and values changed), sealed again with a
+/// correct checksum, then evaluated like `chi eval --checkpoint` (the model is rebuilt from the
+/// embedded config, under a small size limit). Edits: the input is split at `0xFF` bytes; each
+/// piece's first byte picks the edit, the rest is its argument.
+pub fn checkpoint_content(data: &[u8]) {
+    small_limits(|| checkpoint_content_inner(data))
+}
+
+fn checkpoint_content_inner(data: &[u8]) {
+    let (mut meta, mut tensors) = tiny_checkpoint();
+    let keys: Vec<String> = meta.keys().cloned().collect();
+    for piece in data.split(|&b| b == 0xFF).take(16) {
+        let Some((&op, arg)) = piece.split_first() else { continue };
+        let text = String::from_utf8_lossy(arg).into_owned();
+        match op % 5 {
+            // Replace a metadata value.
+            0 => {
+                let k = &keys[arg.first().map_or(0, |&b| b as usize) % keys.len()];
+                meta.insert(k.clone(), String::from_utf8_lossy(arg.get(1..).unwrap_or_default()).into_owned());
+            }
+            // Edit the run config inside the metadata: set one JSON path to the argument's JSON.
+            1 => {
+                if let (Some(cfg), Some((path, val))) = (meta.get("chi.config"), text.split_once('=')) {
+                    if let (Ok(mut j), Ok(v)) = (serde_json::from_str::<serde_json::Value>(cfg), serde_json::from_str::<serde_json::Value>(val)) {
+                        if let Some(slot) = j.pointer_mut(path) {
+                            *slot = v;
+                            meta.insert("chi.config".into(), j.to_string());
+                        }
+                    }
+                }
+            }
+            // Change a tensor's shape (values resized to match, bounded).
+            2 if !tensors.is_empty() => {
+                let i = arg.first().map_or(0, |&b| b as usize) % tensors.len();
+                let shape: Vec<usize> = arg.get(1..).unwrap_or_default().iter().take(4).map(|&d| d as usize % 9).collect();
+                let n: usize = shape.iter().product();
+                tensors[i].1 = shape;
+                tensors[i].2.resize(n, 0.5);
+            }
+            // Overwrite tensor values (NaN, infinities, huge numbers included).
+            3 if !tensors.is_empty() => {
+                let i = arg.first().map_or(0, |&b| b as usize) % tensors.len();
+                for (j, c) in arg.get(1..).unwrap_or_default().chunks_exact(4).enumerate() {
+                    if let Some(v) = tensors[i].2.get_mut(j) {
+                        *v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    }
+                }
+            }
+            // Drop or rename a tensor.
+            _ if !tensors.is_empty() => {
+                let i = arg.first().map_or(0, |&b| b as usize) % tensors.len();
+                if arg.len() > 1 {
+                    tensors[i].0 = String::from_utf8_lossy(&arg[1..]).into_owned();
+                } else {
+                    tensors.remove(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    let Ok(bytes) = chi_nn::checkpoint::pack(&tensors, &meta) else { return };
+    let path = scratch("content.ckpt.safetensors");
+    if std::fs::write(&path, &bytes).is_ok() {
+        let _ = crate::train::evaluate_checkpoint(&path, "test");
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// `chi reproduce` unit records: arbitrary text is decoded against a header; a record re-encoded
+/// from decoded data decodes to the same bits.
+pub fn unit_record(data: &[u8]) {
+    use crate::reproduce::units::{decode_unit, encode_unit, UnitHeader};
+    let h = UnitHeader { experiment: "fuzz".into(), unit: "u".into(), config: "c".into(), quick: true, seed: 0, chi_version: env!("CARGO_PKG_VERSION").into() };
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(d) = decode_unit(text, &h) {
+            let again = decode_unit(&encode_unit(&h, &d), &h).expect("a re-encoded record decodes");
+            assert!(again.same_bits(&d), "a re-encoded unit record changed its values");
+        }
+    }
+}
+
+/// Run-directory logs and config as a resumed run finds them after a crash: the input is a log
+/// (JSON lines, or CSV if it starts with a letter); reopening it for a resume at a fuzzed step
+/// must not panic, must leave only rows up to that step, and the result must read back.
+pub fn run_logs(data: &[u8]) {
+    use crate::train::log::{read_column, split_rows, LogFormat, Logger, Value};
+    let dir = scratch("rundir");
+    let _ = std::fs::create_dir_all(&dir);
+    let csv = data.first().is_some_and(|b| b.is_ascii_alphabetic());
+    let (format, name) = if csv { (LogFormat::Csv, "log.csv") } else { (LogFormat::Jsonl, "log.jsonl") };
+    let path = dir.join(name);
+    let keep = data.last().map_or(0, |&b| b as u64 % 8);
+    if std::fs::write(&path, data).is_ok() {
+        if let Ok(mut log) = Logger::open(&path, format, &["step", "loss"], Some(keep)) {
+            let _ = log.row(&[Value::Int(keep + 1), Value::Num(0.5)]);
+            let _ = log.flush();
+            drop(log);
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let (rows, torn) = split_rows(&text, format);
+                assert!(torn.is_none(), "a reopened log ends in a torn line");
+                let _ = rows;
+            }
+            let _ = read_column(&path, "loss");
+        }
+        let _ = crate::train::read_gradflow(&dir);
+    }
+    // The same bytes as a run's config.toml, found by --resume.
+    if std::fs::write(dir.join("config.toml"), data).is_ok() {
+        let _ = crate::train::rundir::resume_point(&dir);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The command-line string parsers: `--schedule`, `--hidden`, `--em-blocks`, `--log-format`; a
+/// parsed value is put into a config and validated (never panics, and a schedule that passes
+/// validation gives finite, non-negative rates).
+pub fn cli_strings(data: &[u8]) {
+    small_limits(|| cli_strings_inner(data))
+}
+
+fn cli_strings_inner(data: &[u8]) {
+    use crate::train::cli::{parse_em_blocks, parse_hidden, parse_log_format};
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let mut c = crate::train::Config::default();
+    if let Ok(s) = chi_nn::schedule::LrSchedule::parse(text) {
+        c.schedule = s;
+        if c.validate().is_ok() {
+            for step in [0, 1, 7, 1000, 1 << 20] {
+                let lr = c.schedule.lr_at(c.optim.lr, step);
+                // A large factor may overflow to +inf (training then stops as diverged), but
+                // a validated schedule never gives a negative rate or NaN.
+                assert!(lr >= 0.0, "schedule {text:?} passed validation but gives lr {lr} at step {step}");
+            }
+        }
+    }
+    if let Ok(h) = parse_hidden(text) {
+        assert!(!h.contains(&0));
+        let mut c = crate::train::Config::default();
+        c.model_options.hidden = h;
+        let _ = c.validate();
+    }
+    if let Ok(b) = parse_em_blocks(text) {
+        assert!(b.iter().flatten().all(|g| !g.is_empty()));
+    }
+    let _ = parse_log_format(text);
 }
 
 /// Bytes → small integers and choices, consumed from the front (zeros when exhausted).

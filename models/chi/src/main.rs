@@ -13,6 +13,7 @@ fn main() {
     // mimalloc setting for Rust allocations, the glibc one for any C library's.
     chi_cli::allocator::keep_freed_memory();
     chi_autodiff::malloc::keep_freed_memory();
+    chi_cli::cli::default_sigpipe();
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         eprintln!("chi: error: {e}");

@@ -22,13 +22,16 @@ use crate::error::NnError;
 use crate::optim::{OptimConfig, OptimState, Optimizer, ParamState};
 use crate::params::Param;
 use chi_autodiff::Float;
-use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+use safetensors::tensor::{Dtype, SafeTensors};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Prefix of optimiser-state tensor names in full checkpoints.
 pub const OPTIM_PREFIX: &str = "__optim__.";
+/// The largest step a checkpoint may record (2^53: every step count below it is exact as a
+/// float, which the schedules and Adam's bias correction compute with).
+pub const MAX_STEP: u64 = 1 << 53;
 const FORMAT_KEY: &str = "chi.format";
 const CHECKSUM_KEY: &str = "chi.checksum";
 
@@ -127,17 +130,91 @@ fn checksum<'a>(meta: &HashMap<String, String>, tensors: impl Iterator<Item = (&
 }
 
 /// Serialises named tensors and metadata to safetensors bytes (adding the checksum).
+///
+/// The bytes depend only on the tensors and the metadata: the header's JSON lists the metadata
+/// keys and the tensors in sorted order (the `safetensors` crate's own writer takes the metadata
+/// from a `HashMap`, whose order changes from run to run), so the same seed and configuration
+/// give byte-identical files.
 fn serialize<T: Float>(tensors: &[(String, Vec<usize>, Vec<T>)], mut meta: HashMap<String, String>) -> Result<Vec<u8>, String> {
     let bytes: Vec<Vec<u8>> = tensors.iter().map(|(_, _, v)| to_bytes(v)).collect();
     let dt = format!("{:?}", dtype_of::<T>());
+    for ((n, s, _), b) in tensors.iter().zip(&bytes) {
+        let want = s.iter().try_fold(dt_size::<T>(), |a, &d| a.checked_mul(d));
+        if want != Some(b.len()) {
+            return Err(format!("tensor {n:?}: shape {s:?} does not match its {} bytes", b.len()));
+        }
+    }
     let sum = checksum(&meta, tensors.iter().zip(&bytes).map(|((n, s, _), b)| (n.as_str(), dt.clone(), s.as_slice(), b.as_slice())));
     meta.insert(CHECKSUM_KEY.into(), format!("{sum:016x}"));
-    let views: Vec<(String, TensorView<'_>)> = tensors
-        .iter()
-        .zip(&bytes)
-        .map(|((n, s, _), b)| Ok((n.clone(), TensorView::new(dtype_of::<T>(), s.clone(), b).map_err(|e| format!("tensor {n:?}: {e}"))?)))
-        .collect::<Result<_, String>>()?;
-    safetensors::serialize(views, Some(meta)).map_err(|e| format!("serialising: {e}"))
+    let mut order: Vec<usize> = (0..tensors.len()).collect();
+    order.sort_by(|&a, &b| tensors[a].0.cmp(&tensors[b].0));
+    for w in order.windows(2) {
+        if tensors[w[0]].0 == tensors[w[1]].0 {
+            return Err(format!("tensor {:?} appears twice", tensors[w[0]].0));
+        }
+    }
+    let sorted_meta: BTreeMap<&String, &String> = meta.iter().collect();
+    let js = |v: &str| serde_json::to_string(v).unwrap_or_default();
+    let mut header = String::from("{");
+    header.push_str("\"__metadata__\":{");
+    header.push_str(&sorted_meta.iter().map(|(k, v)| format!("{}:{}", js(k), js(v))).collect::<Vec<_>>().join(","));
+    header.push('}');
+    let mut offset = 0usize;
+    for &i in &order {
+        let (n, s, _) = &tensors[i];
+        let len = bytes[i].len();
+        let shape = s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",");
+        header.push_str(&format!(",{}:{{\"dtype\":{},\"shape\":[{shape}],\"data_offsets\":[{offset},{}]}}", js(n), js(&dt), offset + len));
+        offset += len;
+    }
+    header.push('}');
+    // The data that follows the header starts 8-byte aligned, as the format recommends.
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut out = Vec::with_capacity(8 + header.len() + offset);
+    out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    for &i in &order {
+        out.extend_from_slice(&bytes[i]);
+    }
+    Ok(out)
+}
+
+fn dt_size<T: Float>() -> usize {
+    if T::NAME == "f64" {
+        8
+    } else {
+        4
+    }
+}
+
+/// A tensor as stored in a file: name, shape and values.
+pub type NamedTensor<T> = (String, Vec<usize>, Vec<T>);
+
+/// Safetensors bytes of `tensors` and `metadata`, sealed with chi's checksum, exactly as
+/// [`save_params`] and [`save_checkpoint`] write them. For tools and fuzz targets that build or
+/// edit files (with [`unpack`]): a file made this way passes the checksum, so loading it tests
+/// everything behind it.
+pub fn pack<T: Float>(tensors: &[NamedTensor<T>], metadata: &BTreeMap<String, String>) -> Result<Vec<u8>, NnError> {
+    let meta: HashMap<String, String> = metadata.iter().filter(|(k, _)| k.as_str() != CHECKSUM_KEY).map(|(k, v)| (k.clone(), v.clone())).collect();
+    serialize(tensors, meta).map_err(|e| NnError::format("<packed>", e))
+}
+
+/// The metadata (without the checksum) and the tensors of a chi file whose checksum is valid,
+/// the inverse of [`pack`]. Tensors of another dtype than `T` are an error. `name` labels
+/// errors.
+pub fn unpack<T: Float>(name: &Path, bytes: &[u8]) -> Result<(BTreeMap<String, String>, Vec<NamedTensor<T>>), NnError> {
+    let parsed = parse_bytes(name, bytes)?;
+    let mut tensors = Vec::with_capacity(parsed.tensors.len());
+    for (n, (dt, shape, b)) in parsed.tensors {
+        if dt != dtype_of::<T>() {
+            return Err(NnError::format(name, format!("tensor {n:?} has dtype {dt:?}, expected {:?}", dtype_of::<T>())));
+        }
+        tensors.push((n, shape, from_bytes::<T>(&b)));
+    }
+    let meta = parsed.meta.into_iter().filter(|(k, _)| k.as_str() != CHECKSUM_KEY).collect();
+    Ok((meta, tensors))
 }
 
 /// A parsed, checked safetensors file: tensors by name and the metadata.
@@ -265,6 +342,14 @@ pub fn save_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &Optim
     atomic_write(path, &bytes)
 }
 
+/// The shapes of the model tensors (not the optimiser's) of a checkpoint or weights file, by
+/// name. Lets a caller compare what a file holds with what a configuration would build before
+/// building it. Checks the file fully.
+pub fn read_tensor_shapes(path: &Path) -> Result<BTreeMap<String, Vec<usize>>, NnError> {
+    let parsed = parse(path)?;
+    Ok(parsed.tensors.into_iter().filter(|(n, _)| !n.starts_with(OPTIM_PREFIX)).map(|(n, (_, s, _))| (n, s)).collect())
+}
+
 /// Reads only the metadata of a full checkpoint (to rebuild the model from its config before
 /// loading). Checks the file fully.
 pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta, NnError> {
@@ -276,8 +361,12 @@ fn parse_meta(path: &Path, parsed: &Parsed) -> Result<CheckpointMeta, NnError> {
     if get(FORMAT_KEY)? != "full-checkpoint-v1" {
         return Err(NnError::format(path, format!("not a full checkpoint (format {:?})", get(FORMAT_KEY)?)));
     }
+    let step: u64 = get("chi.step")?.parse().map_err(|e| NnError::format(path, format!("bad step in metadata: {e}")))?;
+    if step > MAX_STEP {
+        return Err(NnError::format(path, format!("step {step} in metadata is out of range (at most {MAX_STEP})")));
+    }
     Ok(CheckpointMeta {
-        step: get("chi.step")?.parse().map_err(|e| NnError::format(path, format!("bad step in metadata: {e}")))?,
+        step,
         rngs: serde_json::from_str(get("chi.rngs")?).map_err(|e| NnError::format(path, format!("bad RNG states in metadata: {e}")))?,
         config: get("chi.config")?.clone(),
         extra: serde_json::from_str(get("chi.extra")?).map_err(|e| NnError::format(path, format!("bad extra metadata: {e}")))?,
@@ -303,8 +392,15 @@ pub fn load_checkpoint_from_bytes<T: Float>(name: &Path, bytes: &[u8], params: &
     let config: OptimConfig = serde_json::from_str(get("chi.optim.config")?).map_err(|e| NnError::format(path, format!("bad optimiser config: {e}")))?;
     let lr: f64 = get("chi.optim.lr")?.parse().map_err(|e| NnError::format(path, format!("bad optimiser lr: {e}")))?;
     let steps: BTreeMap<String, u64> = serde_json::from_str(get("chi.optim.steps")?).map_err(|e| NnError::format(path, format!("bad optimiser steps: {e}")))?;
+    if !lr.is_finite() || lr < 0.0 {
+        return Err(NnError::format(path, format!("bad optimiser lr {lr} (must be finite and >= 0)")));
+    }
     let mut state = OptimState { config: config.clone(), lr, params: BTreeMap::new() };
     for (name, step) in steps {
+        // A parameter is updated at most once per training step.
+        if step > meta.step {
+            return Err(NnError::format(path, format!("optimiser step count {step} of {name:?} exceeds the checkpoint's step {}", meta.step)));
+        }
         let mut slots = BTreeMap::new();
         for slot in config.slot_names() {
             let tname = format!("{OPTIM_PREFIX}{slot}.{name}");

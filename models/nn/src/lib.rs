@@ -18,6 +18,7 @@
 //! | [`data::loader`] | [`DataLoader`] (seeded shuffle, batches, `drop_last`) and numeric CSV files |
 //! | [`dataset`] | the in-memory dataset, splits, built-in synthetic datasets and the seeded batcher |
 //! | [`error`] | [`NnError`], the error type of every fallible function |
+//! | [`limits`] | the maximum tensor size for sizes that come from outside input |
 //! | [`gradcheck`](mod@gradcheck) | whole-model float64 gradient checks |
 //!
 //! It depends on no command-line, plotting, progress-bar or image crate: the `chi` program adds
@@ -38,6 +39,7 @@ pub mod data;
 pub mod dataset;
 pub mod error;
 pub mod gradcheck;
+pub mod limits;
 pub mod layers;
 pub mod metrics;
 pub mod module;

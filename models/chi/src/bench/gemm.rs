@@ -84,6 +84,9 @@ pub fn run(args: &GemmBenchArgs) -> Result<(), String> {
     if args.sizes.is_empty() || args.sizes.contains(&0) {
         return Err("bench gemm: --sizes needs positive sizes".into());
     }
+    for &n in &args.sizes {
+        chi_nn::limits::check_elements("bench gemm --sizes (one n × n matrix)", &[n, n])?;
+    }
     let threads = rayon::current_num_threads();
     // matrixmultiply reads MATMUL_NUM_THREADS once, on its first call: set it before that.
     std::env::set_var("MATMUL_NUM_THREADS", threads.to_string());

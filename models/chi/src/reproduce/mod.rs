@@ -412,6 +412,9 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
     for e in chosen {
         let dir = out.join("reproduce").join(e.name);
         std::fs::create_dir_all(&dir).map_err(|err| format!("{}: cannot create: {err}", dir.display()))?;
+        // One `chi reproduce` per experiment directory at a time (see `train::rundir`).
+        let _lock = crate::train::rundir::RunLock::acquire(&dir)?;
+        crate::train::rundir::remove_stale_temps(&dir.join(units::UNIT_DIR));
         let own_runs = if args.quick { e.quick_runs } else { e.runs };
         let runs = match (e.fixed_runs, args.runs) {
             (Some(why), Some(_)) => {

@@ -67,26 +67,51 @@ pub struct Logger {
 
 impl Logger {
     /// Opens `path`. Fresh runs (`keep_until = None`) truncate it; resumed runs keep the rows
-    /// with step ≤ `keep_until` and append.
+    /// with step ≤ `keep_until` and append. The kept rows are written back *atomically*
+    /// (temporary file and rename) before the file is opened for appending, so a crash at any
+    /// point leaves either the old log or the truncated one, never a partial one. A torn last
+    /// line (no final newline, or not a row: a write cut short by a crash) is dropped with a
+    /// warning on stderr naming the file.
     pub fn open(path: &Path, format: LogFormat, columns: &[&str], keep_until: Option<u64>) -> Result<Logger, String> {
         let err = |e: std::io::Error| format!("{}: {e}", path.display());
-        let mut kept = String::new();
-        if let (Some(k), Ok(old)) = (keep_until, std::fs::read_to_string(path)) {
-            for line in old.lines() {
-                match line_step(line) {
-                    Some(s) if s > k => {}
-                    _ => {
-                        kept.push_str(line);
-                        kept.push('\n');
+        if let Some(k) = keep_until {
+            let old = match std::fs::read(path) {
+                Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(err(e)),
+            };
+            let mut kept = String::new();
+            if let Some(old) = old {
+                let (rows, torn) = split_rows(&old, format);
+                if let Some(t) = torn {
+                    eprintln!("chi: warning: {}: dropping a damaged last line ({} bytes) left by an interrupted write", path.display(), t.len());
+                }
+                for line in rows {
+                    match line_step(line) {
+                        Some(s) if s > k => {}
+                        _ => {
+                            kept.push_str(line);
+                            kept.push('\n');
+                        }
                     }
                 }
             }
+            if format == LogFormat::Csv {
+                let header = columns.join(",");
+                match kept.lines().next() {
+                    None => kept = header + "\n",
+                    Some(h) if h == header => {}
+                    Some(h) => return Err(format!("{}: the log's columns are {h:?}, this run writes {header:?}; not a log of this run", path.display())),
+                }
+            }
+            chi_nn::checkpoint::atomic_write(path, kept.as_bytes()).map_err(String::from)?;
+            let out = BufWriter::new(OpenOptions::new().append(true).open(path).map_err(err)?);
+            return Ok(Logger { path: path.to_path_buf(), format, columns: columns.iter().map(|c| c.to_string()).collect(), out });
         }
         let mut out = BufWriter::new(OpenOptions::new().create(true).write(true).truncate(true).open(path).map_err(err)?);
-        if kept.is_empty() && format == LogFormat::Csv {
-            kept = columns.join(",") + "\n";
+        if format == LogFormat::Csv {
+            out.write_all((columns.join(",") + "\n").as_bytes()).map_err(err)?;
         }
-        out.write_all(kept.as_bytes()).map_err(err)?;
         Ok(Logger { path: path.to_path_buf(), format, columns: columns.iter().map(|c| c.to_string()).collect(), out })
     }
     /// Appends a row (values in column order).
@@ -110,6 +135,45 @@ impl Logger {
     }
 }
 
+/// The complete lines of a log's text, and its torn last line if any: a last line without a
+/// newline, or (JSON lines) one that is not a JSON object, or (CSV) one with another number of
+/// fields than the header. Earlier damaged lines are kept (they are not the result of an
+/// interrupted append).
+pub fn split_rows(text: &str, format: LogFormat) -> (Vec<&str>, Option<&str>) {
+    let mut rows: Vec<&str> = text.split_inclusive('\n').collect();
+    let Some(last) = rows.pop() else { return (Vec::new(), None) };
+    let complete = last.ends_with('\n');
+    let line = last.trim_end_matches(['\n', '\r']);
+    let ok = complete
+        && match format {
+            LogFormat::Jsonl => serde_json::from_str::<serde_json::Value>(line).map(|v| v.is_object()).unwrap_or(false),
+            LogFormat::Csv => rows.is_empty() || rows.first().map(|h| csv_fields(h.trim_end()) == csv_fields(line)).unwrap_or(true),
+        };
+    let mut out: Vec<&str> = rows.into_iter().map(|l| l.trim_end_matches(['\n', '\r'])).collect();
+    if ok {
+        out.push(line);
+        (out, None)
+    } else if line.is_empty() {
+        (out, None)
+    } else {
+        (out, Some(line))
+    }
+}
+
+/// Number of fields of a CSV line (commas outside double quotes, plus one).
+fn csv_fields(line: &str) -> usize {
+    let mut quoted = false;
+    let mut n = 1;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
 /// The step of a log line (`None` for a CSV header or an unparsable line).
 fn line_step(line: &str) -> Option<u64> {
     if line.starts_with('{') {
@@ -124,9 +188,15 @@ pub fn read_column(path: &Path, column: &str) -> Result<Vec<(u64, f64)>, String>
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
     let mut header: Option<Vec<String>> = None;
-    for line in text.lines() {
+    let n = text.lines().count();
+    for (i, line) in text.lines().enumerate() {
         if line.starts_with('{') {
-            let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("{}: {e}", path.display()))?;
+            let v: serde_json::Value = match serde_json::from_str(line) {
+                Ok(v) => v,
+                // A torn last line (interrupted write) is not an error for readers.
+                Err(_) if i + 1 == n => continue,
+                Err(e) => return Err(format!("{}: line {}: {e}", path.display(), i + 1)),
+            };
             if let (Some(s), Some(x)) = (v.get("step").and_then(|s| s.as_u64()), v.get(column).and_then(|x| x.as_f64())) {
                 out.push((s, x));
             }
@@ -142,4 +212,38 @@ pub fn read_column(path: &Path, column: &str) -> Result<Vec<(u64, f64)>, String>
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("chi-log-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn resume_truncates_rows_and_drops_a_torn_line() {
+        let d = tmp("torn");
+        let p = d.join("log.jsonl");
+        std::fs::write(&p, "{\"step\":1,\"loss\":1.0}\n{\"step\":2,\"loss\":0.5}\n{\"step\":3,\"loss\":0.4}\n{\"step\":4,\"lo").unwrap();
+        let mut l = Logger::open(&p, LogFormat::Jsonl, &["step", "loss"], Some(2)).unwrap();
+        // Truncated on disk before anything is appended.
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"step\":1,\"loss\":1.0}\n{\"step\":2,\"loss\":0.5}\n");
+        l.row(&[Value::Int(3), Value::Num(0.25)]).unwrap();
+        l.flush().unwrap();
+        assert_eq!(read_column(&p, "loss").unwrap(), vec![(1, 1.0), (2, 0.5), (3, 0.25)]);
+        // CSV: a last row with a missing field is torn; the header stays.
+        let c = d.join("g.csv");
+        std::fs::write(&c, "step,t,norm\n1,0,0.5\n2,0").unwrap();
+        let text = std::fs::read_to_string(&c).unwrap();
+        let (rows, torn) = split_rows(&text, LogFormat::Csv);
+        assert_eq!((rows, torn), (vec!["step,t,norm", "1,0,0.5"], Some("2,0")));
+        drop(Logger::open(&c, LogFormat::Csv, &["step", "t", "norm"], Some(5)).unwrap());
+        assert_eq!(std::fs::read_to_string(&c).unwrap(), "step,t,norm\n1,0,0.5\n");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

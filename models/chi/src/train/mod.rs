@@ -34,6 +34,7 @@ pub mod plot;
 pub mod progress;
 pub mod recurrent;
 pub mod registry;
+pub mod rundir;
 
 use chi_nn::checkpoint;
 use chi_nn::optim::{OptimConfig, Optimizer};
@@ -139,29 +140,99 @@ impl Config {
     pub fn from_toml(text: &str) -> Result<Config, String> {
         toml::from_str(text).map_err(|e| e.to_string())
     }
-    /// Reads a TOML config file.
+    /// Reads a TOML config file (at most [`rundir::MAX_CONFIG_BYTES`]).
     pub fn load(path: &Path) -> Result<Config, String> {
-        let t = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let t = rundir::read_config_text(path)?;
         Self::from_toml(&t).map_err(|e| format!("{}: {e}", path.display()))
     }
     /// The config as TOML.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# could not render config: {e}\n"))
     }
-    /// Basic range checks.
+    /// Range checks of every value, and the size limit ([`chi_nn::limits`]) on every size,
+    /// before anything is allocated. The documented ranges: `optim.lr` and schedule values
+    /// finite and ≥ 0, `optim.momentum` in [0, 1), `clip_norm` finite and > 0, `dropout` in
+    /// [0, 1), `batch_size`, `n_train`, `n_test` and hidden sizes ≥ 1, `steps` ≤ 2^53, and each
+    /// weight matrix, activation and data buffer these imply at most the maximum tensor size.
     pub fn validate(&self) -> Result<(), String> {
         self.optim.validate()?;
+        let m = self.optim.momentum;
+        if !(0.0..1.0).contains(&m) {
+            return Err(format!("optim.momentum (--momentum) must be in [0, 1), got {m}"));
+        }
+        validate_schedule(&self.schedule)?;
         if self.batch_size == 0 {
             return Err("batch_size must be positive".into());
         }
         if let Some(c) = self.clip_norm {
-            if !(c > 0.0) {
-                return Err(format!("clip_norm must be positive, got {c}"));
+            if !(c > 0.0 && c.is_finite()) {
+                return Err(format!("clip_norm must be positive and finite, got {c}"));
             }
+        }
+        if self.steps > checkpoint::MAX_STEP {
+            return Err(format!("steps = {} is out of range (at most {})", self.steps, checkpoint::MAX_STEP));
+        }
+        let d = self.model_options.dropout;
+        if !(0.0..1.0).contains(&d) {
+            return Err(format!("model_options.dropout (--dropout) must be in [0, 1), got {d}"));
+        }
+        if self.model_options.hidden.contains(&0) {
+            return Err(format!("model_options.hidden (--hidden) sizes must be at least 1, got {:?}", self.model_options.hidden));
+        }
+        if self.data.n_train == 0 || self.data.n_test == 0 {
+            return Err(format!("data.n_train and data.n_test must be at least 1 (an empty split has no metrics), got {} and {}", self.data.n_train, self.data.n_test));
+        }
+        if !(self.data.noise >= 0.0 && self.data.noise.is_finite()) {
+            return Err(format!("data.noise must be finite and >= 0, got {}", self.data.noise));
         }
         registry::model_entry(&self.model)?;
         registry::dataset_entry(&self.dataset)?;
+        self.check_sizes()
+    }
+
+    /// The size limit on the buffers the configuration implies (see [`Config::validate`]).
+    fn check_sizes(&self) -> Result<(), String> {
+        use chi_nn::limits::check_elements;
+        let opt = |k: &str, default: usize| self.model_options.options.get(k).or_else(|| self.data.options.get(k)).and_then(|v| v.as_u64()).map_or(default, |v| v as usize);
+        // Values per example: a sequence length, or a few features for the dense datasets.
+        let per_example = opt("seq_len", 12).max(16);
+        check_elements("data.n_train (training examples × values per example)", &[self.data.n_train, per_example])?;
+        check_elements("data.n_test (test examples × values per example)", &[self.data.n_test, per_example])?;
+        let embed = opt("embed", 16);
+        let vocab = self.data.classes.saturating_add(opt("distractors", 8));
+        check_elements("embedding table (vocabulary × embed)", &[vocab, embed])?;
+        let mut input = embed.max(16);
+        for &h in &self.model_options.hidden {
+            // Up to four gates per layer (LSTM) and one activation per example of a batch.
+            check_elements("model_options.hidden (a layer's weight matrix, input × 4·hidden)", &[input, 4, h])?;
+            check_elements("model_options.hidden (activations, batch_size × hidden × sequence)", &[self.batch_size, h, per_example])?;
+            input = h;
+        }
+        check_elements("output layer (hidden × classes)", &[input, self.data.classes.max(1)])?;
         Ok(())
+    }
+
+    /// A lower bound on the number of parameter values of any model this configuration builds:
+    /// every layer has at least an `input × hidden` weight matrix (input ≥ 1).
+    pub fn min_parameters(&self) -> u128 {
+        let mut input = 1u128;
+        let mut n = 0u128;
+        for &h in &self.model_options.hidden {
+            n += input * h as u128;
+            input = h as u128;
+        }
+        n + input
+    }
+}
+
+/// Schedule values: factors and minimum rates finite and ≥ 0.
+fn validate_schedule(s: &LrSchedule) -> Result<(), String> {
+    let check = |what: &str, v: f64| if v.is_finite() && v >= 0.0 { Ok(()) } else { Err(format!("schedule: {what} must be finite and >= 0, got {v}")) };
+    match s {
+        LrSchedule::Constant => Ok(()),
+        LrSchedule::Step { gamma, .. } | LrSchedule::Exponential { gamma } => check("gamma", *gamma),
+        LrSchedule::Cosine { min_lr, .. } => check("min_lr", *min_lr),
+        LrSchedule::Warmup { after, .. } => validate_schedule(after),
     }
 }
 
@@ -177,6 +248,9 @@ pub struct TrainOptions {
     pub stop_after: Option<u64>,
     /// Write plots at the end.
     pub plots: bool,
+    /// A fresh run in a directory that holds another run moves that run aside
+    /// (`DIR.old-<time>`) instead of failing; see [`rundir`].
+    pub overwrite: bool,
 }
 
 /// What a finished [`train`] call reports.
@@ -220,9 +294,7 @@ impl Run {
         let shuffle_rng = master.fork();
         let dropout_rng = master.fork();
         let dataset = (registry::dataset_entry(&cfg.dataset)?.build)(&cfg.data, &mut data_rng)?;
-        if dataset.train.is_empty() {
-            return Err(format!("dataset {:?} has no training examples", cfg.dataset));
-        }
+        check_dataset(&cfg.dataset, &dataset)?;
         let model = (registry::model_entry(&cfg.model)?.build)(&cfg.model_options, &dataset, &mut init_rng)?;
         cfg.block.validate(model.store())?;
         let optim = Optimizer::try_new(cfg.optim.clone())?;
@@ -258,40 +330,17 @@ impl Run {
 }
 
 fn prune(dir: &Path, keep: usize) {
-    if keep == 0 {
-        return;
-    }
-    let all = checkpoint::list_checkpoints(dir);
-    if all.len() > keep {
-        for (_, p) in &all[..all.len() - keep] {
-            let _ = std::fs::remove_file(p);
-        }
-    }
+    rundir::prune_checkpoints(dir, keep)
 }
 
 /// Trains according to `cfg`, writing everything to `out` (see the module docs).
 pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSummary, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let (mut run, resumed, _lock) = match setup(cfg, out, opts)? {
+        Setup::Ready { run, resumed, lock } => (run, resumed, lock),
+        Setup::Finished(summary) => return Ok(summary),
+    };
     let ckdir = out.join("checkpoints");
-    let mut run = Run::new(cfg)?;
-    let mut resumed = false;
-    if opts.resume {
-        if let Some(latest) = checkpoint::latest_checkpoint(&ckdir) {
-            let meta = checkpoint::read_checkpoint_meta(&latest)?;
-            let saved: Config = serde_json::from_str(&meta.config).map_err(|e| format!("{}: bad config: {e}", latest.display()))?;
-            let same = |a: &Config, b: &Config| Config { steps: 0, ..a.clone() } == Config { steps: 0, ..b.clone() };
-            if !same(&saved, cfg) {
-                return Err(format!(
-                    "{}: the checkpoint was made with a different configuration; resume with the checkpoint's config (only `steps` may change)",
-                    latest.display()
-                ));
-            }
-            run.load(&latest)?;
-            resumed = true;
-        }
-    }
     let start = run.step;
-    checkpoint::atomic_write(&out.join("config.toml"), cfg.to_toml().as_bytes())?;
     let keep = resumed.then_some(start);
     let log_path = out.join(format!("log.{}", cfg.log_format.ext()));
     let log = Logger::open(&log_path, cfg.log_format, &["step", "epoch", "loss", "lr", "grad_norm", "block", "examples_per_sec"], keep)?;
@@ -300,7 +349,10 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
     let metric_names: Vec<String> = run.evaluate_test_names();
     let mut eval_cols: Vec<&str> = vec!["step", "split"];
     eval_cols.extend(metric_names.iter().map(|s| s.as_str()));
-    let eval_log = Logger::open(&out.join("eval.jsonl"), LogFormat::Jsonl, &eval_cols, keep)?;
+    // A run killed after its final checkpoint but before its summary already logged the final
+    // evaluation, which is about to be repeated.
+    let eval_keep = keep.map(|k| if k == cfg.steps { k.saturating_sub(1) } else { k });
+    let eval_log = Logger::open(&out.join("eval.jsonl"), LogFormat::Jsonl, &eval_cols, eval_keep)?;
 
     let names: Vec<String> = run.model.store().params().iter().map(|p| p.name().to_string()).collect();
     let end = opts.stop_after.map_or(cfg.steps, |s| s.min(cfg.steps)).max(start);
@@ -360,6 +412,125 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
         write_plots(out, cfg.log_format)?;
     }
     Ok(TrainSummary { step: run.step, losses, test, checkpoint: final_ckpt })
+}
+
+/// Checks a built dataset before training on it: both splits non-empty, one target per
+/// example, finite inputs and targets, class labels below the class count and every class
+/// present in the training split. Errors name the dataset, the split, the example and the problem.
+pub fn check_dataset(name: &str, ds: &Dataset) -> Result<(), String> {
+    for (split, s) in [("training", &ds.train), ("test", &ds.test)] {
+        if s.is_empty() {
+            return Err(format!("dataset {name:?}: the {split} split is empty (its metrics would be NaN)"));
+        }
+        if s.targets.len() != s.len() {
+            return Err(format!("dataset {name:?}: the {split} split has {} examples but {} targets", s.len(), s.targets.len()));
+        }
+        if let data::Inputs::Dense { x, .. } = &s.inputs {
+            if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+                return Err(format!("dataset {name:?}: {split} input value {i} is {} (inputs must be finite)", x[i]));
+            }
+        }
+        if let data::Targets::Values(v) = &s.targets {
+            if let Some(i) = v.iter().position(|t| !t.is_finite()) {
+                return Err(format!("dataset {name:?}: {split} target of example {i} is {} (targets must be finite)", v[i]));
+            }
+        }
+        let classes = match ds.task {
+            data::Task::Classification { classes } => classes,
+            data::Task::Binary => 2,
+            data::Task::Regression => continue,
+        };
+        let mut seen = vec![false; classes];
+        for i in 0..s.len() {
+            let c = s.targets.class(i);
+            if c >= classes {
+                return Err(format!("dataset {name:?}: {split} label {c} of example {i} is out of range for {classes} classes"));
+            }
+            seen[c] = true;
+        }
+        if split == "training" {
+            if let Some(c) = seen.iter().position(|&x| !x) {
+                return Err(format!("dataset {name:?}: class {c} of {classes} never occurs in the training split (use more examples or fewer classes)"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What [`setup`] found.
+enum Setup {
+    /// Built (and, when resuming, loaded): train from `run.step`.
+    Ready { run: Run, resumed: bool, lock: rundir::RunLock },
+    /// `--resume` of a run that already finished: nothing to do.
+    Finished(TrainSummary),
+}
+
+/// Takes the run directory ([`rundir::prepare`]), finds the resume point, checks `cfg` against
+/// the directory's configuration and the checkpoint's sizes, builds the run, loads the
+/// checkpoint and writes `config.toml`.
+fn setup(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<Setup, String> {
+    cfg.validate()?;
+    let lock = rundir::prepare(out, opts.resume, opts.overwrite)?;
+    let point = if opts.resume { Some(rundir::resume_point(out)?) } else { None };
+    if let Some(p) = &point {
+        let same = |a: &Config, b: &Config| Config { steps: 0, ..a.clone() } == Config { steps: 0, ..b.clone() };
+        if !same(&p.config, cfg) {
+            let from = p.checkpoint.as_ref().map_or_else(|| out.join("config.toml"), |c| c.0.clone());
+            return Err(format!(
+                "{}: the run was made with a different configuration ({}); resume with the run's config (only `steps` may change)",
+                from.display(),
+                config_diff(&p.config, cfg)
+            ));
+        }
+    }
+    let ckpt = point.and_then(|p| p.checkpoint);
+    if let Some((path, step)) = &ckpt {
+        if *step > cfg.steps {
+            return Err(format!("{}: the run is at step {step}, beyond steps = {}; pass --steps {step} or more", path.display(), cfg.steps));
+        }
+        check_checkpoint_sizes(cfg, path)?;
+    }
+    let mut run = Run::new(cfg)?;
+    if let Some((path, step)) = &ckpt {
+        run.load(path)?;
+        if rundir::is_finished(out, *step, cfg.steps) {
+            let test = run.evaluate_test();
+            return Ok(Setup::Finished(TrainSummary { step: *step, losses: Vec::new(), test, checkpoint: path.clone() }));
+        }
+    }
+    checkpoint::atomic_write(&out.join("config.toml"), cfg.to_toml().as_bytes())?;
+    Ok(Setup::Ready { run, resumed: opts.resume, lock })
+}
+
+/// The top-level keys whose values differ between two configurations, as `key: a → b`.
+pub fn config_diff(a: &Config, b: &Config) -> String {
+    let (ja, jb) = (serde_json::to_value(a).unwrap_or_default(), serde_json::to_value(b).unwrap_or_default());
+    let mut diffs = Vec::new();
+    if let (Some(ma), Some(mb)) = (ja.as_object(), jb.as_object()) {
+        for (k, va) in ma {
+            let vb = mb.get(k).cloned().unwrap_or_default();
+            if *va != vb && k != "steps" {
+                diffs.push(format!("{k}: {va} in the run, {vb} now"));
+            }
+        }
+    }
+    diffs.join("; ")
+}
+
+/// Refuses a checkpoint whose configuration asks for a model larger than the parameters the
+/// file holds (a forged or mismatched config), before the model is built.
+pub fn check_checkpoint_sizes(cfg: &Config, path: &Path) -> Result<(), String> {
+    let shapes = checkpoint::read_tensor_shapes(path)?;
+    let held: u128 = shapes.values().map(|s| s.iter().map(|&d| d as u128).product::<u128>()).sum();
+    let need = cfg.min_parameters();
+    if need > held {
+        return Err(format!(
+            "{}: the configuration in the checkpoint (hidden {:?}) needs at least {need} parameter values, but the file holds {held}: the checkpoint is inconsistent",
+            path.display(),
+            cfg.model_options.hidden
+        ));
+    }
+    Ok(())
 }
 
 impl Run {
@@ -454,6 +625,11 @@ pub fn read_gradflow(out: &Path) -> Result<gradflow::GradFlow, String> {
 pub fn evaluate_checkpoint(path: &Path, split: &str) -> Result<(Config, u64, BTreeMap<String, f64>), String> {
     let meta = checkpoint::read_checkpoint_meta(path)?;
     let cfg: Config = serde_json::from_str(&meta.config).map_err(|e| format!("{}: bad config in checkpoint: {e}", path.display()))?;
+    cfg.validate().map_err(|e| format!("{}: bad config in checkpoint: {e}", path.display()))?;
+    if meta.step > cfg.steps {
+        return Err(format!("{}: step {} is beyond the run's steps = {}", path.display(), meta.step, cfg.steps));
+    }
+    check_checkpoint_sizes(&cfg, path)?;
     let mut run = Run::new(&cfg)?;
     run.load(path)?;
     let s = match split {

@@ -168,7 +168,15 @@ fn embeddings_from_npy(a: super::npy::NpyArray, words: Vec<String>) -> Result<Em
     if rows != words.len() {
         return Err(DataError::whole(format!("matrix has {rows} rows but the word list has {} words", words.len())));
     }
-    Embeddings::new(words, dim, a.into_f32())
+    if dim == 0 {
+        return Err(DataError::whole(format!("matrix of shape {:?} has vectors of dimension 0", a.shape)));
+    }
+    let v = a.into_f32();
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        let (r, c) = (i / dim, i % dim);
+        return Err(DataError::whole(format!("value [{r}, {c}] (word '{}') is {}: embeddings must be finite", words[r], v[i])));
+    }
+    Embeddings::new(words, dim, v)
 }
 
 /// Reads embeddings from a `.npy` matrix and a word list file.

@@ -337,6 +337,37 @@ fn find(dir: &Path, name: &str) -> Result<std::path::PathBuf> {
 pub fn load_mnist_idx_dir(dir: impl AsRef<Path>) -> Result<(ImageSet, ImageSet)> {
     let dir = dir.as_ref();
     let train = load_idx_set(find(dir, "train-images-idx3-ubyte")?, find(dir, "train-labels-idx1-ubyte")?)?;
-    let test = load_idx_set(find(dir, "t10k-images-idx3-ubyte")?, find(dir, "t10k-labels-idx1-ubyte")?)?;
+    let test_images = find(dir, "t10k-images-idx3-ubyte")?;
+    let test_labels = find(dir, "t10k-labels-idx1-ubyte")?;
+    let test = load_idx_set(&test_images, &test_labels)?;
+    check_mnist_split(&train, &find(dir, "train-images-idx3-ubyte")?, &find(dir, "train-labels-idx1-ubyte")?)?;
+    check_mnist_split(&test, &test_images, &test_labels)?;
     Ok((train, test))
+}
+
+/// Classes of the MNIST layout (digits, or Fashion-MNIST's ten garment kinds).
+pub const MNIST_CLASSES: usize = 10;
+
+/// An MNIST-layout split must hold 28 × 28 images, at least one example, labels below
+/// [`MNIST_CLASSES`], and every class at least once (a missing class makes per-class metrics
+/// meaningless).
+pub fn check_mnist_split(s: &ImageSet, images: &Path, labels: &Path) -> Result<()> {
+    if (s.rows, s.cols) != (28, 28) {
+        return Err(DataError::at_byte(8, format!("images are {}×{}, the MNIST layout has 28×28 (dimensions in the IDX header)", s.rows, s.cols)).with_path(images));
+    }
+    if s.n == 0 {
+        return Err(DataError::at_byte(4, "the file holds no images (count 0 in the IDX header): an empty split has no metrics").with_path(images));
+    }
+    if let Some(i) = s.labels.iter().position(|&l| l as usize >= MNIST_CLASSES) {
+        // Labels start after the 8-byte header (magic + count).
+        return Err(DataError::at_byte(8 + i as u64, format!("label {} of example {i} is out of range 0..{MNIST_CLASSES}", s.labels[i])).with_path(labels));
+    }
+    let mut seen = [false; MNIST_CLASSES];
+    for &l in &s.labels {
+        seen[l as usize] = true;
+    }
+    if let Some(c) = seen.iter().position(|&x| !x) {
+        return Err(DataError::whole(format!("class {c} never occurs among the {} labels: every class must be present", s.labels.len())).with_path(labels));
+    }
+    Ok(())
 }

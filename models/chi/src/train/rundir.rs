@@ -1,0 +1,328 @@
+//! Ownership of a run directory: one run at a time, no silent mixing of two runs, exact resume.
+//!
+//! * **Lock.** A run holds an exclusive advisory lock ([`std::fs::File::try_lock`]) on
+//!   `DIR/.chi.lock` for its whole life and writes its PID into the file. A second run in the
+//!   same directory fails at once with an error naming the holder's PID. The operating system
+//!   releases the lock when the holder exits or is killed; a lock file that still names a PID
+//!   (the holder was killed before it could clear it) is taken over with a warning naming that
+//!   PID.
+//! * **Fresh runs need a fresh directory.** A new run (no `--resume`) in a directory that already
+//!   holds a run's files ([`RUN_FILES`]) is refused, naming the files, unless `--overwrite` is
+//!   given: then the whole directory is renamed to `DIR.old-YYYYMMDD-HHMMSS` (one atomic
+//!   rename, so the old run is intact in one place) and the new run starts in a new, empty `DIR`.
+//! * **Resume.** The directory's configuration is the truth ([`resume_config`]); `--resume` in a
+//!   directory without a run is an error.
+//! * **Stale temporary files** left by a killed writer (`.NAME.tmp-PID`, see
+//!   `chi_nn::checkpoint::atomic_write`) are removed once the lock is held.
+//! * **Pruning** ([`prune_checkpoints`]) only ever deletes older checkpoints of the run in the
+//!   directory; the newest `keep` (by step) always survive, so the one just written does.
+
+use super::Config;
+use chi_nn::checkpoint::{self, atomic_write};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// Name of the lock file inside a run directory.
+pub const LOCK_FILE: &str = ".chi.lock";
+
+/// The files and directories that make a directory a run directory (`*.svg` / `*.png` plots are
+/// not listed: they are redrawn from the logs).
+pub const RUN_FILES: &[&str] =
+    &["config.toml", "checkpoints", "log.jsonl", "log.csv", "eval.jsonl", "gradflow.csv", "gradflow_time.csv", "model.safetensors", "summary.json"];
+
+/// Largest accepted TOML config file (1 MiB): a config is a few hundred bytes; the bound keeps
+/// `--config /dev/zero` from reading forever.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The exclusive lock on a run directory, released (and its PID cleared) on drop.
+#[derive(Debug)]
+pub struct RunLock {
+    file: File,
+    path: PathBuf,
+}
+
+impl RunLock {
+    /// Takes the lock on `dir` (creating `dir` if needed). Fails at once, naming the holder's
+    /// PID, if another process holds it.
+    pub fn acquire(dir: &Path) -> Result<RunLock, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create the run directory: {e}", dir.display()))?;
+        let path = dir.join(LOCK_FILE);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| format!("{}: cannot open the lock file: {e}", path.display()))?;
+        let mut old = String::new();
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let _ = file.read_to_string(&mut old);
+                let holder = old.trim();
+                let who = if holder.is_empty() { "another process".to_string() } else { format!("another chi run (PID {holder})") };
+                return Err(format!(
+                    "{} is in use by {who}: two runs cannot share a directory (lock file {}); wait for it to finish or choose another --out",
+                    dir.display(),
+                    path.display()
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(format!("{}: cannot lock: {e}", path.display())),
+        }
+        let _ = file.read_to_string(&mut old);
+        let stale = old.trim();
+        if !stale.is_empty() && stale != std::process::id().to_string() {
+            eprintln!("chi: warning: {}: taking over a stale lock of PID {stale}, which ended without releasing it", dir.display());
+        }
+        let write = |f: &mut File| -> std::io::Result<()> {
+            f.set_len(0)?;
+            f.seek(SeekFrom::Start(0))?;
+            writeln!(f, "{}", std::process::id())?;
+            f.sync_all()
+        };
+        write(&mut file).map_err(|e| format!("{}: cannot write the lock file: {e}", path.display()))?;
+        Ok(RunLock { file, path })
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        // Clear the PID first, so that the next run does not report a stale lock.
+        let _ = self.file.set_len(0);
+        let _ = self.file.unlock();
+    }
+}
+
+/// The run files present in `dir` (names from [`RUN_FILES`]; an empty `checkpoints/` does not
+/// count).
+pub fn run_files(dir: &Path) -> Vec<&'static str> {
+    RUN_FILES
+        .iter()
+        .copied()
+        .filter(|f| {
+            let p = dir.join(f);
+            if *f == "checkpoints" {
+                std::fs::read_dir(&p).map(|mut d| d.next().is_some()).unwrap_or(false)
+            } else {
+                p.exists()
+            }
+        })
+        .collect()
+}
+
+/// `YYYYMMDD-HHMMSS` (UTC) of now.
+fn timestamp() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant, "chrono-Compatible Low-Level Date Algorithms").
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+/// Renames `dir` to a free `DIR.old-YYYYMMDD-HHMMSS[-N]` sibling and returns the new path.
+pub fn archive(dir: &Path) -> Result<PathBuf, String> {
+    let name = dir.file_name().ok_or_else(|| format!("{}: cannot move this directory aside (no directory name); choose another --out", dir.display()))?;
+    let base = format!("{}.old-{}", name.to_string_lossy(), timestamp());
+    let mut target = dir.with_file_name(&base);
+    let mut n = 1;
+    while target.exists() {
+        n += 1;
+        target = dir.with_file_name(format!("{base}-{n}"));
+    }
+    std::fs::rename(dir, &target).map_err(|e| format!("{}: cannot move the old run aside to {}: {e}", dir.display(), target.display()))?;
+    Ok(target)
+}
+
+/// Removes temporary files of interrupted atomic writes (`.NAME.tmp-PID`) in `dir`. Only called
+/// while holding the directory's lock, so no live writer owns them.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with('.') && name.contains(".tmp-") && e.file_type().map(|t| t.is_file()).unwrap_or(false) && std::fs::remove_file(e.path()).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Prepares `dir` for a run and returns its lock: takes the lock; refuses a fresh run
+/// (`resume = false`) in a directory holding another run unless `overwrite`, which moves the
+/// old run aside first (and says so on stderr); removes stale temporary files.
+pub fn prepare(dir: &Path, resume: bool, overwrite: bool) -> Result<RunLock, String> {
+    if resume && overwrite {
+        return Err("--resume and --overwrite contradict each other: --resume continues the run in the directory, --overwrite moves it aside".into());
+    }
+    let mut lock = RunLock::acquire(dir)?;
+    if !resume {
+        let found = run_files(dir);
+        if !found.is_empty() {
+            if !overwrite {
+                return Err(format!(
+                    "{} already holds a run ({}); pass --resume to continue it, --overwrite to move it aside (to {}.old-<time>), or choose another --out",
+                    dir.display(),
+                    found.join(", "),
+                    dir.display()
+                ));
+            }
+            let moved = archive(dir)?;
+            // The old lock moved with the directory; take the new directory's before releasing it.
+            let new_lock = RunLock::acquire(dir)?;
+            drop(std::mem::replace(&mut lock, new_lock));
+            let _ = std::fs::remove_file(moved.join(LOCK_FILE));
+            eprintln!("chi: --overwrite: moved the previous run in {} to {}", dir.display(), moved.display());
+        }
+    }
+    let stale = remove_stale_temps(dir) + remove_stale_temps(&dir.join("checkpoints"));
+    if stale > 0 {
+        eprintln!("chi: removed {stale} temporary file(s) left by an interrupted write in {}", dir.display());
+    }
+    Ok(lock)
+}
+
+/// Reads a TOML config file of at most [`MAX_CONFIG_BYTES`].
+pub fn read_config_text(path: &Path) -> Result<String, String> {
+    let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(format!("{}: larger than {MAX_CONFIG_BYTES} bytes; not a config file", path.display()));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
+}
+
+/// Where a resumed run continues: the latest checkpoint (if any) and the directory's
+/// configuration.
+#[derive(Debug)]
+pub struct ResumePoint {
+    /// The run's configuration: the latest checkpoint's, else `DIR/config.toml`.
+    pub config: Config,
+    /// The latest checkpoint and its step (`None`: the run was stopped before its first
+    /// checkpoint; it restarts from step 0 with the directory's configuration).
+    pub checkpoint: Option<(PathBuf, u64)>,
+}
+
+/// The configuration and checkpoint `--resume` continues from in `dir`. An error if `dir` holds
+/// no run (neither a checkpoint nor `config.toml`).
+pub fn resume_point(dir: &Path) -> Result<ResumePoint, String> {
+    let ckdir = dir.join("checkpoints");
+    if let Some(latest) = checkpoint::latest_checkpoint(&ckdir) {
+        let meta = checkpoint::read_checkpoint_meta(&latest)?;
+        let config: Config = serde_json::from_str(&meta.config).map_err(|e| format!("{}: bad config in checkpoint: {e}", latest.display()))?;
+        return Ok(ResumePoint { config, checkpoint: Some((latest, meta.step)) });
+    }
+    let cfg_path = dir.join("config.toml");
+    if cfg_path.is_file() {
+        let config = Config::from_toml(&read_config_text(&cfg_path)?).map_err(|e| format!("{}: {e}", cfg_path.display()))?;
+        return Ok(ResumePoint { config, checkpoint: None });
+    }
+    Err(format!("--resume: nothing to resume in {} (no checkpoint in {} and no config.toml); start a new run without --resume", dir.display(), ckdir.display()))
+}
+
+/// Whether the run in `dir` finished at `step` of its `steps`: the final checkpoint is that
+/// step and the summary is written.
+pub fn is_finished(dir: &Path, step: u64, steps: u64) -> bool {
+    step == steps && dir.join("summary.json").is_file() && dir.join("model.safetensors").is_file()
+}
+
+/// Deletes all but the newest `keep` checkpoints (by step) of `dir`; `keep = 0` keeps all.
+/// The checkpoint just written has the highest step of the run (the directory belongs to one
+/// run, see the module docs), so it is never deleted.
+pub fn prune_checkpoints(dir: &Path, keep: usize) {
+    if keep == 0 {
+        return;
+    }
+    let all = checkpoint::list_checkpoints(dir);
+    if all.len() > keep {
+        for (_, p) in &all[..all.len() - keep] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Writes `text` atomically (used for run files that replace earlier versions).
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+    atomic_write(path, text.as_bytes()).map_err(String::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("chi-rundir-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn lock_is_exclusive_and_released_on_drop() {
+        let d = tmp("lock");
+        let a = RunLock::acquire(&d).unwrap();
+        let e = RunLock::acquire(&d).unwrap_err();
+        assert!(e.contains(&format!("PID {}", std::process::id())) && e.contains("in use"), "{e}");
+        drop(a);
+        assert_eq!(std::fs::read_to_string(d.join(LOCK_FILE)).unwrap(), "");
+        let _b = RunLock::acquire(&d).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn fresh_run_refused_in_a_run_directory_unless_overwrite() {
+        let d = tmp("fresh");
+        drop(prepare(&d, false, false).unwrap());
+        std::fs::write(d.join("config.toml"), "steps = 3\n").unwrap();
+        std::fs::write(d.join(".log.jsonl.tmp-1"), "x").unwrap();
+        let e = prepare(&d, false, false).unwrap_err();
+        assert!(e.contains("already holds a run") && e.contains("config.toml") && e.contains("--overwrite"), "{e}");
+        let lock = prepare(&d, true, false).unwrap();
+        assert!(!d.join(".log.jsonl.tmp-1").exists(), "stale temporary file kept");
+        drop(lock);
+        let _l = prepare(&d, false, true).unwrap();
+        assert!(run_files(&d).is_empty());
+        let moved: Vec<_> = std::fs::read_dir(d.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&format!("{}.old-", d.file_name().unwrap().to_string_lossy())))
+            .collect();
+        assert_eq!(moved.len(), 1);
+        assert_eq!(std::fs::read_to_string(moved[0].path().join("config.toml")).unwrap(), "steps = 3\n");
+        let _ = std::fs::remove_dir_all(moved[0].path());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn resume_needs_a_run_and_config_size_is_bounded() {
+        let d = tmp("resume");
+        std::fs::create_dir_all(&d).unwrap();
+        assert!(resume_point(&d).unwrap_err().contains("nothing to resume"));
+        std::fs::write(d.join("config.toml"), "steps = 7\n").unwrap();
+        let r = resume_point(&d).unwrap();
+        assert_eq!((r.config.steps, r.checkpoint.is_none()), (7, true));
+        let big = d.join("big.toml");
+        std::fs::write(&big, vec![b'#'; MAX_CONFIG_BYTES as usize + 1]).unwrap();
+        assert!(read_config_text(&big).unwrap_err().contains("larger than"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn timestamps_are_civil_dates() {
+        let t = timestamp();
+        assert_eq!(t.len(), 15, "{t}");
+        assert!(t.starts_with("20"), "{t}");
+    }
+}
