@@ -113,3 +113,21 @@ pub fn default_sigpipe() {
         }
     }
 }
+
+/// Makes a failed write to stdout or stderr (`chi … > /dev/full`, a closed terminal) end the
+/// program with an error message and exit status 1 instead of a panic: `println!` panics when
+/// the write fails, and there is no caller to return an error to. Other panics keep the default
+/// report.
+pub fn output_errors_are_not_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info.to_string();
+        if let Some(at) = text.find("failed printing to std") {
+            use std::io::Write;
+            // stderr may be the stream that failed: its own error is ignored.
+            let _ = writeln!(std::io::stderr(), "chi: error: {}", &text[at..]);
+            std::process::exit(1);
+        }
+        default(info);
+    }));
+}
