@@ -102,6 +102,25 @@ run ok   eval-spaces-unicode  "$CHI" --out "$W/dir with spaces/ünïcødé ✓" 
 run ok   version              "$CHI" --version
 run ok   help                 "$CHI" --help
 
+# ---------------------------------------------------------------- environment and odd paths
+for v in abc 0 -1 4e9 18446744073709551616; do
+    run err "env-max-tensor-elements-$v" env CHI_MAX_TENSOR_ELEMENTS="$v" "$CHI" "${T[@]}" --out "$(fresh env)"
+done
+run ok   env-max-tensor-elements-empty env CHI_MAX_TENSOR_ELEMENTS= "$CHI" "${T[@]}" --out "$(fresh env)"
+run err  env-max-tensor-elements-1 env CHI_MAX_TENSOR_ELEMENTS=1 "$CHI" "${T[@]}" --out "$(fresh env)"
+run err  out-name-too-long    "$CHI" "${T[@]}" --out "$W/$(printf 'x%.0s' {1..300})"
+run err  out-path-too-long    "$CHI" "${T[@]}" --out "$W/$(for _ in $(seq 30); do printf 'abcdefghij%.0s' {1..15}; printf '/'; done)"
+mkdir -p "$W/$(printf 'y%.0s' {1..250})"
+run ok   out-long-name        "$CHI" "${T[@]}" --out "$W/$(printf 'y%.0s' {1..250})"
+run err  out-long-name-overwrite "$CHI" "${T[@]}" --out "$W/$(printf 'y%.0s' {1..250})" --overwrite
+ln -s "$W/loop-a" "$W/loop-b"; ln -s "$W/loop-b" "$W/loop-a"
+run err  out-symlink-loop     "$CHI" "${T[@]}" --out "$W/loop-a"
+mkdir -p "$W/dot"
+run ok   out-dot              bash -c 'cd "$1" && "$2" train --quiet --no-plots --steps 3 --out .' _ "$W/dot" "$CHI"
+run err  out-dot-overwrite    bash -c 'cd "$1" && "$2" train --quiet --no-plots --steps 3 --out . --overwrite' _ "$W/dot" "$CHI"
+run err  teach-output-dev-full "$CHI" teach mlp -o /dev/full
+run err  graph-stdout-dev-full bash -c '"$1" --out "$2" graph mlp --values >/dev/full' _ "$CHI" "$W/gfull"
+
 # ---------------------------------------------------------------- train: numeric flags
 run any  train-steps-0 "$CHI" train --quiet --no-plots --out "$(fresh s)" --steps 0
 for v in -1 nan 1e3 18446744073709551616 9007199254740993; do

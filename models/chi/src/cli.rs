@@ -58,6 +58,7 @@ pub enum BenchWhich {
 
 /// Sets up the global thread pool, then runs the chosen subcommand.
 pub fn run(cli: Cli) -> Result<(), String> {
+    check_limit_env()?;
     if let Some(n) = cli.threads {
         check_threads(n)?;
         rayon::ThreadPoolBuilder::new()
@@ -93,6 +94,22 @@ pub fn check_threads(n: usize) -> Result<(), String> {
         return Err(format!("--threads {n} is out of range: 1 to {max} ({MAX_THREADS_PER_CORE} × {cores} cores)"));
     }
     Ok(())
+}
+
+/// Checks the size-limit override `CHI_MAX_TENSOR_ELEMENTS` when it is set: the library falls
+/// back to the default limit on a value that is not a positive integer, so a mistyped override
+/// (`4e9`, `0`, `-1`) would otherwise be ignored without a word.
+pub fn check_limit_env() -> Result<(), String> {
+    let name = chi_nn::limits::MAX_TENSOR_ELEMENTS_ENV;
+    match std::env::var_os(name) {
+        // Empty counts as unset, as for `CHI_DATA`.
+        None => Ok(()),
+        Some(v) if v.is_empty() => Ok(()),
+        Some(v) => match v.to_str().and_then(|s| s.trim().parse::<usize>().ok()) {
+            Some(n) if n > 0 => Ok(()),
+            _ => Err(format!("{name}={} is not a positive whole number (the most elements one tensor may have)", v.to_string_lossy())),
+        },
+    }
 }
 
 /// Lets a write to a closed pipe (`chi … | head`) end the program quietly, as it does for other

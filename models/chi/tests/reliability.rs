@@ -253,8 +253,11 @@ fn sizes_from_flags_configs_and_checkpoints_are_bounded() {
     std::fs::write(&cfg, "[data]\nn_train = 100000000000\n").unwrap();
     fails_with(&["train", "--out", o, "--config", s(&cfg)], &["n_train", "limit"]);
     fails_with(&["train", "--out", o, "--steps", "18446744073709551615"], &["steps", "out of range"]);
-    // The limit is overridable.
+    // The limit is overridable; an override that is not a positive whole number is an error.
     fails(chi_env(&["train", "--out", o, "--hidden", "64"], &[("CHI_MAX_TENSOR_ELEMENTS", "1000")]), "--hidden 64 under a limit of 1000", &["limit of 1000"]);
+    for bad in ["4e9", "0", "-1", "18446744073709551616"] {
+        fails(chi_env(&["train", "--out", o, "--steps", "1"], &[("CHI_MAX_TENSOR_ELEMENTS", bad)]), &format!("CHI_MAX_TENSOR_ELEMENTS={bad}"), &["CHI_MAX_TENSOR_ELEMENTS", "positive whole number"]);
+    }
     // A checkpoint with a valid checksum but a forged config is refused before the model is built.
     let mut c = Config::default();
     c.model_options.hidden = vec![4];
