@@ -58,6 +58,7 @@ pub enum BenchWhich {
 
 /// Sets up the global thread pool, then runs the chosen subcommand.
 pub fn run(cli: Cli) -> Result<(), String> {
+    check_limit_env()?;
     if let Some(n) = cli.threads {
         check_threads(n)?;
         rayon::ThreadPoolBuilder::new()
@@ -95,6 +96,22 @@ pub fn check_threads(n: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks the size-limit override `CHI_MAX_TENSOR_ELEMENTS` when it is set: the library falls
+/// back to the default limit on a value that is not a positive integer, so a mistyped override
+/// (`4e9`, `0`, `-1`) would otherwise be ignored without a word.
+pub fn check_limit_env() -> Result<(), String> {
+    let name = chi_nn::limits::MAX_TENSOR_ELEMENTS_ENV;
+    match std::env::var_os(name) {
+        // Empty counts as unset, as for `CHI_DATA`.
+        None => Ok(()),
+        Some(v) if v.is_empty() => Ok(()),
+        Some(v) => match v.to_str().and_then(|s| s.trim().parse::<usize>().ok()) {
+            Some(n) if n > 0 => Ok(()),
+            _ => Err(format!("{name}={} is not a positive whole number (the most elements one tensor may have)", v.to_string_lossy())),
+        },
+    }
+}
+
 /// Lets a write to a closed pipe (`chi … | head`) end the program quietly, as it does for other
 /// Unix tools, instead of `println!` panicking on `EPIPE`: restores the default action of
 /// `SIGPIPE`, which the Rust runtime sets to "ignore".
@@ -112,4 +129,22 @@ pub fn default_sigpipe() {
             signal(SIGPIPE, SIG_DFL);
         }
     }
+}
+
+/// Makes a failed write to stdout or stderr (`chi … > /dev/full`, a closed terminal) end the
+/// program with an error message and exit status 1 instead of a panic: `println!` panics when
+/// the write fails, and there is no caller to return an error to. Other panics keep the default
+/// report.
+pub fn output_errors_are_not_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info.to_string();
+        if let Some(at) = text.find("failed printing to std") {
+            use std::io::Write;
+            // stderr may be the stream that failed: its own error is ignored.
+            let _ = writeln!(std::io::stderr(), "chi: error: {}", &text[at..]);
+            std::process::exit(1);
+        }
+        default(info);
+    }));
 }

@@ -19,8 +19,8 @@ pub struct GradcheckArgs {
     /// 1 = gradients (gradcheck), 2 = second derivatives (gradgradcheck).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
     pub order: u32,
-    /// Random instances (shapes, broadcasts, values) per op.
-    #[arg(long, default_value_t = 5)]
+    /// Random instances (shapes, broadcasts, values) per op, 1 to 10000.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub instances: u64,
     /// Fast mode: random projections vᵀJu instead of every element.
     #[arg(long)]

@@ -14,6 +14,7 @@ fn main() {
     chi_cli::allocator::keep_freed_memory();
     chi_autodiff::malloc::keep_freed_memory();
     chi_cli::cli::default_sigpipe();
+    chi_cli::cli::output_errors_are_not_panics();
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         eprintln!("chi: error: {e}");

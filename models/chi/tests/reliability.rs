@@ -8,8 +8,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// The `chi` binary under test: `CHI_BIN` if set (to run the suite against another build, e.g.
+/// one from before a fix, and see which cases it fails), else the one cargo built.
+fn chi_bin() -> PathBuf {
+    std::env::var_os("CHI_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_chi")), PathBuf::from)
+}
+
 fn chi_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_chi"));
+    let mut c = Command::new(chi_bin());
     c.args(args).env_remove("CHI_MAX_TENSOR_ELEMENTS");
     for (k, v) in env {
         c.env(k, v);
@@ -124,7 +130,7 @@ fn two_runs_at_once_the_second_fails_at_start_naming_the_first() {
     let out = root.join("r");
     let mut args = vec!["train", "--out", s(&out), "--steps", "100000000", "--checkpoint-every", "0", "--eval-every", "0"];
     args.extend_from_slice(SMALL);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chi"))
+    let mut child = Command::new(chi_bin())
         .args(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -247,8 +253,11 @@ fn sizes_from_flags_configs_and_checkpoints_are_bounded() {
     std::fs::write(&cfg, "[data]\nn_train = 100000000000\n").unwrap();
     fails_with(&["train", "--out", o, "--config", s(&cfg)], &["n_train", "limit"]);
     fails_with(&["train", "--out", o, "--steps", "18446744073709551615"], &["steps", "out of range"]);
-    // The limit is overridable.
+    // The limit is overridable; an override that is not a positive whole number is an error.
     fails(chi_env(&["train", "--out", o, "--hidden", "64"], &[("CHI_MAX_TENSOR_ELEMENTS", "1000")]), "--hidden 64 under a limit of 1000", &["limit of 1000"]);
+    for bad in ["4e9", "0", "-1", "18446744073709551616"] {
+        fails(chi_env(&["train", "--out", o, "--steps", "1"], &[("CHI_MAX_TENSOR_ELEMENTS", bad)]), &format!("CHI_MAX_TENSOR_ELEMENTS={bad}"), &["CHI_MAX_TENSOR_ELEMENTS", "positive whole number"]);
+    }
     // A checkpoint with a valid checksum but a forged config is refused before the model is built.
     let mut c = Config::default();
     c.model_options.hidden = vec![4];
@@ -286,7 +295,7 @@ fn flags_and_config_values_are_range_checked() {
         a.extend_from_slice(flags);
         fails_with(&a, needles);
     }
-    fails_with(&["--threads", "100000", "train", "--out", o], &["--threads 100000", "out of range"]);
+    fails_with(&["--threads", "10000", "train", "--out", o], &["--threads 10000", "out of range"]);
     fails_with(&["--threads", "0", "train", "--out", o], &["--threads 0"]);
     let cfg = out.join("c.toml");
     std::fs::write(&cfg, "steps = 10\n[optim]\nname = \"adam\"\nlearning_rate = 0.1\n").unwrap();
@@ -303,7 +312,7 @@ fn flags_and_config_values_are_range_checked() {
 
 #[test]
 fn printing_to_a_closed_pipe_does_not_panic() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chi")).args(["train", "--list"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new(chi_bin()).args(["train", "--list"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     drop(child.stdout.take());
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -381,4 +390,113 @@ fn a_dataset_with_labels_out_of_range_or_non_finite_inputs_is_an_error() {
     assert!(e.contains("test split is empty"), "{e}");
     let e = train::check_dataset("t", &ds(split(vec![0.0, 1.0], vec![0, 0]), split(vec![0.5], vec![1]))).unwrap_err();
     assert!(e.contains("class 1 of 2 never occurs"), "{e}");
+}
+
+/// `chi ARGS` run in `dir` (for the default `--out runs`) with `env` set.
+fn chi_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(chi_bin());
+    c.current_dir(dir).args(args).env_remove("CHI_MAX_TENSOR_ELEMENTS");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap_or_else(|e| panic!("cannot run chi {args:?}: {e}"))
+}
+
+#[test]
+fn two_runs_in_sequence_in_the_default_directory_keep_both_runs_checkpoints() {
+    let root = tmp("default-out");
+    let args = |steps: &'static str, extra: &[&'static str]| {
+        let mut a = vec!["train", "--steps", steps, "--checkpoint-every", "10", "--eval-every", "10"];
+        a.extend_from_slice(SMALL);
+        a.extend_from_slice(extra);
+        a
+    };
+    let o = chi_in(&root, &args("20", &[]), &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let first = snapshot(&root.join("runs"));
+    fails(chi_in(&root, &args("30", &["--dataset", "xor-noise"]), &[]), "a second run in ./runs", &["already holds a run"]);
+    let o = chi_in(&root, &args("30", &["--dataset", "xor-noise", "--overwrite"]), &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let old: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().contains("runs.old-")).collect();
+    assert_eq!(old.len(), 1, "{old:?}");
+    assert_eq!(snapshot(&old[0]), first, "the first run's files changed");
+    let e = ok(&["eval", "--checkpoint", s(&old[0].join("checkpoints/step-00000020.ckpt.safetensors"))]);
+    assert!(e.contains("on spirals") && e.contains("at step 20"), "{e}");
+    let o = chi_in(&root, &["eval"], &[]);
+    let e = text(&o);
+    assert!(o.status.success() && e.contains("on xor-noise") && e.contains("at step 30"), "{e}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else { return };
+    let o = Command::new(chi_bin()).args(["train", "--list"]).stdout(full).output().unwrap();
+    let t = fails(o, "train --list > /dev/full", &["failed printing to stdout"]);
+    assert!(t.contains("No space left"), "{t}");
+}
+
+#[test]
+fn repetition_and_size_flags_of_every_subcommand_have_ranges() {
+    let out = tmp("subflags");
+    let o = s(&out);
+    let max = "18446744073709551615";
+    let cases: &[&[&str]] = &[
+        &["--out", o, "reproduce", "ca-nn-xor", "--quick", "--runs", max],
+        &["--out", o, "reproduce", "ca-nn-xor", "--quick", "--runs", "0"],
+        &["bench", "gemm", "--sizes", "8", "--reps", "0"],
+        &["bench", "gemm", "--sizes", "8", "--reps", max],
+        &["bench", "tape", "--steps", "10", "--reps", "0"],
+        &["bench", "tape", "--steps", "10", "--reps", max],
+        &["bench", "tape", "--steps", max, "--reps", "1"],
+        &["gradcheck", "--op", "add", "--instances", "0"],
+        &["gradcheck", "--op", "add", "--instances", max],
+    ];
+    for a in cases {
+        // The out-of-range flag (the one before the value 0 or 2^64 − 1) and its range are named.
+        let at = a.iter().rposition(|x| *x == "0" || *x == max).unwrap();
+        fails_with(a, &[a[at - 1], "not in"]);
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn unknown_dataset_and_model_options_are_errors() {
+    let out = tmp("options");
+    let cfg = out.join("c.toml");
+    for (toml, needles) in [
+        ("[data.options]\nseq_lenn = 3\n", &["seq_lenn", "spirals"][..]),
+        ("[model_options.options]\nembed = 3\n", &["embed", "mlp"][..]),
+    ] {
+        std::fs::write(&cfg, toml).unwrap();
+        fails_with(&["train", "--out", s(&out.join("run")), "--config", s(&cfg), "--steps", "2"], needles);
+    }
+    assert!(!out.join("run").join("checkpoints").exists());
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn an_experiment_on_too_small_a_data_set_is_an_error_naming_the_file() {
+    let root = tmp("smalldata");
+    let data = root.join("data");
+    std::fs::create_dir_all(data.join("pang-lee")).unwrap();
+    std::fs::write(data.join("pang-lee/reviews.csv"), "").unwrap();
+    std::fs::write(data.join("pang-lee/sentences.csv"), "").unwrap();
+    let o = chi_in(&root, &["--out", s(&root.join("out")), "reproduce", "ca-bsfe-reviews", "--quick"], &[("CHI_DATA", s(&data))]);
+    fails(o, "reproduce ca-bsfe-reviews on empty files", &["reviews.csv", "needs at least"]);
+    // Well-formed Fashion-MNIST files (raw IDX) of ten images per split: every class present,
+    // but fewer images than one training batch.
+    let fm = data.join("fashion-mnist");
+    std::fs::create_dir_all(&fm).unwrap();
+    for split in ["train", "t10k"] {
+        let mut images = [0x803u32, 10, 28, 28].iter().flat_map(|v| v.to_be_bytes()).collect::<Vec<u8>>();
+        images.extend((0..10 * 784).map(|i| (i % 251) as u8));
+        std::fs::write(fm.join(format!("{split}-images-idx3-ubyte.gz")), images).unwrap();
+        let mut labels = [0x801u32, 10].iter().flat_map(|v| v.to_be_bytes()).collect::<Vec<u8>>();
+        labels.extend(0..10u8);
+        std::fs::write(fm.join(format!("{split}-labels-idx1-ubyte.gz")), labels).unwrap();
+    }
+    let o = chi_in(&root, &["--out", s(&root.join("out")), "reproduce", "ca-res-fashion", "--quick"], &[("CHI_DATA", s(&data))]);
+    fails(o, "reproduce ca-res-fashion on ten images", &["Fashion-MNIST", "needs at least 100 training"]);
+    let _ = std::fs::remove_dir_all(&root);
 }

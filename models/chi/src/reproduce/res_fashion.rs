@@ -22,7 +22,7 @@
 //! unit test `conv_blocks_pass_a_float64_whole_block_gradcheck`.
 
 use super::units::UnitData;
-use super::util::{image_batch, mean_curve, metric, write_curves};
+use super::util::{check_image_splits, image_batch, mean_curve, metric, write_curves};
 use super::{Ctx, Report, Row};
 use chi_nn::data::{self, Dataset, ImageSet};
 use chi_nn::layers::{Conv2d, Linear};
@@ -202,6 +202,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     } else {
         (1500, (0..ftrain.n).collect(), (0..ftest.n).collect(), vec![(1, 2), (2, 2), (1, 3), (2, 3)])
     };
+    check_image_splits(&format!("Fashion-MNIST ({})", dir.display()), tr.len(), te.len(), BATCH)?;
     let mut curves = Vec::new();
     ctx.plan_units(grid.len() * 3 * ctx.runs);
     for &(blocks, l) in &grid {

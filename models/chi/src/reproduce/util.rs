@@ -56,3 +56,13 @@ pub fn image_batch(set: &ImageSet, idx: &[usize]) -> (Tensor<f32>, Vec<usize>) {
     }
     (Tensor::from_vec(v, &[idx.len(), 1, set.rows, set.cols]), idx.iter().map(|&i| set.labels[i] as usize).collect())
 }
+
+/// Checks that an image experiment's (possibly subsampled) splits are large enough to run: at
+/// least one training batch of `batch` examples and 8 test examples (the σ-map figures show 8),
+/// so a small or truncated data file is an error naming the data set instead of a panic.
+pub fn check_image_splits(what: &str, train: usize, test: usize, batch: usize) -> Result<(), String> {
+    if train < batch || test < 8 {
+        return Err(format!("{what}: {train} training and {test} test images (after subsampling); the experiment needs at least {batch} training and 8 test images"));
+    }
+    Ok(())
+}

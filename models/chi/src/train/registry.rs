@@ -127,6 +127,7 @@ impl Model for Mlp {
 }
 
 fn build_mlp(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    chi_nn::dataset::check_options(&cfg.options, &[], "model mlp").map_err(|e| e.to_string())?;
     let Inputs::Dense { shape, .. } = &ds.train.inputs else {
         return Err(format!("mlp needs dense inputs; dataset {:?} has token inputs", ds.name));
     };
