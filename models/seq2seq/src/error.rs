@@ -9,6 +9,8 @@ pub enum Seq2SeqError {
     Config(String),
     /// Inputs that do not fit the model (ids out of range, empty sequences, batch mismatch).
     Input(String),
+    /// A data file that cannot be read or parsed (names the file and the position).
+    Data(String),
 }
 
 impl fmt::Display for Seq2SeqError {
@@ -16,6 +18,7 @@ impl fmt::Display for Seq2SeqError {
         match self {
             Seq2SeqError::Config(m) => write!(f, "seq2seq configuration: {m}"),
             Seq2SeqError::Input(m) => write!(f, "seq2seq input: {m}"),
+            Seq2SeqError::Data(m) => write!(f, "{m}"),
         }
     }
 }

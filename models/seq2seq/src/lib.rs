@@ -9,6 +9,7 @@
 //!   the teacher-forced loss;
 //! * [`decode`]: greedy and beam search;
 //! * [`metrics`]: corpus BLEU, edit-distance error rates, top-k hits, perplexity;
+//! * [`data`]: SWORD zText Bible modules (aligned verses), CMUdict, parallel text files;
 //! * [`vocab`]: vocabularies with `<pad>`, `<s>`, `</s>`, `<unk>` and padded batches.
 //!
 //! # References
@@ -21,6 +22,7 @@
 //! * **BLEU**: Papineni, Roukos, Ward, Zhu: "BLEU: a Method for Automatic Evaluation of Machine
 //!   Translation"; Post: "A Call for Clarity in Reporting BLEU Scores" (sacreBLEU's smoothing).
 
+pub mod data;
 pub mod decode;
 pub mod error;
 pub mod metrics;
