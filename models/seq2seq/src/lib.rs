@@ -10,6 +10,7 @@
 //! * [`decode`]: greedy and beam search;
 //! * [`metrics`]: corpus BLEU, edit-distance error rates, top-k hits, perplexity;
 //! * [`data`]: SWORD zText Bible modules (aligned verses), CMUdict, parallel text files;
+//! * [`experiment`]: training through chi's `Trainer` and the full evaluation;
 //! * [`vocab`]: vocabularies with `<pad>`, `<s>`, `</s>`, `<unk>` and padded batches.
 //!
 //! # References
@@ -25,6 +26,7 @@
 pub mod data;
 pub mod decode;
 pub mod error;
+pub mod experiment;
 pub mod metrics;
 pub mod model;
 pub mod vocab;
