@@ -214,6 +214,9 @@ impl PairedTest {
     /// or "`a_name` and `b_name` are not distinguishable at n = 5 (…)";
     /// `>` means larger.
     pub fn describe(&self, a_name: &str, b_name: &str, alpha: f64) -> String {
+        if self.n < 2 {
+            return format!("{a_name} vs {b_name}: cannot be judged from n = {} run (difference {:+.4}; a paired test needs n ≥ 2)", self.n, self.mean_diff);
+        }
         let stats = format!("paired t-test, n = {}, mean difference {:+.4}, p = {:.3}", self.n, self.mean_diff, self.p);
         match self.verdict(alpha) {
             Verdict::AGreater => format!("{a_name} > {b_name} ({stats})"),
@@ -255,5 +258,6 @@ mod tests {
         assert_eq!(t.verdict(0.01), Verdict::NotDistinguishable);
         assert_eq!(PairedTest::new(&[1.0, 2.0], &[2.0, 3.0]).verdict(0.05), Verdict::BGreater);
         assert!(PairedTest::new(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]).describe("A", "B", 0.05).contains("not distinguishable at n = 3"));
+        assert!(PairedTest::new(&[1.0], &[2.0]).describe("A", "B", 0.05).contains("cannot be judged from n = 1"));
     }
 }
