@@ -17,3 +17,4 @@ pub mod graph;
 pub mod reproduce;
 pub mod teach;
 pub mod train;
+pub mod translate;

@@ -41,5 +41,39 @@ fn quick_nmt_and_g2p_experiments_run_and_report_every_variant() {
         assert_eq!(units, n, "{exp}");
         assert!(dir.join("runs").join("reproduce").join(exp).join("valid_top5.svg").is_file(), "{exp}");
     }
+    // chi translate on the saved models: G2P reads characters, NMT words; one output line per
+    // input line, and one heat map per line.
+    let g2p = dir.join("runs/reproduce/g2p-cmudict/models/ca-rnn-run0.safetensors");
+    let nmt = dir.join("runs/reproduce/nmt-attention/models/ca-att-luong-run0.safetensors");
+    let input = dir.join("in.txt");
+    std::fs::write(&input, "hello\n\nworld\n").unwrap();
+    for model in [&g2p, &nmt] {
+        let heat = dir.join("heat");
+        let out = Command::new(env!("CARGO_BIN_EXE_chi"))
+            .args(["translate", model.to_str().unwrap(), "--beam", "3", "--max-len", "12", "--input", input.to_str().unwrap(), "--heatmap", heat.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 3);
+        let svg = std::fs::read_to_string(heat.join("line-0003.svg")).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("<rect x=") && svg.contains("&lt;/s&gt;"), "{svg}");
+        assert!(!heat.join("line-0002.svg").exists());
+        std::fs::remove_dir_all(&heat).unwrap();
+    }
+    // Bad input: clear errors, exit code 1.
+    let bad = dir.join("bad.safetensors");
+    std::fs::write(&bad, b"\x08\0\0\0\0\0\0\0{}garbage").unwrap();
+    for (args, want) in [
+        (vec!["translate", g2p.to_str().unwrap(), "--beam", "0"], "--beam 0 is out of range"),
+        (vec!["translate", g2p.to_str().unwrap(), "--alpha", "NaN"], "--alpha NaN is out of range"),
+        (vec!["translate", "/nonexistent/model.safetensors"], "/nonexistent/model.safetensors"),
+        (vec!["translate", bad.to_str().unwrap()], "bad.safetensors"),
+        (vec!["translate", g2p.to_str().unwrap(), "--input", "/nonexistent/in.txt"], "/nonexistent/in.txt"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_chi")).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -60,6 +60,10 @@ pub struct TrainOptions {
     pub decode_pairs: usize,
     /// Seed of the parameters and of the batch order.
     pub seed: u64,
+    /// Where to save the trained model for `chi translate` (`None`: not saved).
+    pub save_to: Option<std::path::PathBuf>,
+    /// The tokenizer recorded with a saved model (how `chi translate` splits its input).
+    pub tokenizer: crate::translator::Tokenizer,
 }
 
 impl Default for TrainOptions {
@@ -79,6 +83,8 @@ impl Default for TrainOptions {
             alpha: 0.0,
             decode_pairs: 200,
             seed: 1,
+            save_to: None,
+            tokenizer: crate::translator::Tokenizer::Words,
         }
     }
 }
@@ -248,6 +254,9 @@ pub fn train_and_evaluate(config: &Seq2SeqConfig, corpus: &Corpus, opts: &TrainO
         out.test.insert("beam_bleu".into(), corpus_bleu(&beam_hyps, dec_refs, Smoothing::Exp).score);
         out.test.insert("beam_token_error".into(), token_error_rate(&beam_hyps, dec_refs));
         out.test.insert("beam_sequence_error".into(), sequence_error_rate(&beam_hyps, dec_refs));
+    }
+    if let Some(path) = &opts.save_to {
+        crate::translator::Translator { model, src_vocab, tgt_vocab, tokenizer: opts.tokenizer }.save(path)?;
     }
     Ok(out)
 }

@@ -11,6 +11,8 @@
 //! * [`metrics`]: corpus BLEU, edit-distance error rates, top-k hits, perplexity;
 //! * [`data`]: SWORD zText Bible modules (aligned verses), CMUdict, parallel text files;
 //! * [`experiment`]: training through chi's `Trainer` and the full evaluation;
+//! * [`translator`]: a trained model saved with its vocabularies, translating lines, attention
+//!   heat maps;
 //! * [`vocab`]: vocabularies with `<pad>`, `<s>`, `</s>`, `<unk>` and padded batches.
 //!
 //! # References
@@ -29,9 +31,11 @@ pub mod error;
 pub mod experiment;
 pub mod metrics;
 pub mod model;
+pub mod translator;
 pub mod vocab;
 
 pub use decode::{beam_search, greedy, Hypothesis};
 pub use error::Seq2SeqError;
 pub use model::{AttentionKind, CellKind, Seq2Seq, Seq2SeqConfig};
+pub use translator::{attention_svg, Tokenizer, Translation, Translator};
 pub use vocab::{Padded, Vocab};
