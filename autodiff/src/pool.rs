@@ -10,7 +10,7 @@
 //! ## Invariants
 //! 1. **A recycled block is unreachable.** A buffer or record enters a free list only when its
 //!    `Rc` is the last strong reference and no `Weak` exists (`Rc::strong_count == 1`,
-//!    `Rc::weak_count == 0`, checked when the last [`Tensor`] holding it is dropped). Nothing
+//!    `Rc::weak_count == 0`, checked when the last [`crate::Tensor`] holding it is dropped). Nothing
 //!    else can read or write it, so handing it out again cannot alias a live tensor; this is
 //!    plain safe Rust (`Rc::get_mut` succeeds on every block taken from a list).
 //! 2. **A recycled record is blank.** Before a `Var` enters its list its op is released

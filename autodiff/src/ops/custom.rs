@@ -3,7 +3,7 @@
 //! Implement [`CustomOp`] and call [`Tensor::apply_custom`]. The forward runs on values (nothing
 //! inside it is recorded); the backward is written with chi's tensor ops, so when it runs under
 //! `create_graph` it is recorded and the op supports higher derivatives. Check it with
-//! [`crate::gradcheck`] like any built-in op.
+//! [`crate::gradcheck()`] like any built-in op.
 //!
 //! ```
 //! use chi_autodiff::{CustomOp, Tensor, gradcheck, GradcheckOptions};

@@ -49,7 +49,7 @@ pub use sem::{CaSem, CaSemOptions};
 
 pub use chi_nn::Activation;
 use chi_nn::gradcheck::{ModelCase, ModelInstance};
-use chi_nn::params::{init, Param, ParamStore};
+use chi_nn::params::{Param, ParamStore};
 use chi_autodiff::{Float, Rng, Tensor};
 
 /// Group of every χ-function parameter (θ and w_σ of CA-BSFE, gate weights elsewhere).
@@ -59,49 +59,39 @@ pub const GROUP_EMB: &str = "emb";
 /// Group of output heads (never frozen by `em_steps`).
 pub const GROUP_HEAD: &str = "head";
 
-/// A dense layer `act(x·W + b)`, `W: [in, out]`, used inside the CA models (v(·) networks,
-/// heads). Xavier-uniform weights, zero bias.
+/// A dense layer `act(x·W + b)` used inside the CA models (v(·) networks, heads): chi-nn's one
+/// affine layer, [`Linear`](chi_nn::Linear) (`W: [in, out]`, Xavier-uniform; zero bias), followed
+/// by an [`Activation`].
 pub struct Dense<T: Float> {
-    /// `[in, out]`.
-    pub w: Param<T>,
-    /// `[out]` (absent for bias-free maps).
-    pub b: Option<Param<T>>,
+    /// The affine map: parameters `{name}.weight` `[in, out]` and `{name}.bias`.
+    pub linear: chi_nn::Linear<T>,
     /// Activation.
     pub act: Activation,
 }
 
 impl<T: Float> Dense<T> {
-    /// A new layer with parameters `{name}.w`, `{name}.b` in `group`.
+    /// A new layer with parameters `{name}.weight`, `{name}.bias` in `group`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(store: &mut ParamStore<T>, name: &str, group: &str, din: usize, dout: usize, bias: bool, act: Activation, rng: &mut Rng) -> Self {
-        let w = store.add(&format!("{name}.w"), group, init::xavier_uniform(&[din, dout], din, dout, 1.0, rng));
-        let b = bias.then(|| store.add(&format!("{name}.b"), group, init::zeros(&[dout])));
-        Dense { w, b, act }
+        Dense { linear: chi_nn::Linear::in_store(store, name, group, din, dout, bias, rng), act }
     }
     /// `act(x·W + b)` for `x: […, in]`.
     pub fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
-        let y = x.matmul(&self.w.get());
-        let y = match &self.b {
-            Some(b) => y.add(&b.get()),
-            None => y,
-        };
-        self.act.apply(&y)
+        self.act.apply(&self.linear.forward(x))
     }
     /// Input size.
     pub fn din(&self) -> usize {
-        self.w.shape()[0]
+        self.linear.in_features()
     }
     /// Output size.
     pub fn dout(&self) -> usize {
-        self.w.shape()[1]
+        self.linear.out_features()
     }
 }
 
 impl<T: Float> chi_nn::Parameterized<T> for Dense<T> {
     fn visit_parameters(&self, f: &mut dyn FnMut(&str, &Param<T>, chi_nn::Layout)) {
-        f("weight", &self.w, chi_nn::Layout::Transposed);
-        if let Some(b) = &self.b {
-            f("bias", b, chi_nn::Layout::Native);
-        }
+        self.linear.visit_parameters(f);
     }
 }
 

@@ -36,8 +36,8 @@ fn ca_res_with_b_1_is_a_resnet_block() {
     let x = Tensor::<f64>::randn(&[4, d], &mut rng);
     let got = block.forward(&x).to_vec();
     let net = block.v_net(1).expect("layer 1 has a dense v");
-    let (w1, b1) = (net[0].w.to_vec(), net[0].b.as_ref().unwrap().to_vec());
-    let (w2, b2) = (net[1].w.to_vec(), net[1].b.as_ref().unwrap().to_vec());
+    let (w1, b1) = (net[0].linear.weight.to_vec(), net[0].linear.bias.as_ref().unwrap().to_vec());
+    let (w2, b2) = (net[1].linear.weight.to_vec(), net[1].linear.bias.as_ref().unwrap().to_vec());
     let xv = x.to_vec();
     // Plain f64 loops, independent of chi's ops.
     for r in 0..4 {

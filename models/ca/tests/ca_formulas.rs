@@ -318,7 +318,7 @@ fn dictionary_free_vocab_gives_every_distinct_token_a_row_and_unseen_tokens_oov(
 
 /// `w = χ(c) v(c) + (1 − χ(c)) w0`, `χ(c) = σ(vᵀc + b)`, `v(c) = tanh(W c + b_v)`.
 fn ca_nn_by_hand(l: &CaNnLayer<f64>, c: &[f64]) -> (Vec<f64>, f64) {
-    let (w, bv) = (l.v.w.to_vec(), l.v.b.as_ref().unwrap().to_vec());
+    let (w, bv) = (l.v.linear.weight.to_vec(), l.v.linear.bias.as_ref().unwrap().to_vec());
     let (cw, cb, w0) = (l.chi_w.to_vec(), l.chi_b.to_vec()[0], l.w0.to_vec());
     let dout = w0.len();
     let chi = sigmoid(dotp(&cw, c) + cb);
@@ -350,7 +350,7 @@ fn ca_nn_layer_and_stack_match_eq_38_39_by_hand() {
     let xs = [vec![0.7, -1.2, 0.4], vec![-0.3, 0.9, 1.5]];
     let out = net.forward(&Tensor::from_vec(xs.concat(), &[2, 3])).to_vec();
     let r = net.readout.as_ref().unwrap();
-    let (rw, rb) = (r.w.to_vec(), r.b.as_ref().unwrap().to_vec()[0]);
+    let (rw, rb) = (r.linear.weight.to_vec(), r.linear.bias.as_ref().unwrap().to_vec()[0]);
     for (b, x) in xs.iter().enumerate() {
         let (h1, _) = ca_nn_by_hand(&net.layers[0], x);
         let (h2, _) = ca_nn_by_hand(&net.layers[1], &h1);

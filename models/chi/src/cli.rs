@@ -37,6 +37,8 @@ pub enum Command {
     Graph(crate::graph::GraphArgs),
     /// Write a self-contained HTML page that steps through a tape forward and backward.
     Teach(crate::teach::TeachArgs),
+    /// Translate lines with a trained sequence-to-sequence model (beam search, attention heat maps).
+    Translate(crate::translate::TranslateArgs),
 }
 
 /// `chi bench ...`
@@ -77,6 +79,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Gradcheck(a)) => crate::gradcheck::run_cli(&a),
         Some(Command::Graph(a)) => crate::graph::run(&a, &cli.out),
         Some(Command::Teach(a)) => crate::teach::run(&a, &cli.out),
+        Some(Command::Translate(a)) => crate::translate::run(&a),
         // The README's main job: every built-in reproduction, full size.
         None => crate::reproduce::run(&crate::reproduce::ReproduceArgs::default(), cli.seed, &cli.out).map(|_| ()),
     }

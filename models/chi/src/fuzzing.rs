@@ -141,7 +141,7 @@ pub fn safetensors(data: &[u8]) {
     }
 }
 
-/// Full checkpoints (weights + Adam state + metadata): as [`safetensors`].
+/// Full checkpoints (weights + Adam state + metadata): as [`safetensors()`].
 pub fn checkpoint(data: &[u8]) {
     let s = small_model();
     let mut opt = Optimizer::new(OptimConfig::adam(0.01));

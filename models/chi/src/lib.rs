@@ -2,7 +2,7 @@
 //!
 //! The `chi` command-line program as a library, so its integration tests and the fuzz targets
 //! can call it: the CLI ([`cli`]), training runs ([`train`]), the paper reproductions
-//! ([`reproduce`]), gradient checks ([`gradcheck`]), graphs ([`graph`]), benchmarks ([`bench`]),
+//! ([`reproduce`]), gradient checks ([`gradcheck`]), graphs ([`graph`]), benchmarks ([`mod@bench`]),
 //! the allocator of chi's programs ([`allocator`]) and the fuzzing entry points ([`fuzzing`]).
 //!
 //! The models themselves live in library crates that depend on none of this: [`chi_nn`] (layers,
@@ -17,3 +17,4 @@ pub mod graph;
 pub mod reproduce;
 pub mod teach;
 pub mod train;
+pub mod translate;

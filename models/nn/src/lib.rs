@@ -47,6 +47,7 @@ pub mod optim;
 pub mod params;
 pub mod schedule;
 pub mod state_dict;
+pub mod stats;
 pub mod trainer;
 
 pub use error::NnError;

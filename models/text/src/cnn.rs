@@ -144,7 +144,7 @@ impl<T: Float> TextCnn<T> {
         Ok((x, lengths))
     }
     /// The feature maps `c_{h,i}`, one `[B, P_h, n_f]` per width (`P_h = L − h + 1`), after the
-    /// ReLU, zero at windows that start past a sentence ([Tixier]'s predictive regions).
+    /// ReLU, zero at windows that start past a sentence (Tixier's predictive regions).
     pub fn feature_maps(&self, x: &Tensor<T>, lengths: &[usize]) -> Result<Vec<Tensor<T>>> {
         let op = "TextCnn::feature_maps";
         let (b, e) = (lengths.len(), self.cfg.emb_dim);

@@ -203,7 +203,7 @@ pub struct FilterNgrams {
 }
 
 /// For every filter of a text CNN, the `k` distinct n-grams of `docs` with the highest
-/// activation ([Tixier]'s "predictive regions"; a window reaching past a document's end is
+/// activation (Tixier's "predictive regions"; a window reaching past a document's end is
 /// shown with `_` for the zero padding).
 pub fn top_ngrams<T: Float>(model: &TextCnn<T>, vocab: &Vocab, docs: &[Vec<usize>], k: usize) -> Result<Vec<FilterNgrams>> {
     model.set_training(false);

@@ -44,6 +44,7 @@ mod nn_xor;
 mod res_fashion;
 mod rnn_synthetic;
 mod sem_lee;
+mod seq2seq_nmt;
 pub mod units;
 mod util;
 
@@ -291,6 +292,33 @@ pub fn registry() -> Vec<Experiment> {
             runs: 1,
             quick_runs: 1,
             run: res_fashion::run,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "nmt-attention",
+            title: "EN→ES Bible verses: Bahdanau, Luong, local-p and CA-ATT (Luong / Bahdanau χ) attention, LSTM encoder-decoder (Sec. 4.3.2, Fig. 12)",
+            data: &["bible"],
+            runs: 3,
+            quick_runs: 1,
+            run: seq2seq_nmt::run_attention,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "nmt-cells",
+            title: "EN→ES Bible verses: LSTM vs GRU vs CA-RNN encoder-decoders with Luong attention (Sec. 4.4.2, Fig. 14)",
+            data: &["bible"],
+            runs: 3,
+            quick_runs: 1,
+            run: seq2seq_nmt::run_cells,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "g2p-cmudict",
+            title: "CMUdict grapheme-to-phoneme: LSTM vs GRU vs CA-RNN (bi-encoder, Luong attention), word and phoneme error rates",
+            data: &["cmudict"],
+            runs: 3,
+            quick_runs: 1,
+            run: seq2seq_nmt::run_g2p,
             fixed_runs: None,
         },
     ]

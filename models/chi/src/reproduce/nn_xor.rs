@@ -19,7 +19,8 @@ use super::units::UnitData;
 use super::util::write_curves;
 use super::{Ctx, Report, Row};
 use chi_ca::ca_nn::{CaNn, CaNnConfig};
-use chi_ca::{Activation, Dense};
+use chi_ca::Activation;
+use chi_nn::{Linear, Module, Sequential};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
 use chi_nn::trainer::Trainer;
@@ -31,25 +32,29 @@ const GRID: usize = 41;
 const LO: f64 = -0.5;
 const HI: f64 = 1.5;
 
-/// A plain tanh MLP `2 → hidden… → 1`.
+/// A plain tanh MLP `2 → hidden… → 1`: chi-nn [`Linear`] layers with tanh between them, in a
+/// [`Sequential`].
 pub struct Mlp {
-    layers: Vec<Dense<f64>>,
+    net: Sequential<f64>,
 }
 
 impl Mlp {
-    /// `dims = [in, h1, …, out]`; tanh on hidden layers, identity on the output.
+    /// `dims = [in, h1, …, out]`; tanh on hidden layers, identity on the output. Parameters
+    /// `{name}.l{i}.weight`, `{name}.l{i}.bias` in group `nn`.
     pub fn new(store: &mut ParamStore<f64>, name: &str, dims: &[usize], rng: &mut Rng) -> Mlp {
         let last = dims.len() - 2;
-        let layers = dims
-            .windows(2)
-            .enumerate()
-            .map(|(i, d)| Dense::new(store, &format!("{name}.l{i}"), "nn", d[0], d[1], true, if i == last { Activation::Identity } else { Activation::Tanh }, rng))
-            .collect();
-        Mlp { layers }
+        let mut net = Sequential::new();
+        for (i, d) in dims.windows(2).enumerate() {
+            net.push(Linear::in_store(store, &format!("{name}.l{i}"), "nn", d[0], d[1], true, rng));
+            if i != last {
+                net.push(Activation::Tanh);
+            }
+        }
+        Mlp { net }
     }
     /// Forward pass.
     pub fn forward(&self, x: &Tensor<f64>) -> Tensor<f64> {
-        self.layers.iter().fold(x.clone(), |h, l| l.forward(&h))
+        self.net.forward(x)
     }
 }
 

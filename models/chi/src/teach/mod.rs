@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Debug, Clone)]
 pub struct TeachArgs {
     /// A built-in example (`mlp`, `lstm`, `attention`; `list` lists them) or an expression,
-    /// e.g. "x = [[0.5, -1]]; w = [[2], [1]]; sum(tanh(x @ w))".
+    /// e.g. `x = [[0.5, -1]]; w = [[2], [1]]; sum(tanh(x @ w))`.
     pub what: String,
     /// Where to write the page (default: OUT/teach-NAME.html).
     #[arg(long, short = 'o')]

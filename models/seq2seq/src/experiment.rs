@@ -1,0 +1,314 @@
+//! Training and evaluating a [`Seq2Seq`] model on tokenised sentence pairs through chi's one
+//! training loop ([`chi_nn::trainer::Trainer`]): seeded random mini-batches, the
+//! teacher-forced loss, validation curves of top-k token accuracy over steps (the paper's
+//! Figs. 12 and 14), and on the test set top-k accuracy, perplexity, teacher-forced BLEU, greedy
+//! and beam BLEU, and token / sequence error rates.
+
+use crate::decode::{beam_search, greedy};
+use crate::error::Seq2SeqError;
+use crate::metrics::{corpus_bleu, perplexity, sequence_error_rate, token_error_rate, topk_hits, Smoothing};
+use crate::model::{Seq2Seq, Seq2SeqConfig};
+use crate::vocab::{Padded, Vocab};
+use chi_autodiff::{no_grad, Rng};
+use chi_nn::optim::{OptimConfig, Optimizer};
+use chi_nn::trainer::{Metrics, Trainer};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// A tokenised pair: source tokens, target tokens.
+pub type Pair = (Vec<String>, Vec<String>);
+
+/// Train, validation and test pairs.
+#[derive(Clone, Debug, Default)]
+pub struct Corpus {
+    /// Training pairs.
+    pub train: Vec<Pair>,
+    /// Validation pairs (the curves over steps).
+    pub valid: Vec<Pair>,
+    /// Test pairs (the final numbers).
+    pub test: Vec<Pair>,
+}
+
+/// How to train and evaluate.
+#[derive(Clone, Debug)]
+pub struct TrainOptions {
+    /// Optimiser steps.
+    pub steps: u64,
+    /// Pairs per step.
+    pub batch: usize,
+    /// The optimiser (the paper: Adagrad, lr 0.01).
+    pub optim: OptimConfig,
+    /// Gradient clipping by global norm (`None`: off).
+    pub clip_norm: Option<f64>,
+    /// Validation curve every this many steps (and at the end).
+    pub eval_every: u64,
+    /// Validation pairs used for the curves (the first ones; all if larger).
+    pub eval_pairs: usize,
+    /// Training pairs longer than this (source or target tokens) are left out.
+    pub max_len: usize,
+    /// Vocabulary caps (`None`: every training token, the paper's dictionary-free setting).
+    pub src_vocab_cap: Option<usize>,
+    /// See [`TrainOptions::src_vocab_cap`].
+    pub tgt_vocab_cap: Option<usize>,
+    /// The k of the top-k token accuracies.
+    pub topk: Vec<usize>,
+    /// Beam width for the test BLEU (1: greedy only).
+    pub beam: usize,
+    /// Length-normalisation exponent of the beam score.
+    pub alpha: f64,
+    /// Test pairs decoded (greedy and beam; all if larger).
+    pub decode_pairs: usize,
+    /// Seed of the parameters and of the batch order.
+    pub seed: u64,
+    /// Where to save the trained model for `chi translate` (`None`: not saved).
+    pub save_to: Option<std::path::PathBuf>,
+    /// The tokenizer recorded with a saved model (how `chi translate` splits its input).
+    pub tokenizer: crate::translator::Tokenizer,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            steps: 1000,
+            batch: 16,
+            optim: OptimConfig::adagrad(0.01),
+            clip_norm: Some(5.0),
+            eval_every: 100,
+            eval_pairs: 200,
+            max_len: 50,
+            src_vocab_cap: None,
+            tgt_vocab_cap: None,
+            topk: vec![1, 5, 10, 100],
+            beam: 5,
+            alpha: 0.0,
+            decode_pairs: 200,
+            seed: 1,
+            save_to: None,
+            tokenizer: crate::translator::Tokenizer::Words,
+        }
+    }
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// `(step, value)` curves: `loss` (training), `valid_top{k}` (teacher-forced validation
+    /// token accuracy).
+    pub curves: BTreeMap<String, Vec<(f64, f64)>>,
+    /// Test metrics: `top{k}`, `perplexity`, `tf_bleu`, `greedy_bleu`, `beam_bleu`,
+    /// `greedy_token_error`, `greedy_sequence_error`, `beam_token_error`, `beam_sequence_error`.
+    pub test: BTreeMap<String, f64>,
+    /// Training pairs used (after the length filter).
+    pub train_pairs: usize,
+    /// Vocabulary sizes (specials included).
+    pub src_vocab: usize,
+    /// See [`Outcome::src_vocab`].
+    pub tgt_vocab: usize,
+    /// Parameters of the model.
+    pub parameters: usize,
+    /// Target tokens trained on per second of training wall time.
+    pub tokens_per_sec: f64,
+    /// Training wall time in seconds.
+    pub train_seconds: f64,
+}
+
+/// Teacher-forced metrics over `pairs` in batches: top-k hit rates, total NLL and token count,
+/// and the argmax outputs (for the teacher-forced BLEU).
+fn teacher_forced_eval(model: &Seq2Seq<f32>, pairs: &[(Vec<usize>, Vec<usize>)], topk: &[usize]) -> Result<(Vec<f64>, f64, usize, Vec<Vec<usize>>), Seq2SeqError> {
+    no_grad(|| {
+        let mut hits = vec![0usize; topk.len()];
+        let (mut counted, mut nll) = (0usize, 0.0);
+        let mut argmax = Vec::with_capacity(pairs.len());
+        let v = model.config.tgt_vocab;
+        for chunk in pairs.chunks(32) {
+            let src = Padded::new(&chunk.iter().map(|p| p.0.clone()).collect::<Vec<_>>());
+            let tgt = Padded::new(&chunk.iter().map(|p| p.1.clone()).collect::<Vec<_>>());
+            let tf = model.teacher_forced(&src, &tgt)?;
+            nll += tf.total_nll;
+            let mut outs = vec![Vec::new(); chunk.len()];
+            for (t, logits) in tf.logits.iter().enumerate() {
+                let keep: Vec<bool> = tgt.lengths.iter().map(|&l| t < l).collect();
+                let col = tgt.column(t);
+                let data: Vec<f32> = logits.data().to_vec();
+                for (i, &k) in topk.iter().enumerate() {
+                    hits[i] += topk_hits(&data, v, &col, &keep, k).0;
+                }
+                counted += keep.iter().filter(|&&k| k).count();
+                for (b, out) in outs.iter_mut().enumerate() {
+                    if t + 1 < tgt.lengths[b] {
+                        let row = &data[b * v..(b + 1) * v];
+                        out.push((1..v).fold(0, |m, j| if row[j] > row[m] { j } else { m }));
+                    }
+                }
+            }
+            argmax.extend(outs);
+        }
+        let rates = hits.iter().map(|&h| if counted == 0 { 0.0 } else { h as f64 / counted as f64 }).collect();
+        Ok((rates, nll, counted, argmax))
+    })
+}
+
+/// Builds vocabularies from the training side, the model, trains it and evaluates it.
+/// `config`'s vocabulary sizes are filled in from the data. `progress(step, loss)` is called
+/// after every step.
+pub fn train_and_evaluate(config: &Seq2SeqConfig, corpus: &Corpus, opts: &TrainOptions, progress: &mut dyn FnMut(u64, f64)) -> Result<Outcome, Seq2SeqError> {
+    if opts.batch == 0 || opts.steps == 0 || opts.eval_every == 0 {
+        return Err(Seq2SeqError::Config(format!("steps ({}), batch ({}) and eval_every ({}) must be ≥ 1", opts.steps, opts.batch, opts.eval_every)));
+    }
+    let fits = |p: &Pair| !p.0.is_empty() && !p.1.is_empty() && p.0.len() <= opts.max_len && p.1.len() <= opts.max_len;
+    let train: Vec<&Pair> = corpus.train.iter().filter(|p| fits(p)).collect();
+    if train.is_empty() {
+        return Err(Seq2SeqError::Input(format!("no training pair has 1..={} tokens on both sides", opts.max_len)));
+    }
+    if corpus.test.is_empty() {
+        return Err(Seq2SeqError::Input("the test set is empty".into()));
+    }
+    let src_vocab = Vocab::build(train.iter().map(|p| p.0.as_slice()), opts.src_vocab_cap);
+    let tgt_vocab = Vocab::build(train.iter().map(|p| p.1.as_slice()), opts.tgt_vocab_cap);
+    let cfg = Seq2SeqConfig { src_vocab: src_vocab.len(), tgt_vocab: tgt_vocab.len(), ..config.clone() };
+    let model = Seq2Seq::<f32>::new(&cfg, opts.seed)?;
+    let ids = |p: &Pair| (src_vocab.encode(&p.0), tgt_vocab.encode(&p.1));
+    let train_ids: Vec<(Vec<usize>, Vec<usize>)> = train.iter().map(|p| ids(p)).collect();
+    // Validation and test pairs are encoded with the training vocabularies (unseen tokens are
+    // <unk>); empty sides are dropped.
+    let keep = |p: &&Pair| !p.0.is_empty() && !p.1.is_empty();
+    let valid_ids: Vec<_> = corpus.valid.iter().filter(keep).take(opts.eval_pairs).map(ids).collect();
+    let test_pairs: Vec<&Pair> = corpus.test.iter().filter(keep).collect();
+    let test_ids: Vec<_> = test_pairs.iter().map(|p| ids(p)).collect();
+
+    let mut optim = Optimizer::new(opts.optim.clone());
+    let mut rng = Rng::new(opts.seed ^ 0x5eed_0f_ba7c4e5);
+    let batches = std::iter::from_fn(|| Some((0..opts.batch).map(|_| rng.below(train_ids.len())).collect::<Vec<usize>>()));
+    let mut tokens = 0usize;
+    let start = Instant::now();
+    let mut eval_time = 0.0;
+    let topk = opts.topk.clone();
+    let fit = Trainer::new(&model.store, &mut optim)
+        .steps(opts.steps)
+        .clip_norm_opt(opts.clip_norm)
+        .eval_every(opts.eval_every)
+        .evaluate(|_| {
+            let t0 = Instant::now();
+            let mut m = Metrics::new();
+            if !valid_ids.is_empty() {
+                if let Ok((rates, _, _, _)) = teacher_forced_eval(&model, &valid_ids, &topk) {
+                    for (k, r) in topk.iter().zip(rates) {
+                        m.insert(format!("valid_top{k}"), r);
+                    }
+                }
+            }
+            eval_time += t0.elapsed().as_secs_f64();
+            m
+        })
+        .on_step_end(|s| progress(s.step, s.loss))
+        .fit(batches, |idx: Vec<usize>| {
+            let src = Padded::new(&idx.iter().map(|&i| train_ids[i].0.clone()).collect::<Vec<_>>());
+            let tgt = Padded::new(&idx.iter().map(|&i| train_ids[i].1.clone()).collect::<Vec<_>>());
+            tokens += tgt.lengths.iter().sum::<usize>();
+            model.teacher_forced(&src, &tgt).expect("training ids come from the model's own vocabularies").loss
+        })
+        .map_err(|e| Seq2SeqError::Input(format!("training stopped: {e}")))?;
+    let train_seconds = start.elapsed().as_secs_f64() - eval_time;
+
+    let mut out = Outcome {
+        train_pairs: train_ids.len(),
+        src_vocab: src_vocab.len(),
+        tgt_vocab: tgt_vocab.len(),
+        parameters: model.store.num_scalars(),
+        tokens_per_sec: tokens as f64 / train_seconds.max(1e-9),
+        train_seconds,
+        ..Outcome::default()
+    };
+    out.curves.insert("loss".into(), fit.losses.iter().map(|&(s, l)| (s as f64, l)).collect());
+    for k in &opts.topk {
+        out.curves.insert(format!("valid_top{k}"), fit.eval_curve(&format!("valid_top{k}")));
+    }
+
+    // Test: teacher-forced metrics on every pair, decoding on the first `decode_pairs`.
+    let (rates, nll, counted, tf_out) = teacher_forced_eval(&model, &test_ids, &opts.topk)?;
+    for (k, r) in opts.topk.iter().zip(rates) {
+        out.test.insert(format!("top{k}"), r);
+    }
+    out.test.insert("perplexity".into(), perplexity(nll, counted));
+    let refs: Vec<Vec<String>> = test_pairs.iter().map(|p| p.1.clone()).collect();
+    let words = |ids: &[usize]| -> Vec<String> { ids.iter().map(|&i| tgt_vocab.token(i).to_string()).collect() };
+    let tf_hyps: Vec<Vec<String>> = tf_out.iter().map(|h| words(h)).collect();
+    out.test.insert("tf_bleu".into(), corpus_bleu(&tf_hyps, &refs, Smoothing::Exp).score);
+    let n_dec = opts.decode_pairs.min(test_ids.len());
+    let dec_refs = &refs[..n_dec];
+    let max_out = |src_len: usize| (2 * src_len + 10).min(4 * opts.max_len);
+    let mut greedy_hyps = Vec::with_capacity(n_dec);
+    for (s, _) in &test_ids[..n_dec] {
+        let h = greedy(&model, &Padded::new(std::slice::from_ref(s)), max_out(s.len()))?;
+        greedy_hyps.push(words(&h[0].ids));
+    }
+    out.test.insert("greedy_bleu".into(), corpus_bleu(&greedy_hyps, dec_refs, Smoothing::Exp).score);
+    out.test.insert("greedy_token_error".into(), token_error_rate(&greedy_hyps, dec_refs));
+    out.test.insert("greedy_sequence_error".into(), sequence_error_rate(&greedy_hyps, dec_refs));
+    if opts.beam > 1 {
+        let mut beam_hyps = Vec::with_capacity(n_dec);
+        for (s, _) in &test_ids[..n_dec] {
+            let h = beam_search(&model, s, opts.beam, max_out(s.len()), opts.alpha)?;
+            beam_hyps.push(h.first().map(|h| words(&h.ids)).unwrap_or_default());
+        }
+        out.test.insert("beam_bleu".into(), corpus_bleu(&beam_hyps, dec_refs, Smoothing::Exp).score);
+        out.test.insert("beam_token_error".into(), token_error_rate(&beam_hyps, dec_refs));
+        out.test.insert("beam_sequence_error".into(), sequence_error_rate(&beam_hyps, dec_refs));
+    }
+    if let Some(path) = &opts.save_to {
+        crate::translator::Translator { model, src_vocab, tgt_vocab, tokenizer: opts.tokenizer }.save(path)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::AttentionKind;
+
+    fn toks(v: &[usize]) -> Vec<String> {
+        v.iter().map(|i| format!("w{i}")).collect()
+    }
+
+    /// A copy task: the target is the source. Learnable in a few hundred steps.
+    fn corpus(rng: &mut Rng, n: usize) -> Vec<Pair> {
+        (0..n)
+            .map(|_| {
+                let len = 2 + rng.below(3);
+                let s: Vec<usize> = (0..len).map(|_| rng.below(6)).collect();
+                (toks(&s), toks(&s))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn trains_a_copy_task_and_reports_every_metric() {
+        let mut rng = Rng::new(3);
+        let c = Corpus { train: corpus(&mut rng, 300), valid: corpus(&mut rng, 40), test: corpus(&mut rng, 40) };
+        let cfg = Seq2SeqConfig { emb: 16, hidden: 32, attention: AttentionKind::Bahdanau, attn_dim: 16, ..Seq2SeqConfig::default() };
+        let opts = TrainOptions { steps: 300, batch: 16, optim: OptimConfig::adam(0.01), eval_every: 100, topk: vec![1, 5], beam: 3, decode_pairs: 40, ..TrainOptions::default() };
+        let mut calls = 0;
+        let out = train_and_evaluate(&cfg, &c, &opts, &mut |_, _| calls += 1).unwrap();
+        assert_eq!(calls, 300);
+        assert_eq!(out.curves["valid_top1"].len(), 3);
+        assert_eq!(out.src_vocab, 10);
+        let (first, last) = (out.curves["loss"][0].1, out.test["perplexity"].ln());
+        assert!(last < first / 4.0, "loss {first} → test NLL {last}");
+        assert!(out.test["top1"] > 0.9 && out.test["top5"] >= out.test["top1"], "{:?}", out.test);
+        assert!(out.test["greedy_bleu"] > 70.0 && out.test["beam_bleu"] > 70.0, "{:?}", out.test);
+        assert!(out.test["greedy_sequence_error"] < 0.3, "{:?}", out.test);
+        assert!(out.tokens_per_sec > 0.0);
+    }
+
+    #[test]
+    fn empty_or_unusable_data_is_an_error() {
+        let cfg = Seq2SeqConfig::default();
+        let e = train_and_evaluate(&cfg, &Corpus::default(), &TrainOptions::default(), &mut |_, _| {}).unwrap_err().to_string();
+        assert!(e.contains("no training pair"), "{e}");
+        let long = vec![(toks(&[1; 60]), toks(&[1; 60]))];
+        let c = Corpus { train: long.clone(), valid: vec![], test: long };
+        assert!(train_and_evaluate(&cfg, &c, &TrainOptions::default(), &mut |_, _| {}).is_err());
+        let e = train_and_evaluate(&cfg, &Corpus::default(), &TrainOptions { batch: 0, ..TrainOptions::default() }, &mut |_, _| {}).unwrap_err().to_string();
+        assert!(e.contains("batch (0)"), "{e}");
+    }
+}
