@@ -30,21 +30,12 @@
 
 use crate::error::NnError;
 use crate::params::Param;
-use crate::state_dict::{self, StateDict};
+use crate::state_dict::{exported_shape, transpose, StateDict};
 use chi_autodiff::{Float, Tensor};
 use std::cell::Cell;
 use std::path::Path;
 
-/// How a parameter is laid out in a state dict relative to chi's own storage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
-    /// Stored as chi holds it.
-    Native,
-    /// A 2-D weight that chi holds `[in, out]` (so a forward pass is `x·W`) and PyTorch holds
-    /// `[out, in]`: the state dict stores the transpose, so it loads into `torch.nn.Linear`
-    /// as it is.
-    Transposed,
-}
+pub use crate::state_dict::Layout;
 
 /// Something that owns parameters: the part of the [`Module`] API every layer has.
 ///
@@ -114,13 +105,13 @@ pub trait Parameterized<T: Float> {
 
     /// The parameters in PyTorch's names and layouts (see [`crate::state_dict`]).
     fn state_dict(&self) -> StateDict<T> {
-        state_dict::state_dict(self)
+        state_dict(self)
     }
 
     /// Loads a state dict: checks every name and shape first and changes nothing on an error
     /// (which names the key and both shapes).
     fn load_state_dict(&self, sd: &StateDict<T>) -> Result<(), NnError> {
-        state_dict::load_state_dict(self, sd)
+        load_state_dict(self, sd)
     }
 
     /// Saves the state dict as a safetensors file (loadable by `safetensors.torch.load_file`
@@ -137,7 +128,7 @@ pub trait Parameterized<T: Float> {
     where
         Self: Sized,
     {
-        state_dict::load_file(self, path.as_ref())
+        load_file(self, path.as_ref())
     }
 }
 
@@ -290,6 +281,83 @@ impl<T: Float> Module<T> for crate::Activation {
     fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
         self.apply(x)
     }
+}
+
+// ------------------------------------------------------------------ state dicts of modules
+
+/// The state dict of `model`: each parameter under its path, in PyTorch's layout.
+pub fn state_dict<T: Float, M: Parameterized<T> + ?Sized>(model: &M) -> StateDict<T> {
+    let mut sd = StateDict::new();
+    model.visit_parameters(&mut |name, p, layout| {
+        let shape = p.shape();
+        let v = p.to_vec();
+        let v = match (layout, shape.as_slice()) {
+            (Layout::Transposed, [r, c]) => transpose(&v, *r, *c),
+            _ => v,
+        };
+        sd.entries.push((name.to_string(), exported_shape(&shape, layout), v));
+    });
+    sd
+}
+
+/// Loads `sd` into `model`. Every key of the model must be in `sd` with the model's shape
+/// (in the state-dict layout) and `sd` must hold no other key; all of this is checked before
+/// any parameter changes. Errors: [`NnError::StateDictKeys`] (missing / unexpected names),
+/// [`NnError::Shape`] (the key and both shapes).
+pub fn load_state_dict<T: Float, M: Parameterized<T> + ?Sized>(model: &M, sd: &StateDict<T>) -> Result<(), NnError> {
+    let mut plan = Vec::new();
+    let mut missing = Vec::new();
+    let mut first_error: Option<NnError> = None;
+    model.visit_parameters(&mut |name, p, layout| {
+        let shape = p.shape();
+        let want = exported_shape(&shape, layout);
+        match sd.get(name) {
+            None => missing.push(name.to_string()),
+            Some((found, values)) => {
+                if found != want.as_slice() {
+                    first_error.get_or_insert_with(|| NnError::Shape {
+                        what: format!("state-dict tensor {name:?}"),
+                        expected: want.clone(),
+                        found: found.to_vec(),
+                    });
+                } else {
+                    let v = match (layout, want.as_slice()) {
+                        (Layout::Transposed, [r, c]) => transpose(values, *r, *c),
+                        _ => values.to_vec(),
+                    };
+                    plan.push((name.to_string(), p.clone(), v));
+                }
+            }
+        }
+    });
+    let known: Vec<&str> = plan.iter().map(|(n, _, _)| n.as_str()).collect();
+    let unexpected: Vec<String> =
+        sd.names().into_iter().filter(|n| !known.contains(n) && !missing.iter().any(|m| m == n)).filter(|n| !shape_mismatch(model, n)).map(String::from).collect();
+    if !missing.is_empty() || !unexpected.is_empty() {
+        return Err(NnError::StateDictKeys { missing, unexpected });
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    for (_, p, v) in plan {
+        p.set_values(v);
+    }
+    Ok(())
+}
+
+/// Whether `name` is a parameter path of `model` (so a key that failed the shape check is not
+/// also reported as unexpected).
+fn shape_mismatch<T: Float, M: Parameterized<T> + ?Sized>(model: &M, name: &str) -> bool {
+    let mut found = false;
+    model.visit_parameters(&mut |n, _, _| found |= n == name);
+    found
+}
+
+/// Loads a safetensors state dict from `path` into `model` (see [`load_state_dict`]); errors
+/// name the file.
+pub fn load_file<T: Float, M: Parameterized<T> + ?Sized>(model: &M, path: &Path) -> Result<(), NnError> {
+    let sd = StateDict::<T>::load(path)?;
+    load_state_dict(model, &sd).map_err(|e| NnError::InFile { path: path.to_path_buf(), source: Box::new(e) })
 }
 
 #[cfg(test)]

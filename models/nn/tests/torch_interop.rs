@@ -7,7 +7,7 @@
 //! passes; the default test command never needs PyTorch.
 
 use chi_autodiff::Tensor;
-use chi_nn::state_dict::{load_file, state_dict};
+use chi_nn::module::{load_file, state_dict};
 use chi_nn::{Activation, Linear, Module, Sequential};
 use std::path::PathBuf;
 use std::process::Command;
