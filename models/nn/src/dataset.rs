@@ -173,6 +173,7 @@ impl Default for DataConfig {
 /// `θ = 2π·c/classes + 4r + noise`.
 pub fn spirals(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     check_options(&cfg.options, &[], "dataset spirals")?;
+    check_no_path(cfg, "spirals")?;
     let k = cfg.classes;
     if k < 2 {
         return Err(NnError::invalid("dataset spirals", "classes", k, "need at least 2"));
@@ -199,6 +200,7 @@ pub fn spirals(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
 /// probability `noise`. A binary task (sigmoid output).
 pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     check_options(&cfg.options, &[], "dataset xor-noise")?;
+    check_no_path(cfg, "xor-noise")?;
     let make = |n: usize, rng: &mut Rng| {
         let mut x = Vec::with_capacity(2 * n);
         let mut y = Vec::with_capacity(n);
@@ -224,6 +226,7 @@ pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
 /// `(x, y)` uniform in `[−2, 2]²`, plus Gaussian noise of std `noise`.
 pub fn surface(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     check_options(&cfg.options, &[], "dataset surface")?;
+    check_no_path(cfg, "surface")?;
     let make = |n: usize, rng: &mut Rng| {
         let mut x = Vec::with_capacity(2 * n);
         let mut y = Vec::with_capacity(n);
@@ -258,6 +261,20 @@ pub fn check_options(options: &serde_json::Map<String, serde_json::Value>, known
     }
 }
 
+/// A synthetic dataset reads no file: a `path` given to it (`[data] path = …`) is an error rather
+/// than silently ignored, so a run never trains on spirals when the user meant their file.
+pub fn check_no_path(cfg: &DataConfig, dataset: &str) -> Result<(), NnError> {
+    match &cfg.path {
+        Some(p) => Err(NnError::invalid(
+            &format!("dataset {dataset}"),
+            "path",
+            p,
+            "a synthetic dataset reads no file, so the path would be silently ignored",
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Long-range memory task for recurrent models: token sequences of length `seq_len` whose class
 /// is decided by the **first** token only.
 ///
@@ -270,6 +287,7 @@ pub fn check_options(options: &serde_json::Map<String, serde_json::Value>, known
 pub fn first_token(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     let what = "dataset first-token";
     check_options(&cfg.options, &["seq_len", "distractors"], what)?;
+    check_no_path(cfg, "first-token")?;
     let seq_len = option_usize(&cfg.options, "seq_len", 12, what)?;
     let distractors = option_usize(&cfg.options, "distractors", 8, what)?;
     let k = cfg.classes;
