@@ -37,6 +37,8 @@ pub enum Command {
     Graph(crate::graph::GraphArgs),
     /// Write a self-contained HTML page that steps through a tape forward and backward.
     Teach(crate::teach::TeachArgs),
+    /// Word vectors: train (word2vec, GloVe), evaluate, nearest neighbours.
+    Embed(crate::embed::EmbedArgs),
 }
 
 /// `chi bench ...`
@@ -76,6 +78,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Gradcheck(a)) => crate::gradcheck::run_cli(&a),
         Some(Command::Graph(a)) => crate::graph::run(&a, &cli.out),
         Some(Command::Teach(a)) => crate::teach::run(&a, &cli.out),
+        Some(Command::Embed(a)) => crate::embed::run(&a, cli.seed, cli.threads),
         // The README's main job: every built-in reproduction, full size.
         None => crate::reproduce::run(&crate::reproduce::ReproduceArgs::default(), cli.seed, &cli.out).map(|_| ()),
     }
