@@ -39,6 +39,8 @@ pub enum Command {
     Teach(crate::teach::TeachArgs),
     /// Translate lines with a trained sequence-to-sequence model (beam search, attention heat maps).
     Translate(crate::translate::TranslateArgs),
+    /// Word vectors: train (word2vec, GloVe), evaluate, nearest neighbours.
+    Embed(crate::embed::EmbedArgs),
 }
 
 /// `chi bench ...`
@@ -80,6 +82,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Graph(a)) => crate::graph::run(&a, &cli.out),
         Some(Command::Teach(a)) => crate::teach::run(&a, &cli.out),
         Some(Command::Translate(a)) => crate::translate::run(&a),
+        Some(Command::Embed(a)) => crate::embed::run(&a, cli.seed, cli.threads),
         // The README's main job: every built-in reproduction, full size.
         None => crate::reproduce::run(&crate::reproduce::ReproduceArgs::default(), cli.seed, &cli.out).map(|_| ()),
     }

@@ -11,6 +11,7 @@
 pub mod allocator;
 pub mod bench;
 pub mod cli;
+pub mod embed;
 pub mod fuzzing;
 pub mod gradcheck;
 pub mod graph;

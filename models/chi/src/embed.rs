@@ -1,0 +1,267 @@
+//! `chi embed`: train word vectors (word2vec or GloVe) on a text corpus, evaluate them on
+//! WordSim353 / SimLex-999 / the Google analogies, and list nearest neighbours.
+
+use chi_words::eval;
+use chi_words::glove::{self, GloveConfig};
+use chi_words::io::{load_word2vec_text, save_word2vec_text};
+use chi_words::vocab::{Corpus, Text, Vocab};
+use chi_words::word2vec::{self, Architecture, Objective, Word2VecConfig};
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::{Path, PathBuf};
+
+/// Largest accepted vector dimension: beyond it a vocabulary of any size would not fit.
+pub const MAX_DIM: usize = 4096;
+/// Largest accepted window half-width.
+pub const MAX_WINDOW: usize = 1000;
+/// Largest accepted number of epochs.
+pub const MAX_EPOCHS: usize = 10_000;
+/// Largest accepted number of negative samples.
+pub const MAX_NEGATIVE: usize = 1000;
+/// Largest accepted `-k` for neighbours.
+pub const MAX_K: usize = 100_000;
+
+/// `chi embed ...`
+#[derive(Args, Debug)]
+pub struct EmbedArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub which: EmbedWhich,
+}
+
+/// The `chi embed` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum EmbedWhich {
+    /// Train word vectors and write them in the word2vec text format.
+    Train(TrainArgs),
+    /// Score vectors on WordSim353, SimLex-999 and the Google analogies.
+    Eval(EvalArgs),
+    /// The nearest neighbours of a word by cosine similarity.
+    Neighbours(NeighboursArgs),
+}
+
+/// Which model `chi embed train` fits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Model {
+    /// Skip-gram with negative sampling.
+    Sgns,
+    /// CBOW with negative sampling.
+    Cbow,
+    /// Skip-gram with hierarchical softmax.
+    SgHs,
+    /// CBOW with hierarchical softmax.
+    CbowHs,
+    /// GloVe.
+    Glove,
+}
+
+/// `chi embed train`
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    /// The model.
+    #[arg(long, value_enum, default_value = "sgns")]
+    pub model: Model,
+    /// A text file, a folder of text files, or a named corpus (brown, sotu, shakespeare) under
+    /// `--data`.
+    #[arg(long)]
+    pub corpus: String,
+    /// Vector dimension.
+    #[arg(long, default_value_t = 100)]
+    pub dim: usize,
+    /// Context window half-width.
+    #[arg(long, default_value_t = 5)]
+    pub window: usize,
+    /// Noise words per example (negative sampling).
+    #[arg(long, default_value_t = 5)]
+    pub negative: usize,
+    /// Words rarer than this are dropped.
+    #[arg(long, default_value_t = 5)]
+    pub min_count: u64,
+    /// Passes over the corpus (default 5 for word2vec, 15 for GloVe).
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Keep the corpus's case (default: lower-case it).
+    #[arg(long)]
+    pub keep_case: bool,
+    /// Data directory holding the named corpora.
+    #[arg(long, default_value = "data")]
+    pub data: PathBuf,
+    /// Where to write the vectors (word2vec text format).
+    #[arg(long = "vectors-out")]
+    pub vectors_out: PathBuf,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `chi embed eval`
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// Vectors in the word2vec text format.
+    pub vectors: PathBuf,
+    /// Folder holding gensim's test data (wordsim353.tsv, simlex999.txt, questions-words.txt).
+    #[arg(long, default_value = "data/gensim")]
+    pub testdata: PathBuf,
+    /// Analogies: search only the most frequent N words (0: all), as gensim's restrict_vocab.
+    #[arg(long, default_value_t = 30_000)]
+    pub restrict: usize,
+}
+
+/// `chi embed neighbours`
+#[derive(Args, Debug)]
+pub struct NeighboursArgs {
+    /// Vectors in the word2vec text format.
+    pub vectors: PathBuf,
+    /// The query word.
+    pub word: String,
+    /// How many neighbours.
+    #[arg(short, long, default_value_t = 10)]
+    pub k: usize,
+}
+
+/// Runs a `chi embed` subcommand.
+/// `threads` is the global `--threads` (training threads, Hogwild; default 1, which is bit-reproducible).
+pub fn run(args: &EmbedArgs, seed: u64, threads: Option<usize>) -> Result<(), String> {
+    match &args.which {
+        EmbedWhich::Train(a) => train(a, seed, threads.unwrap_or(1)),
+        EmbedWhich::Eval(a) => evaluate(a),
+        EmbedWhich::Neighbours(a) => neighbours(a),
+    }
+}
+
+/// Resolves `--corpus`: an existing path, else a named corpus under the data directory.
+fn corpus_path(name: &str, data: &Path) -> Result<PathBuf, String> {
+    let p = PathBuf::from(name);
+    if p.exists() {
+        return Ok(p);
+    }
+    if matches!(name, "brown" | "sotu" | "shakespeare") {
+        let d = data.join(name);
+        if d.exists() {
+            return Ok(d);
+        }
+        return Err(format!("corpus {name:?}: {} does not exist; run scripts/fetch-data.sh", d.display()));
+    }
+    Err(format!("corpus {name:?}: no such file or folder (named corpora: brown, sotu, shakespeare)"))
+}
+
+fn check_range(name: &str, v: usize, lo: usize, hi: usize) -> Result<(), String> {
+    if v < lo || v > hi {
+        return Err(format!("--{name} {v} is out of range: {lo} to {hi}"));
+    }
+    Ok(())
+}
+
+fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
+    check_range("dim", a.dim, 1, MAX_DIM)?;
+    check_range("window", a.window, 1, MAX_WINDOW)?;
+    check_range("negative", a.negative, 1, MAX_NEGATIVE)?;
+    check_range("threads", workers, 1, 8 * std::thread::available_parallelism().map_or(1, |c| c.get()))?;
+    if let Some(e) = a.epochs {
+        check_range("epochs", e, 1, MAX_EPOCHS)?;
+    }
+    let path = corpus_path(&a.corpus, &a.data)?;
+    let text = Text::read(&path, !a.keep_case).map_err(|e| format!("corpus {}: {e}", path.display()))?;
+    let vocab = Vocab::build(&text, a.min_count).map_err(|e| format!("corpus {}: {e}", path.display()))?;
+    let limit = chi_nn::limits::max_tensor_elements();
+    if vocab.len().saturating_mul(a.dim) > limit {
+        return Err(format!("{} words × dim {} exceeds the limit of {limit} elements per matrix", vocab.len(), a.dim));
+    }
+    eprintln!("corpus {}: {} tokens, {} sentences, {} words with count ≥ {}", path.display(), text.tokens.len(), text.sentences(), vocab.len(), a.min_count);
+    let vectors = if a.model == Model::Glove {
+        let cfg = GloveConfig { dim: a.dim, min_count: a.min_count, epochs: a.epochs.unwrap_or(15), threads: workers, seed, ..Default::default() };
+        let mut cfg = cfg;
+        cfg.cooc.window = a.window;
+        let (model, stats) = glove::train_glove(&text, &cfg).map_err(|e| e.to_string())?;
+        eprintln!(
+            "glove: {} co-occurrence entries, counted in {:.2} s, trained in {:.2} s ({:.0} entries/s), final loss {:.4}",
+            stats.entries,
+            stats.count_seconds,
+            stats.train_seconds,
+            stats.entries_per_sec,
+            stats.epoch_loss.last().copied().unwrap_or(f64::NAN)
+        );
+        model.vectors()
+    } else {
+        let (arch, objective) = match a.model {
+            Model::Sgns => (Architecture::SkipGram, Objective::NegativeSampling { negative: a.negative, power: 0.75 }),
+            Model::Cbow => (Architecture::Cbow, Objective::NegativeSampling { negative: a.negative, power: 0.75 }),
+            Model::SgHs => (Architecture::SkipGram, Objective::HierarchicalSoftmax),
+            _ => (Architecture::Cbow, Objective::HierarchicalSoftmax),
+        };
+        let cfg = Word2VecConfig {
+            arch,
+            objective,
+            dim: a.dim,
+            window: a.window,
+            min_count: a.min_count,
+            epochs: a.epochs.unwrap_or(5),
+            threads: workers,
+            seed,
+            compute_loss: true,
+            ..Default::default()
+        };
+        cfg.validate().map_err(|e| e.to_string())?;
+        let corpus = Corpus::encode(&text, &vocab);
+        let total = (corpus.ids.len() as u64).saturating_mul(cfg.epochs as u64);
+        let bar = if a.quiet { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(total) };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} words  {msg}  ETA {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        let report = |p: &word2vec::Progress| {
+            bar.set_position(p.words_done);
+            let rate = if p.seconds > 0.0 { p.words_done as f64 / p.seconds } else { 0.0 };
+            bar.set_message(format!("{:.0} words/s  loss {:.4}  lr {:.5}", rate, p.loss, p.alpha));
+        };
+        let (model, stats) = word2vec::train_corpus(vocab, &corpus, &cfg, Some(&report)).map_err(|e| e.to_string())?;
+        bar.finish_and_clear();
+        eprintln!("{:?}: {} words in {:.2} s ({:.0} words/s), mean loss {:.4}", a.model, stats.words, stats.seconds, stats.words_per_sec, stats.mean_loss);
+        model.vectors()
+    };
+    save_word2vec_text(&vectors, &a.vectors_out).map_err(|e| e.to_string())?;
+    println!("wrote {} vectors of dimension {} to {}", vectors.len(), vectors.dim(), a.vectors_out.display());
+    Ok(())
+}
+
+fn evaluate(a: &EvalArgs) -> Result<(), String> {
+    let v = load_word2vec_text(&a.vectors).map_err(|e| e.to_string())?;
+    let mut any = false;
+    for (name, file) in [("WordSim353", "wordsim353.tsv"), ("SimLex-999", "simlex999.txt")] {
+        let p = a.testdata.join(file);
+        if !p.exists() {
+            println!("{name:<12} (missing {}; run scripts/fetch-data.sh)", p.display());
+            continue;
+        }
+        let pairs = eval::load_word_pairs(&p).map_err(|e| e.to_string())?;
+        let s = eval::evaluate_pairs(&v, &pairs, v.len());
+        if s.covered < 2 {
+            println!("{name:<12} n/a (only {} of {} pairs covered)", s.covered, pairs.len());
+        } else {
+            println!("{name:<12} Spearman {:.4}  Pearson {:.4}  ({} pairs covered, {} missing)", s.spearman, s.pearson, s.covered, s.missing);
+        }
+        any = true;
+    }
+    let p = a.testdata.join("questions-words.txt");
+    if p.exists() {
+        let q = eval::load_analogies(&p).map_err(|e| e.to_string())?;
+        let s = eval::evaluate_analogies(&v, &q, if a.restrict == 0 { v.len() } else { a.restrict });
+        println!("{:<12} {:.2} %  ({} of {} covered, {} missing)", "analogies", 100.0 * s.accuracy(), s.correct, s.covered, s.missing);
+        any = true;
+    } else {
+        println!("{:<12} (missing {}; run scripts/fetch-data.sh)", "analogies", p.display());
+    }
+    if !any {
+        return Err(format!("no test data found in {}", a.testdata.display()));
+    }
+    Ok(())
+}
+
+fn neighbours(a: &NeighboursArgs) -> Result<(), String> {
+    check_range("k", a.k, 1, MAX_K)?;
+    let v = load_word2vec_text(&a.vectors).map_err(|e| e.to_string())?;
+    let n = v.normalized();
+    let list = n.nearest(&a.word, a.k).ok_or_else(|| format!("{:?} is not in the vocabulary of {} ({} words)", a.word, a.vectors.display(), v.len()))?;
+    for (w, s) in list {
+        println!("{s:.4}  {w}");
+    }
+    Ok(())
+}

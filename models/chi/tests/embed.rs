@@ -1,0 +1,96 @@
+//! `chi embed train / eval / neighbours` end to end on the small corpus chi-words ships, and
+//! the bad-input cases: each must end with a clear message and exit code 1, never a panic.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn chi(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chi")).args(args).output().expect("run chi")
+}
+
+fn corpus() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../words/data/small_corpus.txt").display().to_string()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("chi-embed-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn fails_with(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(err.contains(needle), "expected {needle:?} in {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn train_eval_neighbours_end_to_end() {
+    for model in ["sgns", "cbow", "sg-hs", "cbow-hs", "glove"] {
+        let out = tmp(&format!("{model}.txt"));
+        let o = chi(&["--seed", "2", "embed", "train", "--model", model, "--corpus", &corpus(), "--dim", "16", "--min-count", "2", "--epochs", "3", "--quiet", "--vectors-out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{model}: {}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&out).unwrap();
+        let header: Vec<usize> = text.lines().next().unwrap().split(' ').map(|s| s.parse().unwrap()).collect();
+        assert_eq!(header[1], 16);
+        assert!(header[0] > 50, "{model}: vocabulary {}", header[0]);
+        assert_eq!(text.lines().count(), header[0] + 1);
+        let n = chi(&["embed", "neighbours", out.to_str().unwrap(), "the", "-k", "3"]);
+        assert!(n.status.success(), "{}", String::from_utf8_lossy(&n.stderr));
+        let lines: Vec<String> = String::from_utf8_lossy(&n.stdout).lines().map(str::to_string).collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines.iter().all(|l| !l.ends_with(" the")), "the query is not its own neighbour");
+        // Cosines come sorted, best first.
+        let cos: Vec<f64> = lines.iter().map(|l| l.split_whitespace().next().unwrap().parse().unwrap()).collect();
+        assert!(cos.windows(2).all(|w| w[0] >= w[1]), "{cos:?}");
+    }
+}
+
+#[test]
+fn one_thread_training_is_reproducible() {
+    let (a, b) = (tmp("r1.txt"), tmp("r2.txt"));
+    for p in [&a, &b] {
+        let o = chi(&["--seed", "7", "embed", "train", "--model", "sgns", "--corpus", &corpus(), "--dim", "8", "--min-count", "1", "--epochs", "2", "--quiet", "--vectors-out", p.to_str().unwrap()]);
+        assert!(o.status.success());
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}
+
+#[test]
+fn eval_reports_each_benchmark() {
+    let v = tmp("eval.txt");
+    // Vectors for words of WordSim353 written by hand: the evaluator must cover those pairs.
+    std::fs::write(&v, "3 2\ntiger 1 0\ncat 0.9 0.1\ncomputer 0 1\n").unwrap();
+    let data = tmp("gensim");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("wordsim353.tsv"), "# Word 1\tWord 2\tHuman (mean)\ntiger\tcat\t7.35\ntiger\tcomputer\t1.0\ncat\tcomputer\t2.0\n").unwrap();
+    let o = chi(&["embed", "eval", v.to_str().unwrap(), "--testdata", data.to_str().unwrap()]);
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.contains("WordSim353   Spearman 1.0000"), "{s}");
+    assert!(s.contains("SimLex-999   (missing"), "{s}");
+}
+
+#[test]
+fn bad_inputs_fail_cleanly() {
+    let out = tmp("bad-out.txt");
+    let o = out.to_str().unwrap();
+    fails_with(&chi(&["embed", "train", "--corpus", "/no/such/corpus", "--vectors-out", o]), "no such file or folder");
+    let empty = tmp("empty.txt");
+    std::fs::write(&empty, "  \n\n").unwrap();
+    fails_with(&chi(&["embed", "train", "--corpus", empty.to_str().unwrap(), "--vectors-out", o]), "no tokens");
+    let bin = tmp("binary.bin");
+    std::fs::write(&bin, [0u8, 159, 146, 150, 255, 1]).unwrap();
+    fails_with(&chi(&["embed", "train", "--corpus", bin.to_str().unwrap(), "--vectors-out", o]), "not UTF-8");
+    fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--dim", "0", "--vectors-out", o]), "--dim 0 is out of range");
+    fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--dim", "100000000", "--vectors-out", o]), "out of range");
+    fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--min-count", "100000", "--vectors-out", o]), "min_count");
+    let bad = tmp("malformed.txt");
+    std::fs::write(&bad, "2 3\nfoo 1 2 3\nbar 1 x 3\n").unwrap();
+    fails_with(&chi(&["embed", "eval", bad.to_str().unwrap()]), "malformed.txt:3:");
+    fails_with(&chi(&["embed", "neighbours", bad.to_str().unwrap(), "foo"]), "malformed.txt:3:");
+    std::fs::write(&bad, "1 2\nfoo 1 2\n").unwrap();
+    fails_with(&chi(&["embed", "neighbours", bad.to_str().unwrap(), "qux"]), "\"qux\" is not in the vocabulary");
+    fails_with(&chi(&["embed", "neighbours", "/no/such/vectors", "qux"]), "/no/such/vectors");
+}
