@@ -380,7 +380,7 @@ fn data_files_are_validated_with_the_position_of_the_problem() {
 fn a_dataset_with_labels_out_of_range_or_non_finite_inputs_is_an_error() {
     use chi_nn::dataset::{Dataset, Inputs, Split, Targets, Task};
     let split = |x: Vec<f32>, y: Vec<usize>| Split { inputs: Inputs::Dense { x, shape: vec![1] }, targets: Targets::Classes(y) };
-    let ds = |train: Split, test: Split| Dataset { name: "t".into(), task: Task::Classification { classes: 2 }, train, test };
+    let ds = |train: Split, test: Split| Dataset { name: "t".into(), task: Task::Classification { classes: 2 }, train, valid: None, test, schema: None };
     assert!(train::check_dataset("t", &ds(split(vec![0.0, 1.0], vec![0, 1]), split(vec![0.5], vec![1]))).is_ok());
     let e = train::check_dataset("t", &ds(split(vec![0.0, 1.0], vec![0, 1]), split(vec![0.5], vec![2]))).unwrap_err();
     assert!(e.contains("test label 2 of example 0") && e.contains("2 classes"), "{e}");

@@ -140,8 +140,14 @@ pub struct Dataset {
     pub task: Task,
     /// Training split.
     pub train: Split,
+    /// Validation split, when the dataset has one (evaluated during training; the test split
+    /// is kept for the end).
+    pub valid: Option<Split>,
     /// Test split.
     pub test: Split,
+    /// How the files of a file dataset are read and encoded (saved with a run as `data.json`);
+    /// `None` for the built-in datasets.
+    pub schema: Option<Box<crate::userdata::DataSchema>>,
 }
 
 /// Options of the built-in synthetic datasets (and, via `options`, of any registered one).
@@ -156,15 +162,68 @@ pub struct DataConfig {
     pub noise: f64,
     /// Number of classes (spirals).
     pub classes: usize,
-    /// Where to read data from (file-based datasets).
+    /// Where to read data from (file datasets; see [`crate::userdata`]).
     pub path: Option<String>,
+    /// File format: csv, tsv, folder, lines, npy, idx (inferred from `path` when absent).
+    pub format: Option<String>,
+    /// Target column (CSV) or label file (npy, IDX).
+    pub target: Option<String>,
+    /// Feature columns (CSV; default: all but the target).
+    pub features: Option<Vec<String>>,
+    /// Text column (CSV text classification; detected when absent).
+    pub text_column: Option<String>,
+    /// `classification` or `regression` (inferred from the target when absent).
+    pub task: Option<String>,
+    /// Whether a CSV has a header row (detected when absent).
+    pub header: Option<bool>,
+    /// Train, validation and test fractions of one file (default 0.8, 0.1, 0.1), split with
+    /// the run's seed, stratified by class.
+    pub split: Option<Vec<f64>>,
+    /// Validation file (instead of a share of `path`).
+    pub valid_path: Option<String>,
+    /// Label file of an array validation file.
+    pub valid_target: Option<String>,
+    /// Test file (instead of a share of `path`).
+    pub test_path: Option<String>,
+    /// Label file of an array test file.
+    pub test_target: Option<String>,
+    /// Text: most vocabulary entries kept, `<unk>` included (default 20000; 0 = all).
+    pub max_vocab: Option<usize>,
+    /// Text: fewest occurrences of a kept token (default 1).
+    pub min_count: Option<usize>,
+    /// Text: most tokens kept per text (default 400).
+    pub max_len: Option<usize>,
+    /// Text: lower-case before tokenizing (default true; false for `lines`).
+    pub lowercase: Option<bool>,
     /// Dataset-specific options.
     pub options: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Default for DataConfig {
     fn default() -> Self {
-        DataConfig { n_train: 1000, n_test: 500, noise: 0.1, classes: 3, path: None, options: Default::default() }
+        DataConfig {
+            n_train: 1000,
+            n_test: 500,
+            noise: 0.1,
+            classes: 3,
+            path: None,
+            format: None,
+            target: None,
+            features: None,
+            text_column: None,
+            task: None,
+            header: None,
+            split: None,
+            valid_path: None,
+            valid_target: None,
+            test_path: None,
+            test_target: None,
+            max_vocab: None,
+            min_count: None,
+            max_len: None,
+            lowercase: None,
+            options: Default::default(),
+        }
     }
 }
 
@@ -193,7 +252,7 @@ pub fn spirals(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     };
     let train = make(cfg.n_train, rng);
     let test = make(cfg.n_test, rng);
-    Ok(Dataset { name: "spirals".into(), task: Task::Classification { classes: k }, train, test })
+    Ok(Dataset { name: "spirals".into(), task: Task::Classification { classes: k }, train, valid: None, test, schema: None })
 }
 
 /// Noisy XOR: points uniform in `[−1, 1]²`, label 1 when `x·y > 0`, each label flipped with
@@ -219,7 +278,7 @@ pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     };
     let train = make(cfg.n_train, rng);
     let test = make(cfg.n_test, rng);
-    Ok(Dataset { name: "xor-noise".into(), task: Task::Binary, train, test })
+    Ok(Dataset { name: "xor-noise".into(), task: Task::Binary, train, valid: None, test, schema: None })
 }
 
 /// The paper's smooth surface ([CAML](crate#references) §4.5.1) as regression: `z = x·exp(−x² − y²)` for
@@ -241,7 +300,7 @@ pub fn surface(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     };
     let train = make(cfg.n_train, rng);
     let test = make(cfg.n_test, rng);
-    Ok(Dataset { name: "surface".into(), task: Task::Regression, train, test })
+    Ok(Dataset { name: "surface".into(), task: Task::Regression, train, valid: None, test, schema: None })
 }
 
 /// A whole-number option of `options` (`default` when absent), with the dataset or model name
@@ -261,17 +320,30 @@ pub fn check_options(options: &serde_json::Map<String, serde_json::Value>, known
     }
 }
 
-/// A synthetic dataset reads no file: a `path` given to it (`[data] path = …`) is an error rather
-/// than silently ignored, so a run never trains on spirals when the user meant their file.
+/// A synthetic dataset reads no file: a `path` or any other file option given to it
+/// (`[data] path = …`, `target`, …) is an error rather than silently ignored, so a run never
+/// trains on spirals when the user meant their file.
 pub fn check_no_path(cfg: &DataConfig, dataset: &str) -> Result<(), NnError> {
-    match &cfg.path {
-        Some(p) => Err(NnError::invalid(
-            &format!("dataset {dataset}"),
-            "path",
-            p,
-            "a synthetic dataset reads no file, so the path would be silently ignored",
+    match cfg.file_options_set().first() {
+        Some(key) => Err(NnError::invalid(
+            format!("dataset {dataset}"),
+            *key,
+            cfg.path.clone().unwrap_or_else(|| "set".into()),
+            "a built-in dataset reads no file, so this option would be silently ignored (for your own file use --data FILE)",
         )),
         None => Ok(()),
+    }
+}
+
+impl DataConfig {
+    /// The names of the file-dataset options that are set (`path`, `target`, …).
+    pub fn file_options_set(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        macro_rules! set {
+            ($($f:ident),*) => { $( if self.$f.is_some() { v.push(stringify!($f)); } )* };
+        }
+        set!(path, format, target, features, text_column, task, header, split, valid_path, valid_target, test_path, test_target, max_vocab, min_count, max_len, lowercase);
+        v
     }
 }
 
@@ -313,7 +385,7 @@ pub fn first_token(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> 
     };
     let train = make(cfg.n_train, rng);
     let test = make(cfg.n_test, rng);
-    Ok(Dataset { name: "first-token".into(), task: Task::Classification { classes: k }, train, test })
+    Ok(Dataset { name: "first-token".into(), task: Task::Classification { classes: k }, train, valid: None, test, schema: None })
 }
 
 /// Resumable position of a [`Batcher`].

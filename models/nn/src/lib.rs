@@ -17,6 +17,7 @@
 //! | [`data`] | loaders for the real datasets (IDX, npy, CSV, GloVe, Lee, reviews, word-similarity pairs) |
 //! | [`data::loader`] | [`DataLoader`] (seeded shuffle, batches, `drop_last`) and numeric CSV files |
 //! | [`dataset`] | the in-memory dataset, splits, built-in synthetic datasets and the seeded batcher |
+//! | [`userdata`] | datasets from the user's files (CSV/TSV, text folders, token lines, npy, IDX): splits, preprocessing, [`userdata::DataSchema`] |
 //! | [`error`] | [`NnError`], the error type of every fallible function |
 //! | [`limits`] | the maximum tensor size for sizes that come from outside input |
 //! | [`gradcheck`](mod@gradcheck) | whole-model float64 gradient checks |
@@ -49,6 +50,7 @@ pub mod schedule;
 pub mod state_dict;
 pub mod stats;
 pub mod trainer;
+pub mod userdata;
 
 pub use error::NnError;
 pub use activation::Activation;

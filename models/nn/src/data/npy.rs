@@ -250,17 +250,27 @@ pub fn npy_header_from_bytes(bytes: &[u8]) -> Result<NpyHeader> {
 /// Parses a whole `.npy` file held in memory.
 pub fn npy_from_bytes(bytes: &[u8]) -> Result<NpyArray> {
     let h = npy_header_from_bytes(bytes)?;
-    let (size, little, is_f32) = match h.descr.as_str() {
-        "<f4" => (4, true, true),
-        ">f4" => (4, false, true),
-        "<f8" => (8, true, false),
-        ">f8" => (8, false, false),
-        "=f4" | "f4" => (4, cfg!(target_endian = "little"), true),
-        "=f8" | "f8" => (8, cfg!(target_endian = "little"), false),
-        d => {
+    let d = h.descr.as_str();
+    // Byte order: '<' little, '>' big, '|' not applicable (one byte), '=' or none: native.
+    let (order, code) = match d.as_bytes().first() {
+        Some(b'<' | b'>' | b'|' | b'=') => (d.as_bytes()[0], &d[1..]),
+        _ => (b'=', d),
+    };
+    let little = match order {
+        b'<' | b'|' => true,
+        b'>' => false,
+        _ => cfg!(target_endian = "little"),
+    };
+    // (bytes per element, kind): 'f' float, 'i' signed, 'u' unsigned, 'b' bool.
+    let (size, kind) = match code {
+        "f4" => (4, 'f'),
+        "f8" => (8, 'f'),
+        "i1" | "i2" | "i4" | "i8" | "u1" | "u2" | "u4" | "u8" => (code[1..].parse::<usize>().unwrap_or(1), code.as_bytes()[0] as char),
+        "b1" => (1, 'b'),
+        _ => {
             return Err(DataError::at_byte(
                 10,
-                format!("npy dtype '{d}' not supported (only f32/f64: '<f4', '<f8', '>f4', '>f8')"),
+                format!("npy dtype '{d}' not supported (real: f4, f8; integer: i1–i8, u1–u8; b1)"),
             ))
         }
     };
@@ -281,24 +291,43 @@ pub fn npy_from_bytes(bytes: &[u8]) -> Result<NpyArray> {
         None => return Err(DataError::at_byte(h.data_offset as u64, format!("npy shape {:?} overflows", h.shape))),
     }
     let raw = &bytes[h.data_offset..];
-    let data = if is_f32 {
-        let v: Vec<f32> = raw
-            .chunks_exact(4)
-            .map(|c| {
-                let a = [c[0], c[1], c[2], c[3]];
-                if little { f32::from_le_bytes(a) } else { f32::from_be_bytes(a) }
-            })
-            .collect();
-        NpyData::F32(if h.fortran_order { fortran_to_c(&v, &h.shape) } else { v })
-    } else {
-        let v: Vec<f64> = raw
-            .chunks_exact(8)
-            .map(|c| {
-                let a = [c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]];
-                if little { f64::from_le_bytes(a) } else { f64::from_be_bytes(a) }
-            })
-            .collect();
-        NpyData::F64(if h.fortran_order { fortran_to_c(&v, &h.shape) } else { v })
+    let word = |c: &[u8]| -> u64 {
+        let mut a = [0u8; 8];
+        if little {
+            a[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(a)
+        } else {
+            a[8 - c.len()..].copy_from_slice(c);
+            u64::from_be_bytes(a)
+        }
+    };
+    let data = match (kind, size) {
+        ('f', 4) => {
+            let v: Vec<f32> = raw.chunks_exact(4).map(|c| f32::from_bits(word(c) as u32)).collect();
+            NpyData::F32(if h.fortran_order { fortran_to_c(&v, &h.shape) } else { v })
+        }
+        ('f', _) => {
+            let v: Vec<f64> = raw.chunks_exact(8).map(|c| f64::from_bits(word(c))).collect();
+            NpyData::F64(if h.fortran_order { fortran_to_c(&v, &h.shape) } else { v })
+        }
+        // Integers (labels, counts, pixel bytes) as f64: exact up to 2^53.
+        (k, _) => {
+            let bits = 8 * size as u32;
+            let v: Vec<f64> = raw
+                .chunks_exact(size)
+                .map(|c| {
+                    let w = word(c);
+                    if k == 'i' && bits < 64 && w >> (bits - 1) & 1 == 1 {
+                        (w as i64 - (1i64 << bits)) as f64
+                    } else if k == 'i' {
+                        w as i64 as f64
+                    } else {
+                        w as f64
+                    }
+                })
+                .collect();
+            NpyData::F64(if h.fortran_order { fortran_to_c(&v, &h.shape) } else { v })
+        }
     };
     Ok(NpyArray { shape: h.shape, was_fortran_order: h.fortran_order, data })
 }

@@ -1,0 +1,1284 @@
+//! Datasets from the user's own files: tabular CSV/TSV, text (a CSV column, a folder with one
+//! sub-folder per class, or one labelled token sequence per line) and arrays (`.npy`, IDX).
+//!
+//! [`load`] reads the training file (and the validation / test files when given), decides the
+//! task, splits one file into train / validation / test with a seeded stratified split when
+//! no other files are given, fits the preprocessing on the **training split only** (feature
+//! statistics, category lists, the vocabulary) and encodes every split with it. The fitted
+//! preprocessing is a [`DataSchema`]: saved with a run (`data.json`), it encodes new labelled
+//! files ([`DataSchema::encode_labelled`], for `chi eval`) and unlabelled inputs
+//! ([`DataSchema::encode_unlabelled`], for `chi predict`) exactly as training did.
+//!
+//! | format | what it holds | options |
+//! |---|---|---|
+//! | `csv`, `tsv` | a header row (detected) and one example per row | `target`, `features`, `text_column` |
+//! | `folder` | `DIR/CLASS/*` text files (or `DIR/{train,valid,test}/CLASS/*`) | |
+//! | `lines` | one example per line: the label, white space, then the tokens | |
+//! | `npy` | `X.npy` `[N, …]` (any real or integer dtype); labels in `target = "y.npy"` | |
+//! | `idx` | IDX images (`*-idx3-ubyte[.gz]`); labels in `target = "…-idx1-ubyte[.gz]"` | |
+//!
+//! The format is inferred from the path (a directory → `folder`; `.csv`, `.tsv`/`.tab`,
+//! `.npy`, `idx` in the name, `.txt`/`.lines`) and can be given as `format`.
+//!
+//! **Tabular columns.** A column is numeric when more than half of its training values parse
+//! as numbers; a value that does not is then an error naming the line and column. Numeric
+//! features are standardised with the training mean and standard deviation; text-valued
+//! columns are one-hot encoded over the training categories (an unseen category encodes as
+//! all zeros). Missing values (empty, `NA`, `NaN`, `null`, `?`) are imputed — the training
+//! mean, or a `<missing>` category — and counted in the warnings.
+//!
+//! **Task.** `task = "classification"` or `"regression"` when given; otherwise a target whose
+//! values are all whole numbers with at most [`MAX_INTEGER_CLASSES`] distinct values (or any
+//! text) is a class label, and any other numeric target is regressed.
+
+pub mod text;
+
+use crate::data::error::{DataError, Location};
+use crate::dataset::{DataConfig, Dataset, Inputs, Split, Targets, Task};
+use crate::error::NnError;
+use chi_autodiff::Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+pub use text::{Tokenizer, Vocab};
+
+/// Largest input file read (bytes), checked before reading.
+pub const MAX_FILE_BYTES: u64 = 4 << 30;
+/// A numeric target with at most this many distinct whole-number values is a class label.
+pub const MAX_INTEGER_CLASSES: usize = 20;
+/// Most classes a classification target may have (more usually means the wrong column).
+pub const MAX_CLASSES: usize = 1000;
+/// Default fraction of examples in the train, validation and test splits of one file.
+pub const DEFAULT_SPLIT: [f64; 3] = [0.8, 0.1, 0.1];
+
+/// What kind of inputs a dataset has: decides which models fit it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataKind {
+    /// Feature vectors (CSV columns, `.npy` rows).
+    Tabular,
+    /// Token sequences (text, pre-tokenized lines).
+    Text,
+    /// Images `[channels, height, width]` (IDX, `.npy` of rank ≥ 3).
+    Images,
+}
+
+impl DataKind {
+    /// The name shown by `chi train --list`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataKind::Tabular => "tabular",
+            DataKind::Text => "text",
+            DataKind::Images => "images",
+        }
+    }
+    /// The kind of a dataset's inputs: token inputs are text, dense inputs of rank ≥ 2 images.
+    pub fn of(inputs: &Inputs) -> DataKind {
+        match inputs {
+            Inputs::Dense { shape, .. } if shape.len() >= 2 => DataKind::Images,
+            Inputs::Dense { .. } => DataKind::Tabular,
+            Inputs::Tokens { .. } | Inputs::TokenPairs { .. } => DataKind::Text,
+        }
+    }
+}
+
+/// How the files of a dataset are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Comma-separated values with a header row.
+    Csv,
+    /// Tab-separated values with a header row.
+    Tsv,
+    /// A folder with one sub-folder of text files per class.
+    Folder,
+    /// One example per line: label, then white-space separated tokens.
+    Lines,
+    /// NumPy `.npy` arrays.
+    Npy,
+    /// IDX arrays (the MNIST format).
+    Idx,
+}
+
+impl Format {
+    /// All formats, for messages.
+    pub const ALL: [Format; 6] = [Format::Csv, Format::Tsv, Format::Folder, Format::Lines, Format::Npy, Format::Idx];
+    /// The name used by `format = …` / `--format`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Tsv => "tsv",
+            Format::Folder => "folder",
+            Format::Lines => "lines",
+            Format::Npy => "npy",
+            Format::Idx => "idx",
+        }
+    }
+    /// Parses a format name.
+    pub fn parse(s: &str) -> Result<Format, NnError> {
+        Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| NnError::Unknown {
+            context: "data".into(),
+            kind: "format".into(),
+            name: s.into(),
+            known: Format::ALL.iter().map(|f| f.name().to_string()).collect(),
+        })
+    }
+    /// The format a path implies: a directory is a folder; otherwise the extension decides.
+    pub fn infer(path: &Path) -> Result<Format, NnError> {
+        if path.is_dir() {
+            return Ok(Format::Folder);
+        }
+        let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+        let stem = name.strip_suffix(".gz").unwrap_or(&name);
+        let f = if stem.ends_with(".csv") {
+            Format::Csv
+        } else if stem.ends_with(".tsv") || stem.ends_with(".tab") {
+            Format::Tsv
+        } else if stem.ends_with(".npy") {
+            Format::Npy
+        } else if stem.contains("idx") {
+            Format::Idx
+        } else if stem.ends_with(".txt") || stem.ends_with(".lines") {
+            Format::Lines
+        } else {
+            return Err(NnError::invalid(
+                "data",
+                "path",
+                path.display(),
+                "cannot tell the format from the name (.csv, .tsv, .npy, an IDX name, .txt, or a directory); give it with --format",
+            ));
+        };
+        Ok(f)
+    }
+    fn separator(self) -> u8 {
+        if self == Format::Tsv {
+            b'\t'
+        } else {
+            b','
+        }
+    }
+}
+
+/// One tabular feature as fitted on the training split.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Column {
+    /// A number, standardised: `(x − mean) / std`.
+    Numeric {
+        /// Column name.
+        name: String,
+        /// Training mean.
+        mean: f64,
+        /// Training standard deviation (1 when constant).
+        std: f64,
+    },
+    /// A text value, one-hot over the training categories.
+    Categorical {
+        /// Column name.
+        name: String,
+        /// The categories, in one-hot order.
+        categories: Vec<String>,
+    },
+}
+
+impl Column {
+    /// The column's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Column::Numeric { name, .. } | Column::Categorical { name, .. } => name,
+        }
+    }
+    /// How many input values it encodes to.
+    pub fn width(&self) -> usize {
+        match self {
+            Column::Numeric { .. } => 1,
+            Column::Categorical { categories, .. } => categories.len(),
+        }
+    }
+}
+
+/// The fitted input preprocessing of a [`DataSchema`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Encoder {
+    /// CSV feature columns.
+    Tabular {
+        /// The feature columns, in input order.
+        columns: Vec<Column>,
+    },
+    /// Text to token ids.
+    Text {
+        /// The tokenizer.
+        tokenizer: Tokenizer,
+        /// The vocabulary of the training split.
+        vocab: Vocab,
+        /// The text column of a CSV source.
+        text_column: Option<String>,
+    },
+    /// Arrays, standardised.
+    Array {
+        /// Shape of one example (`[features]` or `[channels, height, width]`).
+        shape: Vec<usize>,
+        /// Per-feature (rank-1 examples) or single (images) training mean.
+        mean: Vec<f32>,
+        /// Matching standard deviations (1 where constant).
+        std: Vec<f32>,
+    },
+}
+
+/// Everything needed to read new files as training did: format, task, class names and the
+/// fitted preprocessing. Saved with a run as `data.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DataSchema {
+    /// The inputs' kind.
+    pub kind: DataKind,
+    /// How files are read.
+    pub format: Format,
+    /// Classification, binary or regression.
+    pub task: Task,
+    /// Class names in class-id order (empty for regression).
+    pub classes: Vec<String>,
+    /// The target column (CSV) — also the name of the predicted value in outputs.
+    pub target: Option<String>,
+    /// The input preprocessing.
+    pub encoder: Encoder,
+}
+
+/// A loaded file dataset: the splits, the schema, and warnings worth showing the user
+/// (lossily decoded files, imputed values).
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// Train / validation / test splits.
+    pub dataset: Dataset,
+    /// The fitted schema.
+    pub schema: DataSchema,
+    /// Things the user should know, one sentence each.
+    pub warnings: Vec<String>,
+}
+
+// ------------------------------------------------------------------------------- raw reading
+
+/// One raw example before encoding: where it came from, its inputs and its label text.
+#[derive(Clone, Debug)]
+struct RawExample {
+    /// `file:line` or a file path, for messages.
+    origin: String,
+    /// 1-based line (0 when the example is a whole file).
+    line: usize,
+    input: RawInput,
+    label: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+enum RawInput {
+    /// CSV fields of the chosen feature columns (in header order of `columns`).
+    Row(Vec<String>),
+    /// Text (tokenized later).
+    Text(String),
+    /// Pre-tokenized.
+    Tokens(Vec<String>),
+    /// Values of one array example.
+    Values(Vec<f32>),
+}
+
+/// A raw source: its examples, and for CSV the header.
+#[derive(Clone, Debug, Default)]
+struct RawSet {
+    path: PathBuf,
+    examples: Vec<RawExample>,
+    /// CSV feature column names (in `Row` order).
+    columns: Vec<String>,
+    /// Shape of one array example.
+    shape: Vec<usize>,
+    lossy: usize,
+}
+
+fn read_bounded(path: &Path) -> Result<Vec<u8>, NnError> {
+    let meta = std::fs::metadata(path).map_err(|e| DataError::io(path, &e))?;
+    if meta.is_dir() {
+        return Err(DataError::whole("is a directory, not a file").with_path(path).into());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(DataError::whole(format!("{} bytes is over the {MAX_FILE_BYTES}-byte limit of one input file", meta.len())).with_path(path).into());
+    }
+    Ok(std::fs::read(path).map_err(|e| DataError::io(path, &e))?)
+}
+
+/// Text of a file that should be text: binary files are an error, non-UTF-8 bytes are
+/// replaced (and counted by the caller through the returned flag).
+fn read_text(path: &Path) -> Result<(String, bool), NnError> {
+    let bytes = read_bounded(path)?;
+    if text::looks_binary(&bytes) {
+        return Err(DataError::whole("looks like a binary file (it has NUL bytes), not text").with_path(path).into());
+    }
+    let b = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(&bytes);
+    Ok(text::decode_lossy(b))
+}
+
+fn is_missing(v: &str) -> bool {
+    matches!(v.trim(), "" | "NA" | "N/A" | "NaN" | "nan" | "null" | "NULL" | "None" | "?" | "-")
+}
+
+fn parse_number(v: &str) -> Option<f64> {
+    v.trim().parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+/// The CSV records of a file (lossy UTF-8), with their line numbers.
+fn csv_records(path: &Path, sep: u8) -> Result<(Vec<crate::data::CsvRecord>, bool), NnError> {
+    let (text, lossy) = read_text(path)?;
+    let recs = crate::data::csv_from_bytes_with(text.as_bytes(), sep).map_err(|e| e.with_path(path))?;
+    Ok((recs, lossy))
+}
+
+/// Whether the first record is a header: it names the target, or some column is numeric below
+/// it but not in it, or every field is a distinct non-numeric name while later rows differ.
+fn has_header(recs: &[crate::data::CsvRecord], target: Option<&str>) -> bool {
+    let Some(first) = recs.first() else { return false };
+    if let Some(t) = target {
+        if first.fields.iter().any(|f| f.trim() == t) {
+            return true;
+        }
+    }
+    let rest = &recs[1..recs.len().min(51)];
+    if rest.is_empty() {
+        return true;
+    }
+    let numeric_below = |c: usize| rest.iter().filter_map(|r| r.fields.get(c)).filter(|v| !is_missing(v)).all(|v| parse_number(v).is_some());
+    if first.fields.iter().enumerate().any(|(c, f)| parse_number(f).is_none() && !is_missing(f) && numeric_below(c)) {
+        return true;
+    }
+    // All text: a header if its fields are short distinct names no later row repeats.
+    let names: std::collections::HashSet<&str> = first.fields.iter().map(|f| f.trim()).collect();
+    names.len() == first.fields.len()
+        && first.fields.iter().all(|f| !f.trim().is_empty() && f.len() <= 40 && parse_number(f).is_none())
+        && rest.iter().all(|r| r.fields.iter().zip(&first.fields).all(|(a, b)| a.trim() != b.trim()))
+}
+
+/// Options of a file dataset, from the `[data]` table.
+#[derive(Clone, Debug, Default)]
+pub struct FileOptions {
+    /// Format (inferred from the path when `None`).
+    pub format: Option<Format>,
+    /// Target column (CSV), label file (npy, IDX).
+    pub target: Option<String>,
+    /// Feature columns (CSV; default all but the target and text column).
+    pub features: Option<Vec<String>>,
+    /// Text column (CSV text classification).
+    pub text_column: Option<String>,
+    /// `classification` or `regression` (inferred when `None`).
+    pub task: Option<String>,
+    /// Whether the CSV has a header row (detected when `None`).
+    pub header: Option<bool>,
+    /// Train / validation / test fractions of one file.
+    pub split: Option<Vec<f64>>,
+    /// Validation file.
+    pub valid: Option<PathBuf>,
+    /// Test file.
+    pub test: Option<PathBuf>,
+    /// Tokenizer (text).
+    pub tokenizer: Tokenizer,
+    /// Vocabulary: most tokens kept (`<unk>` included; 0 = all).
+    pub max_vocab: usize,
+    /// Vocabulary: fewest occurrences of a kept token.
+    pub min_count: usize,
+}
+
+impl FileOptions {
+    /// The file options of a `[data]` table.
+    pub fn from_config(cfg: &DataConfig) -> Result<FileOptions, NnError> {
+        let mut tokenizer = Tokenizer::default();
+        if let Some(l) = cfg.lowercase {
+            tokenizer.lowercase = l;
+        }
+        if let Some(m) = cfg.max_len {
+            if m == 0 {
+                return Err(NnError::invalid("data", "max_len", m, "must be at least 1"));
+            }
+            tokenizer.max_len = m;
+        }
+        Ok(FileOptions {
+            format: cfg.format.as_deref().map(Format::parse).transpose()?,
+            target: cfg.target.clone(),
+            features: cfg.features.clone(),
+            text_column: cfg.text_column.clone(),
+            task: cfg.task.clone(),
+            header: cfg.header,
+            split: cfg.split.clone(),
+            valid: cfg.valid_path.as_ref().map(PathBuf::from),
+            test: cfg.test_path.as_ref().map(PathBuf::from),
+            tokenizer,
+            max_vocab: cfg.max_vocab.unwrap_or(20_000),
+            min_count: cfg.min_count.unwrap_or(1),
+        })
+    }
+}
+
+/// Chooses the target column of a header: the one given, else one named like a label.
+fn target_column(header: &[String], given: Option<&str>, path: &Path) -> Result<usize, NnError> {
+    if let Some(t) = given {
+        return header.iter().position(|h| h.trim() == t).ok_or_else(|| {
+            DataError::new(Location::Line(1), format!("no target column {t:?}; the columns are {}", header.join(", "))).with_path(path).into()
+        });
+    }
+    for want in ["label", "target", "class", "y"] {
+        if let Some(i) = header.iter().position(|h| h.trim().eq_ignore_ascii_case(want)) {
+            return Ok(i);
+        }
+    }
+    Err(DataError::new(Location::Line(1), format!("which column is the target? pass --target NAME (the columns are {})", header.join(", "))).with_path(path).into())
+}
+
+/// What a CSV's columns are used for, decided on the training file.
+#[derive(Clone, Debug)]
+struct CsvLayout {
+    sep: u8,
+    header: bool,
+    /// All column names.
+    names: Vec<String>,
+    target: String,
+    /// Text column (text classification) or feature columns.
+    text: Option<String>,
+    features: Vec<String>,
+}
+
+fn csv_layout(path: &Path, fmt: Format, o: &FileOptions) -> Result<CsvLayout, NnError> {
+    let (recs, _) = csv_records(path, fmt.separator())?;
+    if recs.is_empty() {
+        return Err(DataError::whole("holds no rows").with_path(path).into());
+    }
+    let header = o.header.unwrap_or_else(|| has_header(&recs, o.target.as_deref()));
+    let names: Vec<String> =
+        if header { recs[0].fields.iter().map(|f| f.trim().to_string()).collect() } else { (0..recs[0].fields.len()).map(|i| format!("column{}", i + 1)).collect() };
+    let target = if !header && o.target.is_none() { names.len() - 1 } else { target_column(&names, o.target.as_deref(), path)? };
+    let body = if header { &recs[1..] } else { &recs[..] };
+    let mut features: Vec<String> = match &o.features {
+        Some(f) => {
+            for n in f {
+                if !names.contains(n) {
+                    return Err(DataError::new(Location::Line(1), format!("no feature column {n:?}; the columns are {}", names.join(", "))).with_path(path).into());
+                }
+            }
+            f.clone()
+        }
+        None => names.iter().enumerate().filter(|(i, _)| *i != target).map(|(_, n)| n.clone()).collect(),
+    };
+    if let Some(t) = &o.text_column {
+        if !names.contains(t) {
+            return Err(DataError::new(Location::Line(1), format!("no text column {t:?}; the columns are {}", names.join(", "))).with_path(path).into());
+        }
+    }
+    // One text-valued feature of several words per row: text classification.
+    let text = o.text_column.clone().or_else(|| {
+        if features.len() != 1 || o.format == Some(Format::Csv) && o.features.is_some() {
+            return None;
+        }
+        let c = names.iter().position(|n| *n == features[0])?;
+        let vals: Vec<&str> = body.iter().take(200).filter_map(|r| r.fields.get(c)).map(|s| s.as_str()).collect();
+        let numeric = vals.iter().filter(|v| parse_number(v).is_some()).count();
+        let words: usize = vals.iter().map(|v| v.split_whitespace().count()).sum();
+        (numeric * 2 <= vals.len() && words >= 3 * vals.len().max(1)).then(|| features[0].clone())
+    });
+    if text.is_some() {
+        features.clear();
+    }
+    if features.contains(&names[target]) {
+        return Err(NnError::invalid("data", "features", names[target].clone(), "the target column cannot also be a feature"));
+    }
+    if text.is_none() && features.is_empty() {
+        return Err(DataError::new(Location::Line(1), "no feature columns besides the target").with_path(path).into());
+    }
+    Ok(CsvLayout { sep: fmt.separator(), header, names: names.clone(), target: names[target].clone(), text, features })
+}
+
+/// Reads a CSV with a known layout. `labelled`: the target column must be present.
+fn read_csv(path: &Path, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
+    let (recs, lossy) = csv_records(path, lay.sep)?;
+    let (names, body): (Vec<String>, &[crate::data::CsvRecord]) = if lay.header {
+        let Some(first) = recs.first() else { return Err(DataError::whole("is empty: no header row").with_path(path).into()) };
+        (first.fields.iter().map(|f| f.trim().to_string()).collect(), &recs[1..])
+    } else {
+        (lay.names.clone(), &recs[..])
+    };
+    let col = |n: &str| -> Result<usize, NnError> {
+        names.iter().position(|h| h == n).ok_or_else(|| DataError::new(Location::Line(1), format!("no column {n:?}; the columns are {}", names.join(", "))).with_path(path).into())
+    };
+    let target = if labelled { Some(col(&lay.target)?) } else { names.iter().position(|h| *h == lay.target) };
+    let text = lay.text.as_deref().map(col).transpose()?;
+    let feats: Vec<usize> = lay.features.iter().map(|n| col(n)).collect::<Result<_, _>>()?;
+    let mut out = RawSet { path: path.to_path_buf(), columns: lay.features.clone(), lossy: lossy as usize, ..Default::default() };
+    for r in body {
+        if r.fields.len() != names.len() {
+            return Err(DataError::new(Location::Line(r.line), format!("{} fields, but the header has {} columns", r.fields.len(), names.len())).with_path(path).into());
+        }
+        let input = match text {
+            Some(t) => RawInput::Text(r.fields[t].clone()),
+            None => RawInput::Row(feats.iter().map(|&c| r.fields[c].clone()).collect()),
+        };
+        out.examples.push(RawExample {
+            origin: format!("{}:{}", path.display(), r.line),
+            line: r.line,
+            input,
+            label: target.map(|t| r.fields[t].trim().to_string()),
+        });
+    }
+    Ok(out)
+}
+
+/// Every regular, non-hidden file under `dir`, sorted (so the order is the same everywhere).
+fn files_under(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let rd = std::fs::read_dir(&d).map_err(|e| DataError::io(&d, &e))?;
+        for e in rd {
+            let e = e.map_err(|e| DataError::io(&d, &e))?;
+            let p = e.path();
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.is_file() {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| DataError::io(dir, &e))?
+        .filter_map(|e| e.ok())
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// A folder of class folders: each file is one example of its folder's class.
+fn read_class_folder(dir: &Path) -> Result<RawSet, NnError> {
+    let classes = subdirs(dir)?;
+    if classes.is_empty() {
+        return Err(DataError::whole("has no class sub-folders (expected DIR/CLASS/file.txt …)").with_path(dir).into());
+    }
+    let mut out = RawSet { path: dir.to_path_buf(), ..Default::default() };
+    for c in classes {
+        let name = c.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let files = files_under(&c)?;
+        if files.is_empty() {
+            return Err(DataError::whole(format!("class folder {name:?} holds no files")).with_path(&c).into());
+        }
+        for f in files {
+            let (text, lossy) = read_text(&f)?;
+            out.lossy += lossy as usize;
+            out.examples.push(RawExample { origin: f.display().to_string(), line: 0, input: RawInput::Text(text), label: Some(name.clone()) });
+        }
+    }
+    Ok(out)
+}
+
+/// `lines`: the label, white space, the tokens. `labelled = false`: every field is a token.
+fn read_lines(path: &Path, labelled: bool) -> Result<RawSet, NnError> {
+    let (text, lossy) = read_text(path)?;
+    let mut out = RawSet { path: path.to_path_buf(), lossy: lossy as usize, ..Default::default() };
+    for (i, line) in text.lines().enumerate() {
+        let mut toks = line.split_whitespace();
+        let label = if labelled {
+            match toks.next() {
+                Some(l) => Some(l.to_string()),
+                None => continue,
+            }
+        } else {
+            None
+        };
+        let tokens: Vec<String> = toks.map(String::from).collect();
+        if !labelled && tokens.is_empty() {
+            continue;
+        }
+        out.examples.push(RawExample { origin: format!("{}:{}", path.display(), i + 1), line: i + 1, input: RawInput::Tokens(tokens), label });
+    }
+    if out.examples.is_empty() {
+        return Err(DataError::whole("holds no examples (one per line: label, then tokens)").with_path(path).into());
+    }
+    Ok(out)
+}
+
+/// Array examples from an `.npy` or IDX file; labels from `labels` when given.
+fn read_arrays(path: &Path, fmt: Format, labels: Option<&Path>) -> Result<RawSet, NnError> {
+    let (shape, values): (Vec<usize>, Vec<f32>) = match fmt {
+        Format::Npy => {
+            let a = crate::data::read_npy(path)?;
+            (a.shape.clone(), a.into_f32())
+        }
+        _ => {
+            let a = crate::data::read_idx(path)?;
+            let scale = matches!(a.data, crate::data::idx::IdxData::U8(_)).then_some(255.0);
+            let v = idx_values(a.data);
+            (a.dims, scale.map_or(v.clone(), |s| v.iter().map(|x| x / s).collect()))
+        }
+    };
+    if shape.is_empty() || shape[0] == 0 {
+        return Err(DataError::whole(format!("shape {shape:?} holds no examples (the first axis counts them)")).with_path(path).into());
+    }
+    let n = shape[0];
+    let mut ex: Vec<usize> = shape[1..].to_vec();
+    if ex.is_empty() {
+        ex = vec![1];
+    }
+    if ex.len() == 2 {
+        ex.insert(0, 1); // one channel
+    }
+    let k: usize = ex.iter().product();
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        return Err(DataError::whole(format!("value {i} (example {}) is {}: inputs must be finite", i / k.max(1), values[i])).with_path(path).into());
+    }
+    let labels: Option<Vec<String>> = match labels {
+        None => None,
+        Some(lp) => {
+            let (lshape, lv): (Vec<usize>, Vec<f32>) = match Format::infer(lp).unwrap_or(fmt) {
+                Format::Npy => {
+                    let a = crate::data::read_npy(lp)?;
+                    (a.shape.clone(), a.into_f32())
+                }
+                _ => {
+                    let a = crate::data::read_idx(lp)?;
+                    (a.dims.clone(), idx_values(a.data))
+                }
+            };
+            let count: usize = lshape.iter().product();
+            if lshape.len() > 2 || count != n || (lshape.len() == 2 && lshape[1] != 1) {
+                return Err(DataError::whole(format!("labels of shape {lshape:?} do not match the {n} examples of {}", path.display())).with_path(lp).into());
+            }
+            Some(lv.iter().map(|v| fmt_number(*v as f64)).collect())
+        }
+    };
+    let mut out = RawSet { path: path.to_path_buf(), shape: ex, ..Default::default() };
+    for i in 0..n {
+        out.examples.push(RawExample {
+            origin: format!("{} example {i}", path.display()),
+            line: i + 1,
+            input: RawInput::Values(values[i * k..(i + 1) * k].to_vec()),
+            label: labels.as_ref().map(|l| l[i].clone()),
+        });
+    }
+    Ok(out)
+}
+
+fn idx_values(d: crate::data::idx::IdxData) -> Vec<f32> {
+    use crate::data::idx::IdxData::*;
+    match d {
+        U8(v) => v.into_iter().map(f32::from).collect(),
+        I8(v) => v.into_iter().map(f32::from).collect(),
+        I16(v) => v.into_iter().map(f32::from).collect(),
+        I32(v) => v.into_iter().map(|x| x as f32).collect(),
+        F32(v) => v,
+        F64(v) => v.into_iter().map(|x| x as f32).collect(),
+    }
+}
+
+/// A number as a class name: whole numbers without a decimal point.
+fn fmt_number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+// ------------------------------------------------------------------------------- the task
+
+/// Decides the task and the class names from the training labels.
+fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> String) -> Result<(Task, Vec<String>), NnError> {
+    let missing: Vec<usize> = (0..labels.len()).filter(|&i| is_missing(labels[i])).collect();
+    if let Some(&i) = missing.first() {
+        return Err(NnError::invalid(origin(i), "target", format!("{:?}", labels[i]), format!("the target is missing ({} examples lack one); drop those rows", missing.len())));
+    }
+    let numbers: Option<Vec<f64>> = labels.iter().map(|l| parse_number(l)).collect();
+    let regression = match given {
+        Some("regression") => true,
+        Some("classification") => false,
+        Some(t) => return Err(NnError::invalid("data", "task", t, "classification or regression")),
+        None => match &numbers {
+            None => false,
+            Some(v) => {
+                let whole = v.iter().all(|x| x.fract() == 0.0);
+                let mut d: Vec<i64> = v.iter().map(|x| *x as i64).collect();
+                d.sort_unstable();
+                d.dedup();
+                !(whole && d.len() <= MAX_INTEGER_CLASSES)
+            }
+        },
+    };
+    if regression {
+        let Some(v) = numbers else {
+            let i = labels.iter().position(|l| parse_number(l).is_none()).unwrap_or(0);
+            return Err(NnError::invalid(origin(i), "target", format!("{:?}", labels[i]), "is not a number, but the task is regression"));
+        };
+        let _ = v;
+        return Ok((Task::Regression, Vec::new()));
+    }
+    let mut classes: Vec<String> = labels.iter().map(|l| class_key(l)).collect();
+    classes.sort_by(|a, b| match (parse_number(a), parse_number(b)) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        _ => a.cmp(b),
+    });
+    classes.dedup();
+    if classes.len() < 2 {
+        return Err(NnError::invalid("data", "target", classes.first().cloned().unwrap_or_default(), "the training split has only one class; a classifier needs at least two"));
+    }
+    if classes.len() > MAX_CLASSES {
+        return Err(NnError::invalid(
+            "data",
+            "target",
+            format!("{} distinct values", classes.len()),
+            format!("more than {MAX_CLASSES} classes: is this the right target column? (for a numeric target pass --task regression)"),
+        ));
+    }
+    Ok((Task::Classification { classes: classes.len() }, classes))
+}
+
+/// The class a label text names: numbers compare by value (`1` = `1.0`).
+fn class_key(l: &str) -> String {
+    match parse_number(l) {
+        Some(v) => fmt_number(v),
+        None => l.trim().to_string(),
+    }
+}
+
+// ------------------------------------------------------------------------------- splitting
+
+/// Seeded split of `labels` into train / validation / test indices by `fractions`, stratified
+/// by label (each class is split in the same proportions; a class keeps at least one training
+/// example). Indices come out sorted.
+pub fn stratified_split(labels: &[String], fractions: [f64; 3], rng: &mut Rng) -> [Vec<usize>; 3] {
+    let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, l) in labels.iter().enumerate() {
+        groups.entry(l.as_str()).or_default().push(i);
+    }
+    let total: f64 = fractions.iter().sum();
+    let mut out: [Vec<usize>; 3] = Default::default();
+    for (_, mut g) in groups {
+        rng.shuffle(&mut g);
+        let n = g.len();
+        let nv = ((fractions[1] / total) * n as f64).round() as usize;
+        let nt = ((fractions[2] / total) * n as f64).round() as usize;
+        let (nv, nt) = if nv + nt >= n { (nv.min(n.saturating_sub(1)), nt.min(n.saturating_sub(1 + nv.min(n.saturating_sub(1))))) } else { (nv, nt) };
+        out[2].extend_from_slice(&g[..nt]);
+        out[1].extend_from_slice(&g[nt..nt + nv]);
+        out[0].extend_from_slice(&g[nt + nv..]);
+    }
+    for s in &mut out {
+        s.sort_unstable();
+    }
+    out
+}
+
+fn check_fractions(f: &[f64]) -> Result<[f64; 3], NnError> {
+    let bad = |why: &str| NnError::invalid("data", "split", format!("{f:?}"), why.to_string());
+    if f.len() != 3 {
+        return Err(bad("three fractions train,valid,test (e.g. 0.8,0.1,0.1)"));
+    }
+    if f.iter().any(|x| !x.is_finite() || *x < 0.0) || f[0] <= 0.0 {
+        return Err(bad("fractions must be finite and >= 0, the training one > 0"));
+    }
+    if (f.iter().sum::<f64>() - 1.0).abs() > 1e-6 {
+        return Err(bad("fractions must add up to 1"));
+    }
+    Ok([f[0], f[1], f[2]])
+}
+
+// ------------------------------------------------------------------------------- encoding
+
+fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Option<String>, warnings: &mut Vec<String>) -> Result<Encoder, NnError> {
+    match kind {
+        DataKind::Text => {
+            let docs: Vec<Vec<String>> = raw.examples.iter().map(|e| tokens_of(&e.input, &o.tokenizer)).collect();
+            let vocab = Vocab::build(docs.iter().map(|d| d.as_slice()), o.min_count, o.max_vocab);
+            if vocab.len() < 2 {
+                warnings.push(format!("{}: the training vocabulary is empty (every token is <unk>)", raw.path.display()));
+            }
+            Ok(Encoder::Text { tokenizer: o.tokenizer.clone(), vocab, text_column })
+        }
+        DataKind::Tabular if !raw.columns.is_empty() => {
+            let mut columns = Vec::new();
+            for (c, name) in raw.columns.iter().enumerate() {
+                let vals: Vec<&str> = raw.examples.iter().map(|e| match &e.input {
+                    RawInput::Row(r) => r[c].as_str(),
+                    _ => "",
+                }).collect();
+                let present: Vec<&str> = vals.iter().copied().filter(|v| !is_missing(v)).collect();
+                let nums: Vec<f64> = present.iter().filter_map(|v| parse_number(v)).collect();
+                if !present.is_empty() && nums.len() * 2 > present.len() {
+                    let n = nums.len().max(1) as f64;
+                    let mean = nums.iter().sum::<f64>() / n;
+                    let var = nums.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+                    let std = if var.sqrt() > 1e-12 { var.sqrt() } else { 1.0 };
+                    columns.push(Column::Numeric { name: name.clone(), mean, std });
+                } else {
+                    let mut cats: Vec<String> = vals.iter().map(|v| if is_missing(v) { MISSING.to_string() } else { v.trim().to_string() }).collect();
+                    cats.sort();
+                    cats.dedup();
+                    if cats.len() > 500 && cats.len() * 2 > vals.len() {
+                        return Err(NnError::invalid(
+                            format!("{}", raw.path.display()),
+                            format!("column {name:?}"),
+                            format!("{} distinct text values in {} rows", cats.len(), vals.len()),
+                            "looks like an identifier or free text, not a feature: leave it out with --features, or use it as --text-column",
+                        ));
+                    }
+                    columns.push(Column::Categorical { name: name.clone(), categories: cats });
+                }
+            }
+            Ok(Encoder::Tabular { columns })
+        }
+        _ => {
+            let k: usize = raw.shape.iter().product();
+            let n = raw.examples.len().max(1) as f64;
+            let per_feature = raw.shape.len() == 1;
+            let width = if per_feature { k } else { 1 };
+            let mut sum = vec![0f64; width];
+            let mut sq = vec![0f64; width];
+            let mut count = vec![0f64; width];
+            for e in &raw.examples {
+                if let RawInput::Values(v) = &e.input {
+                    for (j, x) in v.iter().enumerate() {
+                        let c = if per_feature { j } else { 0 };
+                        sum[c] += *x as f64;
+                        sq[c] += (*x as f64) * (*x as f64);
+                        count[c] += 1.0;
+                    }
+                }
+            }
+            let _ = n;
+            let mean: Vec<f32> = (0..width).map(|c| (sum[c] / count[c].max(1.0)) as f32).collect();
+            let std: Vec<f32> = (0..width)
+                .map(|c| {
+                    let m = sum[c] / count[c].max(1.0);
+                    let v = (sq[c] / count[c].max(1.0) - m * m).max(0.0).sqrt();
+                    if v > 1e-6 { v as f32 } else { 1.0 }
+                })
+                .collect();
+            Ok(Encoder::Array { shape: raw.shape.clone(), mean, std })
+        }
+    }
+}
+
+/// The category of a missing categorical value.
+pub const MISSING: &str = "<missing>";
+
+fn tokens_of(input: &RawInput, t: &Tokenizer) -> Vec<String> {
+    match input {
+        RawInput::Text(s) => t.tokenize(s),
+        RawInput::Tokens(v) => v.iter().take(t.max_len).cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Counts of things replaced while encoding, reported as warnings.
+#[derive(Default)]
+struct Replaced {
+    imputed: usize,
+    unseen_categories: usize,
+    empty_texts: usize,
+}
+
+impl Encoder {
+    /// The model inputs of raw examples.
+    fn encode(&self, raw: &RawSet, rep: &mut Replaced) -> Result<Inputs, NnError> {
+        match self {
+            Encoder::Text { tokenizer, vocab, .. } => {
+                let mut seqs = Vec::with_capacity(raw.examples.len());
+                for e in &raw.examples {
+                    let mut ids = vocab.encode(&tokens_of(&e.input, tokenizer));
+                    if ids.is_empty() {
+                        rep.empty_texts += 1;
+                        ids.push(text::UNK_ID);
+                    }
+                    seqs.push(ids);
+                }
+                Ok(Inputs::Tokens { seqs, vocab: vocab.len() })
+            }
+            Encoder::Tabular { columns } => {
+                let width: usize = columns.iter().map(Column::width).sum();
+                crate::limits::check_elements("tabular inputs (rows × encoded features)", &[raw.examples.len(), width])?;
+                let mut x = Vec::with_capacity(raw.examples.len() * width);
+                for e in &raw.examples {
+                    let RawInput::Row(r) = &e.input else { return Err(NnError::invalid(&e.origin, "input", "not a row", "tabular data needs CSV rows")) };
+                    for (c, col) in columns.iter().enumerate() {
+                        let v = r.get(c).map(String::as_str).unwrap_or("");
+                        match col {
+                            Column::Numeric { name, mean, std } => {
+                                let val = if is_missing(v) {
+                                    rep.imputed += 1;
+                                    *mean
+                                } else {
+                                    parse_number(v).ok_or_else(|| {
+                                        NnError::from(DataError::new(
+                                            Location::Line(e.line),
+                                            format!("column {name:?}: {v:?} is not a number, and the column is numeric"),
+                                        ).with_path(&raw.path))
+                                    })?
+                                };
+                                x.push(((val - mean) / std) as f32);
+                            }
+                            Column::Categorical { categories, .. } => {
+                                let key = if is_missing(v) { MISSING } else { v.trim() };
+                                let hit = categories.iter().position(|c| c == key);
+                                if hit.is_none() {
+                                    rep.unseen_categories += 1;
+                                }
+                                x.extend((0..categories.len()).map(|j| if Some(j) == hit { 1.0 } else { 0.0 }));
+                            }
+                        }
+                    }
+                }
+                Ok(Inputs::Dense { x, shape: vec![width] })
+            }
+            Encoder::Array { shape, mean, std } => {
+                if raw.shape != *shape {
+                    return Err(DataError::whole(format!("examples of shape {:?}, but the model was trained on {shape:?}", raw.shape)).with_path(&raw.path).into());
+                }
+                let mut x = Vec::with_capacity(raw.examples.len() * shape.iter().product::<usize>());
+                for e in &raw.examples {
+                    if let RawInput::Values(v) = &e.input {
+                        for (j, val) in v.iter().enumerate() {
+                            let c = if mean.len() == 1 { 0 } else { j };
+                            x.push((val - mean[c]) / std[c]);
+                        }
+                    }
+                }
+                Ok(Inputs::Dense { x, shape: shape.clone() })
+            }
+        }
+    }
+}
+
+impl Replaced {
+    fn report(&self, what: &str, warnings: &mut Vec<String>) {
+        if self.imputed > 0 {
+            warnings.push(format!("{what}: {} missing numeric values replaced by the training mean", self.imputed));
+        }
+        if self.unseen_categories > 0 {
+            warnings.push(format!("{what}: {} categorical values not seen in training (encoded as all zeros)", self.unseen_categories));
+        }
+        if self.empty_texts > 0 {
+            warnings.push(format!("{what}: {} texts have no tokens (encoded as one <unk>)", self.empty_texts));
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------- the schema
+
+impl DataSchema {
+    /// The targets of raw labelled examples: class ids (classification; a label not seen in
+    /// training is an error naming the example) or values (regression).
+    fn targets(&self, raw: &RawSet) -> Result<Targets, NnError> {
+        match self.task {
+            Task::Regression => {
+                let mut v = Vec::with_capacity(raw.examples.len());
+                for e in &raw.examples {
+                    let l = e.label.as_deref().unwrap_or("");
+                    v.push(parse_number(l).ok_or_else(|| NnError::invalid(&e.origin, "target", format!("{l:?}"), "is not a number, but the task is regression"))? as f32);
+                }
+                Ok(Targets::Values(v))
+            }
+            _ => {
+                let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(i, c)| (c.as_str(), i)).collect();
+                let mut v = Vec::with_capacity(raw.examples.len());
+                for e in &raw.examples {
+                    let l = e.label.as_deref().unwrap_or("");
+                    let key = class_key(l);
+                    v.push(*index.get(key.as_str()).ok_or_else(|| {
+                        NnError::invalid(&e.origin, "label", format!("{l:?}"), format!("was not seen in training (the classes are {})", short_list(&self.classes)))
+                    })?);
+                }
+                Ok(Targets::Classes(v))
+            }
+        }
+    }
+
+    fn read_raw(&self, path: &Path, labels: Option<&Path>, labelled: bool) -> Result<RawSet, NnError> {
+        match (self.format, &self.encoder) {
+            (Format::Csv | Format::Tsv, Encoder::Text { text_column, .. }) if !path.is_dir() => {
+                let Some(tc) = text_column.clone() else { return read_lines(path, false) };
+                let lay = CsvLayout { sep: self.format.separator(), header: true, names: Vec::new(), target: self.target.clone().unwrap_or_default(), text: Some(tc), features: Vec::new() };
+                read_csv(path, &lay, labelled)
+            }
+            (Format::Csv | Format::Tsv, Encoder::Tabular { columns }) => {
+                let sep = match Format::infer(path) {
+                    Ok(f @ (Format::Csv | Format::Tsv)) => f.separator(),
+                    _ => self.format.separator(),
+                };
+                let lay = CsvLayout { sep, header: true, names: Vec::new(), target: self.target.clone().unwrap_or_default(), text: None, features: columns.iter().map(|c| c.name().to_string()).collect() };
+                read_csv(path, &lay, labelled)
+            }
+            (_, Encoder::Text { .. }) if path.is_dir() => {
+                if labelled {
+                    read_class_folder(path)
+                } else {
+                    let mut out = RawSet { path: path.to_path_buf(), ..Default::default() };
+                    for f in files_under(path)? {
+                        let (text, lossy) = read_text(&f)?;
+                        out.lossy += lossy as usize;
+                        let id = f.strip_prefix(path).unwrap_or(&f).display().to_string();
+                        out.examples.push(RawExample { origin: id, line: 0, input: RawInput::Text(text), label: None });
+                    }
+                    if out.examples.is_empty() {
+                        return Err(DataError::whole("holds no files").with_path(path).into());
+                    }
+                    Ok(out)
+                }
+            }
+            (Format::Folder, Encoder::Text { .. }) => {
+                // One text per line.
+                let (text, lossy) = read_text(path)?;
+                let mut out = RawSet { path: path.to_path_buf(), lossy: lossy as usize, ..Default::default() };
+                for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                    out.examples.push(RawExample { origin: format!("{}:{}", path.display(), i + 1), line: i + 1, input: RawInput::Text(l.to_string()), label: None });
+                }
+                Ok(out)
+            }
+            (Format::Lines, _) => read_lines(path, labelled),
+            (Format::Npy | Format::Idx, _) => {
+                let fmt = Format::infer(path).ok().filter(|f| matches!(f, Format::Npy | Format::Idx)).unwrap_or(self.format);
+                read_arrays(path, fmt, labels)
+            }
+            (f, _) => Err(NnError::invalid("data", "format", f.name(), "does not match the model's inputs")),
+        }
+    }
+
+    /// A labelled file (or folder) encoded as training did: a split for `chi eval`. `labels`
+    /// is the label file of array formats (`.npy`, IDX).
+    pub fn encode_labelled(&self, path: &Path, labels: Option<&Path>) -> Result<(Split, Vec<String>), NnError> {
+        if matches!(self.format, Format::Npy | Format::Idx) && labels.is_none() {
+            return Err(NnError::invalid("data", "target", "none", "array inputs need their label file (--target LABELS)"));
+        }
+        let raw = self.read_raw(path, labels, true)?;
+        if raw.examples.is_empty() {
+            return Err(DataError::whole("holds no examples").with_path(path).into());
+        }
+        let mut rep = Replaced::default();
+        let inputs = self.encoder.encode(&raw, &mut rep)?;
+        let targets = self.targets(&raw)?;
+        let mut warnings = Vec::new();
+        if raw.lossy > 0 {
+            warnings.push(format!("{}: {} files were not valid UTF-8 and were read lossily", path.display(), raw.lossy));
+        }
+        rep.report(&path.display().to_string(), &mut warnings);
+        Ok((Split { inputs, targets }, warnings))
+    }
+
+    /// Unlabelled inputs encoded as training did, for `chi predict`: the inputs, one id per
+    /// example (`file:line`, a file's path, or `example N`), and warnings.
+    pub fn encode_unlabelled(&self, path: &Path) -> Result<(Inputs, Vec<String>, Vec<String>), NnError> {
+        let raw = self.read_raw(path, None, false)?;
+        if raw.examples.is_empty() {
+            return Err(DataError::whole("holds no inputs").with_path(path).into());
+        }
+        let mut rep = Replaced::default();
+        let inputs = self.encoder.encode(&raw, &mut rep)?;
+        let mut warnings = Vec::new();
+        if raw.lossy > 0 {
+            warnings.push(format!("{}: {} files were not valid UTF-8 and were read lossily", path.display(), raw.lossy));
+        }
+        rep.report(&path.display().to_string(), &mut warnings);
+        let ids = raw.examples.iter().map(|e| e.origin.clone()).collect();
+        Ok((inputs, ids, warnings))
+    }
+
+    /// A dataset with empty splits of this schema's input kind and task: what a model builder
+    /// needs to rebuild a trained model without the training data.
+    pub fn empty_dataset(&self, name: &str) -> Dataset {
+        let inputs = match &self.encoder {
+            Encoder::Text { vocab, .. } => Inputs::Tokens { seqs: Vec::new(), vocab: vocab.len() },
+            Encoder::Tabular { columns } => Inputs::Dense { x: Vec::new(), shape: vec![columns.iter().map(Column::width).sum()] },
+            Encoder::Array { shape, .. } => Inputs::Dense { x: Vec::new(), shape: shape.clone() },
+        };
+        let targets = if self.task == Task::Regression { Targets::Values(Vec::new()) } else { Targets::Classes(Vec::new()) };
+        let split = Split { inputs, targets };
+        Dataset { name: name.into(), task: self.task, train: split.clone(), valid: None, test: split, schema: Some(Box::new(self.clone())) }
+    }
+
+    /// The vocabulary of a text schema.
+    pub fn vocab(&self) -> Option<&Vocab> {
+        match &self.encoder {
+            Encoder::Text { vocab, .. } => Some(vocab),
+            _ => None,
+        }
+    }
+}
+
+fn short_list(v: &[String]) -> String {
+    if v.len() <= 12 {
+        v.join(", ")
+    } else {
+        format!("{}, … ({} in all)", v[..10].join(", "), v.len())
+    }
+}
+
+// ------------------------------------------------------------------------------- load
+
+/// Loads the file dataset of `cfg.path` (see the module docs). `rng` seeds the split.
+pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnError> {
+    let Some(path) = cfg.path.as_deref() else {
+        return Err(NnError::invalid("data", "path", "none", "a file dataset needs a path (--data FILE or [data] path)"));
+    };
+    let path = PathBuf::from(path);
+    if !path.exists() {
+        return Err(DataError::whole("no such file or directory").with_path(&path).into());
+    }
+    let o = FileOptions::from_config(cfg)?;
+    let format = match o.format {
+        Some(f) => f,
+        None => Format::infer(&path)?,
+    };
+    if matches!(format, Format::Npy | Format::Idx) && o.target.is_none() {
+        return Err(NnError::invalid("data", "target", "none", "array inputs need a label file: --target LABELS.npy (or the IDX labels file)"));
+    }
+    // Read the sources.
+    let mut warnings = Vec::new();
+    let mut layout = None;
+    let mut given: [Option<RawSet>; 3] = [None, None, None];
+    let read = |p: &Path, layout: &Option<CsvLayout>, split_dir: bool| -> Result<RawSet, NnError> {
+        match format {
+            Format::Csv | Format::Tsv => read_csv(p, layout.as_ref().expect("layout"), true),
+            Format::Folder if split_dir => read_class_folder(p),
+            Format::Folder => read_class_folder(p),
+            Format::Lines => read_lines(p, true),
+            Format::Npy | Format::Idx => read_arrays(p, format, None),
+        }
+    };
+    if matches!(format, Format::Csv | Format::Tsv) {
+        layout = Some(csv_layout(&path, format, &o)?);
+    }
+    let label_path = |p: &Path, which: usize| -> Option<PathBuf> {
+        // Array labels: the target file for training; `X.npy` → `X.labels.npy`-style siblings are
+        // not guessed: valid/test array files take their labels from the option below.
+        let _ = p;
+        match which {
+            0 => o.target.as_ref().map(PathBuf::from),
+            1 => cfg.valid_target.as_ref().map(PathBuf::from),
+            _ => cfg.test_target.as_ref().map(PathBuf::from),
+        }
+    };
+    let dir_splits = format == Format::Folder && ["train", "test"].iter().all(|s| path.join(s).is_dir());
+    if dir_splits {
+        given[0] = Some(read(&path.join("train"), &layout, true)?);
+        given[2] = Some(read(&path.join("test"), &layout, true)?);
+        if path.join("valid").is_dir() {
+            given[1] = Some(read(&path.join("valid"), &layout, true)?);
+        }
+    } else if matches!(format, Format::Npy | Format::Idx) {
+        given[0] = Some(read_arrays(&path, format, label_path(&path, 0).as_deref())?);
+    } else {
+        given[0] = Some(read(&path, &layout, false)?);
+    }
+    for (slot, p) in [(1usize, &o.valid), (2, &o.test)] {
+        if let Some(p) = p {
+            if matches!(format, Format::Npy | Format::Idx) {
+                let lp = label_path(p, slot).ok_or_else(|| {
+                    NnError::invalid("data", if slot == 1 { "valid_target" } else { "test_target" }, "none", "array validation/test files need their label file")
+                })?;
+                given[slot] = Some(read_arrays(p, format, Some(&lp))?);
+            } else {
+                given[slot] = Some(read(p, &layout, false)?);
+            }
+        }
+    }
+    let train_raw = given[0].take().expect("training source");
+    if train_raw.examples.is_empty() {
+        return Err(DataError::whole("holds no examples").with_path(&path).into());
+    }
+    for s in given.iter().flatten().chain(std::iter::once(&train_raw)) {
+        if s.lossy > 0 {
+            warnings.push(format!("{}: {} file(s) were not valid UTF-8 and were read lossily", s.path.display(), s.lossy));
+        }
+    }
+    // Split one source when validation / test files are not given.
+    let fractions = match &o.split {
+        Some(f) => check_fractions(f)?,
+        None => DEFAULT_SPLIT,
+    };
+    let labels: Vec<String> = train_raw.examples.iter().map(|e| e.label.clone().unwrap_or_default()).collect();
+    let task_hint = o.task.as_deref();
+    let keys: Vec<String> = if task_hint == Some("regression") { vec![String::new(); labels.len()] } else { labels.iter().map(|l| class_key(l)).collect() };
+    let need = [false, given[1].is_none(), given[2].is_none()];
+    let mut parts: [RawSet; 3] = Default::default();
+    if need[1] || need[2] {
+        let f = [fractions[0], if need[1] { fractions[1] } else { 0.0 }, if need[2] { fractions[2] } else { 0.0 }];
+        // A regression target is not stratified (every key is the same).
+        let numeric_target = task_hint != Some("classification") && labels.iter().all(|l| parse_number(l).is_some()) && {
+            let mut d: Vec<String> = keys.clone();
+            d.sort();
+            d.dedup();
+            d.len() > MAX_INTEGER_CLASSES
+        };
+        let strata = if numeric_target { vec![String::new(); keys.len()] } else { keys };
+        let idx = stratified_split(&strata, f, rng);
+        for s in 0..3 {
+            parts[s] = RawSet { examples: idx[s].iter().map(|&i| train_raw.examples[i].clone()).collect(), ..train_raw.clone() };
+        }
+    } else {
+        parts[0] = train_raw.clone();
+    }
+    for s in 1..3 {
+        if let Some(g) = given[s].take() {
+            parts[s] = g;
+        }
+    }
+    if parts[0].examples.is_empty() {
+        return Err(NnError::invalid("data", "split", format!("{fractions:?}"), "leaves no training examples"));
+    }
+    if parts[2].examples.is_empty() {
+        return Err(NnError::invalid(
+            format!("{}", path.display()),
+            "split",
+            format!("{fractions:?} of {} examples", train_raw.examples.len()),
+            "leaves no test examples: use more data, a larger test fraction, or --test FILE",
+        ));
+    }
+    let train_labels: Vec<&str> = parts[0].examples.iter().map(|e| e.label.as_deref().unwrap_or("")).collect();
+    let origin = |i: usize| parts[0].examples[i].origin.clone();
+    let (task, classes) = decide_task(&train_labels, task_hint, &origin)?;
+    let kind = match (&format, &layout) {
+        (Format::Csv | Format::Tsv, Some(l)) if l.text.is_some() => DataKind::Text,
+        (Format::Csv | Format::Tsv, _) => DataKind::Tabular,
+        (Format::Folder | Format::Lines, _) => DataKind::Text,
+        _ if train_raw.shape.len() >= 2 => DataKind::Images,
+        _ => DataKind::Tabular,
+    };
+    let mut o = o;
+    if format == Format::Lines {
+        // Pre-tokenized: tokens are kept as written.
+        o.tokenizer.split_punctuation = false;
+        if cfg.lowercase.is_none() {
+            o.tokenizer.lowercase = false;
+        }
+    }
+    let encoder = fit_encoder(kind, &parts[0], &o, layout.as_ref().and_then(|l| l.text.clone()), &mut warnings)?;
+    let schema = DataSchema { kind, format, task, classes, target: layout.as_ref().map(|l| l.target.clone()), encoder };
+    let mut splits = Vec::new();
+    for (s, what) in parts.iter().zip(["training", "validation", "test"]) {
+        if s.examples.is_empty() {
+            splits.push(None);
+            continue;
+        }
+        let mut rep = Replaced::default();
+        let inputs = schema.encoder.encode(s, &mut rep)?;
+        let targets = schema.targets(s)?;
+        rep.report(&format!("{} ({what} split)", s.path.display()), &mut warnings);
+        splits.push(Some(Split { inputs, targets }));
+    }
+    let mut it = splits.into_iter();
+    let train = it.next().flatten().expect("training split");
+    let valid = it.next().flatten();
+    let test = it.next().flatten().expect("test split");
+    Ok(Loaded { dataset: Dataset { name: name.into(), task, train, valid, test, schema: Some(Box::new(schema.clone())) }, schema, warnings })
+}
+
+#[cfg(test)]
+mod tests;

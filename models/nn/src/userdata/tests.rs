@@ -1,0 +1,320 @@
+use super::*;
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("chi-userdata-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn cfg(path: &Path) -> DataConfig {
+    DataConfig { path: Some(path.display().to_string()), ..Default::default() }
+}
+
+fn load_cfg(c: &DataConfig) -> Result<Loaded, NnError> {
+    load("file", c, &mut Rng::new(7))
+}
+
+/// 40 rows: two numeric features, one categorical, a text label decided by x.
+fn tabular_csv() -> String {
+    let mut s = String::from("x,y,colour,species\n");
+    for i in 0..40 {
+        let x = i as f64 / 4.0;
+        let species = if i % 2 == 0 { "adelie" } else { "gentoo" };
+        let colour = ["red", "blue"][i % 3 % 2];
+        s.push_str(&format!("{x},{},{colour},{species}\n", 10.0 - x));
+    }
+    s
+}
+
+#[test]
+fn tabular_csv_is_split_stratified_and_standardised_on_the_training_split_only() {
+    let d = TempDir::new("tab");
+    let p = d.write("pens.csv", tabular_csv().as_bytes());
+    let mut c = cfg(&p);
+    c.target = Some("species".into());
+    let l = load_cfg(&c).unwrap();
+    assert_eq!(l.schema.kind, DataKind::Tabular);
+    assert_eq!(l.schema.classes, ["adelie", "gentoo"]);
+    assert_eq!(l.dataset.task, Task::Classification { classes: 2 });
+    let (tr, va, te) = (&l.dataset.train, l.dataset.valid.as_ref().unwrap(), &l.dataset.test);
+    assert_eq!(tr.len() + va.len() + te.len(), 40);
+    assert_eq!((va.len(), te.len()), (4, 4), "10% of each class of 20 = 2 per class");
+    // Stratified: each class is half of every split.
+    for s in [tr, va, te] {
+        let ones = (0..s.len()).filter(|&i| s.targets.class(i) == 1).count();
+        assert_eq!(ones * 2, s.len());
+    }
+    // Two numeric columns (x, y) then colour one-hot (2 categories): width 4.
+    let Inputs::Dense { x, shape } = &tr.inputs else { panic!() };
+    assert_eq!(shape, &[4]);
+    // Standardised with the training statistics: training mean 0, variance 1.
+    let n = tr.len() as f64;
+    let m: f64 = (0..tr.len()).map(|i| x[i * 4] as f64).sum::<f64>() / n;
+    let v: f64 = (0..tr.len()).map(|i| (x[i * 4] as f64 - m).powi(2)).sum::<f64>() / n;
+    assert!(m.abs() < 1e-5 && (v - 1.0).abs() < 1e-4, "mean {m} var {v}");
+    let Encoder::Tabular { columns } = &l.schema.encoder else { panic!() };
+    assert_eq!(columns[2], Column::Categorical { name: "colour".into(), categories: vec!["blue".into(), "red".into()] });
+    // The same seed gives the same split; another seed another one.
+    let again = load_cfg(&c).unwrap();
+    assert_eq!(format!("{:?}", again.dataset.test.targets), format!("{:?}", te.targets));
+    let other = load("file", &c, &mut Rng::new(8)).unwrap();
+    let Inputs::Dense { x: x2, .. } = &other.dataset.test.inputs else { panic!() };
+    let Inputs::Dense { x: x1, .. } = &te.inputs else { panic!() };
+    assert_ne!(x1, x2);
+}
+
+#[test]
+fn a_continuous_target_is_regression_and_task_overrides() {
+    let d = TempDir::new("reg");
+    let mut s = String::from("a,b,price\n");
+    for i in 0..30 {
+        s.push_str(&format!("{i},{},{}\n", i % 7, 1.5 * i as f64 + 0.25));
+    }
+    let p = d.write("houses.csv", s.as_bytes());
+    let mut c = cfg(&p);
+    c.target = Some("price".into());
+    let l = load_cfg(&c).unwrap();
+    assert_eq!(l.dataset.task, Task::Regression);
+    assert!(l.schema.classes.is_empty());
+    // b has 7 whole values: a class label unless told otherwise.
+    c.target = Some("b".into());
+    assert_eq!(load_cfg(&c).unwrap().dataset.task, Task::Classification { classes: 7 });
+    c.task = Some("regression".into());
+    assert_eq!(load_cfg(&c).unwrap().dataset.task, Task::Regression);
+}
+
+#[test]
+fn headerless_csv_uses_the_last_column_and_tsv_is_read_by_extension() {
+    let d = TempDir::new("nohdr");
+    let mut s = String::new();
+    for i in 0..20 {
+        s.push_str(&format!("{}\t{}\t{}\n", i, i * 2, i % 2));
+    }
+    let p = d.write("pts.tsv", s.as_bytes());
+    let l = load_cfg(&cfg(&p)).unwrap();
+    assert_eq!(l.schema.format, Format::Tsv);
+    assert_eq!(l.schema.target.as_deref(), Some("column3"));
+    assert_eq!(l.dataset.train.len() + l.dataset.valid.as_ref().unwrap().len() + l.dataset.test.len(), 20);
+}
+
+fn text_csv() -> String {
+    let pos = ["a wonderful film, truly moving", "great acting and a great story", "i loved every minute of it", "superb and charming work"];
+    let neg = ["a dull and boring mess", "terrible acting, awful script", "i hated every minute of it", "boring, slow and forgettable"];
+    let mut s = String::from("review,sentiment\n");
+    for r in 0..5 {
+        for (p, n) in pos.iter().zip(neg) {
+            s.push_str(&format!("\"{p} {r}\",pos\n\"{n} {r}\",neg\n"));
+        }
+    }
+    s
+}
+
+#[test]
+fn a_csv_with_one_column_of_sentences_is_text_classification() {
+    let d = TempDir::new("textcsv");
+    let p = d.write("reviews.csv", text_csv().as_bytes());
+    let mut c = cfg(&p);
+    c.target = Some("sentiment".into());
+    let l = load_cfg(&c).unwrap();
+    assert_eq!(l.schema.kind, DataKind::Text);
+    let Inputs::Tokens { seqs, vocab } = &l.dataset.train.inputs else { panic!() };
+    assert!(*vocab > 10);
+    let v = l.schema.vocab().unwrap();
+    // "a wonderful film, truly moving 0" → 6 tokens plus the comma.
+    assert!(seqs.iter().all(|s| !s.is_empty()));
+    assert!(v.words().iter().any(|w| w == ","), "punctuation is a token");
+    // New unlabelled text is encoded with the same vocabulary; unseen words are <unk>.
+    let q = d.write("new.csv", b"review\n\"great story\"\n\"zyzzyva\"\n");
+    let (inputs, ids, _) = l.schema.encode_unlabelled(&q).unwrap();
+    let Inputs::Tokens { seqs, .. } = inputs else { panic!() };
+    assert_eq!(seqs[0], [v.id("great"), v.id("story")]);
+    assert_eq!(seqs[1], [text::UNK_ID]);
+    assert!(ids[0].ends_with("new.csv:2"), "{ids:?}");
+}
+
+#[test]
+fn text_folders_with_lossy_files_and_given_splits() {
+    let d = TempDir::new("folder");
+    for (i, (c, t)) in [("pos", "good fun"), ("neg", "bad dull"), ("pos", "great joy"), ("neg", "awful mess")].iter().cycle().take(24).enumerate() {
+        d.write(&format!("train/{c}/{i}.txt"), t.as_bytes());
+    }
+    d.write("train/neg/latin1.txt", b"caf\xe9 bad");
+    d.write("test/pos/a.txt", b"good joy");
+    d.write("test/neg/b.txt", b"dull mess");
+    let l = load_cfg(&cfg(&d.0)).unwrap();
+    assert_eq!(l.schema.format, Format::Folder);
+    assert_eq!(l.schema.classes, ["neg", "pos"]);
+    assert_eq!(l.dataset.test.len(), 2, "the test folder is the test split");
+    assert!(l.dataset.valid.is_some(), "a validation share is taken from train/");
+    assert!(l.warnings.iter().any(|w| w.contains("not valid UTF-8")), "{:?}", l.warnings);
+    // Prediction on a folder of files: one input per file, ids are relative paths.
+    let (inputs, ids, _) = l.schema.encode_unlabelled(&d.0.join("test")).unwrap();
+    assert_eq!(inputs.len(), 2);
+    assert_eq!(ids, ["neg/b.txt", "pos/a.txt"]);
+}
+
+#[test]
+fn token_lines_keep_tokens_as_written() {
+    let d = TempDir::new("lines");
+    let mut s = String::new();
+    for i in 0..30 {
+        s.push_str(&format!("{} A{} b c\n", i % 3, i % 3));
+    }
+    let p = d.write("seqs.txt", s.as_bytes());
+    let l = load_cfg(&cfg(&p)).unwrap();
+    assert_eq!(l.schema.format, Format::Lines);
+    assert_eq!(l.schema.classes, ["0", "1", "2"]);
+    let v = l.schema.vocab().unwrap();
+    assert!(v.words().iter().any(|w| w == "A1"), "case is kept: {:?}", v.words());
+}
+
+/// A `.npy` file of `shape` with `<f4` or `<i8` data.
+fn npy(shape: &[usize], f: &[f64], int: bool) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let tuple = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let descr = if int { "<i8" } else { "<f4" };
+    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple}, }}");
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    b.extend_from_slice(h.as_bytes());
+    for v in f {
+        if int {
+            b.extend_from_slice(&(*v as i64).to_le_bytes());
+        } else {
+            b.extend_from_slice(&(*v as f32).to_le_bytes());
+        }
+    }
+    b
+}
+
+#[test]
+fn npy_images_and_integer_labels() {
+    let d = TempDir::new("npy");
+    let n = 30;
+    let x: Vec<f64> = (0..n * 16).map(|i| (i % 17) as f64).collect();
+    let y: Vec<f64> = (0..n).map(|i| (i % 3) as f64).collect();
+    let px = d.write("x.npy", &npy(&[n, 4, 4], &x, false));
+    let py = d.write("y.npy", &npy(&[n], &y, true));
+    let mut c = cfg(&px);
+    c.target = Some(py.display().to_string());
+    let l = load_cfg(&c).unwrap();
+    assert_eq!(l.schema.kind, DataKind::Images);
+    let Inputs::Dense { shape, .. } = &l.dataset.train.inputs else { panic!() };
+    assert_eq!(shape, &[1, 4, 4], "a rank-2 example is one channel");
+    assert_eq!(l.schema.classes, ["0", "1", "2"]);
+    // Without the label file: a clear error.
+    c.target = None;
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("label file"), "{e}");
+    // Labels of the wrong length name the label file.
+    let bad = d.write("y5.npy", &npy(&[5], &[0.0; 5], true));
+    c.target = Some(bad.display().to_string());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("y5.npy") && e.contains("do not match"), "{e}");
+}
+
+#[test]
+fn bad_csv_inputs_are_errors_naming_file_line_and_column() {
+    let d = TempDir::new("bad");
+    let mut c = cfg(&d.write("ragged.csv", b"a,b,label\n1,2,x\n3,4\n5,6,y\n"));
+    c.target = Some("label".into());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("ragged.csv") && e.contains("line 3") && e.contains("2 fields"), "{e}");
+
+    let mut s = String::from("a,label\n");
+    for i in 0..20 {
+        s.push_str(&format!("{},{}\n", if i == 13 { "abc".to_string() } else { i.to_string() }, i % 2));
+    }
+    let mut c = cfg(&d.write("nonnum.csv", s.as_bytes()));
+    c.target = Some("label".into());
+    c.split = Some(vec![1.0, 0.0, 0.0]);
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("test"), "a split with no test share is refused: {e}");
+    c.split = None;
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("nonnum.csv") && e.contains("line 15") && e.contains("\"abc\" is not a number"), "{e}");
+
+    let mut c = cfg(&d.write("t.csv", tabular_csv().as_bytes()));
+    c.target = Some("kind".into());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("no target column \"kind\"") && e.contains("species"), "{e}");
+
+    let bin = d.write("model.csv", b"a,b\n\x00\x01\x02");
+    let e = load_cfg(&cfg(&bin)).unwrap_err().to_string();
+    assert!(e.contains("binary"), "{e}");
+
+    std::fs::create_dir_all(d.0.join("folder/pos")).unwrap();
+    std::fs::create_dir_all(d.0.join("folder/neg")).unwrap();
+    d.write("folder/pos/a.txt", b"good");
+    let e = load_cfg(&cfg(&d.0.join("folder"))).unwrap_err().to_string();
+    assert!(e.contains("\"neg\" holds no files"), "{e}");
+
+    let e = load_cfg(&cfg(&d.0.join("missing.csv"))).unwrap_err().to_string();
+    assert!(e.contains("missing.csv") && e.contains("no such file"), "{e}");
+}
+
+#[test]
+fn a_label_unseen_in_training_is_an_error_at_evaluation() {
+    let d = TempDir::new("unseen");
+    let mut c = cfg(&d.write("t.csv", tabular_csv().as_bytes()));
+    c.target = Some("species".into());
+    let l = load_cfg(&c).unwrap();
+    let ok = d.write("more.csv", b"species,x,y,colour\nadelie,1,2,red\ngentoo,3,4,green\n");
+    let (split, warnings) = l.schema.encode_labelled(&ok, None).unwrap();
+    assert_eq!(split.len(), 2);
+    assert!(warnings.iter().any(|w| w.contains("not seen in training")), "columns are matched by name; green is a new category: {warnings:?}");
+    let bad = d.write("bad.csv", b"x,y,colour,species\n1,2,red,chinstrap\n");
+    let e = l.schema.encode_labelled(&bad, None).unwrap_err().to_string();
+    assert!(e.contains("bad.csv:2") && e.contains("chinstrap") && e.contains("adelie, gentoo"), "{e}");
+    // A file without a feature column names it.
+    let nofeat = d.write("nofeat.csv", b"x,colour,species\n1,red,adelie\n");
+    let e = l.schema.encode_labelled(&nofeat, None).unwrap_err().to_string();
+    assert!(e.contains("no column \"y\""), "{e}");
+}
+
+#[test]
+fn stratified_split_keeps_every_class_in_training() {
+    let labels: Vec<String> = ["a", "b", "b", "c", "c", "c"].iter().map(|s| s.to_string()).collect();
+    let [tr, va, te] = stratified_split(&labels, [0.34, 0.33, 0.33], &mut Rng::new(1));
+    assert_eq!(tr.len() + va.len() + te.len(), 6);
+    for class in ["a", "b", "c"] {
+        assert!(tr.iter().any(|&i| labels[i] == class), "{class} missing from training");
+    }
+}
+
+#[test]
+fn the_schema_survives_json() {
+    let d = TempDir::new("json");
+    let mut c = cfg(&d.write("r.csv", text_csv().as_bytes()));
+    c.target = Some("sentiment".into());
+    let l = load_cfg(&c).unwrap();
+    let j = serde_json::to_string(&l.schema).unwrap();
+    let back: DataSchema = serde_json::from_str(&j).unwrap();
+    assert_eq!(back, l.schema);
+    let empty = back.empty_dataset("x");
+    assert_eq!(DataKind::of(&empty.train.inputs), DataKind::Text);
+}
