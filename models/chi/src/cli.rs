@@ -25,8 +25,10 @@ pub struct Cli {
 pub enum Command {
     /// Train a model on a dataset (flags or a TOML config), with logs, plots and checkpoints.
     Train(crate::train::cli::TrainArgs),
-    /// Evaluate a checkpoint on a dataset split.
+    /// Evaluate a trained model (run directory, checkpoint or model.safetensors) on a split or a labelled file.
     Eval(crate::train::cli::EvalArgs),
+    /// Predict with a trained model for new inputs (CSV rows, texts, arrays), as CSV.
+    Predict(crate::train::cli::PredictArgs),
     /// Run the paper's experiments and print paper vs chi.
     Reproduce(crate::reproduce::ReproduceArgs),
     /// Benchmarks: kernels side by side with their peers.
@@ -77,6 +79,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         },
         Some(Command::Train(a)) => crate::train::cli::run_train(&a, cli.seed, &cli.out),
         Some(Command::Eval(a)) => crate::train::cli::run_eval(&a, &cli.out),
+        Some(Command::Predict(a)) => crate::train::cli::run_predict(&a),
         Some(Command::Reproduce(a)) => crate::reproduce::run(&a, cli.seed, &cli.out).map(|_| ()),
         Some(Command::Gradcheck(a)) => crate::gradcheck::run_cli(&a),
         Some(Command::Graph(a)) => crate::graph::run(&a, &cli.out),

@@ -25,6 +25,7 @@ pub const TARGETS: &[Target] = &[
     ("npy", npy),
     ("glove_txt", glove_txt),
     ("csv", csv),
+    ("user_data", user_data),
     ("text_formats", text_formats),
     ("safetensors", safetensors),
     ("checkpoint", checkpoint),
@@ -73,6 +74,38 @@ pub fn csv(data: &[u8]) {
     let _ = csv::csv_from_bytes(data);
     let _ = csv::csv_from_bytes_with(data, b'\t');
     let _ = reviews::polarity_csv_from_bytes(data);
+}
+
+/// The user-data loader (`chi train --data FILE`): the first byte picks the format (CSV, TSV,
+/// token lines) and a target column, the rest is the file. Loading, and re-reading the same
+/// file as labelled and unlabelled input with the fitted schema, must return (an error is
+/// fine), never panic.
+pub fn user_data(data: &[u8]) {
+    let Some((&choice, body)) = data.split_first() else { return };
+    let ext = ["csv", "tsv", "txt"][choice as usize % 3];
+    let dir = std::env::temp_dir().join(format!("chi-fuzz-user-data-{}", std::process::id()));
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let path = dir.join(format!("input.{ext}"));
+    if std::fs::write(&path, body).is_err() {
+        return;
+    }
+    let mut cfg = chi_nn::dataset::DataConfig { path: Some(path.display().to_string()), ..Default::default() };
+    if choice & 8 != 0 {
+        cfg.target = Some("label".into());
+    }
+    if choice & 16 != 0 {
+        cfg.task = Some("regression".into());
+    }
+    if choice & 32 != 0 {
+        cfg.split = Some(vec![0.5, 0.25, 0.25]);
+    }
+    if let Ok(l) = chi_nn::userdata::load("file", &cfg, &mut Rng::new(1)) {
+        let _ = l.schema.encode_labelled(&path, None);
+        let _ = l.schema.encode_unlabelled(&path);
+        let _ = serde_json::to_string(&l.schema);
+    }
 }
 
 /// The small text formats: word-pair similarity files, the Lee corpus and similarity matrix,

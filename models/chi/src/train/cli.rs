@@ -1,6 +1,6 @@
 //! Command-line arguments of `chi train` and `chi eval`, and their run functions.
 
-use super::{evaluate_checkpoint, fmt_metrics, train, Config, TrainOptions};
+use super::{fmt_metrics, train, Config, TrainOptions};
 use chi_nn::checkpoint;
 use chi_nn::optim::OptimKind;
 use clap::Args;
@@ -17,8 +17,58 @@ pub struct TrainArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Dataset name: spirals, xor-noise, surface (dense) or first-token (sequences); see --list.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "data")]
     pub dataset: Option<String>,
+    /// Your data: a file or folder (CSV/TSV, a folder of class folders of text files, token
+    /// lines, .npy, IDX) or a registered dataset's name (fashion-mnist, mnist, spirals, …).
+    #[arg(long)]
+    pub data: Option<String>,
+    /// Target column of a CSV/TSV (default: a column named label, target, class or y), or the
+    /// label file of .npy / IDX inputs.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Feature columns of a CSV/TSV, comma-separated (default: all but the target).
+    #[arg(long)]
+    pub features: Option<String>,
+    /// Text column of a CSV/TSV (text classification; detected when there is one text column).
+    #[arg(long)]
+    pub text_column: Option<String>,
+    /// Task: classification or regression (default: decided from the target's values).
+    #[arg(long)]
+    pub task: Option<String>,
+    /// File format: csv, tsv, folder, lines, npy, idx (default: from the path).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Train,validation,test fractions of one file (default 0.8,0.1,0.1), seeded and stratified.
+    #[arg(long)]
+    pub split: Option<String>,
+    /// Validation file (instead of a share of --data).
+    #[arg(long)]
+    pub valid: Option<String>,
+    /// Test file (instead of a share of --data).
+    #[arg(long)]
+    pub test: Option<String>,
+    /// Text: most vocabulary entries (default 20000; 0 = no limit).
+    #[arg(long)]
+    pub max_vocab: Option<usize>,
+    /// Text: fewest occurrences of a vocabulary entry (default 1).
+    #[arg(long)]
+    pub min_count: Option<usize>,
+    /// Text: most tokens kept per text (default 400).
+    #[arg(long)]
+    pub max_len: Option<usize>,
+    /// Text models: embedding size.
+    #[arg(long)]
+    pub embed: Option<usize>,
+    /// Text models: pretrained word vectors (GloVe .txt, or .npy with words.txt beside it).
+    #[arg(long)]
+    pub pretrained: Option<String>,
+    /// Recurrent models: read each text in both directions.
+    #[arg(long)]
+    pub bidirectional: bool,
+    /// Any model option, KEY=VALUE (VALUE as JSON, else as text), e.g. channels=[16,32].
+    #[arg(long = "model-option", value_name = "KEY=VALUE")]
+    pub model_option: Vec<String>,
     /// Training steps.
     #[arg(long)]
     pub steps: Option<u64>,
@@ -83,15 +133,45 @@ pub struct TrainArgs {
     pub list: bool,
 }
 
-/// `chi eval`: load a full checkpoint and report its metrics.
+/// `chi eval`: a trained model's metrics on a split of its dataset or on a labelled file.
 #[derive(Args, Debug, Clone, Default)]
 pub struct EvalArgs {
-    /// Checkpoint file (default: the latest in OUT/checkpoints).
-    #[arg(long)]
+    /// The trained model: a run directory, a checkpoint or a `model.safetensors` (default: the
+    /// run in --out).
+    pub model: Option<PathBuf>,
+    /// Checkpoint file (the same as giving it as MODEL).
+    #[arg(long, conflicts_with = "model")]
     pub checkpoint: Option<PathBuf>,
-    /// Split: test or train.
+    /// Split of the run's own dataset: test, valid or train.
     #[arg(long, default_value = "test")]
     pub split: String,
+    /// A labelled file or folder to evaluate on instead, read as the training data was.
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Label file of array inputs (.npy, IDX) given with --data.
+    #[arg(long)]
+    pub target: Option<PathBuf>,
+    /// Where to write report.json, confusion.csv and the confusion heat maps (default: RUN/eval-SPLIT
+    /// or RUN/eval-FILE; without a run directory, no files).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+/// `chi predict`: predictions of a trained model for new, unlabelled inputs.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PredictArgs {
+    /// The trained model: a run directory, a checkpoint or a `model.safetensors`.
+    pub model: PathBuf,
+    /// The inputs: CSV rows (without or with the target column), a text file (one text per
+    /// line), a folder of text files, token lines, or an array file — of the training data's kind.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Write the CSV here (default: standard output).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Text models: add the K words with the largest |∂score/∂embedding| to each row.
+    #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1000))]
+    pub saliency: usize,
 }
 
 /// One command-line flag that sets a configuration value: its name, the value as given, how
@@ -113,6 +193,18 @@ pub fn parse_hidden(v: &str) -> Result<Vec<usize>, String> {
         return Err(format!("bad --hidden {v:?}: sizes must be at least 1"));
     }
     Ok(sizes)
+}
+
+/// `--split`: three comma-separated fractions that add up to 1 (e.g. `0.8,0.1,0.1`).
+pub fn parse_split(v: &str) -> Result<Vec<f64>, String> {
+    let f: Vec<f64> = v
+        .split(',')
+        .map(|x| x.trim().parse::<f64>().map_err(|_| format!("bad --split {v:?}: expected three fractions train,valid,test, e.g. 0.8,0.1,0.1")))
+        .collect::<Result<_, _>>()?;
+    if f.len() != 3 || f.iter().any(|x| !x.is_finite() || *x < 0.0) || f[0] <= 0.0 || (f.iter().sum::<f64>() - 1.0).abs() > 1e-6 {
+        return Err(format!("bad --split {v:?}: three fractions >= 0 (training > 0) that add up to 1, e.g. 0.8,0.1,0.1"));
+    }
+    Ok(f)
 }
 
 /// `--em-blocks`: blocks separated by `,`, the groups of a block by `/` (e.g. `hidden/output,embedding`).
@@ -151,6 +243,52 @@ fn overrides(args: &TrainArgs) -> Result<Vec<Override>, String> {
     }
     flag!("--model", args.model.clone(), args.model.clone().unwrap_or_default(), |c, v| c.model = v.clone(), |c| c.model.clone());
     flag!("--dataset", args.dataset.clone(), args.dataset.clone().unwrap_or_default(), |c, v| c.dataset = v.clone(), |c| c.dataset.clone());
+    // A registered name picks that dataset; anything else is the user's file or folder.
+    let data = args.data.clone().map(|d| match super::registry::dataset_entry(&d) {
+        Ok(e) if e.name != super::registry::FILE_DATASET => (d, None),
+        _ => (super::registry::FILE_DATASET.to_string(), Some(d)),
+    });
+    flag!("--data", data, args.data.clone().unwrap_or_default(), |c, v| { c.dataset = v.0.clone(); c.data.path = v.1.clone(); }, |c| c.data.path.clone().unwrap_or_else(|| c.dataset.clone()));
+    flag!("--target", args.target.clone(), args.target.clone().unwrap_or_default(), |c, v| c.data.target = Some(v.clone()), |c| format!("{:?}", c.data.target));
+    let features = args.features.as_deref().map(|f| f.split(',').map(|s| s.trim().to_string()).collect::<Vec<_>>());
+    flag!("--features", features, args.features.clone().unwrap_or_default(), |c, v| c.data.features = Some(v.clone()), |c| format!("{:?}", c.data.features));
+    flag!("--text-column", args.text_column.clone(), args.text_column.clone().unwrap_or_default(), |c, v| c.data.text_column = Some(v.clone()), |c| format!("{:?}", c.data.text_column));
+    if let Some(t) = args.task.as_deref() {
+        if !matches!(t, "classification" | "regression") {
+            return Err(format!("bad --task {t:?} (classification or regression)"));
+        }
+    }
+    flag!("--task", args.task.clone(), args.task.clone().unwrap_or_default(), |c, v| c.data.task = Some(v.clone()), |c| format!("{:?}", c.data.task));
+    if let Some(f) = args.format.as_deref() {
+        chi_nn::userdata::Format::parse(f).map_err(|e| format!("bad --format: {e}"))?;
+    }
+    flag!("--format", args.format.clone(), args.format.clone().unwrap_or_default(), |c, v| c.data.format = Some(v.clone()), |c| format!("{:?}", c.data.format));
+    let split = args.split.as_deref().map(parse_split).transpose()?;
+    flag!("--split", split, args.split.clone().unwrap_or_default(), |c, v| c.data.split = Some(v.clone()), |c| format!("{:?}", c.data.split));
+    flag!("--valid", args.valid.clone(), args.valid.clone().unwrap_or_default(), |c, v| c.data.valid_path = Some(v.clone()), |c| format!("{:?}", c.data.valid_path));
+    flag!("--test", args.test.clone(), args.test.clone().unwrap_or_default(), |c, v| c.data.test_path = Some(v.clone()), |c| format!("{:?}", c.data.test_path));
+    flag!("--max-vocab", args.max_vocab, args.max_vocab.unwrap_or_default().to_string(), |c, v| c.data.max_vocab = Some(v), |c| format!("{:?}", c.data.max_vocab));
+    flag!("--min-count", args.min_count, args.min_count.unwrap_or_default().to_string(), |c, v| c.data.min_count = Some(v), |c| format!("{:?}", c.data.min_count));
+    flag!("--max-len", args.max_len, args.max_len.unwrap_or_default().to_string(), |c, v| c.data.max_len = Some(v), |c| format!("{:?}", c.data.max_len));
+    let mut opts: Vec<(String, serde_json::Value)> = Vec::new();
+    if let Some(e) = args.embed {
+        opts.push(("embed".into(), e.into()));
+    }
+    if let Some(p) = &args.pretrained {
+        opts.push(("pretrained".into(), p.clone().into()));
+    }
+    if args.bidirectional {
+        opts.push(("bidirectional".into(), true.into()));
+    }
+    for kv in &args.model_option {
+        let (k, v) = kv.split_once('=').ok_or_else(|| format!("bad --model-option {kv:?}: expected KEY=VALUE"))?;
+        let v = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+        opts.push((k.trim().to_string(), v));
+    }
+    for (k, v) in opts {
+        let key = k.clone();
+        flag!("--model-option", Some(v.clone()), format!("{k}={v}"), |c, v| { c.model_options.options.insert(key.clone(), v.clone()); }, |c| serde_json::Value::Object(c.model_options.options.clone()).to_string());
+    }
     flag!("--batch-size", args.batch_size, format!("{:?}", args.batch_size.unwrap_or_default()), |c, v| c.batch_size = v, |c| c.batch_size.to_string());
     flag!("--optim", args.optim, args.optim.map(|k| format!("{k:?}")).unwrap_or_default(), |c, v| c.optim.name = v, |c| format!("{:?}", c.optim.name));
     flag!("--lr", args.lr, args.lr.unwrap_or_default().to_string(), |c, v| c.optim.lr = v, |c| c.optim.lr.to_string());
@@ -243,13 +381,15 @@ pub fn resume_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<(Config,
 /// Runs `chi train`.
 pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> {
     if args.list {
-        println!("models:");
-        for m in super::registry::MODELS {
-            println!("  {:<12} {}", m.name, m.about);
+        let r = super::registry::snapshot();
+        println!("models (and the data each takes):");
+        for m in &r.models {
+            let fits: Vec<&str> = m.fits.iter().map(|k| k.name()).collect();
+            println!("  {:<10} {:<16} {}", m.name, fits.join(", "), m.about);
         }
-        println!("datasets:");
-        for d in super::registry::DATASETS {
-            println!("  {:<12} {}", d.name, d.about);
+        println!("datasets (--data NAME, or --data PATH for your own file or folder):");
+        for d in &r.datasets {
+            println!("  {:<14} {}", d.name, d.about);
         }
         return Ok(());
     }
@@ -273,7 +413,8 @@ pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> 
     };
     let opts = TrainOptions { progress: !args.quiet, resume: args.resume, stop_after: None, plots: !args.no_plots, overwrite: args.overwrite };
     let s = train(&cfg, out, &opts)?;
-    println!("trained {} on {} for {} steps (seed {}): test {}", cfg.model, cfg.dataset, s.step, cfg.seed, fmt_metrics(&s.test));
+    let data = cfg.data.path.clone().unwrap_or_else(|| cfg.dataset.clone());
+    println!("trained {} on {data} for {} steps (seed {}): test {}", cfg.model, s.step, cfg.seed, fmt_metrics(&s.test));
     if let Some((k, v)) = s.test.iter().find(|(_, v)| !v.is_finite()) {
         return Err(format!("the test metric {k} is {v}: the run's outputs are in {} but its result is not a number", out.display()));
     }
@@ -283,16 +424,65 @@ pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> 
 
 /// Runs `chi eval`.
 pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
-    let path = match &args.checkpoint {
-        Some(p) => p.clone(),
-        None => checkpoint::latest_checkpoint(&out.join("checkpoints"))
-            .ok_or_else(|| format!("no checkpoint in {}; pass --checkpoint", out.join("checkpoints").display()))?,
+    use super::infer;
+    let path = args.checkpoint.clone().or_else(|| args.model.clone()).unwrap_or_else(|| out.to_path_buf());
+    if args.target.is_some() && args.data.is_none() {
+        return Err("--target is the label file of --data; give --data too".into());
+    }
+    let t = infer::load_trained(&path, args.data.is_none())?;
+    let (split, what, warnings) = match &args.data {
+        Some(d) => {
+            let schema = t.schema.as_ref().ok_or_else(|| {
+                format!("the model was trained on the built-in dataset {:?}; --data needs a model trained on files (chi train --data PATH)", t.cfg.dataset)
+            })?;
+            let (split, w) = schema.encode_labelled(d, args.target.as_deref()).map_err(String::from)?;
+            let stem = d.file_stem().map_or("data".into(), |s| s.to_string_lossy().to_string());
+            (split, format!("file {}", d.display()), (w, stem))
+        }
+        None => {
+            let s = match args.split.as_str() {
+                "test" => t.dataset.test.clone(),
+                "train" => t.dataset.train.clone(),
+                "valid" => t.dataset.valid.clone().ok_or_else(|| format!("dataset {:?} has no validation split (test or train)", t.cfg.dataset))?,
+                other => return Err(format!("unknown split {other:?} (test, valid or train)")),
+            };
+            (s, format!("{} split", args.split), (Vec::new(), args.split.clone()))
+        }
     };
-    let (cfg, step, m) = evaluate_checkpoint(&path, &args.split)?;
-    println!("{} on {} ({} split) at step {step}: {}", cfg.model, cfg.dataset, args.split, fmt_metrics(&m));
-    println!("{}", serde_json::json!({ "checkpoint": path.display().to_string(), "step": step, "split": args.split, "metrics": m }));
-    if let Some((k, v)) = m.iter().find(|(_, v)| !v.is_finite()) {
-        return Err(format!("{}: the {} metric {k} is {v}, not a number", path.display(), args.split));
+    for w in &warnings.0 {
+        eprintln!("warning: {w}");
+    }
+    let r = infer::evaluate_report(&t, &split);
+    let data = t.cfg.data.path.clone().unwrap_or_else(|| t.cfg.dataset.clone());
+    println!("{} on {data} ({what}) at step {}: {}", t.cfg.model, t.step, fmt_metrics(&r.metrics));
+    print!("{}", infer::report_text(&r));
+    let dir = args.report.clone().or_else(|| t.run_dir.as_ref().map(|d| d.join(format!("eval-{}", warnings.1))));
+    if let Some(dir) = dir {
+        let title = format!("{} on {data} ({what}), step {}", t.cfg.model, t.step);
+        let files = infer::write_report(&dir, &title, &r)?;
+        println!("wrote {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "));
+    }
+    if let Some((k, v)) = r.metrics.iter().find(|(_, v)| !v.is_finite()) {
+        return Err(format!("{}: the {what} metric {k} is {v}, not a number", t.weights.display()));
+    }
+    Ok(())
+}
+
+/// Runs `chi predict`.
+pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
+    use super::infer;
+    let t = infer::load_trained(&args.model, false)?;
+    let p = infer::predict(&t, &args.input, args.saliency)?;
+    for w in &p.warnings {
+        eprintln!("warning: {w}");
+    }
+    let csv = infer::predictions_csv(&t, &p);
+    match &args.output {
+        Some(o) => {
+            checkpoint::atomic_write(o, csv.as_bytes())?;
+            eprintln!("wrote {} predictions to {}", p.ids.len(), o.display());
+        }
+        None => print!("{csv}"),
     }
     Ok(())
 }

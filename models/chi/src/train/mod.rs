@@ -27,7 +27,9 @@
 
 pub mod callbacks;
 pub mod cli;
+pub mod files;
 pub mod gradflow;
+pub mod infer;
 pub mod log;
 pub mod model;
 pub mod plot;
@@ -35,13 +37,15 @@ pub mod progress;
 pub mod recurrent;
 pub mod registry;
 pub mod rundir;
+pub mod zoo;
 
 use chi_nn::checkpoint;
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_autodiff::Rng;
 use chi_nn::dataset::{self as data, Batcher, DataConfig, Dataset};
 use log::{LogFormat, Logger};
-use registry::{Model, ModelConfig};
+use registry::Model;
+pub use model::ModelConfig;
 use chi_nn::schedule::{BlockCoordinate, LrSchedule};
 use chi_nn::trainer::{StepOutput, TrainError, Trainer, TrainerState};
 use serde::{Deserialize, Serialize};
@@ -75,9 +79,9 @@ use std::time::Instant;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Registered model name ([`registry::MODELS`]).
+    /// Registered model name ([`registry::Registry`]).
     pub model: String,
-    /// Registered dataset name ([`registry::DATASETS`]).
+    /// Registered dataset name ([`registry::Registry`]); `file` reads `data.path`.
     pub dataset: String,
     /// The one seed of the run.
     pub seed: u64,
@@ -187,6 +191,9 @@ impl Config {
         }
         registry::model_entry(&self.model)?;
         registry::dataset_entry(&self.dataset)?;
+        if self.dataset == registry::FILE_DATASET && self.data.path.is_none() {
+            return Err("dataset \"file\" needs a path: --data FILE (or [data] path = \"…\")".into());
+        }
         self.check_sizes()
     }
 
@@ -235,6 +242,10 @@ fn validate_schedule(s: &LrSchedule) -> Result<(), String> {
         LrSchedule::Warmup { after, .. } => validate_schedule(after),
     }
 }
+
+/// The file in a run directory that holds the data schema of a file dataset (how to read and
+/// encode new files, the class names).
+pub const DATA_SCHEMA_FILE: &str = "data.json";
 
 /// Run-time switches of [`train`] that are not part of the run's definition.
 #[derive(Clone, Debug, Default)]
@@ -295,7 +306,7 @@ impl Run {
         let dropout_rng = master.fork();
         let dataset = (registry::dataset_entry(&cfg.dataset)?.build)(&cfg.data, &mut data_rng)?;
         check_dataset(&cfg.dataset, &dataset)?;
-        let model = (registry::model_entry(&cfg.model)?.build)(&cfg.model_options, &dataset, &mut init_rng)?;
+        let model = registry::build_model(&registry::model_entry(&cfg.model)?, &cfg.model_options, &dataset, &mut init_rng)?;
         cfg.block.validate(model.store())?;
         let optim = Optimizer::try_new(cfg.optim.clone())?;
         let batcher = Batcher::new(dataset.train.len(), cfg.batch_size, true, shuffle_rng);
@@ -323,10 +334,22 @@ impl Run {
         callbacks::save_run_checkpoint(path, &self.cfg, self.model.store().params(), &self.optim, &self.batcher, &self.dropout_rng, self.step)
     }
 
-    /// Test-split metrics.
+    /// Test-split metrics (and the validation split's, as `valid_*`, when there is one).
     pub fn evaluate_test(&self) -> BTreeMap<String, f64> {
-        registry::evaluate(self.model.as_ref(), self.dataset.task, &self.dataset.test, 1024)
+        evaluate_splits(self.model.as_ref(), &self.dataset)
     }
+}
+
+/// The test metrics and, when the dataset has a validation split, its metrics as `valid_*`.
+pub fn evaluate_splits(model: &dyn Model, ds: &Dataset) -> BTreeMap<String, f64> {
+    let scale = ds.schema.as_ref().and_then(|s| s.target_scale);
+    let mut m = registry::evaluate_scaled(model, ds.task, &ds.test, 1024, scale);
+    if let Some(v) = &ds.valid {
+        for (k, x) in registry::evaluate_scaled(model, ds.task, v, 1024, scale) {
+            m.insert(format!("valid_{k}"), x);
+        }
+    }
+    m
 }
 
 fn prune(dir: &Path, keep: usize) {
@@ -369,7 +392,7 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
         .block(cfg.block.clone())
         .eval_every(cfg.eval_every)
         .eval_at_end(true)
-        .evaluate(|_| registry::evaluate(model, dataset.task, &dataset.test, 1024))
+        .evaluate(|_| evaluate_splits(model, dataset))
         .checkpoint_every(cfg.checkpoint_every)
         .checkpoint_at_end(true)
         // Logs first: they flush before a checkpoint is written.
@@ -402,8 +425,12 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
     let test = fit.last_eval().cloned().unwrap_or_default();
     let final_ckpt = ckdir.join(checkpoint::checkpoint_name(run.step));
     if run.step == cfg.steps {
-        let meta: BTreeMap<String, String> =
+        let mut meta: BTreeMap<String, String> =
             [("step".to_string(), run.step.to_string()), ("config".to_string(), serde_json::to_string(cfg).unwrap())].into_iter().collect();
+        // The data schema travels with the weights, so a copied model.safetensors still reads new files.
+        if let Some(schema) = &run.dataset.schema {
+            meta.insert("data_schema".into(), serde_json::to_string(schema).map_err(|e| e.to_string())?);
+        }
         checkpoint::save_params(&out.join("model.safetensors"), run.model.store().params(), &meta)?;
         let summary = serde_json::json!({ "step": run.step, "test": test, "model": cfg.model, "dataset": cfg.dataset, "seed": cfg.seed });
         checkpoint::atomic_write(&out.join("summary.json"), serde_json::to_string_pretty(&summary).unwrap().as_bytes())?;
@@ -418,7 +445,7 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
 /// example, finite inputs and targets, class labels below the class count and every class
 /// present in the training split. Errors name the dataset, the split, the example and the problem.
 pub fn check_dataset(name: &str, ds: &Dataset) -> Result<(), String> {
-    for (split, s) in [("training", &ds.train), ("test", &ds.test)] {
+    for (split, s) in [("training", &ds.train), ("validation", ds.valid.as_ref().unwrap_or(&ds.train)), ("test", &ds.test)] {
         if s.is_empty() {
             return Err(format!("dataset {name:?}: the {split} split is empty (its metrics would be NaN)"));
         }
@@ -499,6 +526,10 @@ fn setup(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<Setup, String>
         }
     }
     checkpoint::atomic_write(&out.join("config.toml"), cfg.to_toml().as_bytes())?;
+    if let Some(schema) = &run.dataset.schema {
+        let json = serde_json::to_string_pretty(schema).map_err(|e| format!("data.json: {e}"))?;
+        checkpoint::atomic_write(&out.join(DATA_SCHEMA_FILE), json.as_bytes())?;
+    }
     Ok(Setup::Ready { run, resumed: opts.resume, lock })
 }
 
@@ -535,9 +566,13 @@ pub fn check_checkpoint_sizes(cfg: &Config, path: &Path) -> Result<(), String> {
 
 impl Run {
     fn evaluate_test_names(&self) -> Vec<String> {
-        match self.dataset.task {
+        let names: Vec<String> = match self.dataset.task {
             data::Task::Regression => vec!["loss".into(), "mse".into(), "pearson".into(), "spearman".into()],
             _ => vec!["loss".into(), "accuracy".into()],
+        };
+        match self.dataset.valid {
+            Some(_) => names.iter().cloned().chain(names.iter().map(|n| format!("valid_{n}"))).collect(),
+            None => names,
         }
     }
 }
@@ -637,6 +672,6 @@ pub fn evaluate_checkpoint(path: &Path, split: &str) -> Result<(Config, u64, BTr
         "train" => &run.dataset.train,
         _ => return Err(format!("unknown split {split:?} (test or train)")),
     };
-    let m = registry::evaluate(run.model.as_ref(), run.dataset.task, s, 1024);
+    let m = registry::evaluate_scaled(run.model.as_ref(), run.dataset.task, s, 1024, run.dataset.schema.as_ref().and_then(|s| s.target_scale));
     Ok((cfg, run.step, m))
 }

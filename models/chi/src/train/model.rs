@@ -39,6 +39,60 @@ pub struct ForwardOut {
     /// Hidden states `h_1..h_T` of a recurrent model (for the ‖∂L/∂h_t‖ gradient-flow
     /// picture); empty for other models.
     pub hidden: Vec<Tensor<f32>>,
+    /// The embedding lookups of a text model's tokens (for saliency, |∂score/∂embedding|);
+    /// empty for other models.
+    pub embedded: Vec<Embedded>,
+}
+
+impl ForwardOut {
+    /// Just an output.
+    pub fn new(output: Tensor<f32>) -> ForwardOut {
+        ForwardOut { output, hidden: Vec::new(), embedded: Vec::new() }
+    }
+}
+
+/// One embedding lookup of a batch's tokens and where each token's vector sits in it.
+pub struct Embedded {
+    /// The looked-up vectors (a graph node: its gradient is the saliency).
+    pub tensor: Tensor<f32>,
+    /// Layout of `tensor`.
+    pub layout: EmbedLayout,
+}
+
+/// Where token `t` of example `r` (of length `n`) sits in an [`Embedded`] tensor.
+#[derive(Clone, Debug)]
+pub enum EmbedLayout {
+    /// `[B, time, E]`, at `[r, t]`.
+    Padded {
+        /// Padded length.
+        time: usize,
+    },
+    /// `[B, time, E]` of the reversed texts, at `[r, n − 1 − t]`.
+    Reversed {
+        /// Padded length.
+        time: usize,
+    },
+    /// `[tokens, E]`, example `r`'s tokens from row `offsets[r]`.
+    Flat {
+        /// First row of each example.
+        offsets: Vec<usize>,
+    },
+}
+
+impl Embedded {
+    /// The gradient vector of token `t` of example `r` (of length `n`), after a backward pass
+    /// with this tensor's gradient retained; `None` without a gradient.
+    pub fn token_grad(&self, r: usize, t: usize, n: usize) -> Option<Vec<f32>> {
+        let g = self.tensor.grad()?;
+        let e = *g.shape().last()?;
+        let row = match &self.layout {
+            EmbedLayout::Padded { time } => r * time + t,
+            EmbedLayout::Reversed { time } => r * time + (n - 1 - t),
+            EmbedLayout::Flat { offsets } => offsets[r] + t,
+        };
+        let v = g.to_vec();
+        v.get(row * e..(row + 1) * e).map(|s| s.to_vec())
+    }
 }
 
 /// A trainable model as `chi train` sees it.

@@ -27,7 +27,7 @@
 //! `chi gradcheck --model seq-lstm` ([`gradcheck_instance`]).
 
 use chi_nn::dataset::{check_options, option_usize, Dataset, Inputs, Split, Targets, Task};
-use super::model::{task_loss, ForwardOut, Model, ModelConfig};
+use super::model::{task_loss, EmbedLayout, Embedded, ForwardOut, Model, ModelConfig};
 use chi_ca::rnn::{CaRnnCell, CaRnnConfig};
 use chi_nn::gradcheck::ModelInstance;
 use chi_nn::layers::{run_sequence_batch_held, Dropout, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell};
@@ -81,6 +81,9 @@ pub struct SeqConfig {
     pub dropout: f64,
     /// LSTM only: diagonal peephole connections.
     pub peephole: bool,
+    /// Also run each text backwards with a second stack of cells and give the head both
+    /// final states (`[h_fwd; h_bwd]`).
+    pub bidirectional: bool,
 }
 
 /// Embedding → stacked recurrent cells → linear head on the last step (see the module docs).
@@ -89,6 +92,8 @@ pub struct SeqConfig {
 pub struct SeqClassifier<T: Float> {
     embedding: Embedding<T>,
     cells: Vec<Box<dyn RecurrentCell<T>>>,
+    /// The backward stack of a bidirectional model (empty otherwise).
+    rev_cells: Vec<Box<dyn RecurrentCell<T>>>,
     head: Linear<T>,
     /// Applied to each layer's outputs while training, with masks from the run's stream.
     dropout: Dropout,
@@ -112,20 +117,26 @@ impl<T: Float> SeqClassifier<T> {
             return Err(format!("{what}: the peephole option is for lstm only"));
         }
         let embedding = Embedding::in_store(store, "embedding", "embedding", cfg.vocab, cfg.embed, false, rng);
-        let mut cells: Vec<Box<dyn RecurrentCell<T>>> = Vec::new();
-        let mut input = cfg.embed;
-        for (l, &h) in cfg.hidden.iter().enumerate() {
-            let prefix = format!("rnn{l}");
-            let cell: Box<dyn RecurrentCell<T>> = match cfg.kind {
-                CellKind::Lstm => Box::new(LstmCell::new(store, &prefix, "recurrent", input, h, cfg.peephole, rng)),
-                CellKind::Gru => Box::new(GruCell::new(store, &prefix, "recurrent", input, h, GruVariant::ResetBeforeMatmul, rng)),
-                CellKind::CaRnn => Box::new(CaRnnCell::new(store, &prefix, input, h, CaRnnConfig::default(), rng)),
-            };
-            cells.push(cell);
-            input = h;
-        }
+        let make_stack = |store: &mut ParamStore<T>, suffix: &str, rng: &mut Rng| {
+            let mut cells: Vec<Box<dyn RecurrentCell<T>>> = Vec::new();
+            let mut input = cfg.embed;
+            for (l, &h) in cfg.hidden.iter().enumerate() {
+                let prefix = format!("rnn{l}{suffix}");
+                let cell: Box<dyn RecurrentCell<T>> = match cfg.kind {
+                    CellKind::Lstm => Box::new(LstmCell::new(store, &prefix, "recurrent", input, h, cfg.peephole, rng)),
+                    CellKind::Gru => Box::new(GruCell::new(store, &prefix, "recurrent", input, h, GruVariant::ResetBeforeMatmul, rng)),
+                    CellKind::CaRnn => Box::new(CaRnnCell::new(store, &prefix, input, h, CaRnnConfig::default(), rng)),
+                };
+                cells.push(cell);
+                input = h;
+            }
+            cells
+        };
+        let cells = make_stack(store, "", rng);
+        let rev_cells = if cfg.bidirectional { make_stack(store, "_reverse", rng) } else { Vec::new() };
+        let input = cfg.hidden[cfg.hidden.len() - 1] * if cfg.bidirectional { 2 } else { 1 };
         let head = Linear::in_store(store, "head", "output", input, cfg.output, true, rng);
-        Ok(SeqClassifier { embedding, cells, head, dropout: Dropout::with_seed(cfg.dropout, 0), cfg: cfg.clone() })
+        Ok(SeqClassifier { embedding, cells, rev_cells, head, dropout: Dropout::with_seed(cfg.dropout, 0), cfg: cfg.clone() })
     }
 
     /// The configuration.
@@ -140,32 +151,60 @@ impl<T: Float> SeqClassifier<T> {
     /// Panics (naming the model) on an empty batch or an empty sequence; out-of-range token
     /// ids panic in the embedding with the id and the vocabulary size.
     pub fn forward_tokens(&self, seqs: &[&[usize]], train: bool, rng: &mut Rng) -> (Tensor<T>, Vec<Tensor<T>>) {
+        let (logits, outs, _) = self.forward_full(seqs, train, rng);
+        (logits, outs)
+    }
+
+    /// [`SeqClassifier::forward_tokens`], also returning the embedding lookups `[B, T, embed]`:
+    /// the forward one, and for a bidirectional model the reversed texts' (flag `true`).
+    pub fn forward_full(&self, seqs: &[&[usize]], train: bool, rng: &mut Rng) -> (Tensor<T>, Vec<Tensor<T>>, Vec<(Tensor<T>, bool)>) {
         let what = self.cfg.kind.name();
         let b = seqs.len();
         assert!(b > 0, "{what}: empty batch");
         let lengths: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
         assert!(lengths.iter().all(|&n| n > 0), "{what}: empty sequence in the batch (lengths {lengths:?})");
         let time = *lengths.iter().max().unwrap();
-        // Right-pad with token 0; padded steps are masked out below.
-        let mut ids = vec![0usize; b * time];
-        for (r, s) in seqs.iter().enumerate() {
-            ids[r * time..r * time + s.len()].copy_from_slice(s);
-        }
-        let mut xs = self.embedding.forward_shaped(&ids, &[b, time]); // [B, T, embed]
-        let mut outs = Vec::new();
-        for cell in &self.cells {
-            outs = run_sequence_batch_held(cell.as_ref(), &xs, None, Some(&lengths)).0;
-            if train && self.cfg.dropout > 0.0 {
-                // Dropped copies feed the next layer; `outs` stay the undropped h_t.
-                let dropped: Vec<Tensor<T>> = outs.iter().map(|h| self.dropout.forward_rng(h, true, rng)).collect();
-                xs = Tensor::stack(&dropped, 1);
-            } else {
-                xs = Tensor::stack(&outs, 1); // [B, T, H]
+        // Right-pad with token 0; padded steps are masked out by the lengths.
+        let pad = |rev: bool| {
+            let mut ids = vec![0usize; b * time];
+            for (r, s) in seqs.iter().enumerate() {
+                let row = &mut ids[r * time..r * time + s.len()];
+                row.copy_from_slice(s);
+                if rev {
+                    row.reverse();
+                }
+            }
+            ids
+        };
+        let mut embedded = Vec::new();
+        let mut lasts = Vec::new();
+        let mut top = Vec::new();
+        for (cells, rev) in [(&self.cells, false), (&self.rev_cells, true)] {
+            if cells.is_empty() {
+                continue;
+            }
+            let e = self.embedding.forward_shaped(&pad(rev), &[b, time]); // [B, T, embed]
+            let mut xs = e.clone();
+            let mut outs = Vec::new();
+            for cell in cells.iter() {
+                outs = run_sequence_batch_held(cell.as_ref(), &xs, None, Some(&lengths)).0;
+                if train && self.cfg.dropout > 0.0 {
+                    // Dropped copies feed the next layer; `outs` stay the undropped h_t.
+                    let dropped: Vec<Tensor<T>> = outs.iter().map(|h| self.dropout.forward_rng(h, true, rng)).collect();
+                    xs = Tensor::stack(&dropped, 1);
+                } else {
+                    xs = Tensor::stack(&outs, 1); // [B, T, H]
+                }
+            }
+            // The last step's (possibly dropped-out) output: each row's state at its own last token.
+            lasts.push(xs.narrow(1, time - 1, 1).reshape(&[b, xs.dim(2)]));
+            embedded.push((e, rev));
+            if !rev {
+                top = outs;
             }
         }
-        // The last step's (possibly dropped-out) output: each row's state at its own last token.
-        let last = xs.narrow(1, time - 1, 1).reshape(&[b, xs.dim(2)]);
-        (self.head.forward(&last), outs)
+        let last = if lasts.len() == 1 { lasts.pop().unwrap() } else { Tensor::concat(&lasts, 1) };
+        (self.head.forward(&last), top, embedded)
     }
 }
 
@@ -197,8 +236,13 @@ impl Model for SeqModel {
             panic!("{}: needs token-sequence inputs", self.net.cfg.kind.name());
         };
         let batch: Vec<&[usize]> = idx.iter().map(|&i| seqs[i].as_slice()).collect();
-        let (output, hidden) = self.net.forward_tokens(&batch, train, rng);
-        ForwardOut { output, hidden }
+        let (output, hidden, emb) = self.net.forward_full(&batch, train, rng);
+        let time = batch.iter().map(|s| s.len()).max().unwrap_or(0);
+        let embedded = emb
+            .into_iter()
+            .map(|(tensor, rev)| Embedded { tensor, layout: if rev { EmbedLayout::Reversed { time } } else { EmbedLayout::Padded { time } } })
+            .collect();
+        ForwardOut { output, hidden, embedded }
     }
 }
 
@@ -210,12 +254,14 @@ pub fn build(kind: CellKind, cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> 
     let Inputs::Tokens { vocab, .. } = &ds.train.inputs else {
         return Err(format!("{what} needs token-sequence inputs; dataset {:?} has none (try --dataset first-token)", ds.name));
     };
-    let known: &[&str] = if kind == CellKind::Lstm { &["embed", "peephole"] } else { &["embed"] };
+    let known: &[&str] = if kind == CellKind::Lstm { &["embed", "peephole", "bidirectional"] } else { &["embed", "bidirectional"] };
     check_options(&cfg.options, known, what)?;
-    let peephole = match cfg.options.get("peephole") {
-        None => false,
-        Some(v) => v.as_bool().ok_or_else(|| format!("{what}: option \"peephole\" must be true or false, got {v}"))?,
+    let flag = |key: &str| match cfg.options.get(key) {
+        None => Ok(false),
+        Some(v) => v.as_bool().ok_or_else(|| format!("{what}: option {key:?} must be true or false, got {v}")),
     };
+    let peephole = flag("peephole")?;
+    let bidirectional = flag("bidirectional")?;
     let output = match ds.task {
         Task::Classification { classes } => classes,
         Task::Binary | Task::Regression => 1,
@@ -228,6 +274,7 @@ pub fn build(kind: CellKind, cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> 
         output,
         dropout: cfg.dropout,
         peephole,
+        bidirectional,
     };
     Ok(Box::new(SeqModel::new(&seq, rng)?))
 }
@@ -237,7 +284,7 @@ pub fn build(kind: CellKind, cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> 
 /// 3, 2 and 4 (so the padding mask is exercised), mean softmax cross-entropy as in training.
 pub fn gradcheck_instance(kind: CellKind) -> ModelInstance {
     let mut rng = Rng::new(41);
-    let cfg = SeqConfig { kind, vocab: 5, embed: 3, hidden: vec![3, 2], output: 2, dropout: 0.0, peephole: kind == CellKind::Lstm };
+    let cfg = SeqConfig { kind, vocab: 5, embed: 3, hidden: vec![3, 2], output: 2, dropout: 0.0, peephole: kind == CellKind::Lstm, bidirectional: false };
     let mut store = ParamStore::new();
     let model = SeqClassifier::<f64>::new(&mut store, &cfg, &mut rng).expect("the gradcheck configuration is valid");
     // Generic values: zero biases would hide bias-gradient bugs.
@@ -262,7 +309,7 @@ mod tests {
 
     fn tiny(kind: CellKind) -> (ParamStore<f64>, SeqClassifier<f64>) {
         let mut store = ParamStore::new();
-        let cfg = SeqConfig { kind, vocab: 6, embed: 3, hidden: vec![4, 3], output: 2, dropout: 0.0, peephole: false };
+        let cfg = SeqConfig { kind, vocab: 6, embed: 3, hidden: vec![4, 3], output: 2, dropout: 0.0, peephole: false, bidirectional: false };
         let net = SeqClassifier::new(&mut store, &cfg, &mut Rng::new(3)).unwrap();
         chi_nn::gradcheck::perturb(&store, &mut Rng::new(4));
         (store, net)

@@ -1,9 +1,41 @@
-//! The model and dataset registries of `chi train`: plain function tables. To add a model,
-//! write a [`ModelBuilder`] and add one [`ModelEntry`] line to [`MODELS`]; to add a dataset, a
-//! [`DatasetBuilder`] and one [`DatasetEntry`] line to [`DATASETS`].
+//! The model and dataset registry of `chi train`, `chi eval` and `chi predict`.
+//!
+//! A [`Registry`] is a list of named model builders and dataset builders. The program uses
+//! the process-wide one ([`global`]), which starts with the built-ins ([`Registry::builtin`]);
+//! a library user adds their own with [`register_model`] / [`register_dataset`] and then
+//! trains with the same [`crate::train::train`] the command line uses:
+//!
+//! ```
+//! use chi_cli::train::registry::{self, DatasetEntry, ModelEntry};
+//! use chi_cli::train::{train, Config, TrainOptions};
+//! use chi_nn::dataset::{Dataset, Inputs, Split, Targets, Task};
+//! use chi_nn::userdata::DataKind;
+//!
+//! // A dataset: points on a line, labelled by their sign.
+//! registry::register_dataset(DatasetEntry::new("signs", "x > 0 or not", |_cfg, rng| {
+//!     let mut split = |n: usize| {
+//!         let x: Vec<f32> = (0..n).map(|_| rng.uniform(-1.0, 1.0) as f32).collect();
+//!         let y = x.iter().map(|&v| (v > 0.0) as usize).collect();
+//!         Split { inputs: Inputs::Dense { x, shape: vec![1] }, targets: Targets::Classes(y) }
+//!     };
+//!     let (train, test) = (split(200), split(100));
+//!     Ok(Dataset { name: "signs".into(), task: Task::Classification { classes: 2 }, train, valid: None, test, schema: None })
+//! }));
+//! // A model: the built-in MLP under another name (any `Model` implementation works).
+//! registry::register_model(ModelEntry::new("tiny-mlp", "one hidden layer of 4", &[DataKind::Tabular], |cfg, ds, rng| {
+//!     let cfg = chi_cli::train::ModelConfig { hidden: vec![4], ..cfg.clone() };
+//!     registry::build_mlp(&cfg, ds, rng)
+//! }));
+//! let cfg = Config { model: "tiny-mlp".into(), dataset: "signs".into(), steps: 50, ..Config::default() };
+//! let out = std::env::temp_dir().join(format!("chi-registry-doc-{}", std::process::id()));
+//! let summary = train(&cfg, &out, &TrainOptions { overwrite: true, ..Default::default() }).unwrap();
+//! assert!(summary.test["accuracy"] > 0.8);
+//! # std::fs::remove_dir_all(&out).ok();
+//! ```
 
 use chi_nn::dataset::{self as data, DataConfig, Dataset, Inputs, Split, Task};
 use chi_nn::metrics;
+use chi_nn::userdata::DataKind;
 use super::recurrent::{self, CellKind};
 pub use super::model::{task_loss, ForwardOut, Model, ModelConfig};
 use chi_nn::layers::{Dropout, Linear};
@@ -11,65 +43,177 @@ use chi_nn::params::ParamStore;
 use chi_nn::Activation;
 use chi_autodiff::{no_grad, Rng, Tensor};
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// Builds a model for a dataset, initialising parameters from `rng`.
-pub type ModelBuilder = fn(&ModelConfig, &Dataset, &mut Rng) -> Result<Box<dyn Model>, String>;
-/// Builds (loads or generates) a dataset; synthetic ones draw from `rng`.
-pub type DatasetBuilder = fn(&DataConfig, &mut Rng) -> Result<Dataset, String>;
+pub type ModelBuilder = Arc<dyn Fn(&ModelConfig, &Dataset, &mut Rng) -> Result<Box<dyn Model>, String> + Send + Sync>;
+/// Builds (loads or generates) a dataset; synthetic ones draw from `rng`, file ones split with it.
+pub type DatasetBuilder = Arc<dyn Fn(&DataConfig, &mut Rng) -> Result<Dataset, String> + Send + Sync>;
 
 /// One registered model.
+#[derive(Clone)]
 pub struct ModelEntry {
     /// Name used by `--model`.
-    pub name: &'static str,
+    pub name: String,
     /// One line for `chi train --list`.
-    pub about: &'static str,
+    pub about: String,
+    /// The kinds of data it takes (`chi train --list`; a mismatch is an error).
+    pub fits: Vec<DataKind>,
     /// Constructor.
     pub build: ModelBuilder,
 }
 
+impl ModelEntry {
+    /// An entry.
+    pub fn new(
+        name: &str,
+        about: &str,
+        fits: &[DataKind],
+        build: impl Fn(&ModelConfig, &Dataset, &mut Rng) -> Result<Box<dyn Model>, String> + Send + Sync + 'static,
+    ) -> ModelEntry {
+        ModelEntry { name: name.into(), about: about.into(), fits: fits.to_vec(), build: Arc::new(build) }
+    }
+}
+
 /// One registered dataset.
+#[derive(Clone)]
 pub struct DatasetEntry {
-    /// Name used by `--dataset`.
-    pub name: &'static str,
+    /// Name used by `--data` / `--dataset`.
+    pub name: String,
     /// One line for `chi train --list`.
-    pub about: &'static str,
+    pub about: String,
     /// Constructor.
     pub build: DatasetBuilder,
 }
 
-/// Registered models. The recurrent ones are [`recurrent::SeqClassifier`]s differing only in
-/// the cell.
-pub static MODELS: &[ModelEntry] = &[
-    ModelEntry { name: "mlp", about: "multi-layer perceptron on dense inputs (hidden sizes, activation, dropout)", build: build_mlp },
-    ModelEntry { name: "lstm", about: "token sequences: embedding → LSTM layers → linear head (options: embed, peephole)", build: build_lstm },
-    ModelEntry { name: "gru", about: "token sequences: embedding → GRU layers → linear head (option: embed)", build: build_gru },
-    ModelEntry { name: "ca-rnn", about: "token sequences: embedding → CA-RNN layers (paper §3.4) → linear head (option: embed)", build: build_ca_rnn },
-];
-
-/// Registered datasets.
-pub static DATASETS: &[DatasetEntry] = &[
-    DatasetEntry { name: "spirals", about: "synthetic: interleaved 2-D spirals, `classes` classes", build: |c, r| data::spirals(c, r).map_err(String::from) },
-    DatasetEntry { name: "xor-noise", about: "synthetic: 2-D XOR with label noise, binary", build: |c, r| data::xor_noise(c, r).map_err(String::from) },
-    DatasetEntry { name: "surface", about: "synthetic: z = x·exp(−x²−y²) regression (paper §4.5.1)", build: |c, r| data::surface(c, r).map_err(String::from) },
-    DatasetEntry {
-        name: "first-token",
-        about: "synthetic: token sequences labelled by their first token (long-range memory; options seq_len, distractors)",
-        build: |c, r| data::first_token(c, r).map_err(String::from),
-    },
-];
-
-/// Looks up a model.
-pub fn model_entry(name: &str) -> Result<&'static ModelEntry, String> {
-    MODELS.iter().find(|m| m.name == name).ok_or_else(|| {
-        format!("unknown model {name:?}; available: {}", MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", "))
-    })
+impl DatasetEntry {
+    /// An entry.
+    pub fn new(name: &str, about: &str, build: impl Fn(&DataConfig, &mut Rng) -> Result<Dataset, String> + Send + Sync + 'static) -> DatasetEntry {
+        DatasetEntry { name: name.into(), about: about.into(), build: Arc::new(build) }
+    }
 }
 
-/// Looks up a dataset.
-pub fn dataset_entry(name: &str) -> Result<&'static DatasetEntry, String> {
-    DATASETS.iter().find(|m| m.name == name).ok_or_else(|| {
-        format!("unknown dataset {name:?}; available: {}", DATASETS.iter().map(|m| m.name).collect::<Vec<_>>().join(", "))
-    })
+/// Named model and dataset builders (see the module docs).
+#[derive(Clone, Default)]
+pub struct Registry {
+    /// Models, in `--list` order.
+    pub models: Vec<ModelEntry>,
+    /// Datasets, in `--list` order.
+    pub datasets: Vec<DatasetEntry>,
+}
+
+/// The dataset name of files given with `--data PATH`.
+pub const FILE_DATASET: &str = "file";
+
+impl Registry {
+    /// No entries.
+    pub fn empty() -> Registry {
+        Registry::default()
+    }
+
+    /// The built-in models and datasets.
+    pub fn builtin() -> Registry {
+        use super::zoo;
+        let tab = &[DataKind::Tabular, DataKind::Images][..];
+        let text = &[DataKind::Text][..];
+        let mut r = Registry::empty();
+        r.add_model(ModelEntry::new("mlp", "multi-layer perceptron (hidden sizes, activation, dropout)", tab, build_mlp));
+        r.add_model(ModelEntry::new("cnn", "convolutional image classifier: conv 3×3 + max-pool blocks (option channels), dense layers (hidden)", &[DataKind::Images], zoo::build_cnn));
+        r.add_model(ModelEntry::new("bow", "bag of words: mean of word vectors → dense layers (options embed, pretrained)", text, zoo::build_bow));
+        r.add_model(ModelEntry::new("text-cnn", "Kim's text CNN: filters of widths 3/4/5, max over time, dropout (options embed, pretrained, widths, filters)", text, zoo::build_text_cnn));
+        r.add_model(ModelEntry::new("lstm", "embedding → LSTM layers → linear head (options embed, bidirectional, peephole)", text, |c, d, g| recurrent::build(CellKind::Lstm, c, d, g)));
+        r.add_model(ModelEntry::new("gru", "embedding → GRU layers → linear head (options embed, bidirectional)", text, |c, d, g| recurrent::build(CellKind::Gru, c, d, g)));
+        r.add_model(ModelEntry::new("ca-rnn", "embedding → CA-RNN layers (paper §3.4) → linear head (options embed, bidirectional)", text, |c, d, g| recurrent::build(CellKind::CaRnn, c, d, g)));
+        r.add_dataset(DatasetEntry::new(FILE_DATASET, "your own file or folder: --data PATH (csv, tsv, text folder, lines, npy, idx)", super::files::build_file_dataset));
+        r.add_dataset(DatasetEntry::new("fashion-mnist", "Fashion-MNIST, 60k + 10k 28×28 images of 10 garments (scripts/fetch-data.sh)", super::files::build_fashion_mnist));
+        r.add_dataset(DatasetEntry::new("mnist", "10,000 MNIST digits, split 80/10/10 (scripts/fetch-data.sh)", super::files::build_mnist));
+        r.add_dataset(DatasetEntry::new("spirals", "synthetic: interleaved 2-D spirals, `classes` classes", |c, r| data::spirals(c, r).map_err(String::from)));
+        r.add_dataset(DatasetEntry::new("xor-noise", "synthetic: 2-D XOR with label noise, binary", |c, r| data::xor_noise(c, r).map_err(String::from)));
+        r.add_dataset(DatasetEntry::new("surface", "synthetic: z = x·exp(−x²−y²) regression (paper §4.5.1)", |c, r| data::surface(c, r).map_err(String::from)));
+        r.add_dataset(DatasetEntry::new(
+            "first-token",
+            "synthetic: token sequences labelled by their first token (long-range memory; options seq_len, distractors)",
+            |c, r| data::first_token(c, r).map_err(String::from),
+        ));
+        r
+    }
+
+    /// Adds (or replaces, by name) a model.
+    pub fn add_model(&mut self, e: ModelEntry) {
+        self.models.retain(|m| m.name != e.name);
+        self.models.push(e);
+    }
+
+    /// Adds (or replaces, by name) a dataset.
+    pub fn add_dataset(&mut self, e: DatasetEntry) {
+        self.datasets.retain(|d| d.name != e.name);
+        self.datasets.push(e);
+    }
+
+    /// Looks up a model.
+    pub fn model(&self, name: &str) -> Result<ModelEntry, String> {
+        self.models.iter().find(|m| m.name == name).cloned().ok_or_else(|| {
+            format!("unknown model {name:?}; available: {}", self.models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "))
+        })
+    }
+
+    /// Looks up a dataset.
+    pub fn dataset(&self, name: &str) -> Result<DatasetEntry, String> {
+        self.datasets.iter().find(|m| m.name == name).cloned().ok_or_else(|| {
+            format!(
+                "unknown dataset {name:?}; available: {} (or a file or folder of your own: --data PATH)",
+                self.datasets.iter().map(|m| m.name.as_str()).filter(|n| *n != FILE_DATASET).collect::<Vec<_>>().join(", ")
+            )
+        })
+    }
+}
+
+/// The process-wide registry, holding the built-ins until more are registered.
+pub fn global() -> &'static RwLock<Registry> {
+    static R: OnceLock<RwLock<Registry>> = OnceLock::new();
+    R.get_or_init(|| RwLock::new(Registry::builtin()))
+}
+
+/// Registers a model in the process-wide registry (replacing one of the same name).
+pub fn register_model(e: ModelEntry) {
+    global().write().unwrap_or_else(|p| p.into_inner()).add_model(e);
+}
+
+/// Registers a dataset in the process-wide registry (replacing one of the same name).
+pub fn register_dataset(e: DatasetEntry) {
+    global().write().unwrap_or_else(|p| p.into_inner()).add_dataset(e);
+}
+
+/// A snapshot of the process-wide registry.
+pub fn snapshot() -> Registry {
+    global().read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// Looks up a model in the process-wide registry.
+pub fn model_entry(name: &str) -> Result<ModelEntry, String> {
+    snapshot().model(name)
+}
+
+/// Looks up a dataset in the process-wide registry.
+pub fn dataset_entry(name: &str) -> Result<DatasetEntry, String> {
+    snapshot().dataset(name)
+}
+
+/// Builds `model` for `ds`, first checking that the model takes the dataset's kind of input.
+pub fn build_model(entry: &ModelEntry, cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    let kind = DataKind::of(&ds.train.inputs);
+    if !entry.fits.is_empty() && !entry.fits.contains(&kind) {
+        let fitting: Vec<String> = snapshot().models.iter().filter(|m| m.fits.contains(&kind)).map(|m| m.name.clone()).collect();
+        return Err(format!(
+            "model {} takes {} data, but dataset {:?} is {}: use {}",
+            entry.name,
+            entry.fits.iter().map(|k| k.name()).collect::<Vec<_>>().join(" or "),
+            ds.name,
+            kind.name(),
+            fitting.join(", ")
+        ));
+    }
+    (entry.build)(cfg, ds, rng)
 }
 
 // ------------------------------------------------------------------------------------ MLP
@@ -122,11 +266,12 @@ impl Model for Mlp {
     fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut {
         let x = split.inputs.dense_batch(idx);
         let x = x.reshape(&[idx.len(), x.numel() / idx.len().max(1)]);
-        ForwardOut { output: self.forward_x(&x, train, rng), hidden: Vec::new() }
+        ForwardOut::new(self.forward_x(&x, train, rng))
     }
 }
 
-fn build_mlp(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+/// `chi train --model mlp`: dense inputs of any shape, flattened.
+pub fn build_mlp(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
     chi_nn::dataset::check_options(&cfg.options, &[], "model mlp").map_err(|e| e.to_string())?;
     let Inputs::Dense { shape, .. } = &ds.train.inputs else {
         return Err(format!("mlp needs dense inputs; dataset {:?} has token inputs", ds.name));
@@ -139,24 +284,20 @@ fn build_mlp(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn M
     Ok(Box::new(Mlp::new(input, &cfg.hidden, output, cfg.activation, cfg.dropout, rng)?))
 }
 
-fn build_lstm(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
-    recurrent::build(CellKind::Lstm, cfg, ds, rng)
-}
-
-fn build_gru(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
-    recurrent::build(CellKind::Gru, cfg, ds, rng)
-}
-
-fn build_ca_rnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
-    recurrent::build(CellKind::CaRnn, cfg, ds, rng)
-}
-
 // ------------------------------------------------------------------------------------ loss
 
 /// Evaluates `model` on a whole split (no gradients, no dropout), in batches of `batch`.
 /// Returns `loss` plus `accuracy` (classification, binary) or `mse`, `pearson`, `spearman`
 /// (regression).
 pub fn evaluate(model: &dyn Model, task: Task, split: &Split, batch: usize) -> BTreeMap<String, f64> {
+    evaluate_scaled(model, task, split, batch, None)
+}
+
+/// [`evaluate`], with regression outputs and targets mapped back to the target's units by
+/// `scale = (mean, std)` (file datasets standardise their targets) before `mse`, `pearson` and
+/// `spearman`; `loss` stays the training objective.
+pub fn evaluate_scaled(model: &dyn Model, task: Task, split: &Split, batch: usize, scale: Option<(f64, f64)>) -> BTreeMap<String, f64> {
+    let (mean, sd) = scale.unwrap_or((0.0, 1.0));
     let n = split.len();
     let mut rng = Rng::new(0); // unused: no dropout in evaluation
     let mut loss_sum = 0.0;
@@ -189,7 +330,8 @@ pub fn evaluate(model: &dyn Model, task: Task, split: &Split, batch: usize) -> B
             m.insert("accuracy".into(), metrics::accuracy(&pred, &y));
         }
         Task::Regression => {
-            let y: Vec<f64> = (0..n).map(|i| split.targets.value(i)).collect();
+            let y: Vec<f64> = (0..n).map(|i| split.targets.value(i) * sd + mean).collect();
+            let outs: Vec<f64> = outs.iter().map(|z| z * sd + mean).collect();
             m.insert("mse".into(), metrics::mse(&outs, &y));
             m.insert("pearson".into(), metrics::pearson(&outs, &y));
             m.insert("spearman".into(), metrics::spearman(&outs, &y));

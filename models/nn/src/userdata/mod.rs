@@ -242,6 +242,15 @@ pub struct DataSchema {
     pub target: Option<String>,
     /// The input preprocessing.
     pub encoder: Encoder,
+    /// Names to show for the classes (e.g. Fashion-MNIST's garments for labels 0–9), when
+    /// they differ from the labels in the files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub display_names: Vec<String>,
+    /// Regression: the training mean and standard deviation of the target. Targets are
+    /// standardised with them (the model learns `(y − mean) / std`); [`DataSchema::unscale`]
+    /// maps a model output back to the target's units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_scale: Option<(f64, f64)>,
 }
 
 /// A loaded file dataset: the splits, the schema, and warnings worth showing the user
@@ -979,10 +988,12 @@ impl DataSchema {
     fn targets(&self, raw: &RawSet) -> Result<Targets, NnError> {
         match self.task {
             Task::Regression => {
+                let (mean, sd) = self.target_scale.unwrap_or((0.0, 1.0));
                 let mut v = Vec::with_capacity(raw.examples.len());
                 for e in &raw.examples {
                     let l = e.label.as_deref().unwrap_or("");
-                    v.push(parse_number(l).ok_or_else(|| NnError::invalid(&e.origin, "target", format!("{l:?}"), "is not a number, but the task is regression"))? as f32);
+                    let y = parse_number(l).ok_or_else(|| NnError::invalid(&e.origin, "target", format!("{l:?}"), "is not a number, but the task is regression"))?;
+                    v.push(((y - mean) / sd) as f32);
                 }
                 Ok(Targets::Values(v))
             }
@@ -1103,6 +1114,21 @@ impl DataSchema {
         Dataset { name: name.into(), task: self.task, train: split.clone(), valid: None, test: split, schema: Some(Box::new(self.clone())) }
     }
 
+    /// A regression output (or standardised target) in the target's own units.
+    pub fn unscale(&self, z: f64) -> f64 {
+        self.target_scale.map_or(z, |(mean, sd)| z * sd + mean)
+    }
+
+    /// The name shown for class `i`.
+    pub fn class_name(&self, i: usize) -> &str {
+        self.display_names.get(i).or_else(|| self.classes.get(i)).map_or("?", String::as_str)
+    }
+
+    /// The names shown for all classes.
+    pub fn class_names(&self) -> Vec<String> {
+        (0..self.classes.len()).map(|i| self.class_name(i).to_string()).collect()
+    }
+
     /// The vocabulary of a text schema.
     pub fn vocab(&self) -> Option<&Vocab> {
         match &self.encoder {
@@ -1140,7 +1166,7 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
         return Err(NnError::invalid("data", "target", "none", "array inputs need a label file: --target LABELS.npy (or the IDX labels file)"));
     }
     // Read the sources.
-    let mut warnings = Vec::new();
+    let warnings = Vec::new();
     let mut layout = None;
     let mut given: [Option<RawSet>; 3] = [None, None, None];
     let read = |p: &Path, layout: &Option<CsvLayout>, split_dir: bool| -> Result<RawSet, NnError> {
@@ -1190,6 +1216,50 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
         }
     }
     let train_raw = given[0].take().expect("training source");
+    let [_, valid, test] = given;
+    finish(name, cfg, o, format, layout, train_raw, [valid, test], warnings, rng)
+}
+
+/// An in-memory labelled image set as a dataset: a stratified train / validation / test split
+/// by `cfg.split` (default 80/10/10) or, when `test` is given, train / validation from `train`.
+/// Classes are the label numbers; `names` (if any) are their display names.
+pub fn from_image_sets(name: &str, train: &crate::data::ImageSet, test: Option<&crate::data::ImageSet>, names: Option<&[&str]>, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnError> {
+    let raw = |s: &crate::data::ImageSet, what: &str| RawSet {
+        path: PathBuf::from(what),
+        shape: vec![1, s.rows, s.cols],
+        examples: (0..s.n)
+            .map(|i| RawExample { origin: format!("{what} example {i}"), line: i + 1, input: RawInput::Values(s.image(i).to_vec()), label: Some(s.labels[i].to_string()) })
+            .collect(),
+        ..Default::default()
+    };
+    let o = FileOptions::from_config(cfg)?;
+    let test = test.map(|t| raw(t, &format!("{name} test")));
+    let mut l = finish(name, cfg, o, Format::Idx, None, raw(train, &format!("{name} train")), [None, test], Vec::new(), rng)?;
+    if let Some(n) = names {
+        if n.len() == l.schema.classes.len() {
+            l.schema.display_names = n.iter().map(|s| s.to_string()).collect();
+            l.dataset.schema = Some(Box::new(l.schema.clone()));
+        }
+    }
+    Ok(l)
+}
+
+/// Splits, decides the task, fits the encoder and encodes: the common end of every loader.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    name: &str,
+    cfg: &DataConfig,
+    o: FileOptions,
+    format: Format,
+    layout: Option<CsvLayout>,
+    train_raw: RawSet,
+    given_vt: [Option<RawSet>; 2],
+    mut warnings: Vec<String>,
+    rng: &mut Rng,
+) -> Result<Loaded, NnError> {
+    let [v, t] = given_vt;
+    let mut given: [Option<RawSet>; 3] = [None, v, t];
+    let path = train_raw.path.clone();
     if train_raw.examples.is_empty() {
         return Err(DataError::whole("holds no examples").with_path(&path).into());
     }
@@ -1260,7 +1330,15 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
         }
     }
     let encoder = fit_encoder(kind, &parts[0], &o, layout.as_ref().and_then(|l| l.text.clone()), &mut warnings)?;
-    let schema = DataSchema { kind, format, task, classes, target: layout.as_ref().map(|l| l.target.clone()), encoder };
+    let schema = DataSchema { kind, format, task, classes, target: layout.as_ref().map(|l| l.target.clone()), encoder, display_names: Vec::new(), target_scale: None };
+    let mut schema = schema;
+    if task == Task::Regression {
+        let v: Vec<f64> = train_labels.iter().filter_map(|l| parse_number(l)).collect();
+        let n = v.len().max(1) as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+        schema.target_scale = Some((mean, if sd > 1e-12 { sd } else { 1.0 }));
+    }
     let mut splits = Vec::new();
     for (s, what) in parts.iter().zip(["training", "validation", "test"]) {
         if s.examples.is_empty() {

@@ -1,0 +1,547 @@
+//! Using a trained model: `chi eval` (metrics, per-class report, confusion matrix) and
+//! `chi predict` (classes and probabilities, or values, for new inputs; for text models the
+//! words with the largest saliency |∂score/∂embedding|).
+//!
+//! A trained model is found from any of: its run directory, a full checkpoint
+//! (`checkpoints/step-*.ckpt.safetensors`) or the final weights (`model.safetensors`). The
+//! configuration comes from the file's metadata; the data schema (how to read new files, the
+//! class names) from `data.json` in the run directory, or from the weights' metadata.
+
+use super::model::{ForwardOut, Model};
+use super::{registry, Config, Run, DATA_SCHEMA_FILE};
+use chi_autodiff::{no_grad, Rng, Tensor};
+use chi_nn::checkpoint;
+use chi_nn::dataset::{Dataset, Inputs, Split, Targets, Task};
+use chi_nn::optim::Optimizer;
+use chi_nn::userdata::DataSchema;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A trained model ready to use.
+pub struct Trained {
+    /// The run's configuration.
+    pub cfg: Config,
+    /// How the run read its data (file datasets; `None` for built-in ones).
+    pub schema: Option<DataSchema>,
+    /// The model with its trained weights.
+    pub model: Box<dyn Model>,
+    /// The dataset the model was built for: the run's own splits when they could be rebuilt,
+    /// otherwise empty splits of the right kind.
+    pub dataset: Dataset,
+    /// Training steps behind the weights.
+    pub step: u64,
+    /// The weights file.
+    pub weights: PathBuf,
+    /// The run directory, when known.
+    pub run_dir: Option<PathBuf>,
+}
+
+/// What a path given to `chi eval` / `chi predict` is.
+enum Source {
+    Checkpoint(PathBuf),
+    Weights(PathBuf),
+}
+
+fn find_source(path: &Path) -> Result<(Source, Option<PathBuf>), String> {
+    if path.is_dir() {
+        let w = path.join("model.safetensors");
+        if w.is_file() {
+            return Ok((Source::Weights(w), Some(path.to_path_buf())));
+        }
+        return match checkpoint::latest_checkpoint(&path.join("checkpoints")) {
+            Some(c) => Ok((Source::Checkpoint(c), Some(path.to_path_buf()))),
+            None => Err(format!("{}: not a run directory (no model.safetensors and no checkpoints/)", path.display())),
+        };
+    }
+    if !path.is_file() {
+        return Err(format!("{}: no such file or directory", path.display()));
+    }
+    let parent = path.parent().map(Path::to_path_buf);
+    let run_dir = |p: Option<PathBuf>| p.filter(|d| d.join("config.toml").is_file());
+    if checkpoint::read_checkpoint_meta(path).is_ok() {
+        // RUN/checkpoints/step-*.ckpt.safetensors
+        Ok((Source::Checkpoint(path.to_path_buf()), run_dir(parent.and_then(|p| p.parent().map(Path::to_path_buf)))))
+    } else {
+        Ok((Source::Weights(path.to_path_buf()), run_dir(parent)))
+    }
+}
+
+/// Reads the metadata of a weights file written by `chi train` (`model.safetensors`).
+fn weights_meta(path: &Path) -> Result<BTreeMap<String, String>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let (meta, _) = checkpoint::unpack::<f32>(path, &bytes).map_err(String::from)?;
+    Ok(meta)
+}
+
+/// Loads a trained model from a run directory, a checkpoint or `model.safetensors`. With
+/// `rebuild_data`, the run's own dataset is rebuilt from its configuration (the same seed
+/// gives the same splits); otherwise only its schema is needed.
+pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> {
+    let (source, run_dir) = find_source(path)?;
+    let (cfg_json, step, schema_meta, weights) = match &source {
+        Source::Checkpoint(p) => {
+            let m = checkpoint::read_checkpoint_meta(p).map_err(String::from)?;
+            (m.config.clone(), m.step, m.extra.get("data_schema").cloned(), p.clone())
+        }
+        Source::Weights(p) => {
+            let m = weights_meta(p)?;
+            let cfg = m.get("config").cloned().ok_or_else(|| {
+                format!("{}: has no run configuration in its metadata (not written by chi train); pass the run directory or a checkpoint", p.display())
+            })?;
+            let step = m.get("step").and_then(|s| s.parse().ok()).unwrap_or(0);
+            (cfg, step, m.get("data_schema").cloned(), p.clone())
+        }
+    };
+    let cfg: Config = serde_json::from_str(&cfg_json).map_err(|e| format!("{}: bad config in metadata: {e}", weights.display()))?;
+    cfg.validate().map_err(|e| format!("{}: bad config in metadata: {e}", weights.display()))?;
+    let schema_text = match (&run_dir, schema_meta) {
+        (Some(d), _) if d.join(DATA_SCHEMA_FILE).is_file() => Some(
+            std::fs::read_to_string(d.join(DATA_SCHEMA_FILE)).map_err(|e| format!("{}: cannot read: {e}", d.join(DATA_SCHEMA_FILE).display()))?,
+        ),
+        (_, m) => m,
+    };
+    let schema: Option<DataSchema> = schema_text
+        .map(|t| serde_json::from_str(&t).map_err(|e| format!("{}: bad data schema: {e}", run_dir.as_ref().map_or(weights.clone(), |d| d.join(DATA_SCHEMA_FILE)).display())))
+        .transpose()?;
+    if cfg.dataset == registry::FILE_DATASET && schema.is_none() {
+        return Err(format!("{}: the run trained on a file but its data.json is missing; pass the run directory", weights.display()));
+    }
+    super::check_checkpoint_sizes(&cfg, &weights)?;
+    let (dataset, model) = if rebuild_data || schema.is_none() {
+        let run = Run::new(&cfg).map_err(|e| {
+            if cfg.dataset == registry::FILE_DATASET {
+                format!("{e}\n(the run's training data could not be read again; evaluate on a file with --data FILE)")
+            } else {
+                e
+            }
+        })?;
+        (run.dataset, run.model)
+    } else {
+        let s = schema.as_ref().expect("schema");
+        let ds = s.empty_dataset(&cfg.dataset);
+        let mut master = Rng::new(cfg.seed);
+        let _data = master.fork();
+        let mut init = master.fork();
+        let model = registry::build_model(&registry::model_entry(&cfg.model)?, &cfg.model_options, &ds, &mut init)?;
+        (ds, model)
+    };
+    match &source {
+        Source::Checkpoint(p) => {
+            let mut optim = Optimizer::try_new(cfg.optim.clone())?;
+            checkpoint::load_checkpoint(p, model.store().params(), &mut optim).map_err(String::from)?;
+        }
+        Source::Weights(p) => {
+            checkpoint::load_params(p, model.store().params()).map_err(String::from)?;
+        }
+    }
+    Ok(Trained { cfg, schema, model, dataset, step, weights, run_dir })
+}
+
+/// Model outputs of a whole split, one row per example: class probabilities (softmax, or
+/// `[1 − p, p]` for a binary logit) or the regressed value.
+pub fn outputs(model: &dyn Model, task: Task, split: &Split, batch: usize) -> Vec<Vec<f64>> {
+    let n = split.len();
+    let mut rng = Rng::new(0); // no dropout in evaluation
+    let mut rows = Vec::with_capacity(n);
+    no_grad(|| {
+        let mut s = 0;
+        while s < n {
+            let idx: Vec<usize> = (s..(s + batch).min(n)).collect();
+            let o = model.forward(split, &idx, false, &mut rng).output;
+            rows.extend(output_rows(task, &o, idx.len()));
+            s += batch;
+        }
+    });
+    rows
+}
+
+fn output_rows(task: Task, o: &Tensor<f32>, b: usize) -> Vec<Vec<f64>> {
+    match task {
+        Task::Classification { classes } => {
+            let p = o.reshape(&[b, classes]).softmax(-1).to_vec();
+            p.chunks(classes).map(|r| r.iter().map(|&v| v as f64).collect()).collect()
+        }
+        Task::Binary => o.to_vec().iter().map(|&z| {
+            let p = 1.0 / (1.0 + (-(z as f64)).exp());
+            vec![1.0 - p, p]
+        }).collect(),
+        Task::Regression => o.to_vec().iter().map(|&v| vec![v as f64]).collect(),
+    }
+}
+
+/// Per-class figures of a classification report.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassReport {
+    /// Class name.
+    pub class: String,
+    /// Of the examples predicted as this class, the share that are.
+    pub precision: f64,
+    /// Of the examples of this class, the share predicted as it.
+    pub recall: f64,
+    /// Harmonic mean of precision and recall.
+    pub f1: f64,
+    /// Examples of this class.
+    pub support: u64,
+}
+
+/// Everything `chi eval` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Examples evaluated.
+    pub examples: usize,
+    /// Accuracy, macro-F1, weighted-F1, loss (classification); MSE, MAE, R², Pearson (regression).
+    pub metrics: BTreeMap<String, f64>,
+    /// Per class (classification).
+    pub per_class: Vec<ClassReport>,
+    /// Class names, in confusion-matrix order.
+    pub classes: Vec<String>,
+    /// `confusion[true][predicted]` counts.
+    pub confusion: Vec<Vec<u64>>,
+}
+
+/// Classification report from true classes and predicted probabilities.
+pub fn classification_report(y: &[usize], probs: &[Vec<f64>], names: &[String]) -> Report {
+    let k = names.len();
+    let mut confusion = vec![vec![0u64; k]; k];
+    let mut nll = 0.0;
+    for (t, p) in y.iter().zip(probs) {
+        let pred = argmax(p);
+        confusion[*t][pred] += 1;
+        nll -= p[*t].max(1e-300).ln();
+    }
+    let n = y.len();
+    let mut per_class = Vec::new();
+    for c in 0..k {
+        let tp = confusion[c][c] as f64;
+        let predicted: u64 = (0..k).map(|r| confusion[r][c]).sum();
+        let support: u64 = confusion[c].iter().sum();
+        let precision = if predicted > 0 { tp / predicted as f64 } else { 0.0 };
+        let recall = if support > 0 { tp / support as f64 } else { 0.0 };
+        let f1 = if precision + recall > 0.0 { 2.0 * precision * recall / (precision + recall) } else { 0.0 };
+        per_class.push(ClassReport { class: names[c].clone(), precision, recall, f1, support });
+    }
+    let correct: u64 = (0..k).map(|c| confusion[c][c]).sum();
+    let mut metrics = BTreeMap::new();
+    metrics.insert("accuracy".into(), correct as f64 / n.max(1) as f64);
+    // Macro-F1 over the classes present in the labels (as scikit-learn with labels=present).
+    let present: Vec<&ClassReport> = per_class.iter().filter(|c| c.support > 0).collect();
+    metrics.insert("macro_f1".into(), present.iter().map(|c| c.f1).sum::<f64>() / present.len().max(1) as f64);
+    metrics.insert("weighted_f1".into(), per_class.iter().map(|c| c.f1 * c.support as f64).sum::<f64>() / n.max(1) as f64);
+    metrics.insert("loss".into(), nll / n.max(1) as f64);
+    Report { examples: n, metrics, per_class, classes: names.to_vec(), confusion }
+}
+
+/// Regression report: MSE, MAE, R² and Pearson's r.
+pub fn regression_report(y: &[f64], pred: &[f64]) -> Report {
+    let n = y.len().max(1) as f64;
+    let mean = y.iter().sum::<f64>() / n;
+    let sse: f64 = y.iter().zip(pred).map(|(a, b)| (a - b).powi(2)).sum();
+    let sst: f64 = y.iter().map(|a| (a - mean).powi(2)).sum();
+    let mut metrics = BTreeMap::new();
+    metrics.insert("mse".into(), sse / n);
+    metrics.insert("mae".into(), y.iter().zip(pred).map(|(a, b)| (a - b).abs()).sum::<f64>() / n);
+    metrics.insert("r2".into(), if sst > 0.0 { 1.0 - sse / sst } else { f64::NAN });
+    metrics.insert("pearson".into(), chi_nn::metrics::pearson(pred, y));
+    Report { examples: y.len(), metrics, per_class: Vec::new(), classes: Vec::new(), confusion: Vec::new() }
+}
+
+fn argmax(p: &[f64]) -> usize {
+    p.iter().enumerate().fold((0, f64::NEG_INFINITY), |(bi, bv), (i, &v)| if v > bv { (i, v) } else { (bi, bv) }).0
+}
+
+/// The report of a model on a labelled split.
+pub fn evaluate_report(t: &Trained, split: &Split) -> Report {
+    let probs = outputs(t.model.as_ref(), t.dataset.task, split, 256);
+    match t.dataset.task {
+        Task::Regression => {
+            let un = |z: f64| t.schema.as_ref().map_or(z, |s| s.unscale(z));
+            let y: Vec<f64> = (0..split.len()).map(|i| un(split.targets.value(i))).collect();
+            regression_report(&y, &probs.iter().map(|r| un(r[0])).collect::<Vec<_>>())
+        }
+        task => {
+            let k = if let Task::Classification { classes } = task { classes } else { 2 };
+            let names = class_names(t, k);
+            let y: Vec<usize> = (0..split.len()).map(|i| split.targets.class(i)).collect();
+            classification_report(&y, &probs, &names)
+        }
+    }
+}
+
+/// The class names of a trained model: from its data schema, else `0`, `1`, ….
+pub fn class_names(t: &Trained, k: usize) -> Vec<String> {
+    match &t.schema {
+        Some(s) if s.classes.len() == k => s.class_names(),
+        _ => (0..k).map(|c| c.to_string()).collect(),
+    }
+}
+
+/// The report as a text table: metrics, then per class, then the confusion matrix.
+pub fn report_text(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "{} examples: {}", r.examples, super::fmt_metrics(&r.metrics));
+    if r.per_class.is_empty() {
+        return s;
+    }
+    let w = r.classes.iter().map(|c| c.chars().count()).max().unwrap_or(5).clamp(5, 24);
+    let _ = writeln!(s, "\n{:<w$}  precision  recall     f1  support", "class");
+    for c in &r.per_class {
+        let _ = writeln!(s, "{:<w$}  {:>9.4}  {:>6.4}  {:>5.4}  {:>7}", truncate(&c.class, w), c.precision, c.recall, c.f1, c.support);
+    }
+    let _ = writeln!(s, "\nconfusion matrix (rows: true class, columns: predicted)");
+    let cw = r.confusion.iter().flatten().map(|v| v.to_string().len()).max().unwrap_or(1).max(3);
+    let _ = write!(s, "{:<w$}", "");
+    for c in 0..r.classes.len() {
+        let _ = write!(s, " {:>cw$}", c);
+    }
+    let _ = writeln!(s);
+    for (i, row) in r.confusion.iter().enumerate() {
+        let _ = write!(s, "{:<w$}", truncate(&format!("{i} {}", r.classes[i]), w));
+        for v in row {
+            let _ = write!(s, " {:>cw$}", v);
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
+
+fn truncate(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else {
+        s.chars().take(w - 1).collect::<String>() + "…"
+    }
+}
+
+/// Writes `report.json`, `confusion.csv` and the heat maps `confusion.svg` / `.png` into `dir`.
+pub fn write_report(dir: &Path, title: &str, r: &Report) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let mut written = Vec::new();
+    let json = dir.join("report.json");
+    checkpoint::atomic_write(&json, serde_json::to_string_pretty(r).map_err(|e| e.to_string())?.as_bytes())?;
+    written.push(json);
+    if !r.confusion.is_empty() {
+        let mut csv = String::from("true\\predicted");
+        for c in &r.classes {
+            csv.push(',');
+            csv.push_str(&csv_field(c));
+        }
+        csv.push('\n');
+        for (i, row) in r.confusion.iter().enumerate() {
+            csv.push_str(&csv_field(&r.classes[i]));
+            for v in row {
+                csv.push_str(&format!(",{v}"));
+            }
+            csv.push('\n');
+        }
+        let p = dir.join("confusion.csv");
+        checkpoint::atomic_write(&p, csv.as_bytes())?;
+        written.push(p);
+        for ext in ["svg", "png"] {
+            let p = dir.join(format!("confusion.{ext}"));
+            confusion_plot(&p, title, &r.classes, &r.confusion)?;
+            written.push(p);
+        }
+    }
+    Ok(written)
+}
+
+/// TEMPORARY until the labelled heat map lands: row-normalised fractions as a plain heat map.
+fn confusion_plot(path: &Path, title: &str, _names: &[String], counts: &[Vec<u64>]) -> Result<(), String> {
+    let rows: Vec<Vec<f64>> = counts.iter().map(|r| {
+        let t: u64 = r.iter().sum();
+        r.iter().map(|&v| v as f64 / t.max(1) as f64).collect()
+    }).collect();
+    let ys: Vec<f64> = (0..rows.len()).map(|i| i as f64).collect();
+    super::plot::heatmap(path, title, "predicted", "true", &ys, &rows)
+}
+
+/// A CSV field, quoted when it holds a comma, quote or line break.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+// ------------------------------------------------------------------------------ predict
+
+/// Predictions for unlabelled inputs.
+pub struct Predictions {
+    /// One id per input (`file:line`, a file path, `… example N`).
+    pub ids: Vec<String>,
+    /// Class probabilities per input, or the value.
+    pub outputs: Vec<Vec<f64>>,
+    /// For text models with saliency: the top words and their |∂score/∂embedding| per input.
+    pub salient: Option<Vec<Vec<(String, f64)>>>,
+    /// Loader warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Predicts for the inputs at `input` (see [`DataSchema::encode_unlabelled`]); with
+/// `saliency = k > 0` also finds each text's `k` most salient words.
+pub fn predict(t: &Trained, input: &Path, saliency: usize) -> Result<Predictions, String> {
+    let schema = t.schema.as_ref().ok_or_else(|| {
+        format!("model trained on the built-in dataset {:?}: chi predict needs a model trained on files (--data PATH), which knows how to read new inputs", t.cfg.dataset)
+    })?;
+    let (inputs, ids, warnings) = schema.encode_unlabelled(input).map_err(String::from)?;
+    if let Inputs::Tokens { seqs, .. } = &inputs {
+        if saliency > 0 && seqs.iter().any(|s| s.is_empty()) {
+            return Err("an input has no tokens".into());
+        }
+    }
+    let n = inputs.len();
+    let targets = if t.dataset.task == Task::Regression { Targets::Values(vec![0.0; n]) } else { Targets::Classes(vec![0; n]) };
+    let split = Split { inputs, targets };
+    let mut outs = outputs(t.model.as_ref(), t.dataset.task, &split, 256);
+    if t.dataset.task == Task::Regression {
+        for r in &mut outs {
+            r[0] = schema.unscale(r[0]);
+        }
+    }
+    let salient = if saliency > 0 {
+        let Inputs::Tokens { seqs, .. } = &split.inputs else {
+            return Err("--saliency is for text models (its inputs are word embeddings)".into());
+        };
+        let vocab = schema.vocab().ok_or("--saliency needs a text model")?;
+        let mut all = Vec::with_capacity(n);
+        for i in 0..n {
+            let class = if t.dataset.task == Task::Regression { 0 } else { argmax(&outs[i]) };
+            let scores = token_saliency(t.model.as_ref(), t.dataset.task, &split, i, class)?;
+            let mut words: Vec<(String, f64)> = seqs[i].iter().zip(scores).map(|(&id, s)| (vocab.word(id).to_string(), s)).collect();
+            words.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let mut seen = std::collections::HashSet::new();
+            words.retain(|(w, _)| seen.insert(w.clone()));
+            words.truncate(saliency);
+            all.push(words);
+        }
+        Some(all)
+    } else {
+        None
+    };
+    Ok(Predictions { ids, outputs: outs, salient, warnings })
+}
+
+/// |∂score/∂e_t| for each token `t` of example `i`: the L2 norm of the gradient of the chosen
+/// class's logit (or the value) with respect to the token's embedding vector — summed over
+/// every lookup of the token (a bidirectional model looks each token up twice).
+pub fn token_saliency(model: &dyn Model, task: Task, split: &Split, i: usize, class: usize) -> Result<Vec<f64>, String> {
+    let n = match &split.inputs {
+        Inputs::Tokens { seqs, .. } => seqs[i].len(),
+        _ => return Err("saliency needs token inputs".into()),
+    };
+    let ForwardOut { output, embedded, .. } = model.forward(split, &[i], false, &mut Rng::new(0));
+    if embedded.is_empty() {
+        return Err("this model does not expose its embeddings; saliency needs bow, text-cnn, lstm, gru or ca-rnn".into());
+    }
+    for e in &embedded {
+        e.tensor.retain_grad();
+    }
+    let cols = output.numel();
+    let pick = if task == Task::Regression || cols == 1 { 0 } else { class };
+    let onehot: Vec<f32> = (0..cols).map(|c| if c == pick { 1.0 } else { 0.0 }).collect();
+    output.reshape(&[cols]).mul(&Tensor::from_vec(onehot, &[cols])).sum().backward();
+    let mut scores = Vec::with_capacity(n);
+    for t in 0..n {
+        let mut g: Vec<f64> = Vec::new();
+        for e in &embedded {
+            if let Some(v) = e.token_grad(0, t, n) {
+                if g.is_empty() {
+                    g = vec![0.0; v.len()];
+                }
+                for (a, b) in g.iter_mut().zip(v) {
+                    *a += b as f64;
+                }
+            }
+        }
+        scores.push(g.iter().map(|x| x * x).sum::<f64>().sqrt());
+    }
+    for p in model.store().params() {
+        p.zero_grad();
+    }
+    Ok(scores)
+}
+
+/// The predictions as CSV: `input,predicted` then `p_<class>` columns (classification) or
+/// `input,<target>` (regression), and `salient_words` when computed.
+pub fn predictions_csv(t: &Trained, p: &Predictions) -> String {
+    let mut s = String::from("input");
+    let regression = t.dataset.task == Task::Regression;
+    let k = p.outputs.first().map_or(0, |r| r.len());
+    let names = class_names(t, if regression { 0 } else { k });
+    if regression {
+        let target = t.schema.as_ref().and_then(|s| s.target.clone()).unwrap_or_else(|| "value".into());
+        s.push_str(&format!(",{}", csv_field(&target)));
+    } else {
+        s.push_str(",predicted");
+        for n in &names {
+            s.push_str(&format!(",{}", csv_field(&format!("p_{n}"))));
+        }
+    }
+    if p.salient.is_some() {
+        s.push_str(",salient_words");
+    }
+    s.push('\n');
+    for (i, row) in p.outputs.iter().enumerate() {
+        s.push_str(&csv_field(&p.ids[i]));
+        if regression {
+            s.push_str(&format!(",{}", row[0]));
+        } else {
+            s.push_str(&format!(",{}", csv_field(&names[argmax(row)])));
+            for v in row {
+                s.push_str(&format!(",{v:.6}"));
+            }
+        }
+        if let Some(sal) = &p.salient {
+            let words: Vec<String> = sal[i].iter().map(|(w, v)| format!("{w} ({v:.3})")).collect();
+            s.push_str(&format!(",{}", csv_field(&words.join("; "))));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_report_matches_hand_counts() {
+        // true: 0 0 1 1 2; predicted: 0 1 1 1 0
+        let y = [0, 0, 1, 1, 2];
+        let p = |c: usize| (0..3).map(|i| if i == c { 0.8 } else { 0.1 }).collect::<Vec<f64>>();
+        let probs = vec![p(0), p(1), p(1), p(1), p(0)];
+        let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let r = classification_report(&y, &probs, &names);
+        assert_eq!(r.confusion, vec![vec![1, 1, 0], vec![0, 2, 0], vec![1, 0, 0]]);
+        assert!((r.metrics["accuracy"] - 0.6).abs() < 1e-12);
+        // a: P 1/2, R 1/2; b: P 2/3, R 1; c: P 0, R 0.
+        assert!((r.per_class[0].f1 - 0.5).abs() < 1e-12);
+        assert!((r.per_class[1].f1 - 0.8).abs() < 1e-12);
+        assert_eq!(r.per_class[2].f1, 0.0);
+        assert!((r.metrics["macro_f1"] - 1.3 / 3.0).abs() < 1e-12);
+        assert!((r.metrics["loss"] - (-(0.8f64.ln()) * 3.0 - 0.1f64.ln() * 2.0) / 5.0).abs() < 1e-12);
+        let text = report_text(&r);
+        assert!(text.contains("confusion matrix") && text.contains("2 c"), "{text}");
+    }
+
+    #[test]
+    fn regression_report_of_a_perfect_and_a_mean_predictor() {
+        let y = [1.0, 2.0, 3.0, 4.0];
+        let r = regression_report(&y, &y);
+        assert_eq!(r.metrics["mse"], 0.0);
+        assert_eq!(r.metrics["r2"], 1.0);
+        let r = regression_report(&y, &[2.5; 4]);
+        assert!(r.metrics["r2"].abs() < 1e-12);
+        assert!((r.metrics["mae"] - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_when_needed() {
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("plain"), "plain");
+    }
+}

@@ -1,0 +1,348 @@
+//! The models of `chi train` for images and text beyond the MLP and the recurrent classifiers:
+//! a small convolutional network for images ([`ImageCnn`]), a bag-of-words classifier
+//! ([`BagOfWords`]) and Kim's text CNN ([`TextCnn`]), plus pretrained word vectors for any
+//! model with an embedding ([`pretrained_embedding`]).
+//!
+//! ```text
+//! cnn        x [B, C, H, W] → (conv 3×3, pad 1 → ReLU → max-pool 2×2) per entry of `channels`
+//!            → flatten → (linear → ReLU → dropout) per entry of `hidden` → linear
+//! bow        tokens → embedding rows → mean per text → (linear → tanh → dropout) per `hidden` → linear
+//! text-cnn   tokens → embedding [B, L, E] (zero past each text) → filters of widths 3, 4, 5
+//!            → ReLU → max over time → concat → dropout → linear          (Kim 2014)
+//! ```
+//!
+//! Every model returns its embedding lookups in [`ForwardOut::embedded`] so `chi predict` can
+//! rank the words of a text by |∂score/∂embedding| (saliency).
+
+use super::model::{EmbedLayout, Embedded, ForwardOut, Model, ModelConfig};
+use chi_autodiff::{Rng, Tensor};
+use chi_nn::dataset::{check_options, option_usize, Dataset, Inputs, Split, Task};
+use chi_nn::layers::{Conv1dText, Conv2d, Dropout, Embedding, Linear, MaxPool2d};
+use chi_nn::params::ParamStore;
+use chi_nn::Activation;
+use std::rc::Rc;
+
+/// Outputs of the head for a task: classes, or one value.
+pub fn outputs_for(task: Task) -> usize {
+    match task {
+        Task::Classification { classes } => classes,
+        Task::Binary | Task::Regression => 1,
+    }
+}
+
+fn usize_list(cfg: &ModelConfig, key: &str, default: &[usize], what: &str) -> Result<Vec<usize>, String> {
+    match cfg.options.get(key) {
+        None => Ok(default.to_vec()),
+        Some(v) => {
+            let list = v.as_array().ok_or_else(|| format!("{what}: option {key:?} must be a list of positive sizes, got {v}"))?;
+            let out: Option<Vec<usize>> = list.iter().map(|x| x.as_u64().filter(|&n| n > 0).map(|n| n as usize)).collect();
+            match out {
+                Some(o) if !o.is_empty() => Ok(o),
+                _ => Err(format!("{what}: option {key:?} must be a non-empty list of positive sizes, got {v}")),
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------ cnn
+
+/// A small convolutional image classifier (see the module docs). Parameters `conv{i}.weight`,
+/// `conv{i}.bias` (group `conv`), `fc{i}.*` (group `hidden`), `head.*` (group `output`).
+pub struct ImageCnn {
+    store: ParamStore<f32>,
+    convs: Vec<Conv2d<f32>>,
+    fcs: Vec<Linear<f32>>,
+    head: Linear<f32>,
+    pool: MaxPool2d,
+    dropout: Dropout,
+}
+
+impl ImageCnn {
+    /// For images `[c, h, w]`; `channels` per convolution block, `hidden` dense sizes.
+    pub fn new(image: &[usize], channels: &[usize], hidden: &[usize], outputs: usize, dropout: f64, rng: &mut Rng) -> Result<ImageCnn, String> {
+        let [c, mut h, mut w] = image[..] else {
+            return Err(format!("cnn needs images [channels, height, width], got examples of shape {image:?}"));
+        };
+        let mut store = ParamStore::new();
+        let mut convs = Vec::new();
+        let mut cin = c;
+        for (i, &co) in channels.iter().enumerate() {
+            if h < 2 || w < 2 {
+                return Err(format!("cnn: {} pooling blocks shrink {:?} below 2×2 at block {i}; use fewer channels entries", channels.len(), image));
+            }
+            convs.push(Conv2d::in_store(&mut store, &format!("conv{i}"), "conv", cin, co, 3, 1, 1, true, rng));
+            cin = co;
+            h /= 2;
+            w /= 2;
+        }
+        chi_nn::limits::check_elements("cnn flattened features", &[cin, h, w]).map_err(|e| e.to_string())?;
+        let mut fcs = Vec::new();
+        let mut input = cin * h * w;
+        for (i, &n) in hidden.iter().enumerate() {
+            chi_nn::limits::check_elements("cnn dense layer", &[input, n]).map_err(|e| e.to_string())?;
+            fcs.push(Linear::in_store(&mut store, &format!("fc{i}"), "hidden", input, n, true, rng));
+            input = n;
+        }
+        let head = Linear::in_store(&mut store, "head", "output", input, outputs, true, rng);
+        Ok(ImageCnn { store, convs, fcs, head, pool: MaxPool2d::new(2, 2), dropout: Dropout::with_seed(dropout, 0) })
+    }
+    /// Logits of a `[B, C, H, W]` batch.
+    pub fn forward_x(&self, x: &Tensor<f32>, train: bool, rng: &mut Rng) -> Tensor<f32> {
+        let mut h = x.clone();
+        for c in &self.convs {
+            h = self.pool.forward(&c.forward(&h).relu());
+        }
+        let b = h.dim(0);
+        let mut h = h.reshape(&[b, h.numel() / b.max(1)]);
+        for fc in &self.fcs {
+            h = self.dropout.forward_rng(&fc.forward(&h).relu(), train, rng);
+        }
+        self.head.forward(&h)
+    }
+}
+
+impl Model for ImageCnn {
+    fn store(&self) -> &ParamStore<f32> {
+        &self.store
+    }
+    fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut {
+        ForwardOut::new(self.forward_x(&split.inputs.dense_batch(idx), train, rng))
+    }
+}
+
+/// `chi train --model cnn`: options `channels` (default `[32, 64]`); `hidden` are the dense
+/// layers after the convolutions.
+pub fn build_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    check_options(&cfg.options, &["channels"], "model cnn").map_err(|e| e.to_string())?;
+    let Inputs::Dense { shape, .. } = &ds.train.inputs else {
+        return Err(format!("cnn needs image inputs; dataset {:?} has token sequences (use bow, text-cnn, lstm, gru or ca-rnn)", ds.name));
+    };
+    let image: Vec<usize> = if shape.len() == 2 { vec![1, shape[0], shape[1]] } else { shape.clone() };
+    if image.len() != 3 {
+        return Err(format!("cnn needs image inputs [channels, height, width]; dataset {:?} has feature vectors of shape {shape:?} (use mlp)", ds.name));
+    }
+    let channels = usize_list(cfg, "channels", &[32, 64], "cnn")?;
+    Ok(Box::new(ImageCnn::new(&image, &channels, &cfg.hidden, outputs_for(ds.task), cfg.dropout, rng)?))
+}
+
+// ------------------------------------------------------------------------------- embeddings
+
+/// Word vectors for the vocabulary of a text dataset from `path`: a GloVe text file
+/// (`word v1 … vd` per line) or an `.npy` matrix with a `words.txt` beside it. Returns the
+/// `[vocab, d]` table (rows of unknown words drawn from U(−0.25, 0.25), as Kim) and how many
+/// words were found.
+pub fn pretrained_table(path: &str, ds: &Dataset, rng: &mut Rng) -> Result<(Vec<f32>, usize, usize), String> {
+    let schema = ds.schema.as_ref().and_then(|s| s.vocab().cloned()).ok_or_else(|| {
+        format!("option pretrained: dataset {:?} has no vocabulary of words (pretrained vectors need a text dataset read from files)", ds.name)
+    })?;
+    let p = std::path::Path::new(path);
+    let vectors = if p.extension().is_some_and(|e| e == "npy") {
+        let words = p.with_file_name("words.txt");
+        chi_nn::data::load_glove_npy(p, &words).map_err(|e| format!("option pretrained: {e}"))?
+    } else {
+        chi_nn::data::load_glove_txt(p).map_err(|e| format!("option pretrained: {e}"))?
+    };
+    let d = vectors.dim;
+    chi_nn::limits::check_elements("pretrained embedding table (vocabulary × dim)", &[schema.len(), d]).map_err(|e| e.to_string())?;
+    let mut table = Vec::with_capacity(schema.len() * d);
+    let mut hits = 0;
+    for w in schema.words() {
+        match vectors.get(w) {
+            Some(v) => {
+                hits += 1;
+                table.extend_from_slice(v);
+            }
+            None => table.extend((0..d).map(|_| rng.uniform(-0.25, 0.25) as f32)),
+        }
+    }
+    Ok((table, d, hits))
+}
+
+/// The embedding of a text model: `embed` (default 64) wide, or as wide as the `pretrained`
+/// vectors, which then initialise it. Prints how many words had a vector.
+pub fn pretrained_embedding(store: &mut ParamStore<f32>, cfg: &ModelConfig, ds: &Dataset, vocab: usize, default_dim: usize, what: &str, rng: &mut Rng) -> Result<Embedding<f32>, String> {
+    let embed_opt = cfg.options.get("embed").map(|_| option_usize(&cfg.options, "embed", default_dim, what)).transpose().map_err(|e| e.to_string())?;
+    match cfg.options.get("pretrained") {
+        None => {
+            let dim = embed_opt.unwrap_or(default_dim);
+            if dim == 0 {
+                return Err(format!("{what}: option \"embed\" must be at least 1"));
+            }
+            chi_nn::limits::check_elements("embedding table (vocabulary × embed)", &[vocab, dim]).map_err(|e| e.to_string())?;
+            Ok(Embedding::in_store(store, "embedding", "embedding", vocab, dim, false, rng))
+        }
+        Some(v) => {
+            let path = v.as_str().ok_or_else(|| format!("{what}: option \"pretrained\" must be a file path, got {v}"))?;
+            let (table, d, hits) = pretrained_table(path, ds, rng)?;
+            if let Some(e) = embed_opt.filter(|&e| e != d) {
+                return Err(format!("{what}: option embed = {e} differs from the {d}-dimensional vectors of {path}"));
+            }
+            eprintln!("{what}: {hits} of {vocab} vocabulary words have a pretrained vector in {path}");
+            let emb = Embedding::in_store(store, "embedding", "embedding", vocab, d, false, rng);
+            emb.weight.set_values(table);
+            Ok(emb)
+        }
+    }
+}
+
+fn token_batch<'a>(split: &'a Split, idx: &[usize], what: &str) -> Vec<&'a [usize]> {
+    let Inputs::Tokens { seqs, .. } = &split.inputs else { panic!("{what}: needs token-sequence inputs") };
+    idx.iter().map(|&i| seqs[i].as_slice()).collect()
+}
+
+// ------------------------------------------------------------------------------------ bow
+
+/// Bag of words: the mean of a text's word vectors, then dense layers (see the module docs).
+pub struct BagOfWords {
+    store: ParamStore<f32>,
+    embedding: Embedding<f32>,
+    fcs: Vec<Linear<f32>>,
+    head: Linear<f32>,
+    dropout: Dropout,
+}
+
+impl Model for BagOfWords {
+    fn store(&self) -> &ParamStore<f32> {
+        &self.store
+    }
+    fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut {
+        let batch = token_batch(split, idx, "bow");
+        let ids: Vec<usize> = batch.iter().flat_map(|s| s.iter().copied()).collect();
+        let bag_of: Vec<usize> = batch.iter().enumerate().flat_map(|(b, s)| std::iter::repeat_n(b, s.len())).collect();
+        let rows = self.embedding.forward(&ids); // [tokens, E]
+        let n = batch.len();
+        let inv: Vec<f32> = batch.iter().map(|s| 1.0 / s.len().max(1) as f32).collect();
+        let sums = rows.scatter_rows(Rc::new(bag_of), n);
+        let mut h = sums.reshape(&[n, self.embedding.dim()]).mul(&Tensor::from_vec(inv, &[n, 1]));
+        for fc in &self.fcs {
+            h = self.dropout.forward_rng(&fc.forward(&h).tanh(), train, rng);
+        }
+        let offsets = batch.iter().scan(0, |o, s| {
+            let here = *o;
+            *o += s.len();
+            Some(here)
+        });
+        ForwardOut { embedded: vec![Embedded { tensor: rows, layout: EmbedLayout::Flat { offsets: offsets.collect() } }], ..ForwardOut::new(self.head.forward(&h)) }
+    }
+}
+
+/// `chi train --model bow`: options `embed` (default 64), `pretrained` (vectors file);
+/// `hidden` dense layers after the mean (`--hidden` with no layers: give `[]` in a config).
+pub fn build_bow(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    check_options(&cfg.options, &["embed", "pretrained"], "model bow").map_err(|e| e.to_string())?;
+    let Inputs::Tokens { vocab, .. } = &ds.train.inputs else {
+        return Err(format!("bow needs text (token sequences); dataset {:?} has dense inputs (use mlp or cnn)", ds.name));
+    };
+    let mut store = ParamStore::new();
+    let embedding = pretrained_embedding(&mut store, cfg, ds, *vocab, 64, "bow", rng)?;
+    let mut fcs = Vec::new();
+    let mut input = embedding.dim();
+    for (i, &n) in cfg.hidden.iter().enumerate() {
+        fcs.push(Linear::in_store(&mut store, &format!("fc{i}"), "hidden", input, n, true, rng));
+        input = n;
+    }
+    let head = Linear::in_store(&mut store, "head", "output", input, outputs_for(ds.task), true, rng);
+    Ok(Box::new(BagOfWords { store, embedding, fcs, head, dropout: Dropout::with_seed(cfg.dropout, 0) }))
+}
+
+// ------------------------------------------------------------------------------- text-cnn
+
+/// Kim's text CNN (see the module docs). Parameters `embedding.weight`, `conv.w{h}`,
+/// `conv.b{h}`, `head.*`.
+pub struct TextCnn {
+    store: ParamStore<f32>,
+    embedding: Embedding<f32>,
+    conv: Conv1dText<f32>,
+    head: Linear<f32>,
+    dropout: Dropout,
+    min_len: usize,
+}
+
+impl Model for TextCnn {
+    fn store(&self) -> &ParamStore<f32> {
+        &self.store
+    }
+    fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut {
+        let batch = token_batch(split, idx, "text-cnn");
+        let b = batch.len();
+        let time = batch.iter().map(|s| s.len()).max().unwrap_or(0).max(self.min_len);
+        let mut ids = vec![0usize; b * time];
+        let mut mask = vec![0f32; b * time];
+        for (r, s) in batch.iter().enumerate() {
+            ids[r * time..r * time + s.len()].copy_from_slice(s);
+            mask[r * time..r * time + s.len()].iter_mut().for_each(|m| *m = 1.0);
+        }
+        let e = self.embedding.forward_shaped(&ids, &[b, time]);
+        // Zero rows past each text: padding contributes nothing but the bias to a window.
+        let x = e.mul(&Tensor::from_vec(mask, &[b, time, 1]));
+        let z = self.dropout.forward_rng(&self.conv.forward(&x), train, rng);
+        ForwardOut { embedded: vec![Embedded { tensor: e, layout: EmbedLayout::Padded { time } }], ..ForwardOut::new(self.head.forward(&z)) }
+    }
+}
+
+/// `chi train --model text-cnn`: options `embed` (default 64), `pretrained`, `widths`
+/// (default `[3, 4, 5]`), `filters` per width (default 100); `dropout` before the head (Kim: 0.5).
+pub fn build_text_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    let what = "text-cnn";
+    check_options(&cfg.options, &["embed", "pretrained", "widths", "filters"], "model text-cnn").map_err(|e| e.to_string())?;
+    let Inputs::Tokens { vocab, .. } = &ds.train.inputs else {
+        return Err(format!("text-cnn needs text (token sequences); dataset {:?} has dense inputs (use mlp or cnn)", ds.name));
+    };
+    let mut store = ParamStore::new();
+    let embedding = pretrained_embedding(&mut store, cfg, ds, *vocab, 64, what, rng)?;
+    let widths = usize_list(cfg, "widths", &[3, 4, 5], what)?;
+    let filters = option_usize(&cfg.options, "filters", 100, what).map_err(|e| e.to_string())?;
+    if filters == 0 {
+        return Err("text-cnn: option \"filters\" must be at least 1".into());
+    }
+    let conv = Conv1dText::in_store(&mut store, "conv", "conv", embedding.dim(), &widths, filters, Activation::Relu, rng);
+    let head = Linear::in_store(&mut store, "head", "output", conv.out_features(), outputs_for(ds.task), true, rng);
+    let min_len = *widths.iter().max().unwrap_or(&1);
+    Ok(Box::new(TextCnn { store, embedding, conv, head, dropout: Dropout::with_seed(cfg.dropout, 0), min_len }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chi_nn::dataset::{Targets, Task};
+
+    fn text_split() -> Split {
+        Split { inputs: Inputs::Tokens { seqs: vec![vec![1, 2, 3], vec![4], vec![2, 2, 5, 1, 0, 3]], vocab: 6 }, targets: Targets::Classes(vec![0, 1, 0]) }
+    }
+
+    fn ds(split: Split, task: Task) -> Dataset {
+        Dataset { name: "t".into(), task, train: split.clone(), valid: None, test: split, schema: None }
+    }
+
+    /// A text padded into a batch gives the logits it gives alone (no dropout).
+    #[test]
+    fn text_models_are_independent_of_batch_padding() {
+        let d = ds(text_split(), Task::Classification { classes: 2 });
+        for build in [build_bow, build_text_cnn] {
+            let cfg = ModelConfig { hidden: vec![5], ..Default::default() };
+            let m = build(&cfg, &d, &mut Rng::new(1)).unwrap();
+            let both = m.forward(&d.train, &[0, 1, 2], false, &mut Rng::new(0)).output.to_vec();
+            for i in 0..3 {
+                let alone = m.forward(&d.train, &[i], false, &mut Rng::new(0)).output.to_vec();
+                for c in 0..2 {
+                    assert!((both[2 * i + c] - alone[c]).abs() < 1e-5, "example {i}: {both:?} vs {alone:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cnn_shapes_and_mismatched_data_are_errors() {
+        let split = Split { inputs: Inputs::Dense { x: vec![0.5; 2 * 8 * 8], shape: vec![1, 8, 8] }, targets: Targets::Classes(vec![0, 1]) };
+        let d = ds(split, Task::Classification { classes: 3 });
+        let m = build_cnn(&ModelConfig { hidden: vec![7], ..Default::default() }, &d, &mut Rng::new(2)).unwrap();
+        assert_eq!(m.forward(&d.train, &[0, 1], false, &mut Rng::new(0)).output.shape(), [2, 3]);
+        let e = build_cnn(&ModelConfig::default(), &ds(text_split(), Task::Binary), &mut Rng::new(2)).err().unwrap();
+        assert!(e.contains("token sequences"), "{e}");
+        let tab = Split { inputs: Inputs::Dense { x: vec![0.0; 6], shape: vec![3] }, targets: Targets::Classes(vec![0, 1]) };
+        let e = build_cnn(&ModelConfig::default(), &ds(tab, Task::Binary), &mut Rng::new(2)).err().unwrap();
+        assert!(e.contains("feature vectors"), "{e}");
+        let e = build_bow(&ModelConfig::default(), &d, &mut Rng::new(2)).err().unwrap();
+        assert!(e.contains("dense inputs"), "{e}");
+    }
+}

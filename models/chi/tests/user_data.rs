@@ -1,0 +1,224 @@
+//! `chi train`, `chi eval` and `chi predict` on the user's own files, end to end: the shipped
+//! example CSV and text folder (the README's loop), other formats, and bad inputs (each a clear
+//! error naming the file and what is wrong, never a panic).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn chi_bin() -> PathBuf {
+    std::env::var_os("CHI_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_chi")), PathBuf::from)
+}
+
+fn chi(args: &[&str]) -> Output {
+    Command::new(chi_bin()).args(args).env_remove("CHI_MAX_TENSOR_ELEMENTS").output().unwrap_or_else(|e| panic!("cannot run chi {args:?}: {e}"))
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[track_caller]
+fn ok(args: &[&str]) -> String {
+    let o = chi(args);
+    assert!(o.status.success(), "chi {args:?} failed ({}):\n{}", o.status, text(&o));
+    text(&o)
+}
+
+#[track_caller]
+fn fails_with(args: &[&str], needles: &[&str]) -> String {
+    let o = chi(args);
+    let t = text(&o);
+    assert!(matches!(o.status.code(), Some(1 | 2)), "chi {args:?} should fail with exit status 1 or 2, got {}:\n{t}", o.status);
+    assert!(!t.contains("panicked"), "chi {args:?} panicked:\n{t}");
+    for n in needles {
+        assert!(t.contains(n), "chi {args:?}: message lacks {n:?}:\n{t}");
+    }
+    t
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("chi-userdata-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The example data the repository ships (`scripts/make-example-data.py`).
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join("data")
+}
+
+/// A number after `key ` in chi's `key value, …` output.
+fn metric(t: &str, key: &str) -> f64 {
+    let at = t.find(&format!("{key} ")).unwrap_or_else(|| panic!("no {key} in:\n{t}"));
+    t[at + key.len() + 1..].split(|c: char| c == ',' || c.is_whitespace()).next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_readme_loop_on_the_example_csv() {
+    let root = tmp("csv");
+    let run = root.join("fruit");
+    let csv = examples().join("fruit.csv");
+    let t = ok(&["train", "--data", s(&csv), "--target", "fruit", "--steps", "400", "--quiet", "--out", s(&run)]);
+    assert!(t.contains("trained mlp on") && t.contains("fruit.csv"), "{t}");
+    // Overlapping classes: clearly better than the 1/3 of chance, not perfect.
+    assert!(metric(&t, "test accuracy") > 0.7, "{t}");
+    for f in ["config.toml", "data.json", "model.safetensors", "summary.json", "loss.png", "eval.svg"] {
+        assert!(run.join(f).is_file(), "{f} missing in the run directory");
+    }
+    // chi eval: run directory, checkpoint and weights file give the same test figures.
+    let by_dir = ok(&["eval", s(&run)]);
+    assert!(by_dir.contains("precision") && by_dir.contains("confusion matrix") && by_dir.contains("orange"), "{by_dir}");
+    for f in ["report.json", "confusion.csv", "confusion.svg", "confusion.png"] {
+        assert!(run.join("eval-test").join(f).is_file(), "{f} missing: {by_dir}");
+    }
+    let by_weights = ok(&["eval", s(&run.join("model.safetensors"))]);
+    let by_ckpt = ok(&["eval", "--checkpoint", s(&run.join("checkpoints/step-00000400.ckpt.safetensors"))]);
+    let acc = metric(&by_dir, "accuracy");
+    assert_eq!(acc, metric(&by_weights, "accuracy"));
+    assert_eq!(acc, metric(&by_ckpt, "accuracy"));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("eval-test/report.json")).unwrap()).unwrap();
+    let confusion = report["confusion"].as_array().unwrap();
+    let total: u64 = confusion.iter().flat_map(|r| r.as_array().unwrap()).map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(total, report["examples"].as_u64().unwrap());
+    // A new labelled file (columns in another order) and new unlabelled rows.
+    let new = root.join("new.csv");
+    std::fs::write(&new, "fruit,texture,colour,diameter_cm,weight_g\nlemon,waxy,yellow,5.9,105\napple,smooth,red,7.6,175\norange,dimpled,orange,8.2,200\n").unwrap();
+    let e = ok(&["eval", s(&run), "--data", s(&new)]);
+    assert!(e.contains("3 examples"), "{e}");
+    assert!(run.join("eval-new/report.json").is_file());
+    let rows = root.join("rows.csv");
+    std::fs::write(&rows, "weight_g,diameter_cm,colour,texture\n105,5.9,yellow,waxy\n200,8.2,orange,dimpled\n").unwrap();
+    let preds = root.join("preds.csv");
+    ok(&["predict", s(&run), "--input", s(&rows), "--output", s(&preds)]);
+    let p = std::fs::read_to_string(&preds).unwrap();
+    let lines: Vec<&str> = p.lines().collect();
+    assert_eq!(lines[0], "input,predicted,p_apple,p_lemon,p_orange", "{p}");
+    assert_eq!(lines.len(), 3, "{p}");
+    assert!(lines[1].contains(",lemon,") && lines[2].contains(",orange,"), "the clear cases are predicted right:\n{p}");
+    for l in &lines[1..] {
+        let probs: f64 = l.split(',').skip(2).map(|v| v.parse::<f64>().unwrap()).sum();
+        assert!((probs - 1.0).abs() < 1e-4, "{l}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn the_readme_loop_on_the_example_text_folder_with_saliency() {
+    let root = tmp("text");
+    let run = root.join("reviews");
+    let data = examples().join("reviews");
+    let t = ok(&["train", "--data", s(&data), "--model", "bow", "--hidden", "16", "--steps", "300", "--quiet", "--out", s(&run)]);
+    assert!(metric(&t, "test accuracy") > 0.75, "{t}");
+    ok(&["eval", s(&run), "--split", "valid"]);
+    assert!(run.join("eval-valid/confusion.png").is_file());
+    // Prediction on a text file (one review per line) with the most salient words.
+    let input = root.join("new.txt");
+    std::fs::write(&input, "The kettle broke after a week. Avoid it.\nThe lamp works perfectly. Love it!\n").unwrap();
+    let o = ok(&["predict", s(&run), "--input", s(&input), "--saliency", "2"]);
+    let lines: Vec<&str> = o.lines().filter(|l| l.contains("new.txt:")).collect();
+    assert_eq!(lines.len(), 2, "{o}");
+    assert!(lines[0].contains(",negative,") && lines[1].contains(",positive,"), "{o}");
+    assert!(o.lines().next().unwrap().ends_with(",salient_words"), "{o}");
+    // The words that decide are the sentiment words, not "the".
+    assert!(["broke", "avoid", "week"].iter().any(|w| lines[0].contains(&format!("{w} ("))), "{}", lines[0]);
+    assert!(["perfectly", "love", "works"].iter().any(|w| lines[1].contains(&format!("{w} ("))), "{}", lines[1]);
+    // The recurrent and convolutional text models train on the same folder.
+    for m in ["text-cnn", "gru"] {
+        let r = root.join(m);
+        let mut args = vec!["train", "--data", s(&data), "--model", m, "--steps", "60", "--quiet", "--no-plots", "--out", s(&r)];
+        if m == "gru" {
+            args.extend(["--bidirectional", "--hidden", "8"]);
+        }
+        ok(&args);
+        let o = ok(&["predict", s(&r), "--input", s(&input), "--saliency", "1"]);
+        assert_eq!(o.lines().count(), 3, "{o}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn regression_from_a_csv_reports_mse_mae_and_r2() {
+    let root = tmp("reg");
+    let csv = root.join("houses.tsv");
+    let mut t = String::from("rooms\tarea\tprice\n");
+    for i in 0..200 {
+        let (r, a) = ((i % 5 + 1) as f64, 40.0 + (i * 7 % 90) as f64);
+        t.push_str(&format!("{r}\t{a}\t{:.2}\n", 20.0 * r + 1.5 * a + (i % 3) as f64));
+    }
+    std::fs::write(&csv, t).unwrap();
+    let run = root.join("run");
+    let o = ok(&["train", "--data", s(&csv), "--target", "price", "--steps", "600", "--optim", "adam", "--lr", "0.01", "--quiet", "--no-plots", "--out", s(&run)]);
+    assert!(o.contains("mse"), "{o}");
+    let e = ok(&["eval", s(&run)]);
+    assert!(metric(&e, "r2") > 0.9, "{e}");
+    assert!(e.contains("mae"), "{e}");
+    let rows = root.join("q.tsv");
+    std::fs::write(&rows, "rooms\tarea\n3\t60\n").unwrap();
+    let p = ok(&["predict", s(&run), "--input", s(&rows)]);
+    let value: f64 = p.lines().nth(1).unwrap().split(',').nth(1).unwrap().parse().unwrap();
+    assert!((value - 150.0).abs() < 25.0, "predicted price {value} for 3 rooms, 60 m² (true about 150):\n{p}");
+    assert!(p.starts_with("input,price"), "{p}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn bad_user_data_is_a_clear_error() {
+    let root = tmp("bad");
+    let w = |name: &str, bytes: &[u8]| {
+        let p = root.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let out = root.join("run");
+    let train = |data: &Path, extra: &[&str]| {
+        let mut a = vec!["train", "--data", s(data), "--steps", "5", "--quiet", "--no-plots", "--overwrite", "--out", s(&out)];
+        a.extend_from_slice(extra);
+        a.iter().map(|x| x.to_string()).collect::<Vec<_>>()
+    };
+    let run = |args: Vec<String>, needles: &[&str]| {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails_with(&a, needles)
+    };
+    let ragged = w("ragged.csv", b"a,b,label\n1,2,x\n3,4\n5,6,y\n");
+    run(train(&ragged, &[]), &["ragged.csv", "line 3", "2 fields"]);
+    let mut t = String::from("a,label\n");
+    for i in 0..30 {
+        t.push_str(&format!("{},{}\n", if i == 7 { "seven".into() } else { i.to_string() }, i % 2));
+    }
+    let nonnum = w("nonnum.csv", t.as_bytes());
+    run(train(&nonnum, &[]), &["nonnum.csv", "line 9", "\"seven\" is not a number"]);
+    run(train(&nonnum, &["--target", "species"]), &["no target column \"species\"", "a, label"]);
+    let binary = w("weights.csv", b"\x00\x01\x02\x03binary");
+    run(train(&binary, &[]), &["weights.csv", "binary"]);
+    std::fs::create_dir_all(root.join("texts/empty")).unwrap();
+    w("texts/full/a.txt", b"some words here");
+    run(train(&root.join("texts"), &[]), &["\"empty\" holds no files"]);
+    run(train(&root.join("nothing.csv"), &[]), &["nothing.csv", "no such file"]);
+    run(train(&ragged, &["--split", "0.5,0.6,0.1"]), &["--split", "add up to 1"]);
+    // A model that does not take the data is an error, not a silent substitute.
+    let csv = examples().join("fruit.csv");
+    run(train(&csv, &["--model", "cnn", "--target", "fruit"]), &["cnn takes images data", "tabular", "use mlp"]);
+    run(train(&examples().join("reviews"), &["--model", "mlp"]), &["mlp takes tabular or images data", "text"]);
+    // A file option given to a built-in dataset is refused, not ignored.
+    let cfg = w("c.toml", b"dataset = \"spirals\"\n[data]\npath = \"moons.csv\"\n");
+    fails_with(&["train", "--config", s(&cfg), "--steps", "5", "--quiet", "--out", s(&out), "--overwrite"], &["spirals", "path"]);
+    // A label that training never saw, at evaluation.
+    let good = root.join("good");
+    ok(&["train", "--data", s(&csv), "--target", "fruit", "--steps", "20", "--quiet", "--no-plots", "--out", s(&good)]);
+    let unseen = w("unseen.csv", b"weight_g,diameter_cm,colour,texture,fruit\n120,6,yellow,waxy,lime\n");
+    fails_with(&["eval", s(&good), "--data", s(&unseen)], &["unseen.csv:2", "\"lime\"", "not seen in training", "apple, lemon, orange"]);
+    // Prediction inputs missing a feature column.
+    let missing = w("missing.csv", b"weight_g,colour,texture\n120,yellow,waxy\n");
+    fails_with(&["predict", s(&good), "--input", s(&missing)], &["missing.csv", "no column \"diameter_cm\""]);
+    // chi predict on a model of a built-in dataset says why it cannot.
+    let spirals = root.join("spirals");
+    ok(&["train", "--data", "spirals", "--steps", "5", "--quiet", "--no-plots", "--out", s(&spirals)]);
+    fails_with(&["predict", s(&spirals), "--input", s(&csv)], &["built-in dataset \"spirals\""]);
+    let _ = std::fs::remove_dir_all(&root);
+}
