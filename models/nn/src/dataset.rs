@@ -329,7 +329,7 @@ pub fn check_no_path(cfg: &DataConfig, dataset: &str) -> Result<(), NnError> {
             format!("dataset {dataset}"),
             *key,
             cfg.path.clone().unwrap_or_else(|| "set".into()),
-            "a built-in dataset reads no file, so this option would be silently ignored (for your own file use --data FILE)",
+            "a built-in dataset reads no file, so this option would be silently ignored (for your own file: --data FILE, or dataset = \"file\" in a config)",
         )),
         None => Ok(()),
     }

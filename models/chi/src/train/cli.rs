@@ -172,6 +172,10 @@ pub struct PredictArgs {
     /// Text models: add the K words with the largest |∂score/∂embedding| to each row.
     #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1000))]
     pub saliency: usize,
+    /// How --saliency ranks words: saliency (|∂score/∂embedding|) or grad-times-input
+    /// (embedding · ∂score/∂embedding, the word's signed contribution).
+    #[arg(long, value_enum, default_value_t = super::infer::Attribution::Saliency)]
+    pub attribution: super::infer::Attribution,
 }
 
 /// One command-line flag that sets a configuration value: its name, the value as given, how
@@ -472,7 +476,7 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
 pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
     use super::infer;
     let t = infer::load_trained(&args.model, false)?;
-    let p = infer::predict(&t, &args.input, args.saliency)?;
+    let p = infer::predict(&t, &args.input, args.saliency, args.attribution)?;
     for w in &p.warnings {
         eprintln!("warning: {w}");
     }

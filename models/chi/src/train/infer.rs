@@ -340,21 +340,11 @@ pub fn write_report(dir: &Path, title: &str, r: &Report) -> Result<Vec<PathBuf>,
         written.push(p);
         for ext in ["svg", "png"] {
             let p = dir.join(format!("confusion.{ext}"));
-            confusion_plot(&p, title, &r.classes, &r.confusion)?;
+            super::plot::confusion_heatmap(&p, title, &r.classes, &r.confusion)?;
             written.push(p);
         }
     }
     Ok(written)
-}
-
-/// TEMPORARY until the labelled heat map lands: row-normalised fractions as a plain heat map.
-fn confusion_plot(path: &Path, title: &str, _names: &[String], counts: &[Vec<u64>]) -> Result<(), String> {
-    let rows: Vec<Vec<f64>> = counts.iter().map(|r| {
-        let t: u64 = r.iter().sum();
-        r.iter().map(|&v| v as f64 / t.max(1) as f64).collect()
-    }).collect();
-    let ys: Vec<f64> = (0..rows.len()).map(|i| i as f64).collect();
-    super::plot::heatmap(path, title, "predicted", "true", &ys, &rows)
 }
 
 /// A CSV field, quoted when it holds a comma, quote or line break.
@@ -380,9 +370,22 @@ pub struct Predictions {
     pub warnings: Vec<String>,
 }
 
+/// How a word's part in a prediction is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Attribution {
+    /// |∂score/∂e_t|: how strongly the score reacts to the word's vector (the saliency map of
+    /// Simonyan et al., as in Tixier's notes). Uniform over the words of a bag-of-words model,
+    /// whose score sees only their mean.
+    #[default]
+    Saliency,
+    /// e_t · ∂score/∂e_t: the word's first-order contribution to the score (signed; the words
+    /// pushing most towards the predicted class come first).
+    GradTimesInput,
+}
+
 /// Predicts for the inputs at `input` (see [`DataSchema::encode_unlabelled`]); with
-/// `saliency = k > 0` also finds each text's `k` most salient words.
-pub fn predict(t: &Trained, input: &Path, saliency: usize) -> Result<Predictions, String> {
+/// `saliency = k > 0` also finds each text's `k` top words by `method`.
+pub fn predict(t: &Trained, input: &Path, saliency: usize, method: Attribution) -> Result<Predictions, String> {
     let schema = t.schema.as_ref().ok_or_else(|| {
         format!("model trained on the built-in dataset {:?}: chi predict needs a model trained on files (--data PATH), which knows how to read new inputs", t.cfg.dataset)
     })?;
@@ -409,7 +412,7 @@ pub fn predict(t: &Trained, input: &Path, saliency: usize) -> Result<Predictions
         let mut all = Vec::with_capacity(n);
         for i in 0..n {
             let class = if t.dataset.task == Task::Regression { 0 } else { argmax(&outs[i]) };
-            let scores = token_saliency(t.model.as_ref(), t.dataset.task, &split, i, class)?;
+            let scores = token_attribution(t.model.as_ref(), t.dataset.task, &split, i, class, method)?;
             let mut words: Vec<(String, f64)> = seqs[i].iter().zip(scores).map(|(&id, s)| (vocab.word(id).to_string(), s)).collect();
             words.sort_by(|a, b| b.1.total_cmp(&a.1));
             let mut seen = std::collections::HashSet::new();
@@ -424,10 +427,11 @@ pub fn predict(t: &Trained, input: &Path, saliency: usize) -> Result<Predictions
     Ok(Predictions { ids, outputs: outs, salient, warnings })
 }
 
-/// |∂score/∂e_t| for each token `t` of example `i`: the L2 norm of the gradient of the chosen
-/// class's logit (or the value) with respect to the token's embedding vector — summed over
-/// every lookup of the token (a bidirectional model looks each token up twice).
-pub fn token_saliency(model: &dyn Model, task: Task, split: &Split, i: usize, class: usize) -> Result<Vec<f64>, String> {
+/// The attribution of each token `t` of example `i` to the chosen class's logit (or the
+/// value): with `g_t` = ∂score/∂e_t summed over every lookup of the token (a bidirectional
+/// model looks each token up twice), |g_t| ([`Attribution::Saliency`]) or e_t · g_t
+/// ([`Attribution::GradTimesInput`]).
+pub fn token_attribution(model: &dyn Model, task: Task, split: &Split, i: usize, class: usize, method: Attribution) -> Result<Vec<f64>, String> {
     let n = match &split.inputs {
         Inputs::Tokens { seqs, .. } => seqs[i].len(),
         _ => return Err("saliency needs token inputs".into()),
@@ -456,7 +460,13 @@ pub fn token_saliency(model: &dyn Model, task: Task, split: &Split, i: usize, cl
                 }
             }
         }
-        scores.push(g.iter().map(|x| x * x).sum::<f64>().sqrt());
+        scores.push(match method {
+            Attribution::Saliency => g.iter().map(|x| x * x).sum::<f64>().sqrt(),
+            Attribution::GradTimesInput => {
+                let e = embedded[0].token_vector(0, t, n).unwrap_or_default();
+                e.iter().zip(&g).map(|(a, b)| *a as f64 * b).sum()
+            }
+        });
     }
     for p in model.store().params() {
         p.zero_grad();

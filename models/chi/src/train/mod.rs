@@ -599,12 +599,15 @@ pub fn write_plots(out: &Path, format: LogFormat) -> Result<(), String> {
         if ev.exists() {
             let mut series = Vec::new();
             for m in ["accuracy", "loss", "pearson", "spearman", "mse"] {
-                let c = log::read_column(&ev, m)?;
-                if !c.is_empty() {
-                    series.push((format!("test {m}"), c.iter().map(|(s, v)| (*s as f64, *v)).collect()));
+                for (split, key) in [("test", m.to_string()), ("validation", format!("valid_{m}"))] {
+                    let c = log::read_column(&ev, &key)?;
+                    if !c.is_empty() {
+                        series.push((format!("{split} {m}"), c.iter().map(|(s, v)| (*s as f64, *v)).collect()));
+                    }
                 }
             }
-            plot::line_plot(&out.join(format!("eval.{ext}")), &plot::LinePlot { title: "test metrics", x_label: "step", y_label: "value", log_y: false, series: &series })?;
+            let title = if series.iter().any(|s| s.0.starts_with("validation")) { "validation and test metrics" } else { "test metrics" };
+            plot::line_plot(&out.join(format!("eval.{ext}")), &plot::LinePlot { title, x_label: "step", y_label: "value", log_y: false, series: &series })?;
         }
         let gf = read_gradflow(out)?;
         if !gf.params.is_empty() {

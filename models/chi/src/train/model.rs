@@ -84,14 +84,22 @@ impl Embedded {
     /// with this tensor's gradient retained; `None` without a gradient.
     pub fn token_grad(&self, r: usize, t: usize, n: usize) -> Option<Vec<f32>> {
         let g = self.tensor.grad()?;
+        let row = self.row(r, t, n);
         let e = *g.shape().last()?;
-        let row = match &self.layout {
+        g.to_vec().get(row * e..(row + 1) * e).map(|s| s.to_vec())
+    }
+    /// The embedding vector of token `t` of example `r` (of length `n`).
+    pub fn token_vector(&self, r: usize, t: usize, n: usize) -> Option<Vec<f32>> {
+        let row = self.row(r, t, n);
+        let e = *self.tensor.shape().last()?;
+        self.tensor.to_vec().get(row * e..(row + 1) * e).map(|s| s.to_vec())
+    }
+    fn row(&self, r: usize, t: usize, n: usize) -> usize {
+        match &self.layout {
             EmbedLayout::Padded { time } => r * time + t,
             EmbedLayout::Reversed { time } => r * time + (n - 1 - t),
             EmbedLayout::Flat { offsets } => offsets[r] + t,
-        };
-        let v = g.to_vec();
-        v.get(row * e..(row + 1) * e).map(|s| s.to_vec())
+        }
     }
 }
 
