@@ -1,7 +1,7 @@
 //! Command-line tests: run the built `chi` binary and check what it prints, its exit status and
 //! the files it writes (gradient checks, benchmarks' JSON, graph export, recurrent training).
 
-use chi_cli::train::registry::{DATASETS, MODELS};
+use chi_cli::train::registry;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -155,12 +155,13 @@ fn graph_mlp_writes_dot() {
 fn train_help_and_list_name_every_model_and_dataset() {
     let help = chi_ok(&["train", "--help"]);
     let list = chi_ok(&["train", "--list"]);
-    for name in MODELS.iter().map(|m| m.name).chain(DATASETS.iter().map(|d| d.name)) {
+    let r = registry::snapshot();
+    for name in r.models.iter().map(|m| m.name.as_str()).chain(r.datasets.iter().map(|d| d.name.as_str())) {
         assert!(help.contains(name), "chi train --help does not mention {name}:\n{help}");
         assert!(list.lines().any(|l| l.trim_start().starts_with(name)), "chi train --list does not list {name}:\n{list}");
     }
     for name in ["lstm", "gru", "ca-rnn"] {
-        assert!(MODELS.iter().any(|m| m.name == name), "{name} is not a registered model");
+        assert!(r.models.iter().any(|m| m.name == name), "{name} is not a registered model");
     }
 }
 
@@ -170,7 +171,7 @@ fn recurrent_model_needs_a_sequence_dataset() {
     let o = chi(&["train", "--model", "gru", "--dataset", "spirals", "--steps", "1", "--quiet", "--out", dir.to_str().unwrap()]);
     assert!(!o.status.success());
     let err = stderr(&o);
-    assert!(err.contains("gru needs token-sequence inputs") && err.contains("first-token"), "unclear message: {err}");
+    assert!(err.contains("gru takes text data") && err.contains("\"spirals\" is tabular") && err.contains("first-token"), "unclear message: {err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -468,7 +468,7 @@ fn unknown_dataset_and_model_options_are_errors() {
         ("[data.options]\nseq_lenn = 3\n", &["seq_lenn", "spirals"][..]),
         ("[model_options.options]\nembed = 3\n", &["embed", "mlp"][..]),
         // A file given to a synthetic dataset is an error, not silently replaced by spirals.
-        ("[data]\npath = \"moons.csv\"\n", &["moons.csv", "spirals", "synthetic dataset reads no file"][..]),
+        ("[data]\npath = \"moons.csv\"\n", &["moons.csv", "spirals", "built-in dataset reads no file"][..]),
     ] {
         std::fs::write(&cfg, toml).unwrap();
         fails_with(&["train", "--out", s(&out.join("run")), "--config", s(&cfg), "--steps", "2"], needles);

@@ -12,11 +12,12 @@ pub struct TrainArgs {
     /// TOML config file (flags override its values).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Model name: mlp (dense inputs), or lstm, gru, ca-rnn (token sequences, e.g.
-    /// --dataset first-token); see --list.
+    /// Model: mlp (tabular or images), cnn, ca-cnn (images), bow, ca-bsfe, text-cnn, lstm, gru,
+    /// ca-rnn (text and token sequences); see --list.
     #[arg(long)]
     pub model: Option<String>,
-    /// Dataset name: spirals, xor-noise, surface (dense) or first-token (sequences); see --list.
+    /// Built-in dataset: fashion-mnist, mnist (fetched), spirals, xor-noise, surface, first-token
+    /// (synthetic); `file` reads [data] path. See --list; --data takes a name or your own file.
     #[arg(long, conflicts_with = "data")]
     pub dataset: Option<String>,
     /// Your data: a file or folder (CSV/TSV, a folder of class folders of text files, token

@@ -284,7 +284,7 @@ pub fn report_text(r: &Report) -> String {
     if r.per_class.is_empty() {
         return s;
     }
-    let w = r.classes.iter().map(|c| c.chars().count()).max().unwrap_or(5).clamp(5, 24);
+    let w = r.classes.iter().enumerate().map(|(i, c)| format!("{i} {c}").chars().count()).max().unwrap_or(5).clamp(5, 28);
     let _ = writeln!(s, "\n{:<w$}  precision  recall     f1  support", "class");
     for c in &r.per_class {
         let _ = writeln!(s, "{:<w$}  {:>9.4}  {:>6.4}  {:>5.4}  {:>7}", truncate(&c.class, w), c.precision, c.recall, c.f1, c.support);

@@ -23,7 +23,15 @@
 //! (`step,t,norm`, recurrent models), `loss.svg/.png`, `eval.svg/.png`, `gradflow.svg/.png`,
 //! `gradflow_time.svg/.png` (heatmap, training step × t) and `gradflow_time_lines.svg/.png`
 //! (‖∂L/∂h_t‖ against t for a few training steps), `checkpoints/step-NNNNNNNN.ckpt.safetensors`,
-//! `model.safetensors` (final weights) and `summary.json`.
+//! `model.safetensors` (final weights, with the configuration and data schema in its metadata),
+//! `summary.json`, and for file datasets `data.json` (the [`chi_nn::userdata::DataSchema`]:
+//! how new files are read and encoded, the class names). `chi eval` adds `eval-SPLIT/` or
+//! `eval-FILE/` (`report.json`, `confusion.csv`, `confusion.svg/.png`).
+//!
+//! ## Data
+//! `--data PATH` trains on the user's file or folder ([`files`], [`chi_nn::userdata`]); the
+//! models for each kind of data are in [`registry`] (`mlp`, [`recurrent`], [`zoo`]); [`infer`]
+//! loads a trained model for `chi eval` and `chi predict`.
 
 pub mod callbacks;
 pub mod cli;

@@ -119,7 +119,9 @@ impl Registry {
         let mut r = Registry::empty();
         r.add_model(ModelEntry::new("mlp", "multi-layer perceptron (hidden sizes, activation, dropout)", tab, build_mlp));
         r.add_model(ModelEntry::new("cnn", "convolutional image classifier: conv 3×3 + max-pool blocks (option channels), dense layers (hidden)", &[DataKind::Images], zoo::build_cnn));
+        r.add_model(ModelEntry::new("ca-cnn", "the cnn with context-aware convolutions (CA-CNN, paper §3.5.1: a gate χ per position)", &[DataKind::Images], zoo::build_ca_cnn));
         r.add_model(ModelEntry::new("bow", "bag of words: mean of word vectors → dense layers (options embed, pretrained)", text, zoo::build_bow));
+        r.add_model(ModelEntry::new("ca-bsfe", "CA-BSFE (paper §3.2): χ-gated sum of word vectors → linear (options embed, chi_dim)", text, zoo::build_ca_bsfe));
         r.add_model(ModelEntry::new("text-cnn", "Kim's text CNN: filters of widths 3/4/5, max over time, dropout (options embed, pretrained, widths, filters)", text, zoo::build_text_cnn));
         r.add_model(ModelEntry::new("lstm", "embedding → LSTM layers → linear head (options embed, bidirectional, peephole)", text, |c, d, g| recurrent::build(CellKind::Lstm, c, d, g)));
         r.add_model(ModelEntry::new("gru", "embedding → GRU layers → linear head (options embed, bidirectional)", text, |c, d, g| recurrent::build(CellKind::Gru, c, d, g)));
@@ -204,13 +206,20 @@ pub fn build_model(entry: &ModelEntry, cfg: &ModelConfig, ds: &Dataset, rng: &mu
     let kind = DataKind::of(&ds.train.inputs);
     if !entry.fits.is_empty() && !entry.fits.contains(&kind) {
         let fitting: Vec<String> = snapshot().models.iter().filter(|m| m.fits.contains(&kind)).map(|m| m.name.clone()).collect();
+        let examples = |k: &DataKind| match k {
+            DataKind::Text => "first-token, or a folder or CSV of texts",
+            DataKind::Images => "fashion-mnist, mnist, or .npy / IDX images",
+            DataKind::Tabular => "spirals, xor-noise, surface, or a CSV",
+        };
         return Err(format!(
-            "model {} takes {} data, but dataset {:?} is {}: use {}",
+            "model {} takes {} data, but dataset {:?} is {}: use {} for it, or give {} data ({})",
             entry.name,
             entry.fits.iter().map(|k| k.name()).collect::<Vec<_>>().join(" or "),
             ds.name,
             kind.name(),
-            fitting.join(", ")
+            fitting.join(", "),
+            entry.name,
+            entry.fits.iter().map(examples).collect::<Vec<_>>().join("; ")
         ));
     }
     (entry.build)(cfg, ds, rng)

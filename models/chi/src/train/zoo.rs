@@ -6,9 +6,11 @@
 //! ```text
 //! cnn        x [B, C, H, W] → (conv 3×3, pad 1 → ReLU → max-pool 2×2) per entry of `channels`
 //!            → flatten → (linear → ReLU → dropout) per entry of `hidden` → linear
+//! ca-cnn     as cnn, with context-aware convolutions (a per-position gate χ, [CAML] §3.5.1)
 //! bow        tokens → embedding rows → mean per text → (linear → tanh → dropout) per `hidden` → linear
+//! ca-bsfe    tokens → Σ_w χ̃(w)·v0 + (1 − χ̃(w))·w′ ([CAML] §3.2, Eq. 20) → linear
 //! text-cnn   tokens → embedding [B, L, E] (zero past each text) → filters of widths 3, 4, 5
-//!            → ReLU → max over time → concat → dropout → linear          (Kim 2014)
+//!            → ReLU → max over the windows inside the text → concat → dropout → linear  (Kim 2014)
 //! ```
 //!
 //! Every model returns its embedding lookups in [`ForwardOut::embedded`] so `chi predict` can
@@ -123,6 +125,71 @@ pub fn build_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<d
     }
     let channels = usize_list(cfg, "channels", &[32, 64], "cnn")?;
     Ok(Box::new(ImageCnn::new(&image, &channels, &cfg.hidden, outputs_for(ds.task), cfg.dropout, rng)?))
+}
+
+// ------------------------------------------------------------------------------- ca-cnn
+
+/// The CNN of [`ImageCnn`] with context-aware convolutions (`chi_ca::cnn::CaConv2d`, \[CAML\]
+/// §3.5.1): each block is `w = χ ⊙ (W ⋆ x + b) + (1 − χ) ⊙ w0` with a per-position gate
+/// `χ = σ(w_χ ⋆ x + b_χ)`, then ReLU and max-pool. Parameters `conv{i}.{w,b,w_chi,b_chi,w0}`.
+pub struct CaCnn {
+    store: ParamStore<f32>,
+    convs: Vec<chi_ca::cnn::CaConv2d<f32>>,
+    fcs: Vec<Linear<f32>>,
+    head: Linear<f32>,
+    pool: MaxPool2d,
+    dropout: Dropout,
+}
+
+impl Model for CaCnn {
+    fn store(&self) -> &ParamStore<f32> {
+        &self.store
+    }
+    fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut {
+        let mut h = split.inputs.dense_batch(idx);
+        for c in &self.convs {
+            h = self.pool.forward(&c.forward(&h).0.relu());
+        }
+        let b = h.dim(0);
+        let mut h = h.reshape(&[b, h.numel() / b.max(1)]);
+        for fc in &self.fcs {
+            h = self.dropout.forward_rng(&fc.forward(&h).relu(), train, rng);
+        }
+        ForwardOut::new(self.head.forward(&h))
+    }
+}
+
+/// `chi train --model ca-cnn`: as `cnn` (options `channels`, dense `hidden`).
+pub fn build_ca_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    check_options(&cfg.options, &["channels"], "model ca-cnn").map_err(|e| e.to_string())?;
+    let Inputs::Dense { shape, .. } = &ds.train.inputs else {
+        return Err(format!("ca-cnn needs image inputs; dataset {:?} has token sequences", ds.name));
+    };
+    let [c, mut h, mut w] = shape[..] else {
+        return Err(format!("ca-cnn needs image inputs [channels, height, width]; dataset {:?} has examples of shape {shape:?} (use mlp)", ds.name));
+    };
+    let channels = usize_list(cfg, "channels", &[32, 64], "ca-cnn")?;
+    let mut store = ParamStore::new();
+    let mut convs = Vec::new();
+    let mut cin = c;
+    for (i, &co) in channels.iter().enumerate() {
+        if h < 2 || w < 2 {
+            return Err(format!("ca-cnn: {} pooling blocks shrink {shape:?} below 2×2; use fewer channels entries", channels.len()));
+        }
+        convs.push(chi_ca::cnn::CaConv2d::new(&mut store, &format!("conv{i}"), cin, co, 3, 1, 1, rng));
+        cin = co;
+        h /= 2;
+        w /= 2;
+    }
+    let mut fcs = Vec::new();
+    let mut input = cin * h * w;
+    for (i, &n) in cfg.hidden.iter().enumerate() {
+        chi_nn::limits::check_elements("ca-cnn dense layer", &[input, n]).map_err(|e| e.to_string())?;
+        fcs.push(Linear::in_store(&mut store, &format!("fc{i}"), "hidden", input, n, true, rng));
+        input = n;
+    }
+    let head = Linear::in_store(&mut store, "head", "output", input, outputs_for(ds.task), true, rng);
+    Ok(Box::new(CaCnn { store, convs, fcs, head, pool: MaxPool2d::new(2, 2), dropout: Dropout::with_seed(cfg.dropout, 0) }))
 }
 
 // ------------------------------------------------------------------------------- embeddings
@@ -245,6 +312,49 @@ pub fn build_bow(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<d
     Ok(Box::new(BagOfWords { store, embedding, fcs, head, dropout: Dropout::with_seed(cfg.dropout, 0) }))
 }
 
+// ------------------------------------------------------------------------------- ca-bsfe
+
+/// CA-BSFE (\[CAML\] §3.2, Eq. 19–22, `chi_ca::bsfe::CaBsfe`): each word's vector is blended
+/// with a shared default by its own gate χ̃, summed over the text, then a linear head. The
+/// unknown word `<unk>` embeds as the default (Eq. 21–22).
+pub struct CaBsfeModel {
+    store: ParamStore<f32>,
+    bsfe: chi_ca::bsfe::CaBsfe<f32>,
+    head: Linear<f32>,
+}
+
+impl Model for CaBsfeModel {
+    fn store(&self) -> &ParamStore<f32> {
+        &self.store
+    }
+    fn forward(&self, split: &Split, idx: &[usize], _train: bool, _rng: &mut Rng) -> ForwardOut {
+        let bags: Vec<Vec<usize>> = token_batch(split, idx, "ca-bsfe")
+            .iter()
+            .map(|s| s.iter().map(|&t| if t == chi_nn::userdata::text::UNK_ID { chi_ca::bsfe::OOV } else { t }).collect())
+            .collect();
+        ForwardOut::new(self.head.forward(&self.bsfe.forward(&bags)))
+    }
+}
+
+/// `chi train --model ca-bsfe`: options `embed` (n, default 64) and `chi_dim` (m, default 8).
+pub fn build_ca_bsfe(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    let what = "ca-bsfe";
+    check_options(&cfg.options, &["embed", "chi_dim"], "model ca-bsfe").map_err(|e| e.to_string())?;
+    let Inputs::Tokens { vocab, .. } = &ds.train.inputs else {
+        return Err(format!("ca-bsfe needs text (token sequences); dataset {:?} has dense inputs (use mlp or cnn)", ds.name));
+    };
+    let n = option_usize(&cfg.options, "embed", 64, what).map_err(|e| e.to_string())?;
+    let m = option_usize(&cfg.options, "chi_dim", 8, what).map_err(|e| e.to_string())?;
+    if n == 0 || m == 0 {
+        return Err("ca-bsfe: options embed and chi_dim must be at least 1".into());
+    }
+    chi_nn::limits::check_elements("ca-bsfe embedding table (vocabulary × (embed + chi_dim))", &[*vocab, n + m]).map_err(|e| e.to_string())?;
+    let mut store = ParamStore::new();
+    let bsfe = chi_ca::bsfe::CaBsfe::new(&mut store, "bsfe", *vocab, n, m, rng);
+    let head = Linear::in_store(&mut store, "head", "output", n, outputs_for(ds.task), true, rng);
+    Ok(Box::new(CaBsfeModel { store, bsfe, head }))
+}
+
 // ------------------------------------------------------------------------------- text-cnn
 
 /// Kim's text CNN (see the module docs). Parameters `embedding.weight`, `conv.w{h}`,
@@ -255,6 +365,7 @@ pub struct TextCnn {
     conv: Conv1dText<f32>,
     head: Linear<f32>,
     dropout: Dropout,
+    widths: Vec<usize>,
     min_len: usize,
 }
 
@@ -273,9 +384,23 @@ impl Model for TextCnn {
             mask[r * time..r * time + s.len()].iter_mut().for_each(|m| *m = 1.0);
         }
         let e = self.embedding.forward_shaped(&ids, &[b, time]);
-        // Zero rows past each text: padding contributes nothing but the bias to a window.
         let x = e.mul(&Tensor::from_vec(mask, &[b, time, 1]));
-        let z = self.dropout.forward_rng(&self.conv.forward(&x), train, rng);
+        // Max over the windows that lie inside each text (the first one for a text shorter than
+        // the filter), so a text's logits do not depend on how far its batch is padded. After
+        // the ReLU every map is ≥ 0, so zeroing the other windows leaves the max over these.
+        let pooled: Vec<Tensor<f32>> = self
+            .conv
+            .feature_maps(&x)
+            .into_iter()
+            .zip(&self.widths)
+            .map(|(m, &h)| {
+                let p = time - h + 1;
+                let valid: Vec<f32> =
+                    batch.iter().flat_map(|s| (0..p).map(move |i| if i < (s.len() + 1).saturating_sub(h).max(1) { 1.0 } else { 0.0 })).collect();
+                m.mul(&Tensor::from_vec(valid, &[b, 1, p])).max_axis(2, false)
+            })
+            .collect();
+        let z = self.dropout.forward_rng(&Tensor::concat(&pooled, 1), train, rng);
         ForwardOut { embedded: vec![Embedded { tensor: e, layout: EmbedLayout::Padded { time } }], ..ForwardOut::new(self.head.forward(&z)) }
     }
 }
@@ -298,7 +423,7 @@ pub fn build_text_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<
     let conv = Conv1dText::in_store(&mut store, "conv", "conv", embedding.dim(), &widths, filters, Activation::Relu, rng);
     let head = Linear::in_store(&mut store, "head", "output", conv.out_features(), outputs_for(ds.task), true, rng);
     let min_len = *widths.iter().max().unwrap_or(&1);
-    Ok(Box::new(TextCnn { store, embedding, conv, head, dropout: Dropout::with_seed(cfg.dropout, 0), min_len }))
+    Ok(Box::new(TextCnn { store, embedding, conv, head, dropout: Dropout::with_seed(cfg.dropout, 0), widths, min_len }))
 }
 
 #[cfg(test)]
@@ -318,7 +443,7 @@ mod tests {
     #[test]
     fn text_models_are_independent_of_batch_padding() {
         let d = ds(text_split(), Task::Classification { classes: 2 });
-        for build in [build_bow, build_text_cnn] {
+        for build in [build_bow, build_text_cnn, build_ca_bsfe] {
             let cfg = ModelConfig { hidden: vec![5], ..Default::default() };
             let m = build(&cfg, &d, &mut Rng::new(1)).unwrap();
             let both = m.forward(&d.train, &[0, 1, 2], false, &mut Rng::new(0)).output.to_vec();
@@ -335,8 +460,10 @@ mod tests {
     fn cnn_shapes_and_mismatched_data_are_errors() {
         let split = Split { inputs: Inputs::Dense { x: vec![0.5; 2 * 8 * 8], shape: vec![1, 8, 8] }, targets: Targets::Classes(vec![0, 1]) };
         let d = ds(split, Task::Classification { classes: 3 });
-        let m = build_cnn(&ModelConfig { hidden: vec![7], ..Default::default() }, &d, &mut Rng::new(2)).unwrap();
-        assert_eq!(m.forward(&d.train, &[0, 1], false, &mut Rng::new(0)).output.shape(), [2, 3]);
+        for build in [build_cnn, build_ca_cnn] {
+            let m = build(&ModelConfig { hidden: vec![7], ..Default::default() }, &d, &mut Rng::new(2)).unwrap();
+            assert_eq!(m.forward(&d.train, &[0, 1], false, &mut Rng::new(0)).output.shape(), [2, 3]);
+        }
         let e = build_cnn(&ModelConfig::default(), &ds(text_split(), Task::Binary), &mut Rng::new(2)).err().unwrap();
         assert!(e.contains("token sequences"), "{e}");
         let tab = Split { inputs: Inputs::Dense { x: vec![0.0; 6], shape: vec![3] }, targets: Targets::Classes(vec![0, 1]) };
