@@ -29,6 +29,8 @@ pub enum Command {
     Eval(crate::train::cli::EvalArgs),
     /// Predict with a trained model for new inputs (CSV rows, texts, arrays), as CSV.
     Predict(crate::train::cli::PredictArgs),
+    /// Explain a trained text model's decisions word by word (saliency, gradient × input, integrated gradients).
+    Explain(crate::explain::ExplainArgs),
     /// Run the paper's experiments and print paper vs chi.
     Reproduce(crate::reproduce::ReproduceArgs),
     /// Benchmarks: kernels side by side with their peers.
@@ -80,6 +82,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Train(a)) => crate::train::cli::run_train(&a, cli.seed, &cli.out),
         Some(Command::Eval(a)) => crate::train::cli::run_eval(&a, &cli.out),
         Some(Command::Predict(a)) => crate::train::cli::run_predict(&a),
+        Some(Command::Explain(a)) => crate::explain::run(&a),
         Some(Command::Reproduce(a)) => crate::reproduce::run(&a, cli.seed, &cli.out).map(|_| ()),
         Some(Command::Gradcheck(a)) => crate::gradcheck::run_cli(&a),
         Some(Command::Graph(a)) => crate::graph::run(&a, &cli.out),

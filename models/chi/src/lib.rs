@@ -12,6 +12,7 @@ pub mod allocator;
 pub mod bench;
 pub mod cli;
 pub mod embed;
+pub mod explain;
 pub mod fuzzing;
 pub mod gradcheck;
 pub mod graph;

@@ -132,6 +132,19 @@ fn the_readme_loop_on_the_example_text_folder_with_saliency() {
     let first = o.lines().find(|l| l.contains("new.txt:1")).unwrap();
     let values: Vec<&str> = first.rsplit(',').next().unwrap().split("; ").map(|w| w.rsplit('(').next().unwrap()).collect();
     assert!(values.len() == 3 && values.iter().all(|v| *v == values[0]), "{first}");
+    // chi explain: the page and the numbers, integrated gradients complete.
+    let ex = ok(&["explain", s(&run), "--text", "The kettle broke after a week. Avoid it.", "--steps", "32"]);
+    assert!(ex.contains("predicted negative"), "{ex}");
+    let page = std::fs::read_to_string(run.join("explain/explain.html")).unwrap();
+    assert!(page.contains("integrated gradients") && page.contains(">avoid</span>"), "{page}");
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("explain/explain.json")).unwrap()).unwrap();
+    let e = &j[0];
+    let ig: f64 = e["integrated_gradients"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).sum();
+    let gap = e["score"].as_f64().unwrap() - e["baseline_score"].as_f64().unwrap();
+    assert!((ig - gap).abs() < 1e-3 * gap.abs().max(1.0), "Σ IG {ig} vs f(x) − f(0) {gap}");
+    assert_eq!(e["words"].as_array().unwrap().len(), e["saliency"].as_array().unwrap().len());
+    fails_with(&["explain", s(&run)], &["nothing to explain"]);
+    fails_with(&["explain", s(&run), "--text", "x", "--class", "neutral"], &["--class \"neutral\"", "negative, positive"]);
     // The recurrent and convolutional text models train on the same folder.
     for m in ["text-cnn", "gru"] {
         let r = root.join(m);

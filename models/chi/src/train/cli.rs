@@ -17,7 +17,7 @@ pub struct TrainArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Built-in dataset: fashion-mnist, mnist (fetched), spirals, xor-noise, surface, first-token
-    /// (synthetic); `file` reads [data] path. See --list; --data takes a name or your own file.
+    /// (synthetic); `file` reads `[data] path`. See --list; --data takes a name or your own file.
     #[arg(long, conflicts_with = "data")]
     pub dataset: Option<String>,
     /// Your data: a file or folder (CSV/TSV, a folder of class folders of text files, token
@@ -67,7 +67,7 @@ pub struct TrainArgs {
     /// Recurrent models: read each text in both directions.
     #[arg(long)]
     pub bidirectional: bool,
-    /// Any model option, KEY=VALUE (VALUE as JSON, else as text), e.g. channels=[16,32].
+    /// Any model option, KEY=VALUE (VALUE as JSON, else as text), e.g. `channels=[16,32]`.
     #[arg(long = "model-option", value_name = "KEY=VALUE")]
     pub model_option: Vec<String>,
     /// Training steps.

@@ -1101,6 +1101,25 @@ impl DataSchema {
         Ok((inputs, ids, warnings))
     }
 
+    /// Texts given as strings (a text schema only): the token ids of each, and its tokens as
+    /// the tokenizer split them (before the vocabulary mapped unknown ones to `<unk>`).
+    pub fn encode_texts(&self, texts: &[&str]) -> Result<(Inputs, Vec<Vec<String>>), NnError> {
+        let Encoder::Text { tokenizer, vocab, .. } = &self.encoder else {
+            return Err(NnError::invalid("data", "input", "text", format!("the model was trained on {} data, not text", self.kind.name())));
+        };
+        let mut seqs = Vec::with_capacity(texts.len());
+        let mut words = Vec::with_capacity(texts.len());
+        for t in texts {
+            let mut toks = if self.format == Format::Lines { t.split_whitespace().take(tokenizer.max_len).map(String::from).collect() } else { tokenizer.tokenize(t) };
+            if toks.is_empty() {
+                toks.push(text::UNK.to_string());
+            }
+            seqs.push(vocab.encode(&toks));
+            words.push(toks);
+        }
+        Ok((Inputs::Tokens { seqs, vocab: vocab.len() }, words))
+    }
+
     /// A dataset with empty splits of this schema's input kind and task: what a model builder
     /// needs to rebuild a trained model without the training data.
     pub fn empty_dataset(&self, name: &str) -> Dataset {
