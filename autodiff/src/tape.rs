@@ -25,7 +25,9 @@
 //!    node counts these self-references when it is recorded (`Node::self_refs`); when a
 //!    tensor is dropped and only the self-references remain, its op is released, which breaks
 //!    the cycle. This is why every strong reference to a `Var` inside chi is held by a
-//!    [`Tensor`] (whose `Drop` makes the check), never by a bare `Rc<Var>`.
+//!    [`Tensor`] (whose `Drop` makes the check), never by a bare `Rc<Var>` (the one exception is
+//!    a short-lived second handle that backward takes while a tensor of its own holds the same
+//!    `Var`, so it is never the reference whose drop would need the check).
 //! 3. **Dropping is iterative.** Dropping the last tensor of a chain of a million ops must not
 //!    recurse a million frames deep: a node's op is moved to a per-thread queue and the
 //!    outermost drop empties the queue in a loop.
