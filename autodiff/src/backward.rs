@@ -465,7 +465,7 @@ pub(crate) fn run_backward<T: Float>(
                 continue;
             }
         }
-        let gis = match op {
+        let mut gis = match op {
             Op::Custom { f, inputs: xs } => {
                 // The user's rule: its mistakes are reported as errors naming it.
                 let refs: Vec<&Tensor<T>> = xs.iter().collect();
@@ -498,7 +498,6 @@ pub(crate) fn run_backward<T: Float>(
                 }
             }
         }
-        let mut gis = gis;
         for (k, (x, gi)) in inputs.iter().zip(gis.iter_mut()).enumerate() {
             let Some(gi) = gi.take() else { continue };
             if !need[k] {
