@@ -144,7 +144,18 @@ impl From<anomaly::Anomaly> for AutodiffError {
     }
 }
 
+/// Adds `g` to the gradient in `slot`. Inlined for the usual case of a first contribution.
+#[inline]
 fn accumulate<T: Float>(slot: &mut Option<Tensor<T>>, g: Tensor<T>, create: bool) {
+    if slot.is_none() {
+        *slot = Some(g);
+    } else {
+        accumulate_sum(slot, g, create);
+    }
+}
+
+#[inline(never)]
+fn accumulate_sum<T: Float>(slot: &mut Option<Tensor<T>>, g: Tensor<T>, create: bool) {
     match slot.take() {
         None => *slot = Some(g),
         Some(mut acc) => {
@@ -168,8 +179,18 @@ fn accumulate_into<T: Float>(cell: &std::cell::RefCell<Option<Tensor<T>>>, g: Te
     *slot = s;
 }
 
-fn run_hooks<T: Float>(var: &Var<T>, mut g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
-    let Some(extra) = var.extra() else { return Ok(g) };
+/// Runs the tensor's gradient hooks on `g`. Inlined for the usual case of a tensor without
+/// hooks (no name, no hook, no sparse gradient: no `VarExtra` at all).
+#[inline]
+fn run_hooks<T: Float>(var: &Var<T>, g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
+    match var.extra() {
+        None => Ok(g),
+        Some(extra) => run_hooks_of(extra, g),
+    }
+}
+
+#[inline(never)]
+fn run_hooks_of<T: Float>(extra: &crate::tape::VarExtra<T>, mut g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
     if extra.hooks.borrow().is_empty() {
         return Ok(g);
     }

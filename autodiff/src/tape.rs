@@ -142,18 +142,28 @@ pub(crate) fn dispose_op<T: Float>(slot: &mut Option<Op<T>>) -> bool {
 }
 
 /// Drops the ops queued while the outermost [`dispose_op`] was dropping its own, then ends it.
-#[inline(never)]
+/// Inlined for the usual case of an empty queue (dropping one op rarely frees another node).
+#[inline]
 fn drain_queue<T: Float>() {
     let _ = T::graph_state().try_with(|s| {
-        loop {
-            let next = s.queue.borrow_mut().pop();
-            match next {
-                Some(op) => drop(op),
-                None => break,
-            }
+        if s.queue.borrow().is_empty() {
+            s.draining.set(false);
+        } else {
+            drain_queue_slow(s);
         }
-        s.draining.set(false);
     });
+}
+
+#[inline(never)]
+fn drain_queue_slow<T: Float>(s: &GraphState<T>) {
+    loop {
+        let next = s.queue.borrow_mut().pop();
+        match next {
+            Some(op) => drop(op),
+            None => break,
+        }
+    }
+    s.draining.set(false);
 }
 
 /// Hands an op to the drop already running on this thread (see [`dispose_op`]).
