@@ -114,11 +114,12 @@ impl Shape {
 
 // Equality and hashing look at the `rank` used dimensions only: comparing the whole inline
 // array made every shape check (one per gradient in backward, one per binary op) a call to
-// `memcmp` of 64 bytes; most shapes have rank 0 to 2.
+// `memcmp` of 64 bytes; most shapes have rank 0 to 2. The element loop (rather than slice
+// `==`, which also calls `memcmp`) compiles to a few inline compares.
 impl PartialEq for Shape {
     #[inline]
     fn eq(&self, other: &Shape) -> bool {
-        self.dims() == other.dims()
+        self.rank == other.rank && self.dims().iter().zip(other.dims()).all(|(a, b)| a == b)
     }
 }
 impl Eq for Shape {}
