@@ -70,6 +70,7 @@ thread_local! {
 }
 
 /// Whether anomaly detection is on for this thread.
+#[inline]
 pub fn is_anomaly_enabled() -> bool {
     ANOMALY.with(|a| a.get())
 }

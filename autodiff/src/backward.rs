@@ -144,7 +144,18 @@ impl From<anomaly::Anomaly> for AutodiffError {
     }
 }
 
+/// Adds `g` to the gradient in `slot`. Inlined for the usual case of a first contribution.
+#[inline]
 fn accumulate<T: Float>(slot: &mut Option<Tensor<T>>, g: Tensor<T>, create: bool) {
+    if slot.is_none() {
+        *slot = Some(g);
+    } else {
+        accumulate_sum(slot, g, create);
+    }
+}
+
+#[inline(never)]
+fn accumulate_sum<T: Float>(slot: &mut Option<Tensor<T>>, g: Tensor<T>, create: bool) {
     match slot.take() {
         None => *slot = Some(g),
         Some(mut acc) => {
@@ -168,8 +179,18 @@ fn accumulate_into<T: Float>(cell: &std::cell::RefCell<Option<Tensor<T>>>, g: Te
     *slot = s;
 }
 
-fn run_hooks<T: Float>(var: &Var<T>, mut g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
-    let Some(extra) = var.extra() else { return Ok(g) };
+/// Runs the tensor's gradient hooks on `g`. Inlined for the usual case of a tensor without
+/// hooks (no name, no hook, no sparse gradient: no `VarExtra` at all).
+#[inline]
+fn run_hooks<T: Float>(var: &Var<T>, g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
+    match var.extra() {
+        None => Ok(g),
+        Some(extra) => run_hooks_of(extra, g),
+    }
+}
+
+#[inline(never)]
+fn run_hooks_of<T: Float>(extra: &crate::tape::VarExtra<T>, mut g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
     if extra.hooks.borrow().is_empty() {
         return Ok(g);
     }
@@ -189,10 +210,11 @@ thread_local! {
     static PASS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// One tensor visited by a backward pass: a node's output or a leaf.
+/// The state of one tensor visited by a backward pass (a node's output or a leaf). The tensor
+/// itself is kept at the same index of `Pass::tensors`, apart from this mutable state, so the
+/// main loop can read a node (its op, its output) while writing the gradients of its inputs
+/// without cloning the output tensor.
 struct Slot<T: Float> {
-    /// The tensor (holds its `Var`, so the node stays alive during the pass).
-    t: Tensor<T>,
     grad: Option<Tensor<T>>,
     /// The `Var::mark` this pass overwrote (restored at the end, so passes can nest).
     prev: (u64, u32),
@@ -204,10 +226,17 @@ struct Slot<T: Float> {
     explored: bool,
 }
 
-impl<T: Float> Slot<T> {
-    fn var(&self) -> &Rc<Var<T>> {
-        self.t.var.as_ref().expect("backward visits tracked tensors only")
-    }
+/// The identity of a tensor visited by a backward pass.
+#[inline]
+fn var_of<T: Float>(t: &Tensor<T>) -> &Rc<Var<T>> {
+    t.var.as_ref().expect("backward visits tracked tensors only")
+}
+
+/// The slot of `t` in the pass numbered `pass`, if that pass has visited it.
+#[inline]
+fn existing<T: Float>(pass: u64, t: &Tensor<T>) -> Option<usize> {
+    let (p, s) = t.var.as_ref()?.mark.get();
+    (p == pass).then_some(s as usize)
 }
 
 /// The lists of a finished backward pass, kept per thread (in [`crate::tape::GraphState`]) so
@@ -215,6 +244,8 @@ impl<T: Float> Slot<T> {
 /// runs backward) finds the cache empty and uses fresh lists.
 #[doc(hidden)]
 pub struct Scratch<T: Float> {
+    /// Always empty between passes (only its capacity is kept).
+    tensors: Vec<Tensor<T>>,
     slots: Vec<Slot<T>>,
     order: Vec<u32>,
     stack: Vec<usize>,
@@ -225,13 +256,16 @@ const MAX_KEPT_SLOTS: usize = 1 << 13;
 
 impl<T: Float> Scratch<T> {
     pub(crate) const fn new() -> Self {
-        Scratch { slots: Vec::new(), order: Vec::new(), stack: Vec::new() }
+        Scratch { tensors: Vec::new(), slots: Vec::new(), order: Vec::new(), stack: Vec::new() }
     }
 }
 
 /// The state of one backward pass (see the module docs of [`crate::tape`] for the order).
 struct Pass<T: Float> {
     id: u64,
+    /// The visited tensors (each holds its `Var`, so the nodes stay alive during the pass).
+    tensors: Vec<Tensor<T>>,
+    /// Their state, at the same indices.
     slots: Vec<Slot<T>>,
     /// Node slots in the order their rules run.
     order: Vec<u32>,
@@ -247,7 +281,7 @@ impl<T: Float> Pass<T> {
             v
         });
         let sc = T::graph_state().try_with(|g| std::mem::replace(&mut *g.scratch.borrow_mut(), Scratch::new())).unwrap_or(Scratch::new());
-        Pass { id, slots: sc.slots, order: sc.order, stack: sc.stack }
+        Pass { id, tensors: sc.tensors, slots: sc.slots, order: sc.order, stack: sc.stack }
     }
     /// The slot of a tracked tensor, and whether it was created now.
     #[inline]
@@ -258,30 +292,32 @@ impl<T: Float> Pass<T> {
             return (s as usize, false);
         }
         let idx = self.slots.len();
-        self.slots.push(Slot { t: t.clone(), grad: None, prev: (p, s), target: None, propagate: false, explored: false });
         v.mark.set((self.id, idx as u32));
+        self.tensors.push(t.clone());
+        self.slots.push(Slot { grad: None, prev: (p, s), target: None, propagate: false, explored: false });
         (idx, true)
-    }
-    #[inline]
-    fn existing(&self, t: &Tensor<T>) -> Option<usize> {
-        let (p, s) = t.var.as_ref()?.mark.get();
-        (p == self.id).then_some(s as usize)
     }
 }
 
 impl<T: Float> Drop for Pass<T> {
     fn drop(&mut self) {
-        for s in self.slots.iter().rev() {
-            s.var().mark.set(s.prev);
+        for (t, s) in self.tensors.iter().zip(&self.slots).rev() {
+            var_of(t).mark.set(s.prev);
         }
-        // Dropping the slots may free graphs (and recycle their records); no borrow is held.
+        // Dropping the tensors may free graphs (and recycle their records); no borrow is held.
         self.slots.clear();
+        self.tensors.clear();
         if self.slots.capacity() > MAX_KEPT_SLOTS {
             return;
         }
         self.order.clear();
         self.stack.clear();
-        let sc = Scratch { slots: std::mem::take(&mut self.slots), order: std::mem::take(&mut self.order), stack: std::mem::take(&mut self.stack) };
+        let sc = Scratch {
+            tensors: std::mem::take(&mut self.tensors),
+            slots: std::mem::take(&mut self.slots),
+            order: std::mem::take(&mut self.order),
+            stack: std::mem::take(&mut self.stack),
+        };
         let _ = T::graph_state().try_with(move |g| {
             let mut cur = g.scratch.borrow_mut();
             // Keep the larger lists when passes nested.
@@ -342,8 +378,12 @@ pub(crate) fn run_backward<T: Float>(
             continue;
         }
         pass.slots[s].explored = true;
-        let t = pass.slots[s].t.clone();
-        let Some(node) = t.var.as_ref().expect("tracked").node.as_ref() else { continue };
+        // A second handle on the identity, not a clone of the tensor (no value buffer or shape
+        // to copy, no drop check), so the node can be read while `slot_of` appends to the
+        // lists. `pass.tensors[s]` holds the tensor until the pass ends, so this handle is never
+        // the last one and dropping it can neither free nor recycle the record.
+        let var = Rc::clone(var_of(&pass.tensors[s]));
+        let Some(node) = var.node.as_ref() else { continue };
         order.push(s as u32);
         let op = node.op.borrow();
         let Some(op) = op.as_ref() else { continue };
@@ -357,12 +397,11 @@ pub(crate) fn run_backward<T: Float>(
         }
     }
     // Decreasing sequence number: consumers before producers.
-    order.sort_unstable_by_key(|&s| std::cmp::Reverse(pass.slots[s as usize].var().id));
+    order.sort_unstable_by_key(|&s| std::cmp::Reverse(var_of(&pass.tensors[s as usize]).id));
     if targets.is_some() {
         for &s in order.iter().rev() {
             let s = s as usize;
-            let t = pass.slots[s].t.clone();
-            let node = t.var.as_ref().expect("tracked").node.as_ref().expect("node slot");
+            let node = var_of(&pass.tensors[s]).node.as_ref().expect("node slot");
             let op = node.op.borrow();
             let Some(op) = op.as_ref() else {
                 // Released: what it leads to is unknown; if a gradient reaches it, the pass must
@@ -372,7 +411,7 @@ pub(crate) fn run_backward<T: Float>(
             };
             let mut p = false;
             for x in op.inputs().iter() {
-                if let Some(i) = pass.existing(x) {
+                if let Some(i) = existing(pass.id, x) {
                     p |= pass.slots[i].target.is_some() || pass.slots[i].propagate;
                 }
             }
@@ -385,8 +424,9 @@ pub(crate) fn run_backward<T: Float>(
     for &s in &order {
         let s = s as usize;
         let Some(g) = pass.slots[s].grad.take() else { continue };
-        let out = pass.slots[s].t.clone();
-        let var = out.var.as_ref().expect("tracked");
+        // Borrowed, not cloned: the rule only writes `pass.slots`, never `pass.tensors`.
+        let out = &pass.tensors[s];
+        let var = var_of(out);
         let node = var.node.as_ref().expect("node slot");
         let g = run_hooks(var, g)?;
         if var.retain.get() {
@@ -409,14 +449,14 @@ pub(crate) fn run_backward<T: Float>(
         let _release = ReleaseOnDrop(if retain { None } else { Some(node) });
         let borrowed = node.op.borrow();
         let Some(op) = borrowed.as_ref() else {
-            return Err(AutodiffError::GraphFreed { node: describe_node(&out) });
+            return Err(AutodiffError::GraphFreed { node: describe_node(out) });
         };
         let inputs = op.inputs();
         let need_of = |x: &Tensor<T>| {
             x.requires_grad_flag()
                 && match targets {
                     None => true,
-                    Some(_) => pass.existing(x).is_some_and(|i| pass.slots[i].target.is_some() || pass.slots[i].propagate),
+                    Some(_) => existing(pass.id, x).is_some_and(|i| pass.slots[i].target.is_some() || pass.slots[i].propagate),
                 }
         };
         // Inline for one- and two-input ops: no allocation per node on the common path.
@@ -446,11 +486,11 @@ pub(crate) fn run_backward<T: Float>(
                 continue;
             }
         }
-        let gis = match op {
+        let mut gis = match op {
             Op::Custom { f, inputs: xs } => {
                 // The user's rule: its mistakes are reported as errors naming it.
                 let refs: Vec<&Tensor<T>> = xs.iter().collect();
-                let gis = f.backward(&refs, &out, &g);
+                let gis = f.backward(&refs, out, &g);
                 if gis.len() != xs.len() {
                     return Err(AutodiffError::CustomGradientCount { op: f.name().to_string(), expected: xs.len(), actual: gis.len() });
                 }
@@ -468,7 +508,7 @@ pub(crate) fn run_backward<T: Float>(
                 }
                 Grads::from(gis)
             }
-            _ => op.backward(&out, &g, need, !create),
+            _ => op.backward(out, &g, need, !create),
         };
         if anomaly::is_anomaly_enabled() {
             if let Some(a) = anomaly::check_backward(op, &g, &gis, node.location) {
@@ -479,7 +519,6 @@ pub(crate) fn run_backward<T: Float>(
                 }
             }
         }
-        let mut gis = gis;
         for (k, (x, gi)) in inputs.iter().zip(gis.iter_mut()).enumerate() {
             let Some(gi) = gi.take() else { continue };
             if !need[k] {
@@ -492,7 +531,7 @@ pub(crate) fn run_backward<T: Float>(
                 gi.shape,
                 x.shape
             );
-            let i = pass.existing(x).expect("inputs of a visited node were discovered");
+            let i = existing(pass.id, x).expect("inputs of a visited node were discovered");
             accumulate(&mut pass.slots[i].grad, gi, create);
         }
     }
@@ -503,12 +542,11 @@ pub(crate) fn run_backward<T: Float>(
 
     // Leaves, in the order they were reached.
     for s in 0..pass.slots.len() {
-        if !pass.slots[s].var().is_leaf() {
+        let v = var_of(&pass.tensors[s]);
+        if !v.is_leaf() {
             continue;
         }
         let Some(g) = pass.slots[s].grad.take() else { continue };
-        let t = pass.slots[s].t.clone();
-        let v = t.var.as_ref().expect("tracked");
         let g = run_hooks(v, g)?;
         match targets {
             Some(_) => {

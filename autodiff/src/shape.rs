@@ -6,7 +6,7 @@ use std::fmt;
 pub const MAX_RANK: usize = 8;
 
 /// Dimensions of a row-major tensor. `Copy`, so ops pass shapes around for free.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy)]
 pub struct Shape {
     dims: [usize; MAX_RANK],
     rank: u8,
@@ -109,6 +109,23 @@ impl Shape {
         let a = if axis < 0 { axis + r } else { axis };
         assert!(a >= 0 && a < r, "{op}: axis {axis} is out of range for shape {self:?}");
         a as usize
+    }
+}
+
+// Equality and hashing look at the `rank` used dimensions only: comparing the whole inline
+// array made every shape check (one per gradient in backward, one per binary op) a call to
+// `memcmp` of 64 bytes; most shapes have rank 0 to 2. The element loop (rather than slice
+// `==`, which also calls `memcmp`) compiles to a few inline compares.
+impl PartialEq for Shape {
+    #[inline]
+    fn eq(&self, other: &Shape) -> bool {
+        self.rank == other.rank && self.dims().iter().zip(other.dims()).all(|(a, b)| a == b)
+    }
+}
+impl Eq for Shape {}
+impl std::hash::Hash for Shape {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.dims().hash(h)
     }
 }
 

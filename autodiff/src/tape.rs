@@ -25,7 +25,9 @@
 //!    node counts these self-references when it is recorded (`Node::self_refs`); when a
 //!    tensor is dropped and only the self-references remain, its op is released, which breaks
 //!    the cycle. This is why every strong reference to a `Var` inside chi is held by a
-//!    [`Tensor`] (whose `Drop` makes the check), never by a bare `Rc<Var>`.
+//!    [`Tensor`] (whose `Drop` makes the check), never by a bare `Rc<Var>` (the one exception is
+//!    a short-lived second handle that backward takes while a tensor of its own holds the same
+//!    `Var`, so it is never the reference whose drop would need the check).
 //! 3. **Dropping is iterative.** Dropping the last tensor of a chain of a million ops must not
 //!    recurse a million frames deep: a node's op is moved to a per-thread queue and the
 //!    outermost drop empties the queue in a loop.
@@ -91,35 +93,85 @@ impl Float for f64 {
     }
 }
 
-/// Drops an op that has been taken out of its node, iteratively (invariant 3): if a drop is
-/// already running on this thread the op is queued for it, otherwise this call empties the queue.
-pub(crate) fn dispose_op<T: Float>(op: Op<T>) {
-    // The op is dropped where it lies (no copy) unless another drop is running, in which case
-    // it is moved to the queue. At thread exit the state is gone and the op is dropped plainly.
+/// How the op being disposed of is dropped (invariant 3).
+enum Disposal {
+    /// No other drop is running on this thread: drop it now, then empty the queue.
+    Here,
+    /// A drop is running further up the stack: queue the op for it.
+    Queue,
+    /// The thread's state is gone (thread exit): drop it plainly.
+    Plain,
+}
+
+/// Counts an op as released and says how to drop it. Every `Here` must be followed by
+/// [`drain_queue`].
+#[inline]
+fn begin_disposal<T: Float>() -> Disposal {
     let outermost = T::graph_state().try_with(|s| {
         s.live.set(s.live.get() - 1);
         !s.draining.replace(true)
     });
     match outermost {
-        Ok(true) => {
-            drop(op);
-            let _ = T::graph_state().try_with(|s| {
-                loop {
-                    let next = s.queue.borrow_mut().pop();
-                    match next {
-                        Some(op) => drop(op),
-                        None => break,
-                    }
-                }
-                s.draining.set(false);
-            });
-        }
-        Ok(false) => {
-            // If the state were gone the op would be dropped with the closure.
-            let _ = T::graph_state().try_with(move |s| s.queue.borrow_mut().push(op));
-        }
-        Err(_) => drop(op),
+        Ok(true) => Disposal::Here,
+        Ok(false) => Disposal::Queue,
+        Err(_) => Disposal::Plain,
     }
+}
+
+/// Drops the op in `slot`, if any, iteratively (invariant 3): if a drop is already running on
+/// this thread the op is queued for it, otherwise it is dropped where it lies and this call
+/// empties the queue. Returns whether there was an op.
+///
+/// Dropped in place rather than moved out first: an op is ~200 bytes, and each move of it
+/// (`take`, passing it on) was a `memcpy` call on the per-op paths of backward and of record
+/// recycling.
+#[inline]
+pub(crate) fn dispose_op<T: Float>(slot: &mut Option<Op<T>>) -> bool {
+    if slot.is_none() {
+        return false;
+    }
+    match begin_disposal::<T>() {
+        Disposal::Here => {
+            *slot = None;
+            drain_queue::<T>();
+        }
+        Disposal::Queue => queue_op(slot.take()),
+        Disposal::Plain => *slot = None,
+    }
+    true
+}
+
+/// Drops the ops queued while the outermost [`dispose_op`] was dropping its own, then ends it.
+/// Inlined for the usual case of an empty queue (dropping one op rarely frees another node).
+#[inline]
+fn drain_queue<T: Float>() {
+    let _ = T::graph_state().try_with(|s| {
+        if s.queue.borrow().is_empty() {
+            s.draining.set(false);
+        } else {
+            drain_queue_slow(s);
+        }
+    });
+}
+
+#[inline(never)]
+fn drain_queue_slow<T: Float>(s: &GraphState<T>) {
+    loop {
+        let next = s.queue.borrow_mut().pop();
+        match next {
+            Some(op) => drop(op),
+            None => break,
+        }
+    }
+    s.draining.set(false);
+}
+
+/// Hands an op to the drop already running on this thread (see [`dispose_op`]).
+#[cold]
+#[inline(never)]
+fn queue_op<T: Float>(op: Option<Op<T>>) {
+    // If the state were gone the op would be dropped with the closure.
+    let _ = T::graph_state().try_with(move |s| s.queue.borrow_mut().extend(op));
 }
 
 /// A gradient hook: observes a gradient and may replace it (return `Some`).
@@ -177,6 +229,7 @@ pub(crate) struct VarExtra<T: Float> {
     pub(crate) sparse_grad: RefCell<Option<SparseRows<T>>>,
 }
 
+#[inline]
 pub(crate) fn next_id() -> u64 {
     NEXT_ID.with(|c| {
         let v = c.get();
@@ -239,12 +292,16 @@ impl<T: Float> Var<T> {
     pub(crate) fn blank(&mut self) {
         // The node itself stays (without op) so that `new_node_rc` can reuse it in place.
         if let Some(node) = &mut self.node {
-            if let Some(op) = node.op.get_mut().take() {
-                dispose_op(op);
-            }
+            dispose_op(node.op.get_mut());
         }
-        *self.grad.get_mut() = None;
-        self.extra = OnceCell::new();
+        // Most records (intermediates) have neither: test before dropping, which is cheaper
+        // than an unconditional drop call per recycled record.
+        if self.grad.get_mut().is_some() {
+            *self.grad.get_mut() = None;
+        }
+        if self.extra.get().is_some() {
+            self.extra = OnceCell::new();
+        }
         self.requires_grad.set(true);
         self.retain.set(false);
         self.mark.set((0, 0));
@@ -288,24 +345,32 @@ pub(crate) struct Node<T: Float> {
 
 impl<T: Float> Node<T> {
     /// Takes the op out (dropping its saved tensors iteratively). Returns whether there was one.
+    #[inline]
     pub(crate) fn release(&self) -> bool {
         self.self_refs.set(0);
-        let op = self.op.borrow_mut().take();
-        match op {
-            Some(op) => {
-                dispose_op(op);
-                true
-            }
-            None => false,
+        if self.op.borrow().is_none() {
+            return false;
         }
+        match begin_disposal::<T>() {
+            Disposal::Here => {
+                // Dropped inside the cell (see `dispose_op` for why not moved out). Nothing the
+                // op's contents reach can borrow this cell meanwhile: ownership points backwards
+                // (invariant 1), `self_refs` is 0 so dropping a saved output does not come back
+                // here, and any other node's op freed by this drop is queued (invariant 3) and
+                // dropped after the borrow ends.
+                *self.op.borrow_mut() = None;
+                drain_queue::<T>();
+            }
+            Disposal::Queue => queue_op(self.op.borrow_mut().take()),
+            Disposal::Plain => *self.op.borrow_mut() = None,
+        }
+        true
     }
 }
 
 impl<T: Float> Drop for Node<T> {
     fn drop(&mut self) {
-        if let Some(op) = self.op.get_mut().take() {
-            dispose_op(op);
-        }
+        dispose_op(self.op.get_mut());
     }
 }
 
@@ -346,6 +411,7 @@ pub fn tape_len<T: Float>() -> usize {
 pub fn clear_tape<T: Float>() {}
 
 /// Whether ops currently record onto the tape.
+#[inline]
 pub fn is_grad_enabled() -> bool {
     GRAD_ENABLED.with(|g| g.get())
 }
@@ -409,7 +475,9 @@ pub(crate) fn record<T: Float>(
     let var = out.var.as_ref().expect("just set");
     let node = var.node.as_ref().expect("just set");
     // Built straight into the node (`make_op` only clones tensors; it cannot reach this cell).
-    *node.op.borrow_mut() = Some(make_op(&out));
+    // `get_or_insert_with` on the known-empty cell lets the op be built in place instead of
+    // on the stack and then copied in.
+    node.op.borrow_mut().get_or_insert_with(|| make_op(&out));
     // `out` holds one reference; anything above one was saved by the op itself.
     node.self_refs.set((Rc::strong_count(var) - 1) as u32);
     // Counted before the anomaly check, which may panic: the node is then dropped (and

@@ -309,6 +309,21 @@ fn par3<T: Real>(cost: Cost, x: &[T], y: &[T], g: &[T], out: &mut [T], f: impl F
 // SIMD map helpers. Tails are computed by the same vector code on a zero-padded buffer, so every
 // element's result is independent of its position (and of the thread split).
 
+/// Copies a vector tail (fewer than 8 elements) between a slice and a padded buffer. A plain
+/// `copy_from_slice` of a variable length becomes a call to `memcpy`, which on one-element
+/// tensors (scalar graphs) costs more than the arithmetic; this loop has a constant trip count
+/// and is unrolled into a few conditional moves instead.
+#[inline(always)]
+fn copy_tail<S: Copy>(dst: &mut [S], src: &[S]) {
+    let n = src.len();
+    debug_assert!(dst.len() == n && n < 8);
+    for i in 0..8 {
+        if i < n {
+            dst[i] = src[i];
+        }
+    }
+}
+
 #[inline(always)]
 pub(crate) fn map1<V: SimdVec>(x: &[V::S], y: &mut [V::S], f: impl Fn(V) -> V) {
     let mut xc = x.chunks_exact(V::LANES);
@@ -319,9 +334,9 @@ pub(crate) fn map1<V: SimdVec>(x: &[V::S], y: &mut [V::S], f: impl Fn(V) -> V) {
     let (xr, yr) = (xc.remainder(), yc.into_remainder());
     if !xr.is_empty() {
         let mut buf = [<V::S as Real>::ZERO; 8];
-        buf[..xr.len()].copy_from_slice(xr);
+        copy_tail(&mut buf[..xr.len()], xr);
         f(V::load(&buf)).store(&mut buf);
-        yr.copy_from_slice(&buf[..xr.len()]);
+        copy_tail(yr, &buf[..xr.len()]);
     }
 }
 
@@ -334,10 +349,10 @@ pub(crate) fn map1_inplace<V: SimdVec>(x: &mut [V::S], f: impl Fn(V) -> V) {
     let xr = xc.into_remainder();
     if !xr.is_empty() {
         let mut buf = [<V::S as Real>::ZERO; 8];
-        buf[..xr.len()].copy_from_slice(xr);
+        copy_tail(&mut buf[..xr.len()], xr);
         f(V::load(&buf)).store(&mut buf);
         let n = xr.len();
-        xr.copy_from_slice(&buf[..n]);
+        copy_tail(xr, &buf[..n]);
     }
 }
 
@@ -354,10 +369,10 @@ pub(crate) fn map2<V: SimdVec>(a: &[V::S], b: &[V::S], out: &mut [V::S], f: impl
         let n = ar.len();
         let mut ba = [<V::S as Real>::ZERO; 8];
         let mut bb = [<V::S as Real>::ZERO; 8];
-        ba[..n].copy_from_slice(ar);
-        bb[..n].copy_from_slice(br);
+        copy_tail(&mut ba[..n], ar);
+        copy_tail(&mut bb[..n], br);
         f(V::load(&ba), V::load(&bb)).store(&mut ba);
-        or.copy_from_slice(&ba[..n]);
+        copy_tail(or, &ba[..n]);
     }
 }
 
@@ -373,10 +388,10 @@ pub(crate) fn map2_inplace<V: SimdVec>(a: &mut [V::S], b: &[V::S], f: impl Fn(V,
         let n = ar.len();
         let mut ba = [<V::S as Real>::ZERO; 8];
         let mut bb = [<V::S as Real>::ZERO; 8];
-        ba[..n].copy_from_slice(ar);
-        bb[..n].copy_from_slice(br);
+        copy_tail(&mut ba[..n], ar);
+        copy_tail(&mut bb[..n], br);
         f(V::load(&ba), V::load(&bb)).store(&mut ba);
-        ar.copy_from_slice(&ba[..n]);
+        copy_tail(ar, &ba[..n]);
     }
 }
 
@@ -395,11 +410,11 @@ pub(crate) fn map3<V: SimdVec>(x: &[V::S], y: &[V::S], g: &[V::S], out: &mut [V:
         let mut bx = [<V::S as Real>::ZERO; 8];
         let mut by = [<V::S as Real>::ZERO; 8];
         let mut bg = [<V::S as Real>::ZERO; 8];
-        bx[..n].copy_from_slice(xr);
-        by[..n].copy_from_slice(yr);
-        bg[..n].copy_from_slice(gr);
+        copy_tail(&mut bx[..n], xr);
+        copy_tail(&mut by[..n], yr);
+        copy_tail(&mut bg[..n], gr);
         f(V::load(&bx), V::load(&by), V::load(&bg)).store(&mut bx);
-        or.copy_from_slice(&bx[..n]);
+        copy_tail(or, &bx[..n]);
     }
 }
 
@@ -417,11 +432,11 @@ pub(crate) fn map3_inplace<V: SimdVec>(acc: &mut [V::S], a: &[V::S], b: &[V::S],
         let mut bx = [<V::S as Real>::ZERO; 8];
         let mut ba = [<V::S as Real>::ZERO; 8];
         let mut bb = [<V::S as Real>::ZERO; 8];
-        bx[..n].copy_from_slice(cr);
-        ba[..n].copy_from_slice(ar);
-        bb[..n].copy_from_slice(br);
+        copy_tail(&mut bx[..n], cr);
+        copy_tail(&mut ba[..n], ar);
+        copy_tail(&mut bb[..n], br);
         f(V::load(&bx), V::load(&ba), V::load(&bb)).store(&mut bx);
-        cr.copy_from_slice(&bx[..n]);
+        copy_tail(cr, &bx[..n]);
     }
 }
 
