@@ -176,7 +176,6 @@ pub fn text_cnn_sentences(docs: &[Vec<String>], labels: &[usize], vectors: Optio
     if vectors.is_none() && cfg.modes.iter().any(|&m| m != EmbeddingMode::Random) {
         return Err(TextError::Invalid { op, msg: "static and non-static variants need pretrained vectors".into() });
     }
-    let classes = labels.iter().copied().max().map_or(0, |m| m + 1).max(2);
     let folds = stratified_folds(labels, cfg.folds, cfg.seed)?;
     let run = cfg.max_folds.unwrap_or(cfg.folds).min(cfg.folds);
     let mut names: Vec<String> = cfg.modes.iter().map(|m| format!("cnn-{}", m.name())).collect();
@@ -185,35 +184,16 @@ pub fn text_cnn_sentences(docs: &[Vec<String>], labels: &[usize], vectors: Optio
     let mut secs = vec![0.0; names.len()];
     let mut coverage = Vec::new();
     for (f, test) in folds.iter().enumerate().take(run) {
-        let mut is_test = vec![false; docs.len()];
-        test.iter().for_each(|&i| is_test[i] = true);
-        let train: Vec<usize> = (0..docs.len()).filter(|&i| !is_test[i]).collect();
-        let vocab = Vocab::build(train.iter().map(|&i| docs[i].as_slice()), cfg.min_count);
-        let enc = |idx: &[usize]| -> Vec<Vec<usize>> { idx.iter().map(|&i| vocab.encode(&docs[i])).collect() };
-        let (xtr, xte) = (enc(&train), enc(test));
-        let ytr: Vec<usize> = train.iter().map(|&i| labels[i]).collect();
-        let yte: Vec<usize> = test.iter().map(|&i| labels[i]).collect();
-        let seed = cfg.seed.wrapping_mul(1000).wrapping_add(f as u64);
-        let pre = vectors.map(|v| {
-            let (m, hits) = pretrained_matrix(&vocab, v, &mut Rng::new(seed ^ 0xe3b));
-            coverage.push(hits as f64 / vocab.len() as f64);
-            (m, v.dim)
-        });
-        for (j, &mode) in cfg.modes.iter().enumerate() {
-            let t0 = Instant::now();
-            let emb_dim = pre.as_ref().map_or(cfg.cnn.emb_dim, |p| p.1);
-            let c = TextCnnConfig { vocab: vocab.len(), emb_dim, classes, mode, seed, ..cfg.cnn.clone() };
-            let model = TextCnn::<f32>::new(c, pre.as_ref().map(|p| p.0.as_slice()))?;
-            fit(&model, &xtr, &ytr, &FitConfig { seed, ..cfg.cnn_fit.clone() })?;
-            accs[j].push(accuracy(&predict(&model, &xte, 100)?, &yte));
-            secs[j] += t0.elapsed().as_secs_f64();
+        let mut fold_models: Vec<CvModel> = cfg.modes.iter().map(|&m| CvModel::Cnn(m)).collect();
+        fold_models.push(CvModel::BowLogReg);
+        for (j, m) in fold_models.into_iter().enumerate() {
+            let r = cv_fold(docs, labels, vectors, cfg, test, f, m)?;
+            accs[j].push(r.accuracy);
+            secs[j] += r.seconds;
+            if j == 0 {
+                coverage.extend(r.coverage);
+            }
         }
-        let t0 = Instant::now();
-        let bow = BowLogReg::<f32>::new(vocab.len(), classes);
-        fit(&bow, &xtr, &ytr, &FitConfig { seed, ..cfg.bow_fit.clone() })?;
-        let j = names.len() - 1;
-        accs[j].push(accuracy(&predict(&bow, &xte, 500)?, &yte));
-        secs[j] += t0.elapsed().as_secs_f64();
     }
     let models = names
         .into_iter()
@@ -231,6 +211,76 @@ pub fn text_cnn_sentences(docs: &[Vec<String>], labels: &[usize], vectors: Optio
         pretrained_coverage: (!coverage.is_empty()).then(|| mean_std(&coverage).0),
         models,
     })
+}
+
+/// A model of the sentence-classification cross-validation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CvModel {
+    /// The text CNN with this embedding mode.
+    Cnn(EmbeddingMode),
+    /// The bag-of-words logistic regression.
+    BowLogReg,
+}
+
+impl CvModel {
+    /// `cnn-rand`, `cnn-static`, `cnn-non-static` or `bow-logreg`.
+    pub fn name(self) -> String {
+        match self {
+            CvModel::Cnn(m) => format!("cnn-{}", m.name()),
+            CvModel::BowLogReg => "bow-logreg".into(),
+        }
+    }
+}
+
+/// One fold of one model: its test accuracy, seconds, and the share of the fold's vocabulary
+/// with a pretrained vector (when vectors are given).
+#[derive(Clone, Debug)]
+pub struct FoldResult {
+    /// Test accuracy.
+    pub accuracy: f64,
+    /// Wall-clock seconds of training and testing.
+    pub seconds: f64,
+    /// Pretrained-vector coverage of the fold's vocabulary.
+    pub coverage: Option<f64>,
+}
+
+/// Trains `model` on every example outside `test` (fold number `f`, which seeds it) and
+/// returns its accuracy on `test`: the unit of [`text_cnn_sentences`], so a caller can run
+/// (and resume) folds one at a time.
+pub fn cv_fold(docs: &[Vec<String>], labels: &[usize], vectors: Option<&Embeddings>, cfg: &TextCnnSentencesConfig, test: &[usize], f: usize, model: CvModel) -> Result<FoldResult> {
+    let classes = labels.iter().copied().max().map_or(0, |m| m + 1).max(2);
+    let mut is_test = vec![false; docs.len()];
+    test.iter().for_each(|&i| is_test[i] = true);
+    let train: Vec<usize> = (0..docs.len()).filter(|&i| !is_test[i]).collect();
+    let vocab = Vocab::build(train.iter().map(|&i| docs[i].as_slice()), cfg.min_count);
+    let enc = |idx: &[usize]| -> Vec<Vec<usize>> { idx.iter().map(|&i| vocab.encode(&docs[i])).collect() };
+    let (xtr, xte) = (enc(&train), enc(test));
+    let ytr: Vec<usize> = train.iter().map(|&i| labels[i]).collect();
+    let yte: Vec<usize> = test.iter().map(|&i| labels[i]).collect();
+    let seed = cfg.seed.wrapping_mul(1000).wrapping_add(f as u64);
+    let pre = vectors.map(|v| {
+        let (m, hits) = pretrained_matrix(&vocab, v, &mut Rng::new(seed ^ 0xe3b));
+        (m, v.dim, hits as f64 / vocab.len() as f64)
+    });
+    let t0 = Instant::now();
+    let accuracy = match model {
+        CvModel::Cnn(mode) => {
+            if mode != EmbeddingMode::Random && pre.is_none() {
+                return Err(TextError::Invalid { op: "cv_fold", msg: "static and non-static variants need pretrained vectors".into() });
+            }
+            let emb_dim = pre.as_ref().map_or(cfg.cnn.emb_dim, |p| p.1);
+            let c = TextCnnConfig { vocab: vocab.len(), emb_dim, classes, mode, seed, ..cfg.cnn.clone() };
+            let net = TextCnn::<f32>::new(c, pre.as_ref().map(|p| p.0.as_slice()))?;
+            fit(&net, &xtr, &ytr, &FitConfig { seed, ..cfg.cnn_fit.clone() })?;
+            accuracy(&predict(&net, &xte, 100)?, &yte)
+        }
+        CvModel::BowLogReg => {
+            let bow = BowLogReg::<f32>::new(vocab.len(), classes);
+            fit(&bow, &xtr, &ytr, &FitConfig { seed, ..cfg.bow_fit.clone() })?;
+            accuracy(&predict(&bow, &xte, 500)?, &yte)
+        }
+    };
+    Ok(FoldResult { accuracy, seconds: t0.elapsed().as_secs_f64(), coverage: pre.map(|p| p.2) })
 }
 
 /// Splits documents (each a list of sentences) into train and test by document with a seeded

@@ -37,6 +37,7 @@
 
 mod att_synthetic;
 mod bsfe_reviews;
+mod text_cnn_sentences;
 mod bsfe_synthetic;
 mod cnn_mnist;
 mod nn_surface;
@@ -293,6 +294,15 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: res_fashion::run,
             fixed_runs: None,
+        },
+        Experiment {
+            name: "text-cnn-sentences",
+            title: "Kim's text CNN (rand, static, non-static GloVe) vs bag of words, Pang & Lee 4,000 sentences, 10-fold CV [Tixier §5.2]",
+            data: &["pang-lee", "glove"],
+            runs: 1,
+            quick_runs: 1,
+            run: text_cnn_sentences::run,
+            fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick)"),
         },
         Experiment {
             name: "nmt-attention",
