@@ -3,6 +3,8 @@
 //! seeded mini-batch [`Batcher`].
 
 use crate::error::NnError;
+use crate::userdata::text::{Tokenizer, Vocab};
+use std::path::Path;
 use chi_autodiff::{Rng, Tensor};
 use serde::{Deserialize, Serialize};
 
@@ -147,7 +149,7 @@ pub struct Dataset {
     pub test: Split,
     /// How the files of a file dataset are read and encoded (saved with a run as `data.json`);
     /// `None` for the built-in datasets.
-    pub schema: Option<Box<crate::userdata::DataSchema>>,
+    pub schema: Option<Box<DataSchema>>,
 }
 
 /// Options of the built-in synthetic datasets (and, via `options`, of any registered one).
@@ -454,3 +456,211 @@ impl Batcher {
         self.state = s;
     }
 }
+
+// ------------------------------------------------------------------------------- file datasets
+//
+// The schema of a dataset read from the user's files (`crate::userdata` reads and writes it): it
+// lives here, beside `Dataset`, which carries it.
+
+/// What kind of inputs a dataset has: decides which models fit it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataKind {
+    /// Feature vectors (CSV columns, `.npy` rows).
+    Tabular,
+    /// Token sequences (text, pre-tokenized lines).
+    Text,
+    /// Images `[channels, height, width]` (IDX, `.npy` of rank ≥ 3).
+    Images,
+}
+
+impl DataKind {
+    /// The name shown by `chi train --list`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataKind::Tabular => "tabular",
+            DataKind::Text => "text",
+            DataKind::Images => "images",
+        }
+    }
+    /// The kind of a dataset's inputs: token inputs are text, dense inputs of rank ≥ 2 images.
+    pub fn of(inputs: &Inputs) -> DataKind {
+        match inputs {
+            Inputs::Dense { shape, .. } if shape.len() >= 2 => DataKind::Images,
+            Inputs::Dense { .. } => DataKind::Tabular,
+            Inputs::Tokens { .. } | Inputs::TokenPairs { .. } => DataKind::Text,
+        }
+    }
+}
+
+/// How the files of a dataset are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Comma-separated values with a header row.
+    Csv,
+    /// Tab-separated values with a header row.
+    Tsv,
+    /// A folder with one sub-folder of text files per class.
+    Folder,
+    /// One example per line: label, then white-space separated tokens.
+    Lines,
+    /// NumPy `.npy` arrays.
+    Npy,
+    /// IDX arrays (the MNIST format).
+    Idx,
+}
+
+impl Format {
+    /// All formats, for messages.
+    pub const ALL: [Format; 6] = [Format::Csv, Format::Tsv, Format::Folder, Format::Lines, Format::Npy, Format::Idx];
+    /// The name used by `format = …` / `--format`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Tsv => "tsv",
+            Format::Folder => "folder",
+            Format::Lines => "lines",
+            Format::Npy => "npy",
+            Format::Idx => "idx",
+        }
+    }
+    /// Parses a format name.
+    pub fn parse(s: &str) -> Result<Format, NnError> {
+        Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| NnError::Unknown {
+            context: "data".into(),
+            kind: "format".into(),
+            name: s.into(),
+            known: Format::ALL.iter().map(|f| f.name().to_string()).collect(),
+        })
+    }
+    /// The format a path implies: a directory is a folder; otherwise the extension decides.
+    pub fn infer(path: &Path) -> Result<Format, NnError> {
+        if path.is_dir() {
+            return Ok(Format::Folder);
+        }
+        let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+        let stem = name.strip_suffix(".gz").unwrap_or(&name);
+        let f = if stem.ends_with(".csv") {
+            Format::Csv
+        } else if stem.ends_with(".tsv") || stem.ends_with(".tab") {
+            Format::Tsv
+        } else if stem.ends_with(".npy") {
+            Format::Npy
+        } else if stem.contains("idx") {
+            Format::Idx
+        } else if stem.ends_with(".txt") || stem.ends_with(".lines") {
+            Format::Lines
+        } else {
+            return Err(NnError::invalid(
+                "data",
+                "path",
+                path.display(),
+                "cannot tell the format from the name (.csv, .tsv, .npy, an IDX name, .txt, or a directory); give it with --format",
+            ));
+        };
+        Ok(f)
+    }
+    pub(crate) fn separator(self) -> u8 {
+        if self == Format::Tsv {
+            b'\t'
+        } else {
+            b','
+        }
+    }
+}
+
+/// One tabular feature as fitted on the training split.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Column {
+    /// A number, standardised: `(x − mean) / std`.
+    Numeric {
+        /// Column name.
+        name: String,
+        /// Training mean.
+        mean: f64,
+        /// Training standard deviation (1 when constant).
+        std: f64,
+    },
+    /// A text value, one-hot over the training categories.
+    Categorical {
+        /// Column name.
+        name: String,
+        /// The categories, in one-hot order.
+        categories: Vec<String>,
+    },
+}
+
+impl Column {
+    /// The column's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Column::Numeric { name, .. } | Column::Categorical { name, .. } => name,
+        }
+    }
+    /// How many input values it encodes to.
+    pub fn width(&self) -> usize {
+        match self {
+            Column::Numeric { .. } => 1,
+            Column::Categorical { categories, .. } => categories.len(),
+        }
+    }
+}
+
+/// The fitted input preprocessing of a [`DataSchema`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Encoder {
+    /// CSV feature columns.
+    Tabular {
+        /// The feature columns, in input order.
+        columns: Vec<Column>,
+    },
+    /// Text to token ids.
+    Text {
+        /// The tokenizer.
+        tokenizer: Tokenizer,
+        /// The vocabulary of the training split.
+        vocab: Vocab,
+        /// The text column of a CSV source.
+        text_column: Option<String>,
+    },
+    /// Arrays, standardised.
+    Array {
+        /// Shape of one example (`[features]` or `[channels, height, width]`).
+        shape: Vec<usize>,
+        /// Per-feature (rank-1 examples) or single (images) training mean.
+        mean: Vec<f32>,
+        /// Matching standard deviations (1 where constant).
+        std: Vec<f32>,
+    },
+}
+
+/// Everything needed to read new files as training did: format, task, class names and the
+/// fitted preprocessing. Saved with a run as `data.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DataSchema {
+    /// The inputs' kind.
+    pub kind: DataKind,
+    /// How files are read.
+    pub format: Format,
+    /// Classification, binary or regression.
+    pub task: Task,
+    /// Class names in class-id order (empty for regression).
+    pub classes: Vec<String>,
+    /// The target column (CSV) — also the name of the predicted value in outputs.
+    pub target: Option<String>,
+    /// The input preprocessing.
+    pub encoder: Encoder,
+    /// Names to show for the classes (e.g. Fashion-MNIST's garments for labels 0–9), when
+    /// they differ from the labels in the files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub display_names: Vec<String>,
+    /// Regression: the training mean and standard deviation of the target. Targets are
+    /// standardised with them (the model learns `(y − mean) / std`); [`DataSchema::unscale`]
+    /// maps a model output back to the target's units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_scale: Option<(f64, f64)>,
+}
+

@@ -9,6 +9,9 @@ use chi_nn::userdata;
 /// Fashion-MNIST's ten classes, in label order.
 pub const FASHION_CLASSES: [&str; 10] = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"];
 
+/// The dataset name of files given with `--data PATH`.
+pub const FILE_DATASET: &str = "file";
+
 /// Prints a loader's warnings (lossy text, imputed values) on stderr.
 fn warn(warnings: &[String]) {
     for w in warnings {
@@ -18,7 +21,7 @@ fn warn(warnings: &[String]) {
 
 /// `--data PATH`: reads the user's file or folder.
 pub fn build_file_dataset(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
-    let l = userdata::load(super::registry::FILE_DATASET, cfg, rng)?;
+    let l = userdata::load(FILE_DATASET, cfg, rng)?;
     warn(&l.warnings);
     Ok(l.dataset)
 }

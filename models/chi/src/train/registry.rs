@@ -102,8 +102,7 @@ pub struct Registry {
     pub datasets: Vec<DatasetEntry>,
 }
 
-/// The dataset name of files given with `--data PATH`.
-pub const FILE_DATASET: &str = "file";
+pub use super::files::FILE_DATASET;
 
 impl Registry {
     /// No entries.
