@@ -533,7 +533,7 @@ mod tests {
     fn experiments_without_seeded_repetitions_record_their_true_count() {
         let reg = registry();
         let fixed: Vec<&str> = reg.iter().filter(|e| e.fixed_runs.is_some()).map(|e| e.name).collect();
-        assert_eq!(fixed, ["ca-sem-lee", "ca-bsfe-reviews"]);
+        assert_eq!(fixed, ["ca-sem-lee", "ca-bsfe-reviews", "text-cnn-sentences"]);
         let dir = std::env::temp_dir().join(format!("chi-reproduce-record-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let ctx = Ctx::new("x", dir.clone(), true, 7, 1, false, false);
