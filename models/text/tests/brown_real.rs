@@ -1,0 +1,36 @@
+//! The real Brown corpus, when fetched (`scripts/fetch-data.sh --only brown`; skipped with that
+//! message otherwise): every one of its 500 files parses as `word/tag` sentences, and the token
+//! count is the corpus's published 1,161,192.
+
+use chi_text::brown::{load_brown_file, normalize_tag, universal_tag};
+
+#[test]
+fn the_whole_brown_corpus_parses_with_its_published_token_count() {
+    let dir = match chi_nn::data::require(chi_nn::data::Dataset::Brown) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n.len() == 4 && n.to_string_lossy().starts_with('c'))).collect();
+    files.sort();
+    assert_eq!(files.len(), 500, "{}", dir.display());
+    let (mut tokens, mut sentences) = (0usize, 0usize);
+    let mut unmapped = std::collections::BTreeSet::new();
+    for f in &files {
+        let s = load_brown_file(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        sentences += s.len();
+        for sent in &s {
+            tokens += sent.words.len();
+            for t in &sent.tags {
+                if universal_tag(&normalize_tag(t)) == "X" {
+                    unmapped.insert(normalize_tag(t));
+                }
+            }
+        }
+    }
+    assert_eq!(tokens, 1_161_192, "tokens in {} files", files.len());
+    assert!(sentences > 50_000, "{sentences} sentences");
+    eprintln!("Brown: {tokens} tokens, {sentences} sentences; tags mapped to X: {unmapped:?}");
+}
