@@ -104,12 +104,14 @@ pub fn universal_tag(tag: &str) -> &'static str {
     let t = t.as_str();
     let starts = |p: &str| t.starts_with(p);
     match t {
-        "*" | "rn" | "wrb" | "abl" => "ADV",
+        "*" | "rn" | "wrb" | "abl" | "wql" => "ADV",
         "md" => "VERB",
         "od" | "jj" | "jjr" | "jjs" | "jjt" => "ADJ",
-        "at" | "ap" | "abn" | "abx" | "wdt" | "ex" => "DET",
+        "at" | "ap" | "ap$" | "abn" | "abx" | "wdt" | "ex" => "DET",
         "in" => "ADP",
-        "cd" => "NUM",
+        "cd" | "cd$" => "NUM",
+        // Nominal pronouns ("anyone", "nothing") and their possessives.
+        "pn" | "pn$" => "PRON",
         "cc" | "cs" => "CONJ",
         "to" | "rp" => "PRT",
         "." | "," | ":" | "(" | ")" | "--" | "`" | "'" | "``" | "''" | "'''" => ".",
