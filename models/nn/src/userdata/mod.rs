@@ -161,27 +161,12 @@ fn has_header(recs: &[crate::data::CsvRecord], target: Option<&str>) -> bool {
         && rest.iter().all(|r| r.fields.iter().zip(&first.fields).all(|(a, b)| a.trim() != b.trim()))
 }
 
-/// Options of a file dataset, from the `[data]` table.
+/// The parts of a `[data]` table that are resolved before reading: the format and the text
+/// settings (the other options are read from the [`DataConfig`] itself).
 #[derive(Clone, Debug, Default)]
 pub struct FileOptions {
     /// Format (inferred from the path when `None`).
     pub format: Option<Format>,
-    /// Target column (CSV), label file (npy, IDX).
-    pub target: Option<String>,
-    /// Feature columns (CSV; default all but the target and text column).
-    pub features: Option<Vec<String>>,
-    /// Text column (CSV text classification).
-    pub text_column: Option<String>,
-    /// `classification` or `regression` (inferred when `None`).
-    pub task: Option<String>,
-    /// Whether the CSV has a header row (detected when `None`).
-    pub header: Option<bool>,
-    /// Train / validation / test fractions of one file.
-    pub split: Option<Vec<f64>>,
-    /// Validation file.
-    pub valid: Option<PathBuf>,
-    /// Test file.
-    pub test: Option<PathBuf>,
     /// Tokenizer (text).
     pub tokenizer: Tokenizer,
     /// Vocabulary: most tokens kept (`<unk>` included; 0 = all).
@@ -205,14 +190,6 @@ impl FileOptions {
         }
         Ok(FileOptions {
             format: cfg.format.as_deref().map(Format::parse).transpose()?,
-            target: cfg.target.clone(),
-            features: cfg.features.clone(),
-            text_column: cfg.text_column.clone(),
-            task: cfg.task.clone(),
-            header: cfg.header,
-            split: cfg.split.clone(),
-            valid: cfg.valid_path.as_ref().map(PathBuf::from),
-            test: cfg.test_path.as_ref().map(PathBuf::from),
             tokenizer,
             max_vocab: cfg.max_vocab.unwrap_or(20_000),
             min_count: cfg.min_count.unwrap_or(1),
@@ -248,7 +225,7 @@ struct CsvLayout {
     features: Vec<String>,
 }
 
-fn csv_layout(path: &Path, fmt: Format, o: &FileOptions) -> Result<CsvLayout, NnError> {
+fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnError> {
     let (recs, _) = csv_records(path, fmt.separator())?;
     if recs.is_empty() {
         return Err(DataError::whole("holds no rows").with_path(path).into());
@@ -276,7 +253,8 @@ fn csv_layout(path: &Path, fmt: Format, o: &FileOptions) -> Result<CsvLayout, Nn
     }
     // One text-valued feature of several words per row: text classification.
     let text = o.text_column.clone().or_else(|| {
-        if features.len() != 1 || o.format == Some(Format::Csv) && o.features.is_some() {
+        // Feature columns named by the user are features, not text.
+        if features.len() != 1 || o.features.is_some() {
             return None;
         }
         let c = names.iter().position(|n| *n == features[0])?;
@@ -423,9 +401,13 @@ fn read_arrays(path: &Path, fmt: Format, labels: Option<&Path>) -> Result<RawSet
         }
         _ => {
             let a = crate::data::read_idx(path)?;
-            let scale = matches!(a.data, crate::data::idx::IdxData::U8(_)).then_some(255.0);
-            let v = idx_values(a.data);
-            (a.dims, scale.map_or(v.clone(), |s| v.iter().map(|x| x / s).collect()))
+            // Bytes are pixel intensities: scaled to [0, 1] as the MNIST loaders do.
+            let bytes = matches!(a.data, crate::data::idx::IdxData::U8(_));
+            let mut v = idx_values(a.data);
+            if bytes {
+                v.iter_mut().for_each(|x| *x /= 255.0);
+            }
+            (a.dims, v)
         }
     };
     if shape.is_empty() || shape[0] == 0 {
@@ -521,11 +503,9 @@ fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> S
         },
     };
     if regression {
-        let Some(v) = numbers else {
-            let i = labels.iter().position(|l| parse_number(l).is_none()).unwrap_or(0);
+        if let Some(i) = labels.iter().position(|l| parse_number(l).is_none()) {
             return Err(NnError::invalid(origin(i), "target", format!("{:?}", labels[i]), "is not a number, but the task is regression"));
-        };
-        let _ = v;
+        }
         return Ok((Task::Regression, Vec::new()));
     }
     let mut classes: Vec<String> = labels.iter().map(|l| class_key(l)).collect();
@@ -571,9 +551,9 @@ pub fn stratified_split(labels: &[String], fractions: [f64; 3], rng: &mut Rng) -
     for (_, mut g) in groups {
         rng.shuffle(&mut g);
         let n = g.len();
-        let nv = ((fractions[1] / total) * n as f64).round() as usize;
-        let nt = ((fractions[2] / total) * n as f64).round() as usize;
-        let (nv, nt) = if nv + nt >= n { (nv.min(n.saturating_sub(1)), nt.min(n.saturating_sub(1 + nv.min(n.saturating_sub(1))))) } else { (nv, nt) };
+        // Validation first, then test, from what is left after one training example.
+        let nv = (((fractions[1] / total) * n as f64).round() as usize).min(n - 1);
+        let nt = (((fractions[2] / total) * n as f64).round() as usize).min(n - 1 - nv);
         out[2].extend_from_slice(&g[..nt]);
         out[1].extend_from_slice(&g[nt..nt + nv]);
         out[0].extend_from_slice(&g[nt + nv..]);
@@ -644,7 +624,6 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
         }
         _ => {
             let k: usize = raw.shape.iter().product();
-            let n = raw.examples.len().max(1) as f64;
             let per_feature = raw.shape.len() == 1;
             let width = if per_feature { k } else { 1 };
             let mut sum = vec![0f64; width];
@@ -660,7 +639,6 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
                     }
                 }
             }
-            let _ = n;
             let mean: Vec<f32> = (0..width).map(|c| (sum[c] / count[c].max(1.0)) as f32).collect();
             let std: Vec<f32> = (0..width)
                 .map(|c| {
@@ -811,17 +789,18 @@ impl DataSchema {
     }
 
     fn read_raw(&self, path: &Path, labels: Option<&Path>, labelled: bool) -> Result<RawSet, NnError> {
+        // A new CSV may be comma- or tab-separated whatever the training file was: its name decides.
+        let sep = match Format::infer(path) {
+            Ok(f @ (Format::Csv | Format::Tsv)) => f.separator(),
+            _ => self.format.separator(),
+        };
         match (self.format, &self.encoder) {
             (Format::Csv | Format::Tsv, Encoder::Text { text_column, .. }) if !path.is_dir() => {
                 let Some(tc) = text_column.clone() else { return read_lines(path, false) };
-                let lay = CsvLayout { sep: self.format.separator(), header: true, names: Vec::new(), target: self.target.clone().unwrap_or_default(), text: Some(tc), features: Vec::new() };
+                let lay = CsvLayout { sep, header: true, names: Vec::new(), target: self.target.clone().unwrap_or_default(), text: Some(tc), features: Vec::new() };
                 read_csv(path, &lay, labelled)
             }
             (Format::Csv | Format::Tsv, Encoder::Tabular { columns }) => {
-                let sep = match Format::infer(path) {
-                    Ok(f @ (Format::Csv | Format::Tsv)) => f.separator(),
-                    _ => self.format.separator(),
-                };
                 let lay = CsvLayout { sep, header: true, names: Vec::new(), target: self.target.clone().unwrap_or_default(), text: None, features: columns.iter().map(|c| c.name().to_string()).collect() };
                 read_csv(path, &lay, labelled)
             }
@@ -860,6 +839,21 @@ impl DataSchema {
         }
     }
 
+    /// The inputs of a file read by [`DataSchema::read_raw`], and what was replaced on the way.
+    fn encode_read(&self, raw: &RawSet, path: &Path) -> Result<(Inputs, Vec<String>), NnError> {
+        if raw.examples.is_empty() {
+            return Err(DataError::whole("holds no examples").with_path(path).into());
+        }
+        let mut rep = Replaced::default();
+        let inputs = self.encoder.encode(raw, &mut rep)?;
+        let mut warnings = Vec::new();
+        if raw.lossy > 0 {
+            warnings.push(format!("{}: {} files were not valid UTF-8 and were read lossily", path.display(), raw.lossy));
+        }
+        rep.report(&path.display().to_string(), &mut warnings);
+        Ok((inputs, warnings))
+    }
+
     /// A labelled file (or folder) encoded as training did: a split for `chi eval`. `labels`
     /// is the label file of array formats (`.npy`, IDX).
     pub fn encode_labelled(&self, path: &Path, labels: Option<&Path>) -> Result<(Split, Vec<String>), NnError> {
@@ -867,17 +861,8 @@ impl DataSchema {
             return Err(NnError::invalid("data", "target", "none", "array inputs need their label file (--target LABELS)"));
         }
         let raw = self.read_raw(path, labels, true)?;
-        if raw.examples.is_empty() {
-            return Err(DataError::whole("holds no examples").with_path(path).into());
-        }
-        let mut rep = Replaced::default();
-        let inputs = self.encoder.encode(&raw, &mut rep)?;
+        let (inputs, warnings) = self.encode_read(&raw, path)?;
         let targets = self.targets(&raw)?;
-        let mut warnings = Vec::new();
-        if raw.lossy > 0 {
-            warnings.push(format!("{}: {} files were not valid UTF-8 and were read lossily", path.display(), raw.lossy));
-        }
-        rep.report(&path.display().to_string(), &mut warnings);
         Ok((Split { inputs, targets }, warnings))
     }
 
@@ -885,16 +870,7 @@ impl DataSchema {
     /// example (`file:line`, a file's path, or `example N`), and warnings.
     pub fn encode_unlabelled(&self, path: &Path) -> Result<(Inputs, Vec<String>, Vec<String>), NnError> {
         let raw = self.read_raw(path, None, false)?;
-        if raw.examples.is_empty() {
-            return Err(DataError::whole("holds no inputs").with_path(path).into());
-        }
-        let mut rep = Replaced::default();
-        let inputs = self.encoder.encode(&raw, &mut rep)?;
-        let mut warnings = Vec::new();
-        if raw.lossy > 0 {
-            warnings.push(format!("{}: {} files were not valid UTF-8 and were read lossily", path.display(), raw.lossy));
-        }
-        rep.report(&path.display().to_string(), &mut warnings);
+        let (inputs, warnings) = self.encode_read(&raw, path)?;
         let ids = raw.examples.iter().map(|e| e.origin.clone()).collect();
         Ok((inputs, ids, warnings))
     }
@@ -979,62 +955,45 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
         Some(f) => f,
         None => Format::infer(&path)?,
     };
-    if matches!(format, Format::Npy | Format::Idx) && o.target.is_none() {
-        return Err(NnError::invalid("data", "target", "none", "array inputs need a label file: --target LABELS.npy (or the IDX labels file)"));
-    }
-    // Read the sources.
-    let warnings = Vec::new();
-    let mut layout = None;
-    let mut given: [Option<RawSet>; 3] = [None, None, None];
-    let read = |p: &Path, layout: &Option<CsvLayout>, split_dir: bool| -> Result<RawSet, NnError> {
+    let arrays = matches!(format, Format::Npy | Format::Idx);
+    let layout = match format {
+        Format::Csv | Format::Tsv => Some(csv_layout(&path, format, cfg)?),
+        _ => None,
+    };
+    // One labelled source; array inputs take their labels from a second file.
+    let read = |p: &Path, labels: Option<&Path>| -> Result<RawSet, NnError> {
         match format {
-            Format::Csv | Format::Tsv => read_csv(p, layout.as_ref().expect("layout"), true),
-            Format::Folder if split_dir => read_class_folder(p),
+            Format::Csv | Format::Tsv => read_csv(p, layout.as_ref().expect("a CSV layout"), true),
             Format::Folder => read_class_folder(p),
             Format::Lines => read_lines(p, true),
-            Format::Npy | Format::Idx => read_arrays(p, format, None),
+            Format::Npy | Format::Idx => read_arrays(p, format, labels),
         }
     };
-    if matches!(format, Format::Csv | Format::Tsv) {
-        layout = Some(csv_layout(&path, format, &o)?);
-    }
-    let label_path = |p: &Path, which: usize| -> Option<PathBuf> {
-        // Array labels: the target file for training; `X.npy` → `X.labels.npy`-style siblings are
-        // not guessed: valid/test array files take their labels from the option below.
-        let _ = p;
-        match which {
-            0 => o.target.as_ref().map(PathBuf::from),
-            1 => cfg.valid_target.as_ref().map(PathBuf::from),
-            _ => cfg.test_target.as_ref().map(PathBuf::from),
+    let label_file = |key: &str, file: &Option<String>| -> Result<Option<PathBuf>, NnError> {
+        match file {
+            _ if !arrays => Ok(None),
+            Some(f) => Ok(Some(PathBuf::from(f))),
+            None => Err(NnError::invalid("data", key, "none", "array inputs need a label file: --target LABELS.npy (or the IDX labels file)")),
         }
     };
-    let dir_splits = format == Format::Folder && ["train", "test"].iter().all(|s| path.join(s).is_dir());
-    if dir_splits {
-        given[0] = Some(read(&path.join("train"), &layout, true)?);
-        given[2] = Some(read(&path.join("test"), &layout, true)?);
+    let mut given: [Option<RawSet>; 3] = [None, None, None];
+    if format == Format::Folder && ["train", "test"].iter().all(|s| path.join(s).is_dir()) {
+        given[0] = Some(read(&path.join("train"), None)?);
+        given[2] = Some(read(&path.join("test"), None)?);
         if path.join("valid").is_dir() {
-            given[1] = Some(read(&path.join("valid"), &layout, true)?);
+            given[1] = Some(read(&path.join("valid"), None)?);
         }
-    } else if matches!(format, Format::Npy | Format::Idx) {
-        given[0] = Some(read_arrays(&path, format, label_path(&path, 0).as_deref())?);
     } else {
-        given[0] = Some(read(&path, &layout, false)?);
+        given[0] = Some(read(&path, label_file("target", &cfg.target)?.as_deref())?);
     }
-    for (slot, p) in [(1usize, &o.valid), (2, &o.test)] {
-        if let Some(p) = p {
-            if matches!(format, Format::Npy | Format::Idx) {
-                let lp = label_path(p, slot).ok_or_else(|| {
-                    NnError::invalid("data", if slot == 1 { "valid_target" } else { "test_target" }, "none", "array validation/test files need their label file")
-                })?;
-                given[slot] = Some(read_arrays(p, format, Some(&lp))?);
-            } else {
-                given[slot] = Some(read(p, &layout, false)?);
-            }
+    for (slot, file, labels, key) in [(1, &cfg.valid_path, &cfg.valid_target, "valid_target"), (2, &cfg.test_path, &cfg.test_target, "test_target")] {
+        if let Some(f) = file {
+            given[slot] = Some(read(Path::new(f), label_file(key, labels)?.as_deref())?);
         }
     }
     let train_raw = given[0].take().expect("training source");
     let [_, valid, test] = given;
-    finish(name, cfg, o, format, layout, train_raw, [valid, test], warnings, rng)
+    finish(name, cfg, o, format, layout, train_raw, [valid, test], rng)
 }
 
 /// An in-memory labelled image set as a dataset: a stratified train / validation / test split
@@ -1051,7 +1010,7 @@ pub fn from_image_sets(name: &str, train: &crate::data::ImageSet, test: Option<&
     };
     let o = FileOptions::from_config(cfg)?;
     let test = test.map(|t| raw(t, &format!("{name} test")));
-    let mut l = finish(name, cfg, o, Format::Idx, None, raw(train, &format!("{name} train")), [None, test], Vec::new(), rng)?;
+    let mut l = finish(name, cfg, o, Format::Idx, None, raw(train, &format!("{name} train")), [None, test], rng)?;
     if let Some(n) = names {
         if n.len() == l.schema.classes.len() {
             l.schema.display_names = n.iter().map(|s| s.to_string()).collect();
@@ -1071,9 +1030,9 @@ fn finish(
     layout: Option<CsvLayout>,
     train_raw: RawSet,
     given_vt: [Option<RawSet>; 2],
-    mut warnings: Vec<String>,
     rng: &mut Rng,
 ) -> Result<Loaded, NnError> {
+    let mut warnings = Vec::new();
     let [v, t] = given_vt;
     let mut given: [Option<RawSet>; 3] = [None, v, t];
     let path = train_raw.path.clone();
@@ -1086,12 +1045,12 @@ fn finish(
         }
     }
     // Split one source when validation / test files are not given.
-    let fractions = match &o.split {
+    let fractions = match &cfg.split {
         Some(f) => check_fractions(f)?,
         None => DEFAULT_SPLIT,
     };
     let labels: Vec<String> = train_raw.examples.iter().map(|e| e.label.clone().unwrap_or_default()).collect();
-    let task_hint = o.task.as_deref();
+    let task_hint = cfg.task.as_deref();
     let keys: Vec<String> = if task_hint == Some("regression") { vec![String::new(); labels.len()] } else { labels.iter().map(|l| class_key(l)).collect() };
     let need = [false, given[1].is_none(), given[2].is_none()];
     let mut parts: [RawSet; 3] = Default::default();
