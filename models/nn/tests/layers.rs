@@ -91,6 +91,20 @@ fn convolutions_and_pooling() {
     let conv = Conv1dText::in_store(&mut s, "conv", "g", 3, &[2, 3], 2, Activation::Relu, &mut rng);
     perturb(&s, &mut rng);
     check("Conv1dText (widths 2, 3; max over time)", &s, &[Tensor::randn(&[2, 6, 3], &mut rng)], |x| conv.forward(&x[0]));
+    check("Conv1dText with lengths", &s, &[Tensor::randn(&[3, 6, 3], &mut rng)], |x| conv.forward_lengths(&x[0], Some(&[6, 4, 1])));
+    // A text in a padded batch gives the features it gives alone, unpadded (a text shorter than
+    // the widest filter keeps that filter's first window), whatever the padding holds.
+    let tanh_conv = Conv1dText::in_store(&mut s, "conv_t", "g", 3, &[2, 3], 2, Activation::Tanh, &mut rng);
+    let x = Tensor::<f64>::randn(&[3, 6, 3], &mut rng);
+    for layer in [&conv, &tanh_conv] {
+        let batched = layer.forward_lengths(&x, Some(&[6, 4, 3])).to_vec();
+        for (r, n) in [(0usize, 6usize), (1, 4), (2, 3)] {
+            let alone = layer.forward(&x.narrow(0, r, 1).narrow(1, 0, n)).to_vec();
+            for (a, b) in batched[r * 4..(r + 1) * 4].iter().zip(&alone) {
+                assert!((a - b).abs() < 1e-12, "row {r}: batched {batched:?} vs alone {alone:?}");
+            }
+        }
+    }
 
     let mut s = ParamStore::new();
     let conv = Conv2d::in_store(&mut s, "c2", "g", 2, 3, 3, 1, 1, true, &mut rng);

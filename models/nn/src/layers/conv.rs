@@ -97,8 +97,21 @@ impl<T: Float> Conv1dText<T> {
     /// workload, the generic path spent a third of its time in `permute`/`transpose`.
     #[track_caller]
     pub fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
+        self.forward_lengths(x, None)
+    }
+
+    /// [`Conv1dText::forward`] of a right-padded batch whose row `n` is a text of `lengths[n]`
+    /// words: each filter's max runs over the windows inside the text only (the first window
+    /// when the text is shorter than the filter), so a text's features do not depend on how
+    /// far its batch is padded. The other windows get −10³⁰ added before the max: a constant,
+    /// so gradients are unchanged, and whatever the activation they never win.
+    #[track_caller]
+    pub fn forward_lengths(&self, x: &Tensor<T>, lengths: Option<&[usize]>) -> Tensor<T> {
         assert!(x.rank() == 3 && x.dim(2) == self.emb, "Conv1dText: input must be [batch, len, {}], got {:?}", self.emb, x.shape());
         let (b, len, e) = (x.dim(0), x.dim(1), self.emb);
+        if let Some(l) = lengths {
+            assert!(l.len() == b && l.iter().all(|&n| n <= len), "Conv1dText: lengths {l:?} do not fit a batch of {b} texts padded to {len}");
+        }
         let rows = x.reshape(&[b * len, e]);
         let pooled: Vec<Tensor<T>> = self
             .filters
@@ -112,8 +125,17 @@ impl<T: Float> Conv1dText<T> {
                 let windows = rows.gather_rows(Rc::new(ids), &[b * p * h, e]).reshape(&[b * p, h * e]);
                 // W [n_f, emb, h] → [h, emb, n_f] → [h·emb, n_f]: row r·emb + c holds W[:, c, r].
                 let wt = w.get().permute(&[2, 1, 0]).reshape(&[h * e, self.n_filters]);
-                let o = windows.matmul(&wt).add(&bias.get()).reshape(&[b, p, self.n_filters]);
-                self.act.apply(&o).max_axis(1, false)
+                let o = self.act.apply(&windows.matmul(&wt).add(&bias.get()).reshape(&[b, p, self.n_filters]));
+                match lengths {
+                    None => o.max_axis(1, false),
+                    Some(l) => {
+                        let outside: Vec<T> = l
+                            .iter()
+                            .flat_map(|&n| (0..p).map(move |i| if i < (n + 1).saturating_sub(h).max(1) { T::ZERO } else { T::from_f64(-1e30) }))
+                            .collect();
+                        o.add(&Tensor::from_vec(outside, &[b, p, 1])).max_axis(1, false)
+                    }
+                }
             })
             .collect();
         Tensor::concat(&pooled, 1)
