@@ -46,13 +46,33 @@ fn usize_list(cfg: &ModelConfig, key: &str, default: &[usize], what: &str) -> Re
     }
 }
 
-// ------------------------------------------------------------------------------------ cnn
+// ------------------------------------------------------------------------------- cnn, ca-cnn
 
-/// A small convolutional image classifier (see the module docs). Parameters `conv{i}.weight`,
-/// `conv{i}.bias` (group `conv`), `fc{i}.*` (group `hidden`), `head.*` (group `output`).
+/// One convolution of an [`ImageCnn`]: 3×3, padding 1.
+enum ConvBlock {
+    /// A plain convolution (`conv{i}.weight`, `conv{i}.bias`, group `conv`).
+    Plain(Conv2d<f32>),
+    /// A context-aware convolution (`chi_ca::cnn::CaConv2d`, \[CAML\] §3.5.1): `w = χ ⊙ (W ⋆ x
+    /// + b) + (1 − χ) ⊙ w0` with a per-position gate `χ = σ(w_χ ⋆ x + b_χ)`; parameters
+    /// `conv{i}.{w,b,w_chi,b_chi,w0}`.
+    Context(chi_ca::cnn::CaConv2d<f32>),
+}
+
+impl ConvBlock {
+    fn forward(&self, x: &Tensor<f32>) -> Tensor<f32> {
+        match self {
+            ConvBlock::Plain(c) => c.forward(x),
+            ConvBlock::Context(c) => c.forward(x).0,
+        }
+    }
+}
+
+/// A small convolutional image classifier (see the module docs): `cnn`, or `ca-cnn` with
+/// context-aware convolutions. Dense layers `fc{i}.*` (group `hidden`), `head.*` (group
+/// `output`).
 pub struct ImageCnn {
     store: ParamStore<f32>,
-    convs: Vec<Conv2d<f32>>,
+    convs: Vec<ConvBlock>,
     fcs: Vec<Linear<f32>>,
     head: Linear<f32>,
     pool: MaxPool2d,
@@ -60,28 +80,35 @@ pub struct ImageCnn {
 }
 
 impl ImageCnn {
-    /// For images `[c, h, w]`; `channels` per convolution block, `hidden` dense sizes.
-    pub fn new(image: &[usize], channels: &[usize], hidden: &[usize], outputs: usize, dropout: f64, rng: &mut Rng) -> Result<ImageCnn, String> {
+    /// For images `[c, h, w]`; `channels` per convolution block (context-aware ones when
+    /// `context_aware`), `hidden` dense sizes.
+    pub fn new(image: &[usize], channels: &[usize], hidden: &[usize], outputs: usize, dropout: f64, context_aware: bool, rng: &mut Rng) -> Result<ImageCnn, String> {
+        let what = if context_aware { "ca-cnn" } else { "cnn" };
         let [c, mut h, mut w] = image[..] else {
-            return Err(format!("cnn needs images [channels, height, width], got examples of shape {image:?}"));
+            return Err(format!("{what} needs images [channels, height, width], got examples of shape {image:?}"));
         };
         let mut store = ParamStore::new();
         let mut convs = Vec::new();
         let mut cin = c;
         for (i, &co) in channels.iter().enumerate() {
             if h < 2 || w < 2 {
-                return Err(format!("cnn: {} pooling blocks shrink {:?} below 2×2 at block {i}; use fewer channels entries", channels.len(), image));
+                return Err(format!("{what}: {} pooling blocks shrink {:?} below 2×2 at block {i}; use fewer channels entries", channels.len(), image));
             }
-            convs.push(Conv2d::in_store(&mut store, &format!("conv{i}"), "conv", cin, co, 3, 1, 1, true, rng));
+            let name = format!("conv{i}");
+            convs.push(if context_aware {
+                ConvBlock::Context(chi_ca::cnn::CaConv2d::new(&mut store, &name, cin, co, 3, 1, 1, rng))
+            } else {
+                ConvBlock::Plain(Conv2d::in_store(&mut store, &name, "conv", cin, co, 3, 1, 1, true, rng))
+            });
             cin = co;
             h /= 2;
             w /= 2;
         }
-        chi_nn::limits::check_elements("cnn flattened features", &[cin, h, w]).map_err(|e| e.to_string())?;
+        chi_nn::limits::check_elements(&format!("{what} flattened features"), &[cin, h, w]).map_err(|e| e.to_string())?;
         let mut fcs = Vec::new();
         let mut input = cin * h * w;
         for (i, &n) in hidden.iter().enumerate() {
-            chi_nn::limits::check_elements("cnn dense layer", &[input, n]).map_err(|e| e.to_string())?;
+            chi_nn::limits::check_elements(&format!("{what} dense layer"), &[input, n]).map_err(|e| e.to_string())?;
             fcs.push(Linear::in_store(&mut store, &format!("fc{i}"), "hidden", input, n, true, rng));
             input = n;
         }
@@ -112,84 +139,29 @@ impl Model for ImageCnn {
     }
 }
 
-/// `chi train --model cnn`: options `channels` (default `[32, 64]`); `hidden` are the dense
-/// layers after the convolutions.
-pub fn build_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
-    check_options(&cfg.options, &["channels"], "model cnn").map_err(|e| e.to_string())?;
+fn build_image_cnn(cfg: &ModelConfig, ds: &Dataset, context_aware: bool, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    let what = if context_aware { "ca-cnn" } else { "cnn" };
+    check_options(&cfg.options, &["channels"], &format!("model {what}")).map_err(|e| e.to_string())?;
     let Inputs::Dense { shape, .. } = &ds.train.inputs else {
-        return Err(format!("cnn needs image inputs; dataset {:?} has token sequences (use bow, text-cnn, lstm, gru or ca-rnn)", ds.name));
+        return Err(format!("{what} needs image inputs; dataset {:?} has token sequences (use bow, text-cnn, lstm, gru or ca-rnn)", ds.name));
     };
     let image: Vec<usize> = if shape.len() == 2 { vec![1, shape[0], shape[1]] } else { shape.clone() };
     if image.len() != 3 {
-        return Err(format!("cnn needs image inputs [channels, height, width]; dataset {:?} has feature vectors of shape {shape:?} (use mlp)", ds.name));
+        return Err(format!("{what} needs image inputs [channels, height, width]; dataset {:?} has feature vectors of shape {shape:?} (use mlp)", ds.name));
     }
-    let channels = usize_list(cfg, "channels", &[32, 64], "cnn")?;
-    Ok(Box::new(ImageCnn::new(&image, &channels, &cfg.hidden, outputs_for(ds.task), cfg.dropout, rng)?))
+    let channels = usize_list(cfg, "channels", &[32, 64], what)?;
+    Ok(Box::new(ImageCnn::new(&image, &channels, &cfg.hidden, outputs_for(ds.task), cfg.dropout, context_aware, rng)?))
 }
 
-// ------------------------------------------------------------------------------- ca-cnn
-
-/// The CNN of [`ImageCnn`] with context-aware convolutions (`chi_ca::cnn::CaConv2d`, \[CAML\]
-/// §3.5.1): each block is `w = χ ⊙ (W ⋆ x + b) + (1 − χ) ⊙ w0` with a per-position gate
-/// `χ = σ(w_χ ⋆ x + b_χ)`, then ReLU and max-pool. Parameters `conv{i}.{w,b,w_chi,b_chi,w0}`.
-pub struct CaCnn {
-    store: ParamStore<f32>,
-    convs: Vec<chi_ca::cnn::CaConv2d<f32>>,
-    fcs: Vec<Linear<f32>>,
-    head: Linear<f32>,
-    pool: MaxPool2d,
-    dropout: Dropout,
+/// `chi train --model cnn`: options `channels` (default `[32, 64]`); `hidden` are the dense
+/// layers after the convolutions.
+pub fn build_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    build_image_cnn(cfg, ds, false, rng)
 }
 
-impl Model for CaCnn {
-    fn store(&self) -> &ParamStore<f32> {
-        &self.store
-    }
-    fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut {
-        let mut h = split.inputs.dense_batch(idx);
-        for c in &self.convs {
-            h = self.pool.forward(&c.forward(&h).0.relu());
-        }
-        let b = h.dim(0);
-        let mut h = h.reshape(&[b, h.numel() / b.max(1)]);
-        for fc in &self.fcs {
-            h = self.dropout.forward_rng(&fc.forward(&h).relu(), train, rng);
-        }
-        ForwardOut::new(self.head.forward(&h))
-    }
-}
-
-/// `chi train --model ca-cnn`: as `cnn` (options `channels`, dense `hidden`).
+/// `chi train --model ca-cnn`: as `cnn`, with context-aware convolutions.
 pub fn build_ca_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
-    check_options(&cfg.options, &["channels"], "model ca-cnn").map_err(|e| e.to_string())?;
-    let Inputs::Dense { shape, .. } = &ds.train.inputs else {
-        return Err(format!("ca-cnn needs image inputs; dataset {:?} has token sequences", ds.name));
-    };
-    let [c, mut h, mut w] = shape[..] else {
-        return Err(format!("ca-cnn needs image inputs [channels, height, width]; dataset {:?} has examples of shape {shape:?} (use mlp)", ds.name));
-    };
-    let channels = usize_list(cfg, "channels", &[32, 64], "ca-cnn")?;
-    let mut store = ParamStore::new();
-    let mut convs = Vec::new();
-    let mut cin = c;
-    for (i, &co) in channels.iter().enumerate() {
-        if h < 2 || w < 2 {
-            return Err(format!("ca-cnn: {} pooling blocks shrink {shape:?} below 2×2; use fewer channels entries", channels.len()));
-        }
-        convs.push(chi_ca::cnn::CaConv2d::new(&mut store, &format!("conv{i}"), cin, co, 3, 1, 1, rng));
-        cin = co;
-        h /= 2;
-        w /= 2;
-    }
-    let mut fcs = Vec::new();
-    let mut input = cin * h * w;
-    for (i, &n) in cfg.hidden.iter().enumerate() {
-        chi_nn::limits::check_elements("ca-cnn dense layer", &[input, n]).map_err(|e| e.to_string())?;
-        fcs.push(Linear::in_store(&mut store, &format!("fc{i}"), "hidden", input, n, true, rng));
-        input = n;
-    }
-    let head = Linear::in_store(&mut store, "head", "output", input, outputs_for(ds.task), true, rng);
-    Ok(Box::new(CaCnn { store, convs, fcs, head, pool: MaxPool2d::new(2, 2), dropout: Dropout::with_seed(cfg.dropout, 0) }))
+    build_image_cnn(cfg, ds, true, rng)
 }
 
 // ------------------------------------------------------------------------------- embeddings
@@ -365,7 +337,6 @@ pub struct TextCnn {
     conv: Conv1dText<f32>,
     head: Linear<f32>,
     dropout: Dropout,
-    widths: Vec<usize>,
     min_len: usize,
 }
 
@@ -385,22 +356,9 @@ impl Model for TextCnn {
         }
         let e = self.embedding.forward_shaped(&ids, &[b, time]);
         let x = e.mul(&Tensor::from_vec(mask, &[b, time, 1]));
-        // Max over the windows that lie inside each text (the first one for a text shorter than
-        // the filter), so a text's logits do not depend on how far its batch is padded. After
-        // the ReLU every map is ≥ 0, so zeroing the other windows leaves the max over these.
-        let pooled: Vec<Tensor<f32>> = self
-            .conv
-            .feature_maps(&x)
-            .into_iter()
-            .zip(&self.widths)
-            .map(|(m, &h)| {
-                let p = time - h + 1;
-                let valid: Vec<f32> =
-                    batch.iter().flat_map(|s| (0..p).map(move |i| if i < (s.len() + 1).saturating_sub(h).max(1) { 1.0 } else { 0.0 })).collect();
-                m.mul(&Tensor::from_vec(valid, &[b, 1, p])).max_axis(2, false)
-            })
-            .collect();
-        let z = self.dropout.forward_rng(&Tensor::concat(&pooled, 1), train, rng);
+        let lengths: Vec<usize> = batch.iter().map(|s| s.len()).collect();
+        // Max over the windows inside each text, so its logits do not depend on the padding.
+        let z = self.dropout.forward_rng(&self.conv.forward_lengths(&x, Some(&lengths)), train, rng);
         ForwardOut { embedded: vec![Embedded { tensor: e, layout: EmbedLayout::Padded { time } }], ..ForwardOut::new(self.head.forward(&z)) }
     }
 }
@@ -423,7 +381,7 @@ pub fn build_text_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<
     let conv = Conv1dText::in_store(&mut store, "conv", "conv", embedding.dim(), &widths, filters, Activation::Relu, rng);
     let head = Linear::in_store(&mut store, "head", "output", conv.out_features(), outputs_for(ds.task), true, rng);
     let min_len = *widths.iter().max().unwrap_or(&1);
-    Ok(Box::new(TextCnn { store, embedding, conv, head, dropout: Dropout::with_seed(cfg.dropout, 0), widths, min_len }))
+    Ok(Box::new(TextCnn { store, embedding, conv, head, dropout: Dropout::with_seed(cfg.dropout, 0), min_len }))
 }
 
 #[cfg(test)]
