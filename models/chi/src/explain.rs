@@ -5,6 +5,7 @@
 
 use crate::train::infer::{self, Attribution};
 use chi_nn::dataset::{Split, Targets, Task};
+use chi_nn::metrics::argmax;
 use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -104,10 +105,6 @@ pub fn explain(t: &infer::Trained, texts: &[String], class: Option<&str>, steps:
         });
     }
     Ok(out)
-}
-
-fn argmax(p: &[f64]) -> usize {
-    p.iter().enumerate().fold((0, f64::NEG_INFINITY), |(bi, bv), (i, &v)| if v > bv { (i, v) } else { (bi, bv) }).0
 }
 
 /// The HTML page: for each text, the three attributions as shaded words.

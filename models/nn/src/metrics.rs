@@ -9,12 +9,14 @@ pub fn accuracy(pred: &[usize], target: &[usize]) -> f64 {
     pred.iter().zip(target).filter(|(a, b)| a == b).count() as f64 / pred.len() as f64
 }
 
+/// Index of the largest value (first on ties; 0 for an empty slice).
+pub fn argmax(row: &[f64]) -> usize {
+    row.iter().enumerate().fold((0, f64::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b }).0
+}
+
 /// Index of the largest value of each row of a row-major `[rows, cols]` matrix (first on ties).
 pub fn argmax_rows(values: &[f64], cols: usize) -> Vec<usize> {
-    values
-        .chunks(cols)
-        .map(|r| r.iter().enumerate().fold((0, f64::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b }).0)
-        .collect()
+    values.chunks(cols).map(argmax).collect()
 }
 
 /// Mean squared error `Σ(pᵢ − yᵢ)² / n` (0 for empty input).

@@ -7,11 +7,12 @@
 //! configuration comes from the file's metadata; the data schema (how to read new files, the
 //! class names) from `data.json` in the run directory, or from the weights' metadata.
 
-use super::model::{ForwardOut, Model};
+use super::model::{Embedded, ForwardOut, Model};
 use super::{registry, Config, Run, DATA_SCHEMA_FILE};
 use chi_autodiff::{no_grad, Rng, Tensor};
 use chi_nn::checkpoint;
 use chi_nn::dataset::{Dataset, Inputs, Split, Targets, Task};
+use chi_nn::metrics::argmax;
 use chi_nn::optim::Optimizer;
 use chi_nn::userdata::DataSchema;
 use serde::Serialize;
@@ -120,9 +121,8 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
     } else {
         let s = schema.as_ref().expect("schema");
         let ds = s.empty_dataset(&cfg.dataset);
-        let mut master = Rng::new(cfg.seed);
-        let _data = master.fork();
-        let mut init = master.fork();
+        // The run's own initialisation stream; the weights are then loaded over it.
+        let mut init = super::RunStreams::new(cfg.seed).init;
         let model = registry::build_model(&registry::model_entry(&cfg.model)?, &cfg.model_options, &ds, &mut init)?;
         (ds, model)
     };
@@ -239,16 +239,13 @@ pub fn regression_report(y: &[f64], pred: &[f64]) -> Report {
     let sse: f64 = y.iter().zip(pred).map(|(a, b)| (a - b).powi(2)).sum();
     let sst: f64 = y.iter().map(|a| (a - mean).powi(2)).sum();
     let mut metrics = BTreeMap::new();
-    metrics.insert("mse".into(), sse / n);
+    metrics.insert("mse".into(), chi_nn::metrics::mse(pred, y));
     metrics.insert("mae".into(), y.iter().zip(pred).map(|(a, b)| (a - b).abs()).sum::<f64>() / n);
     metrics.insert("r2".into(), if sst > 0.0 { 1.0 - sse / sst } else { f64::NAN });
     metrics.insert("pearson".into(), chi_nn::metrics::pearson(pred, y));
     Report { examples: y.len(), metrics, per_class: Vec::new(), classes: Vec::new(), confusion: Vec::new() }
 }
 
-fn argmax(p: &[f64]) -> usize {
-    p.iter().enumerate().fold((0, f64::NEG_INFINITY), |(bi, bv), (i, &v)| if v > bv { (i, v) } else { (bi, bv) }).0
-}
 
 /// The report of a model on a labelled split.
 pub fn evaluate_report(t: &Trained, split: &Split) -> Report {
@@ -447,25 +444,26 @@ pub fn token_attribution(model: &dyn Model, task: Task, split: &Split, i: usize,
     let pick = if task == Task::Regression || cols == 1 { 0 } else { class };
     let onehot: Vec<f32> = (0..cols).map(|c| if c == pick { 1.0 } else { 0.0 }).collect();
     output.reshape(&[cols]).mul(&Tensor::from_vec(onehot, &[cols])).sum().backward();
+    // Each lookup's gradient and values, copied once (not once per token).
+    let lookups: Vec<(&Embedded, Vec<f32>, Vec<f32>)> =
+        embedded.iter().filter_map(|e| Some((e, e.tensor.grad()?.to_vec(), e.tensor.to_vec()))).collect();
+    let dim = embedded[0].tensor.shape().last().copied().unwrap_or(0);
     let mut scores = Vec::with_capacity(n);
     for t in 0..n {
-        let mut g: Vec<f64> = Vec::new();
-        for e in &embedded {
-            if let Some(v) = e.token_grad(0, t, n) {
-                if g.is_empty() {
-                    g = vec![0.0; v.len()];
-                }
-                for (a, b) in g.iter_mut().zip(v) {
-                    *a += b as f64;
-                }
-            }
+        let mut g = vec![0.0f64; dim];
+        for (e, grad, _) in &lookups {
+            let row = e.row(0, t, n) * dim;
+            g.iter_mut().zip(&grad[row..row + dim]).for_each(|(a, &b)| *a += b as f64);
         }
         scores.push(match method {
             Attribution::Saliency => g.iter().map(|x| x.abs()).sum::<f64>(),
-            Attribution::GradTimesInput => {
-                let e = embedded[0].token_vector(0, t, n).unwrap_or_default();
-                e.iter().zip(&g).map(|(a, b)| *a as f64 * b).sum()
-            }
+            Attribution::GradTimesInput => match lookups.first() {
+                Some((e, _, values)) => {
+                    let row = e.row(0, t, n) * dim;
+                    values[row..row + dim].iter().zip(&g).map(|(&a, b)| a as f64 * b).sum()
+                }
+                None => 0.0,
+            },
         });
     }
     for p in model.store().params() {

@@ -303,22 +303,38 @@ pub struct Run {
     pub step: u64,
 }
 
+/// The generators of a run, forked from `Rng::new(seed)` in this order (see Determinism).
+pub struct RunStreams {
+    /// Data generation and splitting.
+    pub data: Rng,
+    /// Parameter initialisation.
+    pub init: Rng,
+    /// Mini-batch order.
+    pub shuffle: Rng,
+    /// Dropout masks.
+    pub dropout: Rng,
+}
+
+impl RunStreams {
+    /// The streams of seed `seed`.
+    pub fn new(seed: u64) -> RunStreams {
+        let mut master = Rng::new(seed);
+        RunStreams { data: master.fork(), init: master.fork(), shuffle: master.fork(), dropout: master.fork() }
+    }
+}
+
 impl Run {
     /// Builds everything from the seed: data, model (initialised), optimiser, batcher.
     pub fn new(cfg: &Config) -> Result<Run, String> {
         cfg.validate()?;
-        let mut master = Rng::new(cfg.seed);
-        let mut data_rng = master.fork();
-        let mut init_rng = master.fork();
-        let shuffle_rng = master.fork();
-        let dropout_rng = master.fork();
-        let dataset = (registry::dataset_entry(&cfg.dataset)?.build)(&cfg.data, &mut data_rng)?;
+        let RunStreams { mut data, mut init, shuffle, dropout } = RunStreams::new(cfg.seed);
+        let dataset = (registry::dataset_entry(&cfg.dataset)?.build)(&cfg.data, &mut data)?;
         check_dataset(&cfg.dataset, &dataset)?;
-        let model = registry::build_model(&registry::model_entry(&cfg.model)?, &cfg.model_options, &dataset, &mut init_rng)?;
+        let model = registry::build_model(&registry::model_entry(&cfg.model)?, &cfg.model_options, &dataset, &mut init)?;
         cfg.block.validate(model.store())?;
         let optim = Optimizer::try_new(cfg.optim.clone())?;
-        let batcher = Batcher::new(dataset.train.len(), cfg.batch_size, true, shuffle_rng);
-        Ok(Run { cfg: cfg.clone(), dataset, model, optim, batcher, dropout_rng, step: 0 })
+        let batcher = Batcher::new(dataset.train.len(), cfg.batch_size, true, shuffle);
+        Ok(Run { cfg: cfg.clone(), dataset, model, optim, batcher, dropout_rng: dropout, step: 0 })
     }
 
     /// Loads a full checkpoint written by [`Run::save`] (all-or-nothing).

@@ -80,21 +80,9 @@ pub enum EmbedLayout {
 }
 
 impl Embedded {
-    /// The gradient vector of token `t` of example `r` (of length `n`), after a backward pass
-    /// with this tensor's gradient retained; `None` without a gradient.
-    pub fn token_grad(&self, r: usize, t: usize, n: usize) -> Option<Vec<f32>> {
-        let g = self.tensor.grad()?;
-        let row = self.row(r, t, n);
-        let e = *g.shape().last()?;
-        g.to_vec().get(row * e..(row + 1) * e).map(|s| s.to_vec())
-    }
-    /// The embedding vector of token `t` of example `r` (of length `n`).
-    pub fn token_vector(&self, r: usize, t: usize, n: usize) -> Option<Vec<f32>> {
-        let row = self.row(r, t, n);
-        let e = *self.tensor.shape().last()?;
-        self.tensor.to_vec().get(row * e..(row + 1) * e).map(|s| s.to_vec())
-    }
-    fn row(&self, r: usize, t: usize, n: usize) -> usize {
+    /// The row of `tensor` (viewed as `[rows, E]`) holding token `t` of example `r`, a text of
+    /// length `n`.
+    pub fn row(&self, r: usize, t: usize, n: usize) -> usize {
         match &self.layout {
             EmbedLayout::Padded { time } => r * time + t,
             EmbedLayout::Reversed { time } => r * time + (n - 1 - t),
