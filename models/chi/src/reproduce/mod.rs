@@ -42,6 +42,7 @@ mod bsfe_synthetic;
 mod cnn_mnist;
 mod nn_surface;
 mod nn_xor;
+mod pos_brown;
 mod res_fashion;
 mod rnn_synthetic;
 mod sem_lee;
@@ -303,6 +304,15 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: text_cnn_sentences::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick)"),
+        },
+        Experiment {
+            name: "pos-brown",
+            title: "part-of-speech taggers on the Brown corpus: most frequent tag, BiLSTM-softmax, BiLSTM-CRF, CA-RNN-CRF, universal and Brown tags [Tixier §7; CAML §2.4]",
+            data: &["brown"],
+            runs: 3,
+            quick_runs: 1,
+            run: pos_brown::run,
+            fixed_runs: None,
         },
         Experiment {
             name: "nmt-attention",
