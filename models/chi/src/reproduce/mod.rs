@@ -40,6 +40,7 @@ mod bsfe_reviews;
 mod text_cnn_sentences;
 mod bsfe_synthetic;
 mod cnn_mnist;
+mod han_reviews;
 mod nn_surface;
 mod nn_xor;
 mod pos_brown;
@@ -306,6 +307,15 @@ pub fn registry() -> Vec<Experiment> {
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick)"),
         },
         Experiment {
+            name: "han-reviews",
+            title: "hierarchical attention network vs text CNN vs averaging, Pang & Lee 1,500 reviews, 10-fold CV; attention vs saliency [Tixier §7.2.2]",
+            data: &["pang-lee", "glove"],
+            runs: 1,
+            quick_runs: 1,
+            run: han_reviews::run,
+            fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick)"),
+        },
+        Experiment {
             name: "pos-brown",
             title: "part-of-speech taggers on the Brown corpus: most frequent tag, BiLSTM-softmax, BiLSTM-CRF, CA-RNN-CRF, universal and Brown tags [Tixier §7; CAML §2.4]",
             data: &["brown"],
@@ -543,7 +553,7 @@ mod tests {
     fn experiments_without_seeded_repetitions_record_their_true_count() {
         let reg = registry();
         let fixed: Vec<&str> = reg.iter().filter(|e| e.fixed_runs.is_some()).map(|e| e.name).collect();
-        assert_eq!(fixed, ["ca-sem-lee", "ca-bsfe-reviews", "text-cnn-sentences"]);
+        assert_eq!(fixed, ["ca-sem-lee", "ca-bsfe-reviews", "text-cnn-sentences", "han-reviews"]);
         let dir = std::env::temp_dir().join(format!("chi-reproduce-record-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let ctx = Ctx::new("x", dir.clone(), true, 7, 1, false, false);
