@@ -1,7 +1,7 @@
 //! `chi explain`: why a trained text model decides as it does, word by word, from its
 //! gradients — saliency Σ_d |∂score/∂e_td| (Tixier's notes, eq. 5), gradient × input and
-//! integrated gradients with their completeness check — as a shaded HTML page and a JSON of
-//! the numbers.
+//! integrated gradients with their completeness check, and the model's own attention for the
+//! HAN — as a shaded HTML page, the same shading as a PNG, and a JSON of the numbers.
 
 use crate::train::infer::{self, Attribution};
 use chi_nn::dataset::{Split, Targets, Task};
@@ -59,6 +59,10 @@ pub struct TextExplanation {
     pub completeness_error: f64,
     /// Integrated-gradients steps.
     pub steps: usize,
+    /// The model's own attention weight of each word, for models with attention (the HAN:
+    /// word weight × sentence weight, summing to 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attention: Option<Vec<f64>>,
 }
 
 /// Explains `texts` with the trained model `t`.
@@ -102,14 +106,16 @@ pub fn explain(t: &infer::Trained, texts: &[String], class: Option<&str>, steps:
             score: fx,
             baseline_score: f0,
             steps,
+            attention: t.model.attention(&split, i),
         });
     }
     Ok(out)
 }
 
-/// The HTML page: for each text, the three attributions as shaded words.
-pub fn html(title: &str, ex: &[TextExplanation]) -> Result<String, String> {
-    use chi_text::explain::{render_html, ShadedText};
+/// For each text, the three attributions (and the model's attention, if it has one) as
+/// shaded words: what the HTML page and the PNG show.
+fn shaded(ex: &[TextExplanation]) -> Vec<chi_text::explain::ShadedText> {
+    use chi_text::explain::ShadedText;
     let mut docs = Vec::new();
     for e in ex {
         let p = e.probabilities.iter().copied().fold(f64::NAN, f64::max);
@@ -125,8 +131,35 @@ pub fn html(title: &str, ex: &[TextExplanation]) -> Result<String, String> {
             words: e.words.clone(),
             scores: e.integrated_gradients.clone(),
         });
+        if let Some(a) = &e.attention {
+            docs.push(ShadedText { caption: "the model's attention (word × sentence weight)".into(), words: e.words.clone(), scores: a.clone() });
+        }
     }
-    render_html(title, &docs).map_err(|e| e.to_string())
+    docs
+}
+
+/// The HTML page: for each text, the three attributions as shaded words.
+pub fn html(title: &str, ex: &[TextExplanation]) -> Result<String, String> {
+    chi_text::explain::render_html(title, &shaded(ex)).map_err(|e| e.to_string())
+}
+
+/// The same shaded words as a PNG (or SVG) picture, drawn by chi itself.
+pub fn picture(path: &std::path::Path, title: &str, ex: &[TextExplanation]) -> Result<(), String> {
+    let docs = shaded(ex);
+    // Captions quote the text; keep them to one line of the picture.
+    let captions: Vec<String> = docs
+        .iter()
+        .map(|d| {
+            let c: Vec<char> = d.caption.chars().collect();
+            if c.len() > 110 {
+                c[..109].iter().chain(['…'].iter()).collect()
+            } else {
+                d.caption.clone()
+            }
+        })
+        .collect();
+    let parts: Vec<crate::train::plot::ShadedWords<'_>> = docs.iter().zip(&captions).map(|(d, c)| crate::train::plot::ShadedWords { caption: c, words: &d.words, scores: &d.scores }).collect();
+    crate::train::plot::shaded_text(path, title, &parts)
 }
 
 /// Runs `chi explain`.
@@ -148,6 +181,10 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     let page = html(&format!("chi explain: {} ({})", t.cfg.model, t.weights.display()), &ex)?;
     chi_nn::checkpoint::atomic_write(&dir.join("explain.html"), page.as_bytes())?;
+    // The picture is drawn to a temporary name and renamed, like every other output.
+    let tmp = dir.join(".explain.png.tmp.png");
+    picture(&tmp, &format!("chi explain: {}", t.cfg.model), &ex)?;
+    std::fs::rename(&tmp, dir.join("explain.png")).map_err(|e| format!("{}: cannot write: {e}", dir.join("explain.png").display()))?;
     let json = serde_json::to_string_pretty(&ex).map_err(|e| e.to_string())?;
     chi_nn::checkpoint::atomic_write(&dir.join("explain.json"), json.as_bytes())?;
     for e in &ex {
@@ -163,6 +200,6 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
             e.completeness_error
         );
     }
-    println!("wrote {} and {}", dir.join("explain.html").display(), dir.join("explain.json").display());
+    println!("wrote {}, {} and {}", dir.join("explain.html").display(), dir.join("explain.png").display(), dir.join("explain.json").display());
     Ok(())
 }

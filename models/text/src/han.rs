@@ -84,9 +84,7 @@ impl<T: Float> Han<T> {
     /// A new network; `pretrained` (`[vocab, emb_dim]` row-major) initialises the embeddings.
     pub fn new(cfg: HanConfig, pretrained: Option<&[f64]>) -> Result<Self> {
         let op = "Han::new";
-        if cfg.vocab == 0 || cfg.emb_dim == 0 || cfg.hidden == 0 || cfg.attention == 0 || cfg.classes == 0 {
-            return Err(TextError::Invalid { op, msg: format!("every size must be positive: {cfg:?}") });
-        }
+        Self::check(op, &cfg)?;
         let mut rng = Rng::new(cfg.seed);
         let mut store = ParamStore::new();
         let embedding = Embedding::in_store(&mut store, "emb", "emb", cfg.vocab, cfg.emb_dim, false, &mut rng);
@@ -95,15 +93,37 @@ impl<T: Float> Han<T> {
             Some(m) => return Err(TextError::Shape { op, expected: vec![cfg.vocab * cfg.emb_dim], got: vec![m.len()] }),
             None => {}
         }
+        Self::build(store, embedding, cfg, &mut rng)
+    }
+    /// A network around an embedding the caller made in `store` (e.g. under another name, or
+    /// from its own pretrained vectors); the recurrent, attention and output parameters are
+    /// added to `store`, which the network then owns. The embedding must be `[cfg.vocab,
+    /// cfg.emb_dim]`.
+    pub fn with_embedding(store: ParamStore<T>, embedding: Embedding<T>, cfg: HanConfig) -> Result<Self> {
+        let op = "Han::with_embedding";
+        Self::check(op, &cfg)?;
+        if embedding.weight.shape() != [cfg.vocab, cfg.emb_dim] {
+            return Err(TextError::Shape { op, expected: vec![cfg.vocab, cfg.emb_dim], got: embedding.weight.shape() });
+        }
+        let mut rng = Rng::new(cfg.seed);
+        Self::build(store, embedding, cfg, &mut rng)
+    }
+    fn check(op: &'static str, cfg: &HanConfig) -> Result<()> {
+        if cfg.vocab == 0 || cfg.emb_dim == 0 || cfg.hidden == 0 || cfg.attention == 0 || cfg.classes == 0 {
+            return Err(TextError::Invalid { op, msg: format!("every size must be positive: {cfg:?}") });
+        }
+        Ok(())
+    }
+    fn build(mut store: ParamStore<T>, embedding: Embedding<T>, cfg: HanConfig, rng: &mut Rng) -> Result<Self> {
         let (h, a) = (cfg.hidden, cfg.attention);
         let gru = |store: &mut ParamStore<T>, name: &str, input: usize, rng: &mut Rng| GruCell::new(store, name, "han", input, h, GruVariant::ResetBeforeMatmul, rng);
-        let wf = gru(&mut store, "word.fwd", cfg.emb_dim, &mut rng);
-        let wb = gru(&mut store, "word.bwd", cfg.emb_dim, &mut rng);
-        let word_att = SelfAttention::new(&mut store, "word_att", "han", 2 * h, a, &mut rng);
-        let sf = gru(&mut store, "sent.fwd", 2 * h, &mut rng);
-        let sb = gru(&mut store, "sent.bwd", 2 * h, &mut rng);
-        let sent_att = SelfAttention::new(&mut store, "sent_att", "han", 2 * h, a, &mut rng);
-        let out = Linear::in_store(&mut store, "out", "han", 2 * h, cfg.classes, true, &mut rng);
+        let wf = gru(&mut store, "word.fwd", cfg.emb_dim, rng);
+        let wb = gru(&mut store, "word.bwd", cfg.emb_dim, rng);
+        let word_att = SelfAttention::new(&mut store, "word_att", "han", 2 * h, a, rng);
+        let sf = gru(&mut store, "sent.fwd", 2 * h, rng);
+        let sb = gru(&mut store, "sent.bwd", 2 * h, rng);
+        let sent_att = SelfAttention::new(&mut store, "sent_att", "han", 2 * h, a, rng);
+        let out = Linear::in_store(&mut store, "out", "han", 2 * h, cfg.classes, true, rng);
         Ok(Han {
             store,
             embedding,

@@ -12,7 +12,7 @@ pub struct TrainArgs {
     /// TOML config file (flags override its values).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Model: mlp (tabular or images), cnn, ca-cnn (images), bow, ca-bsfe, text-cnn, lstm, gru,
+    /// Model: mlp (tabular or images), cnn, ca-cnn (images), bow, ca-bsfe, text-cnn, han, lstm, gru,
     /// ca-rnn (text and token sequences); see --list.
     #[arg(long)]
     pub model: Option<String>,

@@ -616,7 +616,7 @@ mod tests {
     /// (each token of the text occurs once, so its row's gradient is its own), summed in |·|.
     #[test]
     fn saliency_equals_the_gradient_of_the_embedding_rows() {
-        for model in ["text-cnn", "gru", "lstm"] {
+        for model in ["text-cnn", "gru", "lstm", "han"] {
             let (m, split) = tiny_text(model);
             let sal = token_attribution(m.as_ref(), Task::Classification { classes: 2 }, &split, 0, 1, Attribution::Saliency).unwrap();
             let out = m.forward(&split, &[0], false, &mut Rng::new(0)).output;
@@ -638,7 +638,7 @@ mod tests {
     /// and the embedding table is left as it was.
     #[test]
     fn integrated_gradients_are_complete_and_restore_the_table() {
-        for model in ["bow", "text-cnn", "gru"] {
+        for model in ["bow", "text-cnn", "gru", "han"] {
             let (m, split) = tiny_text(model);
             let table = m.store().params().iter().find(|p| p.name() == "embedding.weight").cloned().unwrap();
             let before = table.get().to_vec();

@@ -77,6 +77,12 @@ pub enum EmbedLayout {
         /// First row of each example.
         offsets: Vec<usize>,
     },
+    /// Any layout (e.g. sentences of a document padded to a common length), token `t` of
+    /// example `r` at row `rows[r][t]`.
+    Indexed {
+        /// The row of every token of every example.
+        rows: Vec<Vec<usize>>,
+    },
 }
 
 impl Embedded {
@@ -87,6 +93,7 @@ impl Embedded {
             EmbedLayout::Padded { time } => r * time + t,
             EmbedLayout::Reversed { time } => r * time + (n - 1 - t),
             EmbedLayout::Flat { offsets } => offsets[r] + t,
+            EmbedLayout::Indexed { rows } => rows[r][t],
         }
     }
 }
@@ -99,6 +106,11 @@ pub trait Model {
     /// Forward pass on examples `idx` of `split`. `train` enables dropout, which draws from
     /// `rng` (the run's seeded stream).
     fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut;
+    /// The weight the model's own attention gives each token of example `i` (summing to 1
+    /// over the text), for models that have one; `chi explain` shows it beside the gradients.
+    fn attention(&self, _split: &Split, _i: usize) -> Option<Vec<f64>> {
+        None
+    }
 }
 
 /// The task's loss on a batch (mean over examples): softmax cross-entropy, sigmoid

@@ -684,3 +684,98 @@ mod tests {
         std::fs::remove_dir_all(&d).ok();
     }
 }
+
+/// One text of [`shaded_text`]: a caption, the words and one score per word.
+pub struct ShadedWords<'a> {
+    /// The heading above the words.
+    pub caption: &'a str,
+    /// The words, in order.
+    pub words: &'a [String],
+    /// One score per word (positive red, negative blue, opacity ∝ |score| / max |score|).
+    pub scores: &'a [f64],
+}
+
+/// Width of a [`shaded_text`] picture in pixels.
+const SHADED_WIDTH: u32 = 1000;
+
+/// A word placed on the picture: its top-left corner, its box size and its colour.
+struct PlacedWord {
+    x: i32,
+    y: i32,
+    w: i32,
+    h: i32,
+    text: String,
+    fill: RGBColor,
+}
+
+struct ShadedPage {
+    title: String,
+    captions: Vec<(i32, String)>,
+    words: Vec<PlacedWord>,
+}
+
+/// The background of a word with score `s` when the largest |score| is `m`: the HTML page's
+/// rgba colour composed over white, so the PNG and the page show the same shades.
+fn score_fill(s: f64, m: f64) -> RGBColor {
+    let a = if m > 0.0 && s.is_finite() { (s.abs() / m).min(1.0) } else { 0.0 };
+    let (r, g, b) = if s >= 0.0 { (220.0, 40.0, 40.0) } else { (40.0, 90.0, 220.0) };
+    let over = |c: f64| (255.0 - a * (255.0 - c)).round() as u8;
+    RGBColor(over(r), over(g), over(b))
+}
+
+/// Draws texts with each word's background shaded by its score (the PNG twin of
+/// `chi_text::explain::render_html`) to `path` (`.png` or `.svg`); the picture is as tall as
+/// the wrapped texts need.
+pub fn shaded_text(path: &Path, title: &str, docs: &[ShadedWords<'_>]) -> Result<(), String> {
+    ensure_font()?;
+    let err = |x: &dyn Display| format!("{}: plotting failed: {x}", path.display());
+    let font = FontDesc::new(FontFamily::Name(FONT), LABEL_SIZE, FontStyle::Normal);
+    let measure = |t: &str| font.box_size(t).map(|(w, h)| (w as i32, h as i32)).map_err(|x| err(&x));
+    let (margin, pad, gap) = (20i32, 3i32, 4i32);
+    let (_, text_h) = measure("Ag")?;
+    let line_h = text_h + 2 * pad + gap;
+    let mut y = margin + (TITLE_SIZE as i32) + 2 * gap;
+    let mut page = ShadedPage { title: title.to_string(), captions: Vec::new(), words: Vec::new() };
+    for d in docs {
+        if d.words.len() != d.scores.len() {
+            return Err(format!("{}: {} words but {} scores under {:?}", path.display(), d.words.len(), d.scores.len(), d.caption));
+        }
+        page.captions.push((y, d.caption.to_string()));
+        y += line_h + gap;
+        let m = d.scores.iter().filter(|v| v.is_finite()).map(|v| v.abs()).fold(0.0, f64::max);
+        let mut x = margin;
+        for (word, &s) in d.words.iter().zip(d.scores) {
+            let (w, _) = measure(word)?;
+            let w = w + 2 * pad;
+            if x > margin && x + w > SHADED_WIDTH as i32 - margin {
+                x = margin;
+                y += line_h;
+            }
+            page.words.push(PlacedWord { x, y, w, h: text_h + 2 * pad, text: word.clone(), fill: score_fill(s, m) });
+            x += w + gap;
+        }
+        y += line_h + 2 * gap;
+    }
+    render(path, (SHADED_WIDTH, (y + margin) as u32), &page)
+}
+
+impl Figure for ShadedPage {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE).map_err(|x| e(&x))?;
+        let top = TextStyle::from((FONT, TITLE_SIZE)).color(&BLACK);
+        root.draw(&Text::new(self.title.as_str(), (20, 14), top)).map_err(|x| e(&x))?;
+        let caption = TextStyle::from((FONT, LABEL_SIZE)).color(&RGBColor(60, 60, 60));
+        for (y, c) in &self.captions {
+            root.draw(&Text::new(c.as_str(), (20, *y), caption.clone())).map_err(|x| e(&x))?;
+        }
+        let word = TextStyle::from((FONT, LABEL_SIZE)).color(&BLACK);
+        for p in &self.words {
+            root.draw(&Rectangle::new([(p.x, p.y), (p.x + p.w, p.y + p.h)], p.fill.filled())).map_err(|x| e(&x))?;
+            root.draw(&Text::new(p.text.as_str(), (p.x + 3, p.y + 3), word.clone())).map_err(|x| e(&x))?;
+        }
+        Ok(())
+    }
+}

@@ -11,6 +11,8 @@
 //! ca-bsfe    tokens → Σ_w χ̃(w)·v0 + (1 − χ̃(w))·w′ ([CAML] §3.2, Eq. 20) → linear
 //! text-cnn   tokens → embedding [B, L, E] (zero past each text) → filters of widths 3, 4, 5
 //!            → ReLU → max over the windows inside the text → concat → dropout → linear  (Kim 2014)
+//! han        tokens cut into sentences after `.`, `!`, `?` → word BiGRU + attention per
+//!            sentence → sentence BiGRU + attention → linear  (Yang et al. 2016)
 //! ```
 //!
 //! Every model returns its embedding lookups in [`ForwardOut::embedded`] so `chi predict` can
@@ -384,6 +386,97 @@ pub fn build_text_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<
     Ok(Box::new(TextCnn { store, embedding, conv, head, dropout: Dropout::with_seed(cfg.dropout, 0), min_len }))
 }
 
+// ------------------------------------------------------------------------------------ han
+
+/// Tokens that end a sentence for [`HanModel`].
+const SENTENCE_ENDS: [&str; 3] = [".", "!", "?"];
+
+/// The hierarchical attention network ([`chi_text::han::Han`]) on `chi train` text: each text
+/// is cut into sentences after the tokens `.`, `!` and `?` (a text without them is one
+/// sentence). Parameters `embedding.weight`, `word.*`, `word_att.*`, `sent.*`, `sent_att.*`,
+/// `out.*`.
+pub struct HanModel {
+    han: chi_text::han::Han<f32>,
+    /// Token ids that end a sentence.
+    ends: Vec<usize>,
+}
+
+impl HanModel {
+    /// Example `i`'s sentences, and for each token its (sentence, position).
+    fn sentences(&self, seq: &[usize]) -> Vec<Vec<usize>> {
+        let mut out = vec![Vec::new()];
+        for &t in seq {
+            out.last_mut().expect("never empty").push(t);
+            if self.ends.contains(&t) {
+                out.push(Vec::new());
+            }
+        }
+        if out.len() > 1 && out.last().is_some_and(Vec::is_empty) {
+            out.pop();
+        }
+        out
+    }
+    fn docs(&self, split: &Split, idx: &[usize]) -> Vec<Vec<Vec<usize>>> {
+        token_batch(split, idx, "han").iter().map(|s| self.sentences(s)).collect()
+    }
+}
+
+impl Model for HanModel {
+    fn store(&self) -> &ParamStore<f32> {
+        &self.han.store
+    }
+    fn forward(&self, split: &Split, idx: &[usize], _train: bool, _rng: &mut Rng) -> ForwardOut {
+        let docs = self.docs(split, idx);
+        let refs: Vec<&[Vec<usize>]> = docs.iter().map(Vec::as_slice).collect();
+        let b = self.han.batch(&refs).expect("token ids come from the model's own vocabulary");
+        let x = self.han.embed(&b);
+        let out = self.han.forward_embedded(&x, &b).expect("the batch was laid out by the model");
+        // Token t of text r sits at row (first sentence of r + its sentence) · W + position.
+        let mut rows = Vec::with_capacity(docs.len());
+        let mut first = 0;
+        for d in &docs {
+            let mut r = Vec::new();
+            for (j, s) in d.iter().enumerate() {
+                r.extend((0..s.len()).map(|p| (first + j) * b.max_words + p));
+            }
+            first += d.len();
+            rows.push(r);
+        }
+        ForwardOut { embedded: vec![Embedded { tensor: x, layout: EmbedLayout::Indexed { rows } }], ..ForwardOut::new(out.logits) }
+    }
+    fn attention(&self, split: &Split, i: usize) -> Option<Vec<f64>> {
+        let docs = self.docs(split, &[i]);
+        let out = chi_autodiff::no_grad(|| self.han.forward(&[docs[0].as_slice()])).ok()?;
+        let w = out.word_attention.shape()[1];
+        let (wa, sa) = (out.word_attention.data(), out.sentence_attention.data());
+        Some(docs[0].iter().enumerate().flat_map(|(j, s)| (0..s.len()).map(move |p| wa[j * w + p] as f64 * sa[j] as f64)).collect())
+    }
+}
+
+/// `chi train --model han`: options `embed` (default 64), `pretrained`, `hidden` per GRU
+/// direction (default 50) and `attention` size (default 100), Yang et al.'s sizes.
+pub fn build_han(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
+    let what = "han";
+    check_options(&cfg.options, &["embed", "pretrained", "hidden", "attention"], "model han").map_err(|e| e.to_string())?;
+    let Inputs::Tokens { vocab, .. } = &ds.train.inputs else {
+        return Err(format!("han needs text (token sequences); dataset {:?} has dense inputs (use mlp or cnn)", ds.name));
+    };
+    let hidden = option_usize(&cfg.options, "hidden", 50, what).map_err(|e| e.to_string())?;
+    let attention = option_usize(&cfg.options, "attention", 100, what).map_err(|e| e.to_string())?;
+    if hidden == 0 || attention == 0 {
+        return Err("han: options \"hidden\" and \"attention\" must be at least 1".into());
+    }
+    let mut store = ParamStore::new();
+    let embedding = pretrained_embedding(&mut store, cfg, ds, *vocab, 64, what, rng)?;
+    let ends = match ds.schema.as_deref().map(|s| &s.encoder) {
+        Some(chi_nn::dataset::Encoder::Text { vocab, .. }) => vocab.words().iter().enumerate().filter(|(_, w)| SENTENCE_ENDS.contains(&w.as_str())).map(|(i, _)| i).collect(),
+        _ => Vec::new(),
+    };
+    let hc = chi_text::han::HanConfig { vocab: *vocab, emb_dim: embedding.dim(), hidden, attention, classes: outputs_for(ds.task), seed: rng.next_u64() };
+    let han = chi_text::han::Han::with_embedding(store, embedding, hc).map_err(|e| e.to_string())?;
+    Ok(Box::new(HanModel { han, ends }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,12 +494,41 @@ mod tests {
     #[test]
     fn text_models_are_independent_of_batch_padding() {
         let d = ds(text_split(), Task::Classification { classes: 2 });
-        for build in [build_bow, build_text_cnn, build_ca_bsfe] {
+        for build in [build_bow, build_text_cnn, build_ca_bsfe, build_han] {
             let cfg = ModelConfig { hidden: vec![5], ..Default::default() };
             let m = build(&cfg, &d, &mut Rng::new(1)).unwrap();
             let both = m.forward(&d.train, &[0, 1, 2], false, &mut Rng::new(0)).output.to_vec();
             for i in 0..3 {
                 let alone = m.forward(&d.train, &[i], false, &mut Rng::new(0)).output.to_vec();
+                for c in 0..2 {
+                    assert!((both[2 * i + c] - alone[c]).abs() < 1e-5, "example {i}: {both:?} vs {alone:?}");
+                }
+            }
+        }
+    }
+
+    /// The HAN cuts texts after sentence-final tokens; its attention per token is the word
+    /// weight times the sentence weight, so it sums to 1 over the text; and with several
+    /// sentences in a batch each text still gives the logits it gives alone.
+    #[test]
+    fn han_splits_sentences_and_its_attention_sums_to_one() {
+        let d = ds(text_split(), Task::Classification { classes: 2 });
+        let m = build_han(&ModelConfig::default(), &d, &mut Rng::new(3)).unwrap();
+        let han = HanModel { han: chi_text::han::Han::with_embedding(ParamStore::new(), Embedding::new(6, 4), chi_text::han::HanConfig { vocab: 6, emb_dim: 4, hidden: 3, attention: 5, classes: 2, seed: 1 }).unwrap(), ends: vec![2] };
+        assert_eq!(han.sentences(&[1, 2, 3]), vec![vec![1, 2], vec![3]]);
+        assert_eq!(han.sentences(&[2, 2, 5, 1, 0, 3]), vec![vec![2], vec![2], vec![5, 1, 0, 3]]);
+        assert_eq!(han.sentences(&[1, 2]), vec![vec![1, 2]]);
+        assert_eq!(han.sentences(&[]), vec![Vec::<usize>::new()]);
+        for model in [&han as &dyn Model, m.as_ref()] {
+            for i in 0..3 {
+                let a = model.attention(&d.train, i).unwrap();
+                let Inputs::Tokens { seqs, .. } = &d.train.inputs else { unreachable!() };
+                assert_eq!(a.len(), seqs[i].len());
+                assert!((a.iter().sum::<f64>() - 1.0).abs() < 1e-5, "text {i}: {a:?}");
+            }
+            let both = model.forward(&d.train, &[0, 1, 2], false, &mut Rng::new(0)).output.to_vec();
+            for i in 0..3 {
+                let alone = model.forward(&d.train, &[i], false, &mut Rng::new(0)).output.to_vec();
                 for c in 0..2 {
                     assert!((both[2 * i + c] - alone[c]).abs() < 1e-5, "example {i}: {both:?} vs {alone:?}");
                 }
