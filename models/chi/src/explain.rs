@@ -30,6 +30,157 @@ pub struct ExplainArgs {
     /// Directory for explain.html and explain.json (default: RUN/explain, or ./explain).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Also find, for every filter of a text CNN, the K n-grams of the training texts it
+    /// responds to most (ngrams.json; the filters the output layer weighs most are printed), 1 to 100.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100))]
+    pub ngrams: Option<usize>,
+    /// Also project the training texts' representations before the output layer to 2-D by PCA,
+    /// at initialisation and after training, coloured by label (pca.png, pca.json).
+    #[arg(long)]
+    pub pca: bool,
+}
+
+/// Texts the n-gram and PCA analyses read at most (the first ones of the training split).
+const MAX_ANALYSED_TEXTS: usize = 5000;
+
+/// The training split's token sequences (at most [`MAX_ANALYSED_TEXTS`]) and their classes.
+fn training_texts(t: &infer::Trained) -> Result<(Vec<Vec<usize>>, Vec<usize>, usize), String> {
+    let chi_nn::dataset::Inputs::Tokens { seqs, vocab } = &t.dataset.train.inputs else {
+        return Err("--ngrams and --pca need a text model".into());
+    };
+    if seqs.is_empty() {
+        return Err("the run's training texts could not be read again (--ngrams and --pca analyse them)".into());
+    }
+    let n = seqs.len().min(MAX_ANALYSED_TEXTS);
+    let classes = match &t.dataset.train.targets {
+        Targets::Classes(c) => c[..n].to_vec(),
+        Targets::Values(_) => vec![0; n],
+    };
+    Ok((seqs[..n].to_vec(), classes, *vocab))
+}
+
+fn token_split(seqs: Vec<Vec<usize>>, vocab: usize) -> Split {
+    let n = seqs.len();
+    Split { inputs: chi_nn::dataset::Inputs::Tokens { seqs, vocab }, targets: Targets::Classes(vec![0; n]) }
+}
+
+/// One filter's n-grams and how strongly the output layer reads it.
+#[derive(Clone, Debug, Serialize)]
+pub struct FilterReport {
+    /// Filter width (n-gram length).
+    pub width: usize,
+    /// Index among the filters of its width.
+    pub filter: usize,
+    /// The output layer's weight on this filter, per class.
+    pub head_weights: Vec<f64>,
+    /// `(n-gram, activation)`, best first.
+    pub top: Vec<(String, f64)>,
+}
+
+/// `--ngrams K`: every filter's top n-grams over the training texts, written to ngrams.json;
+/// prints the filters whose output weights differ most between classes.
+fn ngram_report(t: &infer::Trained, k: usize, dir: &std::path::Path) -> Result<Vec<FilterReport>, String> {
+    let schema = t.schema.as_ref().ok_or("--ngrams needs a text model trained on files")?;
+    let chi_nn::dataset::Encoder::Text { vocab: words, .. } = &schema.encoder else {
+        return Err("--ngrams needs a text model".into());
+    };
+    let (docs, _, vocab) = training_texts(t)?;
+    let Some((widths, probe)) = t.model.filter_maps(&token_split(vec![docs[0].clone()], vocab), &[0]) else {
+        return Err(format!("--ngrams needs a convolutional text model (text-cnn); this run trained {}", t.cfg.model));
+    };
+    let nf = probe.first().map_or(0, |m| m.dim(2));
+    let maps_of = |batch: &[&[usize]]| -> chi_text::Result<Vec<chi_autodiff::Tensor<f32>>> {
+        let split = token_split(batch.iter().map(|s| s.to_vec()).collect(), vocab);
+        let idx: Vec<usize> = (0..batch.len()).collect();
+        Ok(t.model.filter_maps(&split, &idx).map(|(_, m)| m).unwrap_or_default())
+    };
+    let found = chi_text::explain::top_ngrams_with(&maps_of, &widths, nf, words.words(), &docs, k).map_err(|e| e.to_string())?;
+    let head = t.model.store().params().iter().find(|p| p.name() == "head.weight").map(|p| (p.shape(), p.get().to_vec()));
+    let reports: Vec<FilterReport> = found
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let head_weights = match &head {
+                // chi's Linear keeps its weight as [in, out]: row i holds feature i's weights.
+                Some((shape, w)) if shape.len() == 2 && shape[0] == widths.len() * nf => w[i * shape[1]..(i + 1) * shape[1]].iter().map(|&v| v as f64).collect(),
+                _ => Vec::new(),
+            };
+            FilterReport { width: f.width, filter: f.filter, head_weights, top: f.top }
+        })
+        .collect();
+    let json = serde_json::to_string_pretty(&reports).map_err(|e| e.to_string())?;
+    chi_nn::checkpoint::atomic_write(&dir.join("ngrams.json"), json.as_bytes())?;
+    // With one logit (a binary task) the weight's sign says which class a filter favours.
+    let spread = |r: &FilterReport| match r.head_weights.len() {
+        1 => r.head_weights[0].abs(),
+        _ => r.head_weights.iter().copied().fold(f64::NEG_INFINITY, f64::max) - r.head_weights.iter().copied().fold(f64::INFINITY, f64::min),
+    };
+    let mut order: Vec<&FilterReport> = reports.iter().filter(|r| !r.head_weights.is_empty()).collect();
+    order.sort_by(|a, b| spread(b).total_cmp(&spread(a)));
+    let names = infer::class_names(t, reports.first().map_or(0, |r| r.head_weights.len()).max(2));
+    for r in order.iter().take(5) {
+        let class = if r.head_weights.len() == 1 { usize::from(r.head_weights[0] > 0.0) } else { argmax(&r.head_weights) };
+        let favours = names.get(class).cloned().unwrap_or_default();
+        let grams: Vec<String> = r.top.iter().take(3).map(|(g, v)| format!("\"{g}\" {v:.2}")).collect();
+        println!("filter {}-gram #{} (the output layer reads it for {favours}): {}", r.width, r.filter, grams.join(", "));
+    }
+    Ok(reports)
+}
+
+/// The 2-D PCA of the representations before the output layer, at initialisation and trained.
+#[derive(Clone, Debug, Serialize)]
+pub struct PcaReport {
+    /// Texts projected.
+    pub texts: usize,
+    /// Variance explained by the two axes, at initialisation.
+    pub explained_at_init: [f64; 2],
+    /// Variance explained by the two axes, trained.
+    pub explained_trained: [f64; 2],
+    /// Projected points at initialisation.
+    pub at_init: Vec<[f64; 2]>,
+    /// Projected points, trained.
+    pub trained: Vec<[f64; 2]>,
+    /// The class of each text.
+    pub classes: Vec<usize>,
+}
+
+/// `--pca`: writes pca.png and pca.json.
+fn pca_report(t: &infer::Trained, dir: &std::path::Path) -> Result<PcaReport, String> {
+    let (docs, classes, vocab) = training_texts(t)?;
+    let split = token_split(docs, vocab);
+    let n = split.len();
+    let features = |m: &dyn crate::train::model::Model| -> Result<Vec<Vec<f64>>, String> {
+        let mut rows = Vec::with_capacity(n);
+        for start in (0..n).step_by(64) {
+            let idx: Vec<usize> = (start..(start + 64).min(n)).collect();
+            let z = m.features(&split, &idx).ok_or_else(|| format!("--pca needs a model with a representation before its output layer (text-cnn); this run trained {}", t.cfg.model))?;
+            let f = z.dim(1);
+            rows.extend(z.to_vec().chunks(f).map(|r| r.iter().map(|&v| v as f64).collect::<Vec<f64>>()));
+        }
+        Ok(rows)
+    };
+    let trained = chi_text::explain::pca_2d(&features(t.model.as_ref())?).map_err(|e| e.to_string())?;
+    // The run's own initialisation: the model as it was before its first step.
+    let mut init = crate::train::RunStreams::new(t.cfg.seed).init;
+    let fresh = crate::train::registry::build_model(&crate::train::registry::model_entry(&t.cfg.model)?, &t.cfg.model_options, &t.dataset, &mut init)?;
+    let at_init = chi_text::explain::pca_2d(&features(fresh.as_ref())?).map_err(|e| e.to_string())?;
+    let k = classes.iter().copied().max().map_or(1, |m| m + 1);
+    let names = infer::class_names(t, k);
+    let title = format!("{}: representations before the output layer, first two principal components", t.cfg.model);
+    let init_title = format!("at initialisation ({:.0} % + {:.0} % of variance)", 100.0 * at_init.explained[0], 100.0 * at_init.explained[1]);
+    let trained_title = format!("after {} steps ({:.0} % + {:.0} %)", t.step, 100.0 * trained.explained[0], 100.0 * trained.explained[1]);
+    let panels = [
+        crate::train::plot::ScatterPanel { title: &init_title, points: &at_init.coords, classes: &classes },
+        crate::train::plot::ScatterPanel { title: &trained_title, points: &trained.coords, classes: &classes },
+    ];
+    let tmp = dir.join(".pca.png.tmp.png");
+    crate::train::plot::scatter_panels(&tmp, &title, "PC 1", "PC 2", &names, &panels)?;
+    std::fs::rename(&tmp, dir.join("pca.png")).map_err(|e| format!("{}: cannot write: {e}", dir.join("pca.png").display()))?;
+    let report = PcaReport { texts: n, explained_at_init: at_init.explained, explained_trained: trained.explained, at_init: at_init.coords, trained: trained.coords, classes };
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    chi_nn::checkpoint::atomic_write(&dir.join("pca.json"), json.as_bytes())?;
+    println!("PCA of {n} training texts: {init_title}; {trained_title}");
+    Ok(report)
 }
 
 /// The explanation of one text.
@@ -172,13 +323,30 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
         }
         texts.extend(String::from_utf8_lossy(&bytes).lines().filter(|l| !l.trim().is_empty()).map(String::from));
     }
-    if texts.is_empty() {
-        return Err("nothing to explain: give --text \"…\" or --input FILE".into());
+    if texts.is_empty() && args.ngrams.is_none() && !args.pca {
+        return Err("nothing to explain: give --text \"…\" or --input FILE (or --ngrams K / --pca)".into());
     }
-    let t = infer::load_trained(&args.model, false)?;
-    let ex = explain(&t, &texts, args.class.as_deref(), args.steps)?;
+    // The n-gram and PCA analyses read the training texts again.
+    let t = infer::load_trained(&args.model, args.ngrams.is_some() || args.pca)?;
     let dir = args.dir.clone().unwrap_or_else(|| t.run_dir.as_ref().map_or_else(|| PathBuf::from("explain"), |d| d.join("explain")));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    if !texts.is_empty() {
+        explain_texts(&t, args, &texts, &dir)?;
+    }
+    if let Some(k) = args.ngrams {
+        ngram_report(&t, k, &dir)?;
+        println!("wrote {}", dir.join("ngrams.json").display());
+    }
+    if args.pca {
+        pca_report(&t, &dir)?;
+        println!("wrote {} and {}", dir.join("pca.png").display(), dir.join("pca.json").display());
+    }
+    Ok(())
+}
+
+/// The pages of `texts`: explain.html, explain.png and explain.json in `dir`.
+fn explain_texts(t: &infer::Trained, args: &ExplainArgs, texts: &[String], dir: &std::path::Path) -> Result<(), String> {
+    let ex = explain(t, texts, args.class.as_deref(), args.steps)?;
     let page = html(&format!("chi explain: {} ({})", t.cfg.model, t.weights.display()), &ex)?;
     chi_nn::checkpoint::atomic_write(&dir.join("explain.html"), page.as_bytes())?;
     // The picture is drawn to a temporary name and renamed, like every other output.

@@ -120,6 +120,37 @@ fn explain_pages_of_a_text_cnn_and_a_han_render_their_scores() {
         if let Some(b) = &browser {
             check_in_browser(b, &ex.join("explain.html"), words, panels);
         }
+        // Filter n-grams and the PCA of the representations need a convolutional model.
+        let o = chi().arg("explain").arg(&run).args(["--ngrams", "2", "--pca"]).output().unwrap();
+        if model == "text-cnn" {
+            assert!(o.status.success(), "--ngrams --pca failed: {}", String::from_utf8_lossy(&o.stderr));
+            let ngrams: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(ex.join("ngrams.json")).unwrap()).unwrap();
+            let filters = ngrams.as_array().unwrap();
+            assert_eq!(filters.len(), 300, "3 widths × 100 filters");
+            for f in filters {
+                let top = f["top"].as_array().unwrap();
+                let width = f["width"].as_u64().unwrap() as usize;
+                assert!((1..=2).contains(&top.len()), "{f}");
+                assert!(top.iter().all(|g| g[0].as_str().unwrap().split(' ').count() == width), "an n-gram has the filter's width: {f}");
+                assert!(top.windows(2).all(|w| w[0][1].as_f64() >= w[1][1].as_f64()), "best first: {f}");
+                assert_eq!(f["head_weights"].as_array().unwrap().len(), 2, "one output weight per class");
+            }
+            let stdout = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(stdout.lines().filter(|l| l.starts_with("filter ")).count(), 5, "{stdout}");
+            let pca: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(ex.join("pca.json")).unwrap()).unwrap();
+            let n = pca["texts"].as_u64().unwrap() as usize;
+            assert!(n >= 100, "{n} training texts");
+            for key in ["at_init", "trained"] {
+                let pts = pca[key].as_array().unwrap();
+                assert_eq!(pts.len(), n);
+                assert!(pts.iter().flat_map(|p| p.as_array().unwrap()).all(|v| v.as_f64().unwrap().is_finite()));
+            }
+            let img = image::open(ex.join("pca.png")).unwrap().to_rgb8();
+            assert_eq!((img.width(), img.height()), (1120, 560));
+        } else {
+            assert!(!o.status.success(), "{model}: --ngrams should be refused");
+            assert!(String::from_utf8_lossy(&o.stderr).contains("text-cnn"), "{}", String::from_utf8_lossy(&o.stderr));
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

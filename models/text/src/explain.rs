@@ -207,22 +207,33 @@ pub struct FilterNgrams {
 /// shown with `_` for the zero padding).
 pub fn top_ngrams<T: Float>(model: &TextCnn<T>, vocab: &Vocab, docs: &[Vec<usize>], k: usize) -> Result<Vec<FilterNgrams>> {
     model.set_training(false);
-    let widths = model.config().widths.clone();
-    let nf = model.config().filters;
+    let maps_of = |refs: &[&[usize]]| {
+        no_grad(|| -> Result<Vec<Tensor<T>>> {
+            let (x, lengths) = model.embed(refs)?;
+            model.feature_maps(&x, &lengths)
+        })
+    };
+    top_ngrams_with(&maps_of, &model.config().widths, model.config().filters, &vocab.words, docs, k)
+}
+
+/// [`top_ngrams`] for any convolutional text model: `maps_of` gives, for a batch of
+/// documents, one activation map `[batch, regions, filters]` per width of `widths` (region `i`
+/// is the window starting at word `i`); `words[id]` names a word id.
+pub fn top_ngrams_with<T: Float>(maps_of: &dyn Fn(&[&[usize]]) -> Result<Vec<Tensor<T>>>, widths: &[usize], nf: usize, words: &[String], docs: &[Vec<usize>], k: usize) -> Result<Vec<FilterNgrams>> {
     let mut best: Vec<Vec<(String, f64)>> = vec![Vec::new(); widths.len() * nf];
     for batch in docs.chunks(64) {
         let refs: Vec<&[usize]> = batch.iter().map(|d| d.as_slice()).collect();
-        let maps = no_grad(|| -> Result<Vec<Tensor<T>>> {
-            let (x, lengths) = model.embed(&refs)?;
-            model.feature_maps(&x, &lengths)
-        })?;
-        for (wi, (m, &h)) in maps.iter().zip(&widths).enumerate() {
+        let maps = maps_of(&refs)?;
+        if maps.len() != widths.len() || maps.iter().any(|m| m.rank() != 3 || m.dim(0) != batch.len() || m.dim(2) != nf) {
+            return Err(TextError::Invalid { op: "top_ngrams", msg: format!("expected {} maps [{}, regions, {nf}]", widths.len(), batch.len()) });
+        }
+        for (wi, (m, &h)) in maps.iter().zip(widths).enumerate() {
             let p = m.dim(1);
             let d = m.data();
             for (r, doc) in batch.iter().enumerate() {
                 let valid = (doc.len() + 1).saturating_sub(h).max(1);
                 for i in 0..valid.min(p) {
-                    let gram = || (i..i + h).map(|j| doc.get(j).map_or("_", |&id| vocab.words[id].as_str())).collect::<Vec<_>>().join(" ");
+                    let gram = || (i..i + h).map(|j| doc.get(j).and_then(|&id| words.get(id)).map_or("_", String::as_str)).collect::<Vec<_>>().join(" ");
                     for f in 0..nf {
                         let v = d[(r * p + i) * nf + f].to_f64();
                         let list = &mut best[wi * nf + f];

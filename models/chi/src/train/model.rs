@@ -111,6 +111,17 @@ pub trait Model {
     fn attention(&self, _split: &Split, _i: usize) -> Option<Vec<f64>> {
         None
     }
+    /// For convolutional text models: the filter widths and, for examples `idx`, one
+    /// activation map `[batch, regions, filters]` per width (region `i` = the window starting
+    /// at token `i`), for the n-grams each filter responds to most (`chi explain --ngrams`).
+    fn filter_maps(&self, _split: &Split, _idx: &[usize]) -> Option<(Vec<usize>, Vec<Tensor<f32>>)> {
+        None
+    }
+    /// The representation the output layer reads, `[batch, features]` (evaluation mode), for
+    /// models that have one; `chi explain --pca` projects it to 2-D.
+    fn features(&self, _split: &Split, _idx: &[usize]) -> Option<Tensor<f32>> {
+        None
+    }
 }
 
 /// The task's loss on a batch (mean over examples): softmax cross-entropy, sigmoid

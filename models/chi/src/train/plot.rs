@@ -779,3 +779,77 @@ impl Figure for ShadedPage {
         Ok(())
     }
 }
+
+/// One panel of [`scatter_panels`]: points coloured by class.
+pub struct ScatterPanel<'a> {
+    /// Panel title.
+    pub title: &'a str,
+    /// The points.
+    pub points: &'a [[f64; 2]],
+    /// The class of each point (an index into the class names).
+    pub classes: &'a [usize],
+}
+
+struct Scatter<'a> {
+    title: &'a str,
+    x_label: &'a str,
+    y_label: &'a str,
+    names: &'a [String],
+    panels: &'a [ScatterPanel<'a>],
+}
+
+/// Side-by-side scatter plots sharing one legend (e.g. document embeddings projected to 2-D
+/// before and after training, coloured by label) to `path` (`.png` or `.svg`).
+pub fn scatter_panels(path: &Path, title: &str, x_label: &str, y_label: &str, class_names: &[String], panels: &[ScatterPanel<'_>]) -> Result<(), String> {
+    if let Some(p) = panels.iter().find(|p| p.points.len() != p.classes.len()) {
+        return Err(format!("{}: panel {:?} has {} points but {} classes", path.display(), p.title, p.points.len(), p.classes.len()));
+    }
+    let w = 560 * panels.len().max(1) as u32;
+    render(path, (w, 560), &Scatter { title, x_label, y_label, names: class_names, panels })
+}
+
+impl Figure for Scatter<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE).map_err(|x| e(&x))?;
+        if self.panels.is_empty() {
+            return no_data(root, self.title);
+        }
+        let body = root.titled(self.title, (FONT, TITLE_SIZE)).map_err(|x| e(&x))?;
+        for (area, panel) in body.split_evenly((1, self.panels.len())).iter().zip(self.panels) {
+            let Some((x0, x1, y0, y1)) = bounds(panel.points.iter().map(|p| (p[0], p[1]))) else {
+                no_data(area, panel.title)?;
+                continue;
+            };
+            let (dx, dy) = (0.05 * (x1 - x0), 0.05 * (y1 - y0));
+            let mut chart = ChartBuilder::on(area)
+                .margin(12)
+                .caption(panel.title, (FONT, DESC_SIZE))
+                .x_label_area_size(44)
+                .y_label_area_size(60)
+                .build_cartesian_2d(x0 - dx..x1 + dx, y0 - dy..y1 + dy)
+                .map_err(|x| e(&x))?;
+            chart
+                .configure_mesh()
+                .x_desc(self.x_label)
+                .y_desc(self.y_label)
+                .label_style((FONT, LABEL_SIZE))
+                .axis_desc_style((FONT, LABEL_SIZE))
+                .draw()
+                .map_err(|x| e(&x))?;
+            for (c, name) in self.names.iter().enumerate() {
+                let colour = PALETTE[c % PALETTE.len()];
+                let pts = panel.points.iter().zip(panel.classes).filter(|(_, &k)| k == c).map(|(p, _)| Circle::new((p[0], p[1]), 3, colour.mix(0.7).filled()));
+                chart
+                    .draw_series(pts)
+                    .map_err(|x| e(&x))?
+                    .label(short_name(name))
+                    .legend(move |(x, y)| Circle::new((x + 6, y), 4, colour.filled()));
+            }
+            chart.configure_series_labels().label_font((FONT, LABEL_SIZE)).background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(|x| e(&x))?;
+        }
+        Ok(())
+    }
+}

@@ -342,11 +342,9 @@ pub struct TextCnn {
     min_len: usize,
 }
 
-impl Model for TextCnn {
-    fn store(&self) -> &ParamStore<f32> {
-        &self.store
-    }
-    fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut {
+impl TextCnn {
+    /// The embedded batch `[B, time, E]` (zero past each text) and the text lengths.
+    fn embed(&self, split: &Split, idx: &[usize]) -> (Tensor<f32>, Tensor<f32>, Vec<usize>) {
         let batch = token_batch(split, idx, "text-cnn");
         let b = batch.len();
         let time = batch.iter().map(|s| s.len()).max().unwrap_or(0).max(self.min_len);
@@ -358,10 +356,33 @@ impl Model for TextCnn {
         }
         let e = self.embedding.forward_shaped(&ids, &[b, time]);
         let x = e.mul(&Tensor::from_vec(mask, &[b, time, 1]));
-        let lengths: Vec<usize> = batch.iter().map(|s| s.len()).collect();
+        (e, x, batch.iter().map(|s| s.len()).collect())
+    }
+}
+
+impl Model for TextCnn {
+    fn store(&self) -> &ParamStore<f32> {
+        &self.store
+    }
+    fn forward(&self, split: &Split, idx: &[usize], train: bool, rng: &mut Rng) -> ForwardOut {
+        let (e, x, lengths) = self.embed(split, idx);
+        let time = x.dim(1);
         // Max over the windows inside each text, so its logits do not depend on the padding.
         let z = self.dropout.forward_rng(&self.conv.forward_lengths(&x, Some(&lengths)), train, rng);
         ForwardOut { embedded: vec![Embedded { tensor: e, layout: EmbedLayout::Padded { time } }], ..ForwardOut::new(self.head.forward(&z)) }
+    }
+    fn filter_maps(&self, split: &Split, idx: &[usize]) -> Option<(Vec<usize>, Vec<Tensor<f32>>)> {
+        let maps = chi_autodiff::no_grad(|| {
+            let (_, x, _) = self.embed(split, idx);
+            self.conv.feature_maps(&x).iter().map(|m| m.permute(&[0, 2, 1])).collect()
+        });
+        Some((self.conv.filters.iter().map(|(h, _, _)| *h).collect(), maps))
+    }
+    fn features(&self, split: &Split, idx: &[usize]) -> Option<Tensor<f32>> {
+        Some(chi_autodiff::no_grad(|| {
+            let (_, x, lengths) = self.embed(split, idx);
+            self.conv.forward_lengths(&x, Some(&lengths))
+        }))
     }
 }
 
