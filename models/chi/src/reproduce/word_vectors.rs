@@ -139,7 +139,8 @@ fn unit_data(s: &Scores, seconds: f64, rate: f64, vocab: usize) -> UnitData {
 struct Measured {
     scores: Scores,
     seconds: f64,
-    /// Training words/s (word2vec) or co-occurrence entries/s (GloVe).
+    /// Words/s as the program reports it (chi counts in-vocabulary words, gensim all corpus
+    /// words; the table recomputes both from `seconds`), or co-occurrence entries/s (GloVe).
     rate: f64,
     vocab: usize,
 }
@@ -401,9 +402,13 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         }
         rep.rows.push(Row::new(metric, "GloVe 6B 50d pretrained", None, vec![pick(&pre, k)]));
     }
+    // Words/s as gensim counts them: corpus tokens (before the min-count cut and subsampling)
+    // × epochs / training-loop seconds, the same numerator for both programs.
+    let words_done = (text.tokens.len() * s.epochs) as f64;
+    let rate = |model: &str, m: &Measured| if model.ends_with("glove") { m.rate } else { words_done / m.seconds };
     for (model, runs) in &results {
         let metric = if model.ends_with("glove") { "training co-occurrence entries/s (1 thread)" } else { "training words/s (1 thread)" };
-        rep.rows.push(Row::new(metric, model, None, runs.iter().map(|m| m.rate).collect()));
+        rep.rows.push(Row::new(metric, model, None, runs.iter().map(|m| rate(model, m)).collect()));
         rep.rows.push(Row::new("training seconds (1 thread)", model, None, runs.iter().map(|m| m.seconds).collect()));
     }
 
@@ -444,8 +449,8 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                 let b: Vec<f64> = g.iter().map(|m| pick(m, k)).collect();
                 rep.notes.push(format!("{name} {metric}, paired over runs: {}", PairedTest::new(&a, &b).describe(&format!("chi {name}"), &format!("gensim {name}"), 0.05)));
             }
-            let a: Vec<f64> = c.iter().map(|m| m.rate).collect();
-            let b: Vec<f64> = g.iter().map(|m| m.rate).collect();
+            let a: Vec<f64> = c.iter().map(|m| rate("chi", m)).collect();
+            let b: Vec<f64> = g.iter().map(|m| rate("gensim", m)).collect();
             let ratio = a.iter().zip(&b).map(|(x, y)| x / y).collect::<Vec<_>>();
             rep.notes.push(format!("{name} words/s chi / gensim: {} ({})", Summary::of(&ratio), PairedTest::new(&a, &b).describe(&format!("chi {name}"), &format!("gensim {name}"), 0.05)));
         }
