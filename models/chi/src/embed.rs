@@ -1,5 +1,6 @@
 //! `chi embed`: train word vectors (word2vec or GloVe) on a text corpus, evaluate them on
-//! WordSim353 / SimLex-999 / the Google analogies, and list nearest neighbours.
+//! WordSim353 / SimLex-999 / the Google analogies, list nearest neighbours, and write the named
+//! corpora (Brown, State of the Union, Shakespeare) as tokenised sentences.
 
 use chi_words::eval;
 use chi_words::glove::{self, GloveConfig};
@@ -37,6 +38,26 @@ pub enum EmbedWhich {
     Eval(EvalArgs),
     /// The nearest neighbours of a word by cosine similarity.
     Neighbours(NeighboursArgs),
+    /// Write named corpora as tokenised sentences, one per line (lower-cased words separated by
+    /// spaces; the input of gensim's LineSentence and of `embed train --corpus FILE`).
+    Corpus(CorpusArgs),
+}
+
+/// The corpora `--corpus` accepts by name (joined with `+`, e.g. `brown+sotu+shakespeare`).
+pub const NAMED_CORPORA: [&str; 3] = ["brown", "sotu", "shakespeare"];
+
+/// `chi embed corpus`
+#[derive(Args, Debug)]
+pub struct CorpusArgs {
+    /// Named corpora joined with `+` (brown, sotu, shakespeare).
+    #[arg(long, default_value = "brown+sotu+shakespeare")]
+    pub corpus: String,
+    /// Data directory holding them (default: $CHI_DATA, else ./data).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// The text file to write.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 /// Which model `chi embed train` fits.
@@ -60,8 +81,9 @@ pub struct TrainArgs {
     /// The model.
     #[arg(long, value_enum, default_value = "sgns")]
     pub model: Model,
-    /// A text file, a folder of text files, or a named corpus (brown, sotu, shakespeare) under
-    /// `--data`.
+    /// A text file or a folder of text files (one sentence per line, whitespace-separated
+    /// tokens), or named corpora under `--data` joined with `+` (brown, sotu, shakespeare, e.g.
+    /// `brown+sotu+shakespeare`), read and tokenised by chi-text's corpus readers.
     #[arg(long)]
     pub corpus: String,
     /// Vector dimension.
@@ -82,9 +104,9 @@ pub struct TrainArgs {
     /// Keep the corpus's case (default: lower-case it).
     #[arg(long)]
     pub keep_case: bool,
-    /// Data directory holding the named corpora.
-    #[arg(long, default_value = "data")]
-    pub data: PathBuf,
+    /// Data directory holding the named corpora (default: $CHI_DATA, else ./data).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
     /// Where to write the vectors (word2vec text format).
     #[arg(long = "vectors-out")]
     pub vectors_out: PathBuf,
@@ -125,23 +147,70 @@ pub fn run(args: &EmbedArgs, seed: u64, threads: Option<usize>) -> Result<(), St
         EmbedWhich::Train(a) => train(a, seed, threads.unwrap_or(1)),
         EmbedWhich::Eval(a) => evaluate(a),
         EmbedWhich::Neighbours(a) => neighbours(a),
+        EmbedWhich::Corpus(a) => write_corpus(a),
     }
 }
 
-/// Resolves `--corpus`: an existing path, else a named corpus under the data directory.
-fn corpus_path(name: &str, data: &Path) -> Result<PathBuf, String> {
+/// The corpora named in `spec` (`brown+sotu`…), or `None` when `spec` is not such a name.
+fn corpus_names(spec: &str) -> Option<Vec<&str>> {
+    let names: Vec<&str> = spec.split('+').collect();
+    names.iter().all(|n| NAMED_CORPORA.contains(n)).then_some(names)
+}
+
+/// Tokenised sentences of named corpora under `data`, in the order named (see
+/// `chi_text::corpora`: Brown without tags, SOTU and Shakespeare split into sentences).
+pub fn named_sentences(names: &[&str], data: &Path) -> Result<Vec<Vec<String>>, String> {
+    let mut out = Vec::new();
+    for &n in names {
+        let dir = data.join(n);
+        if !dir.is_dir() {
+            return Err(format!("corpus {n:?}: {} does not exist; run scripts/fetch-data.sh --only {n}", dir.display()));
+        }
+        let part = match n {
+            "brown" => chi_text::corpora::brown_sentences(&dir),
+            "sotu" => chi_text::corpora::load_sotu(&dir).map(|d| chi_text::corpora::document_sentences(&d)),
+            _ => chi_text::corpora::load_shakespeare(&dir).map(|d| chi_text::corpora::document_sentences(&d)),
+        };
+        out.extend(part.map_err(|e| format!("corpus {n:?}: {e}"))?);
+    }
+    Ok(out)
+}
+
+fn data_dir(d: &Option<PathBuf>) -> PathBuf {
+    d.clone().unwrap_or_else(chi_nn::data::data_dir)
+}
+
+fn write_corpus(a: &CorpusArgs) -> Result<(), String> {
+    let names = corpus_names(&a.corpus).ok_or_else(|| format!("--corpus {:?}: expected named corpora joined with '+' ({})", a.corpus, NAMED_CORPORA.join(", ")))?;
+    let sentences = named_sentences(&names, &data_dir(&a.data))?;
+    let mut text = String::new();
+    for s in &sentences {
+        text.push_str(&s.join(" "));
+        text.push('\n');
+    }
+    std::fs::write(&a.out, text).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    println!("wrote {} sentences, {} tokens to {}", sentences.len(), sentences.iter().map(Vec::len).sum::<usize>(), a.out.display());
+    Ok(())
+}
+
+/// Reads `--corpus`: an existing path as plain text, else named corpora under the data
+/// directory through chi-text's readers (always lower-cased).
+fn read_corpus(name: &str, data: &Path, lowercase: bool) -> Result<(Text, String), String> {
     let p = PathBuf::from(name);
     if p.exists() {
-        return Ok(p);
+        let text = Text::read(&p, lowercase).map_err(|e| format!("corpus {}: {e}", p.display()))?;
+        return Ok((text, p.display().to_string()));
     }
-    if matches!(name, "brown" | "sotu" | "shakespeare") {
-        let d = data.join(name);
-        if d.exists() {
-            return Ok(d);
+    if let Some(names) = corpus_names(name) {
+        let sentences = named_sentences(&names, data)?;
+        let mut lines = String::new();
+        for s in &sentences {
+            lines.push_str(&s.join(" "));
+            lines.push('\n');
         }
-        return Err(format!("corpus {name:?}: {} does not exist; run scripts/fetch-data.sh", d.display()));
+        return Ok((Text::from_str(&lines, false), name.to_string()));
     }
-    Err(format!("corpus {name:?}: no such file or folder (named corpora: brown, sotu, shakespeare)"))
+    Err(format!("corpus {name:?}: no such file or folder (named corpora: {}, joined with '+')", NAMED_CORPORA.join(", ")))
 }
 
 fn check_range(name: &str, v: usize, lo: usize, hi: usize) -> Result<(), String> {
@@ -159,14 +228,13 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
     if let Some(e) = a.epochs {
         check_range("epochs", e, 1, MAX_EPOCHS)?;
     }
-    let path = corpus_path(&a.corpus, &a.data)?;
-    let text = Text::read(&path, !a.keep_case).map_err(|e| format!("corpus {}: {e}", path.display()))?;
-    let vocab = Vocab::build(&text, a.min_count).map_err(|e| format!("corpus {}: {e}", path.display()))?;
+    let (text, path) = read_corpus(&a.corpus, &data_dir(&a.data), !a.keep_case)?;
+    let vocab = Vocab::build(&text, a.min_count).map_err(|e| format!("corpus {path}: {e}"))?;
     let limit = chi_nn::limits::max_tensor_elements();
     if vocab.len().saturating_mul(a.dim) > limit {
         return Err(format!("{} words × dim {} exceeds the limit of {limit} elements per matrix", vocab.len(), a.dim));
     }
-    eprintln!("corpus {}: {} tokens, {} sentences, {} words with count ≥ {}", path.display(), text.tokens.len(), text.sentences(), vocab.len(), a.min_count);
+    eprintln!("corpus {path}: {} tokens, {} sentences, {} words with count ≥ {}", text.tokens.len(), text.sentences(), vocab.len(), a.min_count);
     let vectors = if a.model == Model::Glove {
         let cfg = GloveConfig { dim: a.dim, min_count: a.min_count, epochs: a.epochs.unwrap_or(15), threads: workers, seed, ..Default::default() };
         let mut cfg = cfg;

@@ -12,6 +12,8 @@
 //! * [`tagger`]: part-of-speech taggers (most-frequent tag, BiLSTM softmax, BiLSTM-CRF,
 //!   CA-RNN-CRF), accuracy overall and on out-of-vocabulary words.
 //! * [`brown`]: the Brown `word/tag` reader and a reduced universal-style tag set.
+//! * [`corpora`]: State of the Union and Shakespeare plain-text readers, and the tokenised
+//!   sentences of those and of Brown for word vectors.
 //! * [`experiments`]: cross-validated text-CNN vs bag-of-words, POS tagging — plain result structs.
 //! * [`train`]: a small training loop ([`train::fit`]) for any [`train::Classifier`].
 //! * [`vocab`]: tokenisation, vocabularies, pretrained embedding matrices.
@@ -21,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod brown;
+pub mod corpora;
 pub mod cnn;
 pub mod crf;
 pub mod deps;

@@ -50,6 +50,7 @@ mod sem_lee;
 mod seq2seq_nmt;
 pub mod units;
 mod util;
+mod word_vectors;
 
 use clap::Args;
 use std::cell::Cell;
@@ -349,6 +350,15 @@ pub fn registry() -> Vec<Experiment> {
             runs: 3,
             quick_runs: 1,
             run: seq2seq_nmt::run_g2p,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "word-vectors",
+            title: "word2vec (SGNS, CBOW, SG-HS) and GloVe on Brown + SOTU + Shakespeare vs gensim 4.4 and pretrained GloVe: WordSim353, SimLex-999, analogies [White ch. 3]",
+            data: &["brown", "sotu", "shakespeare", "gensim", "glove"],
+            runs: 3,
+            quick_runs: 1,
+            run: word_vectors::run,
             fixed_runs: None,
         },
     ]

