@@ -320,7 +320,7 @@ pub fn registry() -> Vec<Experiment> {
             name: "rcnn-lm",
             title: "Word-level LM on Brown: RCNN λ constant / learned / adaptive vs LSTM vs CNN at equal parameter count, held-out perplexity (Lei 2017, §2.5.1, Table 2.4)",
             data: &["brown"],
-            runs: 3,
+            runs: 4,
             quick_runs: 1,
             run: rcnn_lm::run,
             fixed_runs: None,

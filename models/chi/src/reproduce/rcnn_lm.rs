@@ -87,7 +87,7 @@ fn load(dir: &std::path::Path, vocab: usize, max_train_tokens: usize, max_test_t
 pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let dir = data::require(Dataset::Brown)?;
     // Quick: a slice of the corpus and a few steps, to check the pipeline.
-    let (vocab, max_train, max_test, steps, emb, target) = if ctx.quick { (500, 40_000, 8_000, 40, 32, 60_000) } else { (3000, usize::MAX, 60_000, 900, 64, 400_000) };
+    let (vocab, max_train, max_test, steps, emb, target) = if ctx.quick { (500, 40_000, 8_000, 40, 32, 60_000) } else { (3000, usize::MAX, 60_000, 1600, 64, 400_000) };
     let corpus = load(&dir, vocab, max_train, max_test)?;
     let unk = |s: &[usize]| 100.0 * s.iter().filter(|&&t| t == 0).count() as f64 / s.len().max(1) as f64;
     let kinds = [

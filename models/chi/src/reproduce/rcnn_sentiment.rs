@@ -175,7 +175,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         return Err(format!("{}: need both polarities and at least {} sentences", dir.join("sentences.csv").display(), 2 * FOLDS));
     }
     let folds = stratified_folds(&labels, FOLDS, fold_seed()).map_err(|e| e.to_string())?;
-    let (folds_run, epochs) = if ctx.quick { (2, 1) } else { (FOLDS, 6) };
+    let (folds_run, epochs) = if ctx.quick { (2, 1) } else { (FOLDS, 10) };
     let input = vectors.dim;
     // The LSTM hidden size whose parameter count is closest to the RCNN λ = 0.5's.
     let target = param_count(Kind::Rcnn(Decay::Constant(0.5)), input)?;
