@@ -43,6 +43,7 @@ mod cnn_mnist;
 mod nn_surface;
 mod nn_xor;
 mod rationales;
+mod rationales_reviews;
 mod rcnn_lm;
 mod rcnn_sentiment;
 mod res_fashion;
@@ -320,7 +321,7 @@ pub fn registry() -> Vec<Experiment> {
             name: "rcnn-lm",
             title: "Word-level LM on Brown: RCNN λ constant / learned / adaptive vs LSTM vs CNN at equal parameter count, held-out perplexity (Lei 2017, §2.5.1, Table 2.4)",
             data: &["brown"],
-            runs: 4,
+            runs: 3,
             quick_runs: 1,
             run: rcnn_lm::run,
             fixed_runs: None,
@@ -333,6 +334,15 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: rcnn_sentiment::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick), fold f seeded with run seed f"),
+        },
+        Experiment {
+            name: "rationales-reviews",
+            title: "Rationales on the 2,000 Pang & Lee reviews: accuracy from the kept words, selection rate, random-word control, HTML of example rationales (Lei 2017, Ch. 3)",
+            data: &["pang-lee", "glove"],
+            runs: 3,
+            quick_runs: 1,
+            run: rationales_reviews::run,
+            fixed_runs: None,
         },
         Experiment {
             name: "nmt-attention",
