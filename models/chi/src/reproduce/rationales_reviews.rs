@@ -12,7 +12,10 @@
 //! vectors are GloVe 6B 50d kept fixed (random `U(−0.25, 0.25)` for words GloVe lacks), the
 //! RCNN is the thesis's adaptive additive normalised 2-gram unit with 32 states, one encoder
 //! layer, independent generator, target = polarity in {0, 1} with squared error, λ₁ = 2·10⁻⁴ per
-//! word and λ₂ = 2λ₁ (the thesis's smallest BeerAdvocate setting), Adam 10⁻³, batch 16, a moving-average baseline (decay 0.9). The held-out
+//! word and λ₂ = 2λ₁ (the thesis's smallest BeerAdvocate setting), Adam 10⁻³, batch 16, 3,000
+//! steps, a moving-average baseline (decay 0.9), and a generator that starts by keeping about
+//! 88 % of the words (logit bias 2; from a zero bias the generator collapsed to keeping almost
+//! nothing before the encoder learned, in our trial). The held-out
 //! set is fold 0 of 10 stratified folds (200 reviews).
 
 use super::units::UnitData;
@@ -31,6 +34,8 @@ const MAX_WORDS: usize = 150;
 const LAMBDA1: f64 = 2e-4;
 const HIDDEN: usize = 32;
 const BATCH: usize = 16;
+/// Initial logit bias of the generator (it starts by keeping σ(2) ≈ 88 % of the words).
+const START_BIAS: f32 = 2.0;
 /// Held-out reviews shown in the HTML page.
 const SHOWN: usize = 6;
 
@@ -65,6 +70,9 @@ fn train_run(ids: &[Vec<usize>], labels: &[usize], table: &Tensor<f32>, train: &
     let cfg = RationaleConfig { rcnn: rc, outputs: 1, generator: GeneratorKind::Independent, lambda1: LAMBDA1, lambda2: 2.0 * LAMBDA1, encoder_depth: 1 };
     let mut store = ParamStore::<f32>::new();
     let model = RationaleModel::new(&mut store, cfg, &mut rng).map_err(|e| e.to_string())?;
+    // Start by keeping most words (σ(2) ≈ 0.88): from a zero bias the sparsity and coherence
+    // terms shut the generator before the encoder had learned anything (< 1 % kept, 53 % accuracy).
+    model.generator.b_z.update(|v| v.iter_mut().for_each(|b| *b = START_BIAS));
     let params: Vec<Param<f32>> = store.params().to_vec();
     let mut opt = Optimizer::new(OptimConfig::adam(1e-3));
     let mut base = MovingAverage::new(0.9);
@@ -141,7 +149,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let (m, hits) = pretrained_matrix(&vocab, &vectors, &mut Rng::new(0xe3b));
     let table = Tensor::from_vec(m.into_iter().map(|x| x as f32).collect(), &[vocab.len(), vectors.dim]);
     let ids: Vec<Vec<usize>> = docs.iter().map(|d| vocab.encode(d)).collect();
-    let steps = if ctx.quick { 40 } else { 1500 };
+    let steps = if ctx.quick { 40 } else { 3000 };
     ctx.plan_units(ctx.runs);
     let mut rep = Report::default();
     rep.data = vec![
@@ -152,7 +160,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let mut first_shown = Vec::new();
     for r in 0..ctx.runs {
         let seed = ctx.run_seed(r);
-        let config = format!("reviews={} test={} max_words={MAX_WORDS} hidden={HIDDEN} lambda1={LAMBDA1} lambda2={} batch={BATCH} steps={steps} adam=1e-3 baseline=0.9 seed={seed}", docs.len(), test.len(), 2.0 * LAMBDA1);
+        let config = format!("reviews={} test={} max_words={MAX_WORDS} start_bias={START_BIAS} hidden={HIDDEN} lambda1={LAMBDA1} lambda2={} batch={BATCH} steps={steps} adam=1e-3 baseline=0.9 seed={seed}", docs.len(), test.len(), 2.0 * LAMBDA1);
         let (a, ra, s, shown) = ctx.unit(
             &format!("run{r}"),
             &config,
@@ -207,7 +215,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     rep.config = vec![
         ("data".into(), format!("last {MAX_WORDS} tokens of each review; held out: fold 0 of 10 stratified (seed 7), {} reviews", test.len())),
         ("model".into(), format!("GloVe 50d fixed; RCNN 2-gram additive normalised, λ adaptive on x, {HIDDEN} states; independent generator; 1 encoder layer, last state")),
-        ("training".into(), format!("λ1 {LAMBDA1}, λ2 {}, Adam 1e-3, batch {BATCH}, {steps} steps, 1 sample per review, moving-average baseline 0.9", 2.0 * LAMBDA1)),
+        ("training".into(), format!("λ1 {LAMBDA1}, λ2 {}, Adam 1e-3, batch {BATCH}, {steps} steps, 1 sample per review, moving-average baseline 0.9, generator logit bias starting at {START_BIAS}", 2.0 * LAMBDA1)),
     ];
     Ok(rep)
 }
