@@ -11,12 +11,17 @@
 //! its last 150 tokens (reviews average ~700; the verdict tends to come at the end), word
 //! vectors are GloVe 6B 50d kept fixed (random `U(−0.25, 0.25)` for words GloVe lacks), the
 //! RCNN is the thesis's adaptive additive normalised 2-gram unit with 32 states, one encoder
-//! layer, independent generator, target = polarity in {0, 1} with squared error, λ₁ = 2·10⁻⁴ per
-//! word and λ₂ = 2λ₁ (the thesis's smallest BeerAdvocate setting), Adam 10⁻³, batch 16, 3,000
+//! layer, independent generator, target = polarity in {0, 1} with squared error, λ₁ = 2·10⁻³ per
+//! word and λ₂ = 2λ₁ (in our trials λ₁ = 2·10⁻⁴, the thesis's smallest BeerAdvocate setting,
+//! and 6·10⁻⁴ kept every word, and 3·10⁻³ from a zero starting bias kept none), Adam 10⁻³, batch 16, 3,000
 //! steps, a moving-average baseline (decay 0.9), and a generator that starts by keeping about
 //! 88 % of the words (logit bias 2; from a zero bias the generator collapsed to keeping almost
 //! nothing before the encoder learned, in our trial). The held-out
 //! set is fold 0 of 10 stratified folds (200 reviews).
+//!
+//! With these settings the generator still keeps every word of every held-out review (the
+//! README gives the run), so the sparsity/coherence weights and the generator's start are not
+//! yet tuned for this data; the page and the measurements are what that run produces.
 
 use super::units::UnitData;
 use super::{Ctx, Report, Row};
@@ -31,7 +36,7 @@ use chi_text::explain::{render_html, ShadedText};
 use chi_text::vocab::{pretrained_matrix, Vocab};
 
 const MAX_WORDS: usize = 150;
-const LAMBDA1: f64 = 2e-4;
+const LAMBDA1: f64 = 2e-3;
 const HIDDEN: usize = 32;
 const BATCH: usize = 16;
 /// Initial logit bias of the generator (it starts by keeping σ(2) ≈ 88 % of the words).
