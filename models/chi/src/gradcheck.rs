@@ -1,5 +1,6 @@
 //! `chi gradcheck`: every registered op ([`chi_autodiff::gradcheck_cases`]) and every whole model
-//! ([`model_registry`]) against float64 central differences.
+//! ([`model_registry`]) against float64 central differences, and stochastic gradient estimators
+//! (`--estimator reinforce`) against the exact gradient by enumeration.
 
 use chi_autodiff::gradcheck_cases::{all as registry, check_case};
 use chi_autodiff::{GradcheckOptions, GradcheckReport};
@@ -31,7 +32,20 @@ pub struct GradcheckArgs {
     /// List the registered ops and models.
     #[arg(long)]
     pub list: bool,
+    /// Check a stochastic gradient estimator instead (`reinforce`: the rationale generator's
+    /// REINFORCE gradient against exact enumeration of all masks, by a z-test).
+    #[arg(long, conflicts_with_all = ["op", "model"])]
+    pub estimator: Option<String>,
+    /// Draws of the estimator for `--estimator` (at least 2).
+    #[arg(long, default_value_t = 2000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=1_000_000))]
+    pub samples: usize,
+    /// Family-wise false-failure rate of the `--estimator` z-test, in (0, 1).
+    #[arg(long, default_value_t = 1e-3)]
+    pub alpha: f64,
 }
+
+/// The estimators `chi gradcheck --estimator` knows.
+pub const ESTIMATORS: &[&str] = &["reinforce"];
 
 /// Every model registered for whole-graph gradient checks: the layers of [`chi_nn`]
 /// ([`layer_cases`]), the `chi train` sequence classifiers end to end with their cross-entropy
@@ -43,7 +57,87 @@ pub fn model_registry() -> Vec<ModelCase> {
     v.push(ModelCase { name: "seq-gru", build: || crate::train::recurrent::gradcheck_instance(CellKind::Gru) });
     v.push(ModelCase { name: "seq-ca-rnn", build: || crate::train::recurrent::gradcheck_instance(CellKind::CaRnn) });
     v.extend(chi_ca::gradcheck_cases());
+    v.extend(rcnn_cases());
     v
+}
+
+/// The recurrent-convolution and rationale instances of [`chi_rcnn::checks::gradcheck_cases`],
+/// as model cases. `ModelCase::build` is a plain function pointer, so each instance gets its own
+/// non-capturing wrapper; a test keeps the two lists equal.
+pub fn rcnn_cases() -> Vec<ModelCase> {
+    use chi_nn::gradcheck::ModelInstance;
+    use chi_rcnn::checks::{self, CheckInstance};
+    fn wrap(i: CheckInstance) -> ModelInstance {
+        ModelInstance { store: i.store, inputs: i.inputs, loss: i.loss }
+    }
+    vec![
+        ModelCase { name: "rcnn-fused", build: || wrap(checks::rcnn_fused_instance()) },
+        ModelCase { name: "rcnn-composed", build: || wrap(checks::rcnn_composed_instance()) },
+        ModelCase { name: "rcnn-adaptive-xh", build: || wrap(checks::rcnn_adaptive_instance()) },
+        ModelCase { name: "rationale-encoder", build: || wrap(checks::rationale_encoder_instance()) },
+    ]
+}
+
+/// `chi gradcheck --estimator reinforce`: the REINFORCE estimate of the rationale generator's
+/// gradient, z-tested coordinate by coordinate against the exact gradient over all `2^L` masks
+/// (independent and dependent generator), and the estimator's variance with and without a
+/// moving-average baseline. Returns the numbers of passed and failed z-tests.
+fn run_estimator(name: &str, args: &GradcheckArgs) -> Result<(usize, usize), String> {
+    if !ESTIMATORS.contains(&name) {
+        return Err(format!("no estimator named {name:?} (known: {})", ESTIMATORS.join(", ")));
+    }
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        return Err(format!("--alpha {} is not in (0, 1)", args.alpha));
+    }
+    let (mut passed, mut failed) = (0, 0);
+    for dependent in [false, true] {
+        let opts = chi_rcnn::checks::ReinforceCheckOptions {
+            test: chi_rcnn::EstimatorCheckOptions { samples: args.samples, alpha: args.alpha, ..Default::default() },
+            dependent,
+            ..Default::default()
+        };
+        let (check, var) = chi_rcnn::checks::reinforce_self_check(&opts).map_err(|e| e.to_string())?;
+        let label = format!("reinforce-{}", if dependent { "dependent" } else { "independent" });
+        let status = if check.passed { "PASS" } else { "FAIL" };
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "estimator": label, "length": opts.length, "masks": 1usize << opts.length, "samples": check.samples,
+                    "coordinates": check.exact.len(), "alpha": args.alpha, "max_abs_z": check.max_abs_z,
+                    "threshold": check.threshold, "passed": check.passed, "expected_cost": check.expectation,
+                    "variance_without_baseline": var.without_baseline, "variance_with_baseline": var.with_baseline,
+                    "baseline_decay": opts.baseline_decay,
+                })
+            );
+        } else {
+            println!(
+                "{label:<22} L={} ({} masks), {} coords, {} draws  max |z| {:>5.2} (threshold {:.2})  {status}",
+                opts.length,
+                1usize << opts.length,
+                check.exact.len(),
+                check.samples,
+                check.max_abs_z,
+                check.threshold
+            );
+            println!(
+                "    variance of one estimate (sum over coords): {:.4e} plain, {:.4e} with a moving-average baseline (decay {}); ratio {:.2}",
+                var.without_baseline,
+                var.with_baseline,
+                opts.baseline_decay,
+                var.without_baseline / var.with_baseline
+            );
+        }
+        if check.passed {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    if !args.json {
+        println!("z-test per coordinate at level alpha/(2P) (Bonferroni): a correct estimator fails with probability at most alpha = {} per check", args.alpha);
+    }
+    Ok((passed, failed))
 }
 
 fn print_row(json: bool, kind: &str, name: &str, order: u32, r: &Result<GradcheckReport, GradcheckReport>, shapes: &str) {
@@ -80,10 +174,16 @@ pub fn run_cli(args: &GradcheckArgs) -> Result<(), String> {
         for m in model_registry() {
             println!("  {}", m.name);
         }
+        println!("estimators:");
+        for e in ESTIMATORS {
+            println!("  {e}");
+        }
         return Ok(());
     }
     let (mut passed, mut failed) = (0usize, 0usize);
-    if let Some(model) = &args.model {
+    if let Some(name) = &args.estimator {
+        (passed, failed) = run_estimator(name, args)?;
+    } else if let Some(model) = &args.model {
         let cases: Vec<ModelCase> = model_registry().into_iter().filter(|m| model == "all" || m.name == model).collect();
         if cases.is_empty() {
             return Err(format!("no model named {model:?} (see chi gradcheck --list)"));
@@ -138,5 +238,21 @@ pub fn run_cli(args: &GradcheckArgs) -> Result<(), String> {
         Err(format!("{failed} gradient checks failed"))
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rcnn_cases_are_exactly_the_library_instances() {
+        let ours: Vec<&str> = rcnn_cases().iter().map(|c| c.name).collect();
+        let lib: Vec<&str> = chi_rcnn::checks::gradcheck_cases().iter().map(|c| c.0).collect();
+        assert_eq!(ours, lib);
+        let reg: Vec<&str> = model_registry().iter().map(|c| c.name).collect();
+        for n in lib {
+            assert_eq!(reg.iter().filter(|&&r| r == n).count(), 1, "{n} must be registered once");
+        }
     }
 }

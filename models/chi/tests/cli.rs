@@ -89,6 +89,47 @@ fn gradcheck_models_of_layers_and_recurrent_classifiers_pass() {
     }
 }
 
+/// The recurrent-convolution and rationale instances are registered and pass at orders 1 and 2.
+#[test]
+fn gradcheck_models_of_recurrent_convolution_and_rationales_pass() {
+    let list = chi_ok(&["gradcheck", "--list"]);
+    for name in ["rcnn-fused", "rcnn-composed", "rcnn-adaptive-xh", "rationale-encoder"] {
+        assert!(list.lines().any(|l| l.trim() == name), "{name} is not listed by chi gradcheck --list:\n{list}");
+        for order in ["1", "2"] {
+            let out = chi_ok(&["gradcheck", "--model", name, "--order", order]);
+            assert_eq!(summary(&out), (1, 0), "chi gradcheck --model {name} --order {order}:\n{out}");
+        }
+    }
+}
+
+/// `--estimator reinforce` z-tests both generators against exact enumeration, reports the
+/// variance with and without the baseline, and refuses unknown estimators and bad levels.
+#[test]
+fn gradcheck_estimator_reinforce_passes_and_reports_the_baseline_variance() {
+    let out = chi_ok(&["gradcheck", "--estimator", "reinforce"]);
+    assert_eq!(summary(&out), (2, 0), "{out}");
+    for g in ["reinforce-independent", "reinforce-dependent"] {
+        assert!(out.lines().any(|l| l.starts_with(g) && l.ends_with("PASS")), "no PASS row for {g}:\n{out}");
+    }
+    assert!(out.contains("with a moving-average baseline"), "{out}");
+    let out = chi_ok(&["gradcheck", "--estimator", "reinforce", "--samples", "300", "--json"]);
+    let rows: Vec<_> = out.lines().filter(|l| l.starts_with('{')).map(json_object).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    for r in rows {
+        assert_eq!(r["samples"], 300);
+        assert_eq!(r["masks"], 64);
+        let (plain, base) = (r["variance_without_baseline"].as_f64().unwrap(), r["variance_with_baseline"].as_f64().unwrap());
+        assert!(plain > 0.0 && base > 0.0 && base < plain, "the baseline should reduce the variance here: {r:?}");
+        assert!(r["max_abs_z"].as_f64().unwrap() <= r["threshold"].as_f64().unwrap(), "{r:?}");
+    }
+    let o = chi(&["gradcheck", "--estimator", "nope"]);
+    assert!(!o.status.success() && stderr(&o).contains("no estimator named \"nope\""), "{}", stderr(&o));
+    let o = chi(&["gradcheck", "--estimator", "reinforce", "--alpha", "2"]);
+    assert!(!o.status.success() && stderr(&o).contains("--alpha"), "{}", stderr(&o));
+    let o = chi(&["gradcheck", "--estimator", "reinforce", "--samples", "1"]);
+    assert!(!o.status.success(), "one draw gives no standard error");
+}
+
 /// Parses one line of `--json` output into an object.
 #[track_caller]
 fn json_object(line: &str) -> serde_json::Map<String, serde_json::Value> {

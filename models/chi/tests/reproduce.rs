@@ -182,3 +182,49 @@ fn resume_reuses_valid_unit_records_and_gives_identical_numbers() {
     assert_ne!(other["rows"], rows, "another seed gives other numbers");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `chi reproduce rationales --quick` (built in, always runs): Table 3.3's two columns for each
+/// synthetic aspect, as percentages, with the paired judgement in the notes.
+#[test]
+fn rationales_quick_reports_precision_and_selection_for_every_aspect() {
+    let out = tmp("rationales");
+    let o = chi().args(["--out", out.to_str().unwrap(), "reproduce", "rationales", "--quick", "--json"]).output().unwrap();
+    assert!(o.status.success(), "rationales --quick failed: {}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<serde_json::Value> = String::from_utf8(o.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for aspect in 0..3 {
+        for (metric, model) in [("% precision", "Generator (dependent)"), ("% precision", "Generator (independent)"), ("% precision", "Attention"), ("% selected", "Generator (dependent)")] {
+            let row = rows
+                .iter()
+                .find(|r| r["metric"].as_str().unwrap().starts_with(&format!("aspect {aspect}")) && r["metric"].as_str().unwrap().ends_with(metric) && r["model"].as_str().unwrap().starts_with(model))
+                .unwrap_or_else(|| panic!("no row for aspect {aspect} {metric} {model}: {rows:?}"));
+            let v = row["chi_mean"].as_f64().unwrap();
+            assert!((0.0..=100.0).contains(&v), "{row}");
+            assert!(row["paper"].as_f64().is_some(), "Table 3.3 anchor missing: {row}");
+        }
+    }
+    let rec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("reproduce/rationales/results.json")).unwrap()).unwrap();
+    let notes = rec["notes"].to_string();
+    assert!(notes.contains("dependent generator vs attention"), "{notes}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `chi reproduce rationales-reviews --quick` writes the HTML page of example rationales (skipped
+/// with the fetch message when the Pang & Lee or GloVe data is absent).
+#[test]
+fn rationales_reviews_quick_writes_the_html_page() {
+    let missing: Vec<String> =
+        [chi_nn::data::Dataset::PangLee, chi_nn::data::Dataset::Glove].into_iter().filter_map(|d| chi_nn::data::require(d).err().map(String::from)).collect();
+    if !missing.is_empty() {
+        eprintln!("SKIPPED rationales-reviews: {}", missing.join("; "));
+        return;
+    }
+    let out = tmp("rationales-reviews");
+    let o = chi().args(["--out", out.to_str().unwrap(), "reproduce", "rationales-reviews", "--quick", "--json"]).output().unwrap();
+    assert!(o.status.success(), "rationales-reviews --quick failed: {}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(out.join("reproduce/rationales-reviews/rationales.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.matches("<h2>").count() == 6, "six reviews expected");
+    assert!(html.contains("words kept") && html.contains("selection rate"), "captions name the kept words and the rate");
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert!(stdout.lines().any(|l| l.contains("% of words selected")), "{stdout}");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -44,6 +44,10 @@ mod han_reviews;
 mod nn_surface;
 mod nn_xor;
 mod pos_brown;
+mod rationales;
+mod rationales_reviews;
+mod rcnn_lm;
+mod rcnn_sentiment;
 mod res_fashion;
 mod rnn_synthetic;
 mod sem_lee;
@@ -263,6 +267,15 @@ pub fn registry() -> Vec<Experiment> {
             fixed_runs: None,
         },
         Experiment {
+            name: "rationales",
+            title: "Rationale generator (independent, dependent) vs attention on a synthetic 3-aspect task with planted spans, Table 3.3's precision and selection rate (Lei 2017, §3.4.1)",
+            data: &[],
+            runs: 5,
+            quick_runs: 1,
+            run: rationales::run,
+            fixed_runs: None,
+        },
+        Experiment {
             name: "ca-sem-lee",
             title: "CA-SEM vs SIF vs averaging, GloVe 6B 50d, Lee document similarity (Sec. 4.1 stand-in)",
             data: &["gensim", "glove"],
@@ -323,6 +336,33 @@ pub fn registry() -> Vec<Experiment> {
             runs: 3,
             quick_runs: 1,
             run: pos_brown::run,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "rcnn-lm",
+            title: "Word-level LM on Brown: RCNN λ constant / learned / adaptive vs LSTM vs CNN at equal parameter count, held-out perplexity (Lei 2017, §2.5.1, Table 2.4)",
+            data: &["brown"],
+            runs: 3,
+            quick_runs: 1,
+            run: rcnn_lm::run,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "rcnn-sentiment",
+            title: "RCNN (λ 0.5, adaptive) vs CNN vs LSTM, Pang & Lee 4,000 sentences, fixed GloVe 50d, 10-fold CV (Lei 2017, §2.5.2, Table 2.6)",
+            data: &["pang-lee", "glove"],
+            runs: 1,
+            quick_runs: 1,
+            run: rcnn_sentiment::run,
+            fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick), fold f seeded with run seed f"),
+        },
+        Experiment {
+            name: "rationales-reviews",
+            title: "Rationales on the 2,000 Pang & Lee reviews: accuracy from the kept words, selection rate, random-word control, HTML of example rationales (Lei 2017, Ch. 3)",
+            data: &["pang-lee", "glove"],
+            runs: 3,
+            quick_runs: 1,
+            run: rationales_reviews::run,
             fixed_runs: None,
         },
         Experiment {
@@ -563,7 +603,7 @@ mod tests {
     fn experiments_without_seeded_repetitions_record_their_true_count() {
         let reg = registry();
         let fixed: Vec<&str> = reg.iter().filter(|e| e.fixed_runs.is_some()).map(|e| e.name).collect();
-        assert_eq!(fixed, ["ca-sem-lee", "ca-bsfe-reviews", "text-cnn-sentences", "han-reviews"]);
+        assert_eq!(fixed, ["ca-sem-lee", "ca-bsfe-reviews", "text-cnn-sentences", "han-reviews", "rcnn-sentiment"]);
         let dir = std::env::temp_dir().join(format!("chi-reproduce-record-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let ctx = Ctx::new("x", dir.clone(), true, 7, 1, false, false);
