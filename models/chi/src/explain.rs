@@ -297,19 +297,7 @@ pub fn html(title: &str, ex: &[TextExplanation]) -> Result<String, String> {
 /// The same shaded words as a PNG (or SVG) picture, drawn by chi itself.
 pub fn picture(path: &std::path::Path, title: &str, ex: &[TextExplanation]) -> Result<(), String> {
     let docs = shaded(ex);
-    // Captions quote the text; keep them to one line of the picture.
-    let captions: Vec<String> = docs
-        .iter()
-        .map(|d| {
-            let c: Vec<char> = d.caption.chars().collect();
-            if c.len() > 110 {
-                c[..109].iter().chain(['…'].iter()).collect()
-            } else {
-                d.caption.clone()
-            }
-        })
-        .collect();
-    let parts: Vec<crate::train::plot::ShadedWords<'_>> = docs.iter().zip(&captions).map(|(d, c)| crate::train::plot::ShadedWords { caption: c, words: &d.words, scores: &d.scores }).collect();
+    let parts: Vec<crate::train::plot::ShadedWords<'_>> = docs.iter().map(|d| crate::train::plot::ShadedWords { caption: &d.caption, words: &d.words, scores: &d.scores }).collect();
     crate::train::plot::shaded_text(path, title, &parts)
 }
 

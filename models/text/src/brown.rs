@@ -61,6 +61,17 @@ pub fn parse_brown(text: &str) -> Result<Vec<TaggedTokens>> {
     Ok(out)
 }
 
+/// The corpus files of a Brown directory, `c[a-r]NN` (the second letter is the genre), sorted
+/// by name; an error if there are none.
+pub fn brown_files(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
+    let is_brown = |n: &str| n.len() == 4 && n.starts_with('c') && n.as_bytes()[1].is_ascii_lowercase() && n[2..].bytes().all(|b| b.is_ascii_digit());
+    let paths = crate::corpora::files("brown_files", dir, is_brown)?;
+    if paths.is_empty() {
+        return Err(TextError::Invalid { op: "brown_files", msg: format!("{}: no c[a-r]NN files (scripts/fetch-data.sh --only brown)", dir.display()) });
+    }
+    Ok(paths)
+}
+
 /// Reads and parses one Brown file.
 pub fn load_brown_file(path: impl AsRef<std::path::Path>) -> Result<Vec<TaggedTokens>> {
     let text = std::fs::read_to_string(path.as_ref())?;

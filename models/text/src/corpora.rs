@@ -17,7 +17,7 @@
 //! apostrophes trimmed from both ends ("'tis" → "tis"), and tokens without a letter or digit
 //! (punctuation) are dropped, as word2vec pipelines usually do.
 
-use crate::brown::load_brown_file;
+use crate::brown::{brown_files, load_brown_file};
 use crate::error::{Result, TextError};
 use std::path::{Path, PathBuf};
 
@@ -42,7 +42,7 @@ fn invalid(op: &'static str, msg: String) -> TextError {
 }
 
 /// The regular files of `dir` whose names satisfy `keep`, sorted by name.
-fn files(op: &'static str, dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
+pub(crate) fn files(op: &'static str, dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
     let rd = std::fs::read_dir(dir).map_err(|e| invalid(op, format!("{}: {e}", dir.display())))?;
     let mut out = Vec::new();
     for entry in rd {
@@ -184,11 +184,7 @@ pub fn sentences(text: &str) -> Vec<Vec<String>> {
 /// `dir` (name order), its words joined and re-tokenised by [`words`], so hyphenated words and
 /// punctuation are treated as in the other corpora.
 pub fn brown_sentences(dir: &Path) -> Result<Vec<Vec<String>>> {
-    let is_brown = |n: &str| n.len() == 4 && n.starts_with('c') && n.as_bytes()[1].is_ascii_lowercase() && n[2..].bytes().all(|b| b.is_ascii_digit());
-    let paths = files("brown_sentences", dir, is_brown)?;
-    if paths.is_empty() {
-        return Err(invalid("brown_sentences", format!("{}: no c[a-r]NN files (scripts/fetch-data.sh --only brown)", dir.display())));
-    }
+    let paths = brown_files(dir)?;
     let mut out = Vec::new();
     for p in paths {
         let tagged = load_brown_file(&p).map_err(|e| invalid("brown_sentences", format!("{}: {e}", p.display())))?;

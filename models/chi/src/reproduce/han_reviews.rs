@@ -27,7 +27,6 @@
 use super::units::UnitData;
 use super::{Ctx, Report, Row};
 use chi_autodiff::{grad, no_grad, GradOptions, Rng};
-use chi_nn::data::{self, Dataset};
 use chi_nn::optim::OptimConfig;
 use chi_nn::stats::{PairedTest, Summary};
 use chi_text::cnn::{EmbeddingMode, TextCnn, TextCnnConfig};
@@ -65,10 +64,7 @@ fn split_review(text: &str, max_sentences: usize, max_words: usize) -> Doc {
 
 /// The experiment.
 pub fn run(ctx: &Ctx) -> Result<Report, String> {
-    let dir = data::require(Dataset::PangLee)?;
-    let (reviews, _) = data::load_pang_lee(&dir).map_err(|e| e.to_string())?;
-    let glove_dir = data::require(Dataset::Glove)?;
-    let vectors = data::load_glove_dir(&glove_dir).map_err(|e| e.to_string())?;
+    let super::util::PangLeeGlove { dir, reviews, vectors, .. } = super::util::pang_lee_and_glove()?;
     let (max_s, max_w) = if ctx.quick { (6, 25) } else { (MAX_SENTENCES, MAX_WORDS) };
     // The quick variant reads a 200-review subset (every 7th review, both polarities).
     let keep: Vec<usize> = if ctx.quick { (0..reviews.len()).filter(|&i| i % 7 == 0).take(200).collect() } else { (0..reviews.len()).collect() };

@@ -32,10 +32,9 @@ use super::{Ctx, Report, Row};
 use chi_nn::data::{self, Dataset};
 use chi_nn::optim::OptimConfig;
 use chi_nn::stats::{PairedTest, Summary};
-use chi_text::brown::{load_brown_file, normalize_tag, to_universal, TaggedTokens};
+use chi_text::brown::{brown_files, load_brown_file, normalize_tag, to_universal, TaggedTokens};
 use chi_text::experiments::split_documents;
 use chi_text::tagger::{predict_all, tag_accuracy, train_tagger, EncoderKind, HeadKind, Lexicon, MostFrequentTag, NeuralTagger, TaggerConfig, TaggerFit};
-use std::path::PathBuf;
 use std::time::Instant;
 
 /// Fraction of the files held out for testing.
@@ -67,13 +66,7 @@ impl TagSet {
 
 /// The corpus files, sorted by name, each parsed into sentences.
 fn load_corpus(dir: &std::path::Path) -> Result<Vec<(String, Vec<TaggedTokens>)>, String> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.file_name().is_some_and(|n| n.len() == 4 && n.to_string_lossy().starts_with('c')))
-        .collect();
-    files.sort();
+    let files = brown_files(dir).map_err(|e| e.to_string())?;
     if files.len() < 10 {
         return Err(format!("{}: expected the 500 Brown files c[a-r]NN, found {}", dir.display(), files.len()));
     }

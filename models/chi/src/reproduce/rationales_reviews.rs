@@ -26,7 +26,6 @@
 use super::units::UnitData;
 use super::{Ctx, Report, Row};
 use chi_autodiff::{no_grad, Rng, Tensor};
-use chi_nn::data::{self, Dataset};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::{Param, ParamStore};
 use chi_nn::stats::{PairedTest, Summary};
@@ -43,20 +42,6 @@ const BATCH: usize = 16;
 const START_BIAS: f32 = 2.0;
 /// Held-out reviews shown in the HTML page.
 const SHOWN: usize = 6;
-
-/// Embeds token-id rows (padded with zero vectors) from a fixed table `[V, d]`.
-fn embed(table: &Tensor<f32>, rows: &[&Vec<usize>]) -> (Tensor<f32>, Vec<usize>) {
-    let d = table.dim(1);
-    let t = rows.iter().map(|r| r.len()).max().unwrap_or(1).max(1);
-    let mut v = vec![0f32; rows.len() * t * d];
-    let tab = table.data();
-    for (b, r) in rows.iter().enumerate() {
-        for (p, &w) in r.iter().enumerate() {
-            v[(b * t + p) * d..(b * t + p + 1) * d].copy_from_slice(&tab[w * d..(w + 1) * d]);
-        }
-    }
-    (Tensor::from_vec(v, &[rows.len(), t, d]), rows.iter().map(|r| r.len().max(1)).collect())
-}
 
 /// One run's held-out numbers and the rationales of the first [`SHOWN`] test reviews.
 struct RunOutcome {
@@ -85,7 +70,7 @@ fn train_run(ids: &[Vec<usize>], labels: &[usize], table: &Tensor<f32>, train: &
     for s in 0..steps {
         let idx: Vec<usize> = (0..BATCH).map(|_| train[rng.below(train.len())]).collect();
         let rows: Vec<&Vec<usize>> = idx.iter().map(|&i| &ids[i]).collect();
-        let (x, lens) = embed(table, &rows);
+        let (x, lens) = super::util::embed_fixed(table, &rows);
         store.zero_grad();
         let step = model.surrogate(&x, Some(&lens), &target(&idx), 1, &mut rng, Some(&mut base)).map_err(|e| e.to_string())?;
         step.surrogate.backward();
@@ -99,7 +84,7 @@ fn train_run(ids: &[Vec<usize>], labels: &[usize], table: &Tensor<f32>, train: &
     let mut pick = Rng::new(seed ^ 0xc0de);
     for chunk in test.chunks(100) {
         let rows: Vec<&Vec<usize>> = chunk.iter().map(|&i| &ids[i]).collect();
-        let (x, lens) = embed(table, &rows);
+        let (x, lens) = super::util::embed_fixed(table, &rows);
         let t = x.dim(1);
         let logits = no_grad(|| model.generator.logits(&x, Some(&lens), None)).map_err(|e| e.to_string())?;
         let l = logits.data();
@@ -130,10 +115,7 @@ fn train_run(ids: &[Vec<usize>], labels: &[usize], table: &Tensor<f32>, train: &
 
 /// The experiment.
 pub fn run(ctx: &Ctx) -> Result<Report, String> {
-    let dir = data::require(Dataset::PangLee)?;
-    let (reviews, _) = data::load_pang_lee(&dir).map_err(|e| e.to_string())?;
-    let glove_dir = data::require(Dataset::Glove)?;
-    let vectors = data::load_glove_dir(&glove_dir).map_err(|e| e.to_string())?;
+    let super::util::PangLeeGlove { dir, reviews, vectors, .. } = super::util::pang_lee_and_glove()?;
     let docs: Vec<Vec<String>> = reviews
         .iter()
         .map(|t| {

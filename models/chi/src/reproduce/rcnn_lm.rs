@@ -36,12 +36,7 @@ struct Corpus {
 /// Reads the Brown files, splits by file and maps words to ids (`0 = <unk>`, `1 = <eos>`, then
 /// the `vocab − 2` most frequent training words, ties broken alphabetically).
 fn load(dir: &std::path::Path, vocab: usize, max_train_tokens: usize, max_test_tokens: usize) -> Result<Corpus, String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-        .filter(|n| n.len() == 4 && n.starts_with('c') && n[2..].chars().all(|c| c.is_ascii_digit()))
-        .collect();
-    names.sort();
+    let names = chi_text::brown::brown_files(dir).map_err(|e| e.to_string())?;
     if names.len() < 10 {
         return Err(format!("{}: found {} Brown text files (ca01 … cr09), need at least 10", dir.display(), names.len()));
     }
@@ -53,7 +48,7 @@ fn load(dir: &std::path::Path, vocab: usize, max_train_tokens: usize, max_test_t
         if out.len() >= if is_test { max_test_tokens } else { max_train_tokens } {
             continue;
         }
-        let sents = chi_text::brown::load_brown_file(dir.join(n)).map_err(|e| format!("{}: {e}", dir.join(n).display()))?;
+        let sents = chi_text::brown::load_brown_file(n).map_err(|e| format!("{}: {e}", n.display()))?;
         for s in sents {
             out.extend(s.words.iter().map(|w| w.to_lowercase()));
             out.push("<eos>".to_string());

@@ -18,7 +18,6 @@
 use super::units::UnitData;
 use super::{Ctx, Report, Row};
 use chi_autodiff::{no_grad, Rng, Tensor};
-use chi_nn::data::{self, Dataset};
 use chi_nn::layers::{run_sequence_batch, stack_outputs, Linear, LstmCell};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::{Param, ParamStore};
@@ -104,20 +103,6 @@ fn param_count(kind: Kind, input: usize) -> Result<usize, String> {
     Ok(Classifier::new(kind, input, 0)?.store.num_scalars())
 }
 
-/// Embeds sentences `ids` with the fixed table `[V, d]`, padded with zero vectors.
-fn batch(table: &Tensor<f32>, ids: &[&Vec<usize>]) -> (Tensor<f32>, Vec<usize>) {
-    let d = table.dim(1);
-    let t = ids.iter().map(|s| s.len()).max().unwrap_or(1).max(1);
-    let mut v = vec![0f32; ids.len() * t * d];
-    let tab = table.data();
-    for (b, s) in ids.iter().enumerate() {
-        for (p, &w) in s.iter().enumerate() {
-            v[(b * t + p) * d..(b * t + p + 1) * d].copy_from_slice(&tab[w * d..(w + 1) * d]);
-        }
-    }
-    (Tensor::from_vec(v, &[ids.len(), t, d]), ids.iter().map(|s| s.len().max(1)).collect())
-}
-
 /// Trains `kind` on the fold's training sentences and returns test accuracy.
 #[allow(clippy::too_many_arguments)]
 fn run_fold(kind: Kind, docs: &[Vec<String>], labels: &[usize], vectors: &chi_nn::data::Embeddings, test: &[usize], epochs: usize, seed: u64, bar: &super::units::StepBar) -> Result<f64, String> {
@@ -139,7 +124,7 @@ fn run_fold(kind: Kind, docs: &[Vec<String>], labels: &[usize], vectors: &chi_nn
         rng.shuffle(&mut order);
         for chunk in order.chunks(32) {
             let ids: Vec<&Vec<usize>> = chunk.iter().map(|&i| &enc[i]).collect();
-            let (x, lens) = batch(&table, &ids);
+            let (x, lens) = super::util::embed_fixed(&table, &ids);
             let y: Vec<usize> = chunk.iter().map(|&i| labels[i]).collect();
             model.store.zero_grad();
             let loss = model.logits(&x, &lens, Some(&mut rng))?.cross_entropy(&y);
@@ -152,7 +137,7 @@ fn run_fold(kind: Kind, docs: &[Vec<String>], labels: &[usize], vectors: &chi_nn
     let mut correct = 0usize;
     for chunk in test.chunks(200) {
         let ids: Vec<&Vec<usize>> = chunk.iter().map(|&i| &enc[i]).collect();
-        let (x, lens) = batch(&table, &ids);
+        let (x, lens) = super::util::embed_fixed(&table, &ids);
         let l = no_grad(|| model.logits(&x, &lens, None))?;
         let l = l.data();
         for (k, &i) in chunk.iter().enumerate() {
@@ -165,15 +150,9 @@ fn run_fold(kind: Kind, docs: &[Vec<String>], labels: &[usize], vectors: &chi_nn
 
 /// The experiment.
 pub fn run(ctx: &Ctx) -> Result<Report, String> {
-    let dir = data::require(Dataset::PangLee)?;
-    let (_, sentences) = data::load_pang_lee(&dir).map_err(|e| e.to_string())?;
-    let glove_dir = data::require(Dataset::Glove)?;
-    let vectors = data::load_glove_dir(&glove_dir).map_err(|e| e.to_string())?;
-    let docs: Vec<Vec<String>> = sentences.iter().map(|t| chi_text::vocab::tokenize(&t.text)).collect();
-    let labels: Vec<usize> = sentences.iter().map(|t| (t.label > 0) as usize).collect();
-    if !(labels.contains(&0) && labels.contains(&1)) || docs.len() < 2 * FOLDS {
-        return Err(format!("{}: need both polarities and at least {} sentences", dir.join("sentences.csv").display(), 2 * FOLDS));
-    }
+    let data = super::util::pang_lee_and_glove()?;
+    let (docs, labels) = super::util::polarity_sentences(&data, 2 * FOLDS)?;
+    let vectors = data.vectors;
     let folds = stratified_folds(&labels, FOLDS, fold_seed()).map_err(|e| e.to_string())?;
     let (folds_run, epochs) = if ctx.quick { (2, 1) } else { (FOLDS, 10) };
     let input = vectors.dim;

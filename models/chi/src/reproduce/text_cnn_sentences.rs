@@ -17,7 +17,6 @@
 
 use super::units::UnitData;
 use super::{Ctx, Report, Row};
-use chi_nn::data::{self, Dataset};
 use chi_nn::stats::{PairedTest, Summary};
 use chi_text::cnn::EmbeddingMode;
 use chi_text::experiments::{cv_fold, stratified_folds, CvModel, TextCnnSentencesConfig};
@@ -27,15 +26,9 @@ const FOLDS: usize = 10;
 
 /// The experiment.
 pub fn run(ctx: &Ctx) -> Result<Report, String> {
-    let dir = data::require(Dataset::PangLee)?;
-    let (_, sentences) = data::load_pang_lee(&dir).map_err(|e| e.to_string())?;
-    let glove_dir = data::require(Dataset::Glove)?;
-    let vectors = data::load_glove_dir(&glove_dir).map_err(|e| e.to_string())?;
-    let docs: Vec<Vec<String>> = sentences.iter().map(|t| chi_text::vocab::tokenize(&t.text)).collect();
-    let labels: Vec<usize> = sentences.iter().map(|t| (t.label > 0) as usize).collect();
-    if !(labels.contains(&0) && labels.contains(&1)) || docs.len() < 2 * FOLDS {
-        return Err(format!("{}: need both polarities and at least {} sentences", dir.join("sentences.csv").display(), 2 * FOLDS));
-    }
+    let data = super::util::pang_lee_and_glove()?;
+    let (docs, labels) = super::util::polarity_sentences(&data, 2 * FOLDS)?;
+    let vectors = data.vectors;
     let mut cfg = TextCnnSentencesConfig::standard();
     let folds_run = if ctx.quick { 2 } else { FOLDS };
     if ctx.quick {

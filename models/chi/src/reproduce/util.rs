@@ -66,3 +66,51 @@ pub fn check_image_splits(what: &str, train: usize, test: usize, batch: usize) -
     }
     Ok(())
 }
+
+/// The Pang & Lee polarity data (reviews, sentences) with its directory, and GloVe 6B 50d:
+/// what the text experiments on that data read.
+pub struct PangLeeGlove {
+    /// The data directory (for error messages naming `reviews.csv` / `sentences.csv`).
+    pub dir: std::path::PathBuf,
+    /// The 1,500 full reviews.
+    pub reviews: Vec<chi_nn::data::LabeledText>,
+    /// The 4,000 review sentences.
+    pub sentences: Vec<chi_nn::data::LabeledText>,
+    /// The word vectors.
+    pub vectors: chi_nn::data::Embeddings,
+}
+
+/// Loads [`PangLeeGlove`] (errors say which dataset to fetch).
+pub fn pang_lee_and_glove() -> Result<PangLeeGlove, String> {
+    use chi_nn::data::{self, Dataset};
+    let dir = data::require(Dataset::PangLee)?;
+    let (reviews, sentences) = data::load_pang_lee(&dir).map_err(|e| e.to_string())?;
+    let vectors = data::load_glove_dir(data::require(Dataset::Glove)?).map_err(|e| e.to_string())?;
+    Ok(PangLeeGlove { dir, reviews, sentences, vectors })
+}
+
+/// The 4,000 sentences tokenised, with labels 0 (negative) and 1 (positive); an error naming
+/// `sentences.csv` unless both polarities and at least `min` sentences are there.
+pub fn polarity_sentences(d: &PangLeeGlove, min: usize) -> Result<(Vec<Vec<String>>, Vec<usize>), String> {
+    let docs: Vec<Vec<String>> = d.sentences.iter().map(|t| chi_text::vocab::tokenize(&t.text)).collect();
+    let labels: Vec<usize> = d.sentences.iter().map(|t| (t.label > 0) as usize).collect();
+    if !(labels.contains(&0) && labels.contains(&1)) || docs.len() < min {
+        return Err(format!("{}: need both polarities and at least {min} sentences", d.dir.join("sentences.csv").display()));
+    }
+    Ok((docs, labels))
+}
+
+/// Token-id rows embedded with a fixed table `[V, d]` into `[rows, T, d]`, zero past each row's
+/// end (`T` = the longest row, at least 1), and each row's length (an empty row counts as 1).
+pub fn embed_fixed(table: &Tensor<f32>, rows: &[&Vec<usize>]) -> (Tensor<f32>, Vec<usize>) {
+    let d = table.dim(1);
+    let t = rows.iter().map(|r| r.len()).max().unwrap_or(1).max(1);
+    let mut v = vec![0f32; rows.len() * t * d];
+    let tab = table.data();
+    for (b, r) in rows.iter().enumerate() {
+        for (p, &w) in r.iter().enumerate() {
+            v[(b * t + p) * d..(b * t + p + 1) * d].copy_from_slice(&tab[w * d..(w + 1) * d]);
+        }
+    }
+    (Tensor::from_vec(v, &[rows.len(), t, d]), rows.iter().map(|r| r.len().max(1)).collect())
+}

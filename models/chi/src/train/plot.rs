@@ -687,7 +687,7 @@ mod tests {
 
 /// One text of [`shaded_text`]: a caption, the words and one score per word.
 pub struct ShadedWords<'a> {
-    /// The heading above the words.
+    /// The heading above the words (cut to one line with `…` when longer).
     pub caption: &'a str,
     /// The words, in order.
     pub words: &'a [String],
@@ -723,6 +723,26 @@ fn score_fill(s: f64, m: f64) -> RGBColor {
     RGBColor(over(r), over(g), over(b))
 }
 
+/// `text` cut at the end with `…` so that it measures at most `width` pixels.
+fn fit_line(text: &str, width: i32, measure: &impl Fn(&str) -> Result<(i32, i32), String>) -> Result<String, String> {
+    if measure(text)?.0 <= width {
+        return Ok(text.to_string());
+    }
+    let chars: Vec<char> = text.chars().collect();
+    // The longest prefix that fits, by bisection on the character count.
+    let (mut lo, mut hi) = (0usize, chars.len());
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let candidate: String = chars[..mid].iter().chain(['…'].iter()).collect();
+        if measure(&candidate)?.0 <= width {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Ok(chars[..lo].iter().chain(['…'].iter()).collect())
+}
+
 /// Draws texts with each word's background shaded by its score (the PNG twin of
 /// `chi_text::explain::render_html`) to `path` (`.png` or `.svg`); the picture is as tall as
 /// the wrapped texts need.
@@ -740,7 +760,7 @@ pub fn shaded_text(path: &Path, title: &str, docs: &[ShadedWords<'_>]) -> Result
         if d.words.len() != d.scores.len() {
             return Err(format!("{}: {} words but {} scores under {:?}", path.display(), d.words.len(), d.scores.len(), d.caption));
         }
-        page.captions.push((y, d.caption.to_string()));
+        page.captions.push((y, fit_line(d.caption, SHADED_WIDTH as i32 - 2 * margin, &measure)?));
         y += line_h + gap;
         let m = d.scores.iter().filter(|v| v.is_finite()).map(|v| v.abs()).fold(0.0, f64::max);
         let mut x = margin;

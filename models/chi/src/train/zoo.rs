@@ -423,7 +423,8 @@ pub struct HanModel {
 }
 
 impl HanModel {
-    /// Example `i`'s sentences, and for each token its (sentence, position).
+    /// A text cut into sentences after each sentence-final token (a text without one is one
+    /// sentence; an empty text is one empty sentence).
     fn sentences(&self, seq: &[usize]) -> Vec<Vec<usize>> {
         let mut out = vec![Vec::new()];
         for &t in seq {
