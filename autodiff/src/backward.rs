@@ -206,6 +206,53 @@ fn run_hooks_of<T: Float>(extra: &crate::tape::VarExtra<T>, mut g: Tensor<T>) ->
     Ok(g)
 }
 
+/// The leaves of the pass that have post-accumulate hooks, each with the position in `order`
+/// of the last node (in processing order) that consumes it, sorted by that position.
+#[inline(never)]
+fn leaves_with_post_hooks<T: Float>(pass: &Pass<T>, order: &[u32]) -> Vec<(u32, u32)> {
+    let mut last: Vec<u32> = vec![u32::MAX; pass.slots.len()];
+    for (pos, &s) in order.iter().enumerate() {
+        let node = var_of(&pass.tensors[s as usize]).node.as_ref().expect("node slot");
+        let op = node.op.borrow();
+        let Some(op) = op.as_ref() else { continue };
+        for x in op.inputs().iter() {
+            let Some(i) = existing(pass.id, x) else { continue };
+            let v = var_of(x);
+            if v.is_leaf() && v.extra().is_some_and(|e| !e.post_hooks.borrow().is_empty()) {
+                last[i] = pos as u32;
+            }
+        }
+    }
+    let mut early: Vec<(u32, u32)> = last.iter().enumerate().filter(|(_, &p)| p != u32::MAX).map(|(i, &p)| (p, i as u32)).collect();
+    early.sort_unstable();
+    early
+}
+
+/// Hands a leaf its complete gradient of this pass: its gradient hooks, accumulation into
+/// `.grad`, then its post-accumulate hooks. Nothing when no gradient reached it.
+fn deliver_leaf<T: Float>(t: &Tensor<T>, slot: &mut Option<Tensor<T>>, create: bool) -> Result<(), AutodiffError> {
+    let Some(g) = slot.take() else { return Ok(()) };
+    let v = var_of(t);
+    let g = run_hooks(v, g)?;
+    accumulate_into(&v.grad, g, create);
+    run_post_hooks(v, t);
+    Ok(())
+}
+
+/// Calls a leaf's post-accumulate hooks with the leaf (a copy of the list, so a hook may remove
+/// itself).
+#[inline]
+fn run_post_hooks<T: Float>(var: &Var<T>, t: &Tensor<T>) {
+    let Some(extra) = var.extra() else { return };
+    if extra.post_hooks.borrow().is_empty() {
+        return;
+    }
+    let hooks: Vec<_> = extra.post_hooks.borrow().iter().map(|(_, h)| h.clone()).collect();
+    for h in hooks {
+        h(t);
+    }
+}
+
 thread_local! {
     static PASS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -419,9 +466,22 @@ pub(crate) fn run_backward<T: Float>(
         }
     }
 
+    // Leaves with post-accumulate hooks get their gradient as soon as their last consumer's
+    // rule has run: `(position in order of that consumer, leaf slot)`, by position.
+    let mut early: Vec<(u32, u32)> = Vec::new();
+    if targets.is_none() && crate::tape::POST_HOOKS.with(|c| c.get()) > 0 {
+        early = leaves_with_post_hooks(&pass, &order);
+    }
+    let mut next_early = 0;
+
     let capture = anomaly::is_capturing();
     let _mode = set_grad_enabled(create);
-    for &s in &order {
+    for (pos, &s) in order.iter().enumerate() {
+        while next_early < early.len() && (early[next_early].0 as usize) < pos {
+            let i = early[next_early].1 as usize;
+            deliver_leaf(&pass.tensors[i], &mut pass.slots[i].grad, create)?;
+            next_early += 1;
+        }
         let s = s as usize;
         let Some(g) = pass.slots[s].grad.take() else { continue };
         // Borrowed, not cloned: the rule only writes `pass.slots`, never `pass.tensors`.
@@ -536,6 +596,10 @@ pub(crate) fn run_backward<T: Float>(
         }
     }
 
+    for &(_, i) in &early[next_early..] {
+        let i = i as usize;
+        deliver_leaf(&pass.tensors[i], &mut pass.slots[i].grad, create)?;
+    }
     // Back into the pass, so its drop keeps them for the next pass.
     pass.order = order;
     pass.stack = stack;
@@ -554,7 +618,10 @@ pub(crate) fn run_backward<T: Float>(
                     accumulate(&mut results[k], g, create);
                 }
             }
-            None => accumulate_into(&v.grad, g, create),
+            None => {
+                accumulate_into(&v.grad, g, create);
+                run_post_hooks(v, &pass.tensors[s]);
+            }
         }
     }
     drop(_mode);

@@ -55,7 +55,7 @@ pub use rng::Rng;
 pub use shape::{Shape, MAX_RANK};
 #[allow(deprecated)]
 pub use tape::clear_tape;
-pub use tape::{is_grad_enabled, no_grad, no_grad_guard, tape_len, Float, SparseRows};
+pub use tape::{is_grad_enabled, no_grad, no_grad_guard, tape_len, Float, PostAccumulateHook, SparseRows};
 pub use tensor::{HookHandle, Tensor};
 pub use transforms::{hessian, hvp, jacobian, jvp, value_and_grad, vmap_grad, JacobianMode, PerExample};
 pub use chi_kernels::elementwise::{Binary, Unary};

@@ -177,6 +177,19 @@ fn queue_op<T: Float>(op: Option<Op<T>>) {
 /// A gradient hook: observes a gradient and may replace it (return `Some`).
 pub type Hook<T> = Rc<dyn Fn(&Tensor<T>) -> Option<Tensor<T>>>;
 
+/// A post-accumulate hook of a leaf: called with the leaf once its gradient for the current
+/// backward pass is complete and stored in `.grad()` (see
+/// [`Tensor::register_post_accumulate_grad_hook`]).
+pub type PostAccumulateHook<T> = Rc<dyn Fn(&Tensor<T>)>;
+
+thread_local! {
+    /// Post-accumulate hooks registered on this thread and not removed. A backward pass looks
+    /// for the last consumer of each hooked leaf only when this is non-zero, so passes without
+    /// such hooks pay one thread-local read. (Hooks dropped with their tensor are not subtracted:
+    /// the count only ever overstates, which costs a scan, never a missed hook.)
+    pub(crate) static POST_HOOKS: Cell<usize> = const { Cell::new(0) };
+}
+
 /// Gradient rows of a sparse embedding table: row `ids[r]` receives `values[r, :]`.
 #[derive(Clone, Debug)]
 pub struct SparseRows<T: Float> {
@@ -223,6 +236,8 @@ pub(crate) struct Var<T: Float> {
 pub(crate) struct VarExtra<T: Float> {
     /// Hooks with their registration ids (for [`crate::HookHandle::remove`]).
     pub(crate) hooks: RefCell<Vec<(u64, Hook<T>)>>,
+    /// Leaves only: hooks called once the pass's gradient is accumulated.
+    pub(crate) post_hooks: RefCell<Vec<(u64, PostAccumulateHook<T>)>>,
     pub(crate) name: RefCell<Option<Rc<str>>>,
     /// Leaves only: gather ops deliver row-sparse gradients into `sparse_grad` instead of `grad`.
     pub(crate) sparse: Cell<bool>,
@@ -319,6 +334,7 @@ impl<T: Float> Var<T> {
         self.extra.get_or_init(|| {
             Box::new(VarExtra {
                 hooks: RefCell::new(Vec::new()),
+                post_hooks: RefCell::new(Vec::new()),
                 name: RefCell::new(None),
                 sparse: Cell::new(false),
                 sparse_grad: RefCell::new(None),

@@ -302,6 +302,39 @@ impl<T: Float> Tensor<T> {
         HookHandle { var: Rc::downgrade(v), id }
     }
 
+    /// Registers `hook` on a leaf, called with the leaf at the moment its gradient for a
+    /// `backward` pass is complete and stored in [`Tensor::grad`] — as PyTorch's
+    /// `register_post_accumulate_grad_hook`. Data-parallel training uses it to start the exchange
+    /// of a parameter's gradient while the rest of the backward pass still runs.
+    ///
+    /// When it runs: as soon as the pass has run the backward rule of the last node that consumes
+    /// the leaf (its gradient can receive nothing more), rather than at the end of the pass; the
+    /// leaf's gradient hooks ([`Tensor::register_hook`]) run just before. Only passes that
+    /// accumulate into `.grad()` call it (`backward`, not [`crate::grad`]), and only when a
+    /// gradient reached the leaf; a row-sparse table's rows are delivered at the end of the pass.
+    ///
+    /// ```
+    /// use chi_autodiff::Tensor;
+    /// use std::cell::RefCell;
+    /// use std::rc::Rc;
+    /// let w = Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2]).requires_grad();
+    /// let seen = Rc::new(RefCell::new(Vec::new()));
+    /// let s = seen.clone();
+    /// let h = w.register_post_accumulate_grad_hook(move |t| s.borrow_mut().push(t.grad().unwrap().to_vec()));
+    /// w.mul_scalar(3.0).sum().backward();
+    /// assert_eq!(*seen.borrow(), vec![vec![3.0, 3.0]]);
+    /// assert!(h.remove());
+    /// ```
+    #[track_caller]
+    pub fn register_post_accumulate_grad_hook(&self, hook: impl Fn(&Tensor<T>) + 'static) -> HookHandle<T> {
+        let v = self.var.as_ref().expect("register_post_accumulate_grad_hook: tensor does not require grad");
+        assert!(v.is_leaf(), "register_post_accumulate_grad_hook: only leaves accumulate gradients (use register_hook on intermediates)");
+        let id = crate::tape::next_id();
+        v.extra_or_init().post_hooks.borrow_mut().push((id, Rc::new(hook)));
+        crate::tape::POST_HOOKS.with(|c| c.set(c.get() + 1));
+        HookHandle { var: Rc::downgrade(v), id }
+    }
+
     /// Replaces the values, keeping identity and shape (for optimisers). Copy-on-write: a copy
     /// saved on a tape keeps the old values. Panics if `f` changes the length.
     pub fn update(&mut self, f: impl FnOnce(&mut [T])) {
@@ -337,7 +370,17 @@ impl<T: Float> HookHandle<T> {
         let mut hooks = e.hooks.borrow_mut();
         let before = hooks.len();
         hooks.retain(|(id, _)| *id != self.id);
-        hooks.len() != before
+        if hooks.len() != before {
+            return true;
+        }
+        let mut post = e.post_hooks.borrow_mut();
+        let before = post.len();
+        post.retain(|(id, _)| *id != self.id);
+        let removed = post.len() != before;
+        if removed {
+            crate::tape::POST_HOOKS.with(|c| c.set(c.get().saturating_sub(1)));
+        }
+        removed
     }
 }
 

@@ -517,3 +517,49 @@ fn anomaly_flag_makes_backward_return_the_finding() {
     set_anomaly_enabled(false);
     assert!(matches!(e, Err(AutodiffError::Anomaly(ref a)) if a.op == "sqrt"), "{e:?}");
 }
+
+/// A leaf's post-accumulate hook runs as soon as its last consumer's rule has run — before the
+/// rules of nodes recorded earlier in the forward pass — with the complete gradient in `.grad()`.
+#[test]
+fn post_accumulate_hooks_run_when_the_leaf_gradient_is_complete() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let events: Rc<RefCell<Vec<String>>> = Rc::default();
+    let x = Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2]);
+    let w0 = Tensor::<f64>::from_vec(vec![0.5, -1.0], &[2]).requires_grad();
+    let w1 = Tensor::<f64>::from_vec(vec![3.0, 4.0], &[2]).requires_grad();
+    let mut handles = Vec::new();
+    for (name, w) in [("w0", &w0), ("w1", &w1)] {
+        let e = events.clone();
+        handles.push(w.register_post_accumulate_grad_hook(move |t| e.borrow_mut().push(format!("{name} {:?}", t.grad().unwrap().to_vec()))));
+    }
+    // w1 is used twice: its gradient is complete only after both uses' rules have run.
+    let h = x.mul(&w0);
+    let e = events.clone();
+    h.register_hook(move |_| {
+        e.borrow_mut().push("h".into());
+        None
+    });
+    let y = h.mul(&w1).add(&w1.mul_scalar(10.0));
+    y.sum().backward();
+    assert_eq!(*events.borrow(), vec!["w1 [10.5, 8.0]".to_string(), "h".into(), "w0 [3.0, 8.0]".into()]);
+    // A second pass accumulates; the hook sees the sum.
+    events.borrow_mut().clear();
+    x.mul(&w0).mul(&w1).sum().backward();
+    assert_eq!(*events.borrow(), vec!["w1 [11.0, 6.0]".to_string(), "w0 [6.0, 16.0]".into()]);
+    for h in &handles {
+        assert!(h.remove());
+        assert!(!h.remove());
+    }
+    events.borrow_mut().clear();
+    x.mul(&w0).sum().backward();
+    assert!(events.borrow().is_empty());
+    // A leaf no gradient reaches is not called.
+    let e = events.clone();
+    let unused = Tensor::<f64>::from_vec(vec![1.0], &[1]).requires_grad();
+    let _h = unused.register_post_accumulate_grad_hook(move |_| e.borrow_mut().push("unused".into()));
+    x.mul(&w0).sum().backward();
+    assert!(events.borrow().is_empty());
+    // Gradients are unchanged by the early delivery.
+    assert_eq!(w0.grad().unwrap().to_vec(), vec![8.0, 20.0]);
+}
