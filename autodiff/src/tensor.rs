@@ -233,6 +233,11 @@ impl<T: Float> Tensor<T> {
         }
         v.extra()?.sparse_grad.borrow().as_ref().map(|s| s.to_dense())
     }
+    /// Whether this leaf was marked with [`Tensor::sparse_grad`] (gather ops deliver its
+    /// gradient as rows).
+    pub fn is_sparse_grad(&self) -> bool {
+        self.var.as_ref().is_some_and(|v| v.is_sparse())
+    }
     /// The row-sparse gradient of an embedding table marked with [`Tensor::sparse_grad`].
     pub fn sparse_grad_rows(&self) -> Option<SparseRows<T>> {
         self.var.as_ref()?.extra()?.sparse_grad.borrow().clone()

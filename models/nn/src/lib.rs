@@ -12,6 +12,7 @@
 //! | [`optim`] | optimisers (SGD, momentum, Adagrad, Adam, …) with their state in checkpoints |
 //! | [`schedule`] | learning-rate schedules and block-coordinate freezing |
 //! | [`trainer`] | [`Trainer`](trainer::Trainer), the one training loop, with callbacks for logging, evaluation and checkpoints |
+//! | [`dist`] | data-parallel training: collectives, sharding, bucketed gradient averaging overlapped with backward, local SGD |
 //! | [`metrics`] | accuracy, F1 and friends |
 //! | [`checkpoint`] | safetensors weights and full checkpoints (atomic, checksummed) |
 //! | [`data`] | loaders for the real datasets (IDX, npy, CSV, GloVe, Lee, reviews, word-similarity pairs) |
@@ -38,6 +39,7 @@ pub mod activation;
 pub mod checkpoint;
 pub mod data;
 pub mod dataset;
+pub mod dist;
 pub mod error;
 pub mod gradcheck;
 pub mod limits;

@@ -69,6 +69,7 @@
 //!   gradients are cleared, then the end checkpoint, the end evaluation and
 //!   [`Callback::on_train_end`] follow, in that order.
 
+use crate::dist::{self, Buf, DataParallel, Mode, Reducer};
 use crate::optim::{Grads, Optimizer};
 use crate::params::{Param, ParamStore};
 use crate::schedule::{BlockCoordinate, LrSchedule};
@@ -95,6 +96,11 @@ pub enum TrainError {
         /// The loss value.
         loss: f64,
     },
+    /// Data-parallel training: no rank had an example in the step's batch.
+    EmptyBatch {
+        /// The step (1-based).
+        step: u64,
+    },
     /// A callback failed.
     Callback {
         /// The hook that failed (`"on_step_end"`, `"on_checkpoint"`, …).
@@ -110,6 +116,7 @@ impl fmt::Display for TrainError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TrainError::NonFiniteLoss { step, loss } => write!(f, "training diverged: loss is {loss} at step {step}"),
+            TrainError::EmptyBatch { step } => write!(f, "step {step}: no rank had an example in its shard of the batch"),
             TrainError::Callback { hook, step, source } => write!(f, "{source} (in {hook} at step {step})"),
         }
     }
@@ -119,7 +126,7 @@ impl std::error::Error for TrainError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             TrainError::Callback { source, .. } => Some(source.as_ref()),
-            TrainError::NonFiniteLoss { .. } => None,
+            TrainError::NonFiniteLoss { .. } | TrainError::EmptyBatch { .. } => None,
         }
     }
 }
@@ -149,16 +156,26 @@ pub struct StepOutput<T: Float> {
     pub metrics: Metrics,
     /// Tensors kept alive until the callbacks of this step have run.
     pub tensors: Vec<Tensor<T>>,
+    /// Data-parallel training: how many examples the loss averages over on this rank (see
+    /// [`crate::dist`]); `None` counts as 1, i.e. equal shards.
+    pub weight: Option<f64>,
 }
 
 impl<T: Float> StepOutput<T> {
     /// The loss alone.
     pub fn new(loss: Tensor<T>) -> Self {
-        StepOutput { loss, metrics: Metrics::new(), tensors: Vec::new() }
+        StepOutput { loss, metrics: Metrics::new(), tensors: Vec::new(), weight: None }
     }
     /// Adds a metric.
     pub fn metric(mut self, name: &str, value: f64) -> Self {
         self.metrics.insert(name.to_string(), value);
+        self
+    }
+    /// The number of examples this rank's loss is a mean over, for data-parallel training
+    /// ([`Trainer::data_parallel`]): ranks' gradients are weighted by it. A rank whose shard is
+    /// empty returns a constant loss (not tracked) with weight 0.
+    pub fn weight(mut self, examples: f64) -> Self {
+        self.weight = Some(examples);
         self
     }
     /// Keeps `tensors` for the callbacks ([`StepInfo::tensors`]).
@@ -325,6 +342,7 @@ pub struct Trainer<'a, T: Float> {
     checkpoint_at_end: bool,
     callbacks: Vec<Box<dyn Callback<T> + 'a>>,
     state: TrainerState,
+    dp: Option<DataParallel>,
 }
 
 impl<'a, T: Float> Trainer<'a, T> {
@@ -347,6 +365,7 @@ impl<'a, T: Float> Trainer<'a, T> {
             checkpoint_at_end: false,
             callbacks: Vec::new(),
             state: TrainerState::default(),
+            dp: None,
         }
     }
     /// The length of the run in optimiser steps (default: until the batches run out).
@@ -421,6 +440,16 @@ impl<'a, T: Float> Trainer<'a, T> {
     pub fn try_on_step_end<E: Into<Box<dyn std::error::Error + Send + Sync>>>(self, f: impl FnMut(&StepInfo<'_, T>) -> Result<(), E> + 'a) -> Self {
         self.callback(TryStepEnd(f))
     }
+    /// Trains data-parallel with the other ranks of `dp`'s group (see [`crate::dist`]): the
+    /// parameters are broadcast from rank 0 when `fit` starts, then every step's gradients are
+    /// averaged (or, in local SGD, the parameters every few steps). Each rank's step closure
+    /// computes the loss of its own shard of the batch ([`dist::shard`]) and states its size with
+    /// [`StepOutput::weight`]. Callbacks, evaluation and checkpoints run on every rank: give them
+    /// to rank 0 only if only it should write.
+    pub fn data_parallel(mut self, dp: DataParallel) -> Self {
+        self.dp = Some(dp);
+        self
+    }
     /// Continues from a saved state (restore the parameters, optimiser and data source first).
     pub fn resume(mut self, state: TrainerState) -> Self {
         self.state = state;
@@ -454,6 +483,9 @@ impl<'a, T: Float> Trainer<'a, T> {
     pub fn fit<B, O: Into<StepOutput<T>>>(mut self, batches: impl IntoIterator<Item = B>, step: impl FnMut(B) -> O) -> Result<FitSummary, TrainError> {
         let mut summary = FitSummary::default();
         let start = self.state;
+        if let Some(dp) = &self.dp {
+            dist::broadcast_params(&*dp.comm, self.store.params());
+        }
         Self::each(&mut self.callbacks, "on_train_start", start.step, |c| c.on_train_start(start))?;
         let looped = self.run_steps(batches.into_iter(), step, &mut summary);
         // Leave every group trainable after block-coordinate training.
@@ -463,6 +495,12 @@ impl<'a, T: Float> Trainer<'a, T> {
         self.store.zero_grad();
         let exhausted = looped?;
         summary.finished = exhausted || self.steps.is_some_and(|s| self.state.step >= s);
+        // Local SGD ends with one model: the mean, unless the last step just averaged.
+        if let Some(DataParallel { comm, mode: Mode::LocalSgd { every }, .. }) = &self.dp {
+            if summary.finished && self.state.step % every != 0 {
+                dist::average_params(&**comm, self.store.params());
+            }
+        }
         if self.checkpoint_at_end {
             self.checkpoint(true)?;
         }
@@ -484,6 +522,10 @@ impl<'a, T: Float> Trainer<'a, T> {
             (Some(s), Some(t)) => Some(s.min(t)),
             (s, t) => s.or(t),
         };
+        let mut reducer = match &self.dp {
+            Some(dp) if dp.mode == Mode::Sync && dp.comm.size() > 1 => Some(Reducer::new(dp.clone(), params)),
+            _ => None,
+        };
         while !matches!(end, Some(e) if self.state.step >= e) {
             let Some(batch) = batches.next() else { return Ok(true) };
             let s = self.state.step;
@@ -491,19 +533,46 @@ impl<'a, T: Float> Trainer<'a, T> {
             self.optim.set_lr(self.schedule.lr_at(self.base_lr, s));
             store.zero_grad();
             let out: StepOutput<T> = step(batch).into();
-            let loss = out.loss.item().to_f64();
+            let mut loss = out.loss.item().to_f64();
             let done = s + 1;
+            // This rank's share of the global gradient.
+            let mut share = 1.0;
+            if let Some(dp) = &self.dp {
+                // Every rank learns the global (weighted mean) loss, so all stop together.
+                let w = out.weight.unwrap_or(1.0);
+                let local = if w > 0.0 { w * loss } else { 0.0 };
+                let s: Vec<f64> = dp.comm.all_reduce_sum(Buf::F64(vec![local, w])).into_vec();
+                if s[1] <= 0.0 {
+                    return Err(TrainError::EmptyBatch { step: done });
+                }
+                loss = s[0] / s[1];
+                share = w / s[1];
+            }
             if !loss.is_finite() {
                 return Err(TrainError::NonFiniteLoss { step: done, loss });
             }
-            out.loss.backward();
-            let mut grads = Grads::collect(params);
+            if let Some(r) = reducer.as_mut() {
+                r.begin(params, share);
+            }
+            // An empty shard's constant loss has no graph: its rank contributes no gradient.
+            if self.dp.is_none() || out.loss.is_tracked() {
+                out.loss.backward();
+            }
+            let mut grads = match reducer.as_mut() {
+                Some(r) => r.finish(params),
+                None => Grads::collect(params),
+            };
             let grad_norm = match self.clip_norm {
                 Some(c) => grads.clip_global_norm(c),
                 None => grads.global_norm(),
             };
             self.optim.step(params, &grads);
             self.state.step = done;
+            if let Some(DataParallel { comm, mode: Mode::LocalSgd { every }, .. }) = &self.dp {
+                if done % every == 0 {
+                    dist::average_params(&**comm, params);
+                }
+            }
             summary.losses.push((done, loss));
             let info = StepInfo {
                 step: done,
