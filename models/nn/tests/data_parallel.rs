@@ -4,168 +4,42 @@
 //! an LSTM over a row-sparse embedding, shards of unequal size and empty shards, with and
 //! without overlapping the exchange with backward.
 
-use chi_autodiff::{Rng, Tensor};
-use chi_nn::dataset::Batcher;
+use chi_nn::dist::check::{self, Kind, Model, Problem};
 use chi_nn::dist::{shard, Collective, DataParallel, Mode, ThreadGroup};
-use chi_nn::layers::{run_sequence_batch, Embedding, LstmCell, RecurrentCell};
 use chi_nn::optim::{OptimConfig, Optimizer};
-use chi_nn::params::{init, ParamStore};
-use chi_nn::trainer::{StepOutput, Trainer};
+use chi_nn::trainer::Trainer;
 use std::rc::Rc;
 
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
-    Mlp,
-    Lstm,
-}
-
-const N_IN: usize = 6;
-const CLASSES: usize = 3;
-const VOCAB: usize = 12;
-const T_MAX: usize = 5;
-
-/// The data: dense features (MLP) or token sequences with lengths (LSTM), and labels.
-struct Data {
-    x: Vec<f64>,
-    seqs: Vec<Vec<usize>>,
-    y: Vec<usize>,
-}
-
-fn data(n: usize) -> Data {
-    let mut rng = Rng::new(7);
-    let x: Vec<f64> = (0..n * N_IN).map(|_| rng.normal()).collect();
-    let seqs = (0..n).map(|_| (0..1 + rng.below(T_MAX)).map(|_| rng.below(VOCAB)).collect()).collect();
-    let y = (0..n).map(|_| rng.below(CLASSES)).collect();
-    Data { x, seqs, y }
-}
-
-/// A model's parameters and loss on a list of examples.
-struct Model {
-    store: ParamStore<f64>,
-    emb: Option<Embedding<f64>>,
-    cell: Option<LstmCell<f64>>,
-}
-
-fn model(kind: Kind, seed: u64) -> Model {
-    let mut rng = Rng::new(seed);
-    let mut store = ParamStore::new();
-    match kind {
-        Kind::Mlp => {
-            store.add("w1", "main", init::normal(&[N_IN, 16], 0.4, &mut rng));
-            store.add("b1", "main", init::zeros(&[16]));
-            store.add("w2", "main", init::normal(&[16, CLASSES], 0.4, &mut rng));
-            store.add("b2", "main", init::zeros(&[CLASSES]));
-            Model { store, emb: None, cell: None }
-        }
-        Kind::Lstm => {
-            let emb = Embedding::in_store(&mut store, "emb", "main", VOCAB, 4, true, &mut rng);
-            let cell = LstmCell::new(&mut store, "lstm", "main", 4, 8, false, &mut rng);
-            store.add("w_out", "main", init::normal(&[8, CLASSES], 0.4, &mut rng));
-            Model { store, emb: Some(emb), cell: Some(cell) }
-        }
-    }
-}
-
-impl Model {
-    fn loss(&self, d: &Data, idx: &[usize]) -> Tensor<f64> {
-        let p = |name: &str| self.store.get(name).unwrap().get();
-        let labels: Vec<usize> = idx.iter().map(|&i| d.y[i]).collect();
-        match (&self.emb, &self.cell) {
-            (Some(emb), Some(cell)) => {
-                let mut ids = Vec::new();
-                let lengths: Vec<usize> = idx.iter().map(|&i| d.seqs[i].len()).collect();
-                for &i in idx {
-                    ids.extend(d.seqs[i].iter().copied());
-                    ids.extend(std::iter::repeat_n(0, T_MAX - d.seqs[i].len()));
-                }
-                let xs = emb.forward_shaped(&ids, &[idx.len(), T_MAX]);
-                let (_, state) = run_sequence_batch(cell, &xs, None, Some(&lengths));
-                cell.output(&state).matmul(&p("w_out")).cross_entropy(&labels)
-            }
-            _ => {
-                let x: Vec<f64> = idx.iter().flat_map(|&i| d.x[i * N_IN..(i + 1) * N_IN].to_vec()).collect();
-                let x = Tensor::from_vec(x, &[idx.len(), N_IN]);
-                let h = x.matmul(&p("w1")).add(&p("b1")).tanh();
-                h.matmul(&p("w2")).add(&p("b2")).cross_entropy(&labels)
-            }
-        }
-    }
-    fn values(&self) -> Vec<Vec<f64>> {
-        self.store.params().iter().map(|p| p.get().to_vec()).collect()
-    }
-}
-
-struct Setup {
-    kind: Kind,
-    n: usize,
-    batch: usize,
-    steps: u64,
-    optim: OptimConfig,
-}
-
-/// One process, global batch `batch`.
-fn single(s: &Setup) -> Vec<Vec<f64>> {
-    let d = data(s.n);
-    let m = model(s.kind, 1);
-    let mut opt = Optimizer::new(s.optim.clone());
-    let mut batcher = Batcher::new(s.n, s.batch, true, Rng::new(3));
-    Trainer::new(&m.store, &mut opt).steps(s.steps).fit(std::iter::from_fn(|| Some(batcher.next_batch())), |idx| m.loss(&d, &idx)).unwrap();
-    m.values()
-}
-
-/// `k` ranks, each with its shard of the same global batches; returns every rank's parameters.
-fn ranks(s: &Setup, k: usize, dp: impl Fn(Rc<dyn Collective>) -> DataParallel + Sync) -> Vec<Vec<Vec<f64>>> {
+/// `k` ranks (threads), each training its part of `s`; every rank's parameters.
+fn ranks(s: &Problem, k: usize, dp: impl Fn(Rc<dyn Collective>) -> DataParallel + Sync) -> Vec<Vec<Vec<f64>>> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = ThreadGroup::new(k)
             .into_iter()
             .map(|member| {
                 let dp = &dp;
-                scope.spawn(move || {
-                    let rank = member.rank();
-                    let comm: Rc<dyn Collective> = Rc::new(member);
-                    let d = data(s.n);
-                    // Ranks other than 0 start elsewhere: the broadcast must make them equal.
-                    let m = model(s.kind, 1 + rank as u64 * 1000);
-                    let mut opt = Optimizer::new(s.optim.clone());
-                    let mut batcher = Batcher::new(s.n, s.batch, true, Rng::new(3));
-                    Trainer::new(&m.store, &mut opt)
-                        .steps(s.steps)
-                        .data_parallel(dp(comm))
-                        .fit(std::iter::from_fn(|| Some(batcher.next_batch())), |global| {
-                            let mine = shard(&global, rank, k);
-                            if mine.is_empty() {
-                                StepOutput::new(Tensor::scalar(0.0)).weight(0.0)
-                            } else {
-                                StepOutput::new(m.loss(&d, mine)).weight(mine.len() as f64)
-                            }
-                        })
-                        .unwrap();
-                    m.values()
-                })
+                scope.spawn(move || s.on_rank(dp(Rc::new(member))))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     })
 }
 
-fn max_diff(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
-    a.iter().zip(b).flat_map(|(x, y)| x.iter().zip(y).map(|(p, q)| (p - q).abs())).fold(0.0, f64::max)
-}
+use check::max_diff;
 
-fn check_equal(s: &Setup, k: usize, overlap: bool, bucket_bytes: usize) {
-    let reference = single(s);
+fn check_equal(s: &Problem, k: usize, overlap: bool, bucket_bytes: usize) {
+    let reference = s.single();
     let all = ranks(s, k, |c| DataParallel::new(c).overlap(overlap).bucket_bytes(bucket_bytes));
     for (r, p) in all.iter().enumerate() {
         let d = max_diff(p, &reference);
         assert!(d <= 1e-12, "rank {r} of {k} (overlap {overlap}, buckets of {bucket_bytes} B) differs from one process by {d:e}");
     }
     // Training moved the parameters (the comparison is not of two untouched models).
-    assert!(max_diff(&reference, &model(s.kind, 1).values()) > 1e-3);
+    assert!(max_diff(&reference, &Model::new(s.kind, 1).values()) > 1e-3);
 }
 
 #[test]
 fn mlp_two_ranks_equal_one_process_with_the_doubled_batch() {
-    let s = Setup { kind: Kind::Mlp, n: 64, batch: 16, steps: 30, optim: OptimConfig::adam(0.01) };
+    let s = Problem { kind: Kind::Mlp, n: 64, batch: 16, steps: 30, optim: OptimConfig::adam(0.01) };
     check_equal(&s, 2, true, 1 << 20);
     // Several buckets (each parameter its own message), started during backward or after it.
     check_equal(&s, 2, true, 64);
@@ -174,7 +48,7 @@ fn mlp_two_ranks_equal_one_process_with_the_doubled_batch() {
 
 #[test]
 fn lstm_with_sparse_embedding_two_ranks_equal_one_process() {
-    let s = Setup { kind: Kind::Lstm, n: 40, batch: 8, steps: 15, optim: OptimConfig::adagrad(0.1) };
+    let s = Problem { kind: Kind::Lstm, n: 40, batch: 8, steps: 15, optim: OptimConfig::adagrad(0.1) };
     check_equal(&s, 2, true, 256);
 }
 
@@ -182,23 +56,23 @@ fn lstm_with_sparse_embedding_two_ranks_equal_one_process() {
 fn unequal_and_empty_shards_are_weighted_by_their_examples() {
     // 47 examples in global batches of 15: every epoch ends with a batch of 2, split 1/1/0
     // across three ranks (rank 2 has nothing); the 15s split 5/5/5.
-    let s = Setup { kind: Kind::Mlp, n: 47, batch: 15, steps: 12, optim: OptimConfig::sgd(0.3) };
+    let s = Problem { kind: Kind::Mlp, n: 47, batch: 15, steps: 12, optim: OptimConfig::sgd(0.3) };
     check_equal(&s, 3, true, 128);
-    let s = Setup { kind: Kind::Lstm, n: 47, batch: 15, steps: 8, optim: OptimConfig::adam(0.02) };
+    let s = Problem { kind: Kind::Lstm, n: 47, batch: 15, steps: 8, optim: OptimConfig::adam(0.02) };
     check_equal(&s, 3, true, 1 << 20);
 }
 
 #[test]
 fn local_sgd_ends_with_one_averaged_model_that_differs_from_synchronous_training() {
-    let s = Setup { kind: Kind::Mlp, n: 64, batch: 16, steps: 10, optim: OptimConfig::adam(0.02) };
+    let s = Problem { kind: Kind::Mlp, n: 64, batch: 16, steps: 10, optim: OptimConfig::adam(0.02) };
     let local = ranks(&s, 2, |c| DataParallel::new(c).mode(Mode::LocalSgd { every: 4 }));
     assert_eq!(local[0], local[1], "the final averaging gives every rank the same model");
-    let sync = single(&s);
+    let sync = s.single();
     assert!(max_diff(&local[0], &sync) > 1e-6, "local SGD is a different algorithm");
     // Averaging every step with SGD (no optimiser state) is synchronous SGD.
-    let s = Setup { optim: OptimConfig::sgd(0.2), ..s };
+    let s = Problem { optim: OptimConfig::sgd(0.2), ..s };
     let every_step = ranks(&s, 2, |c| DataParallel::new(c).mode(Mode::LocalSgd { every: 1 }));
-    let d = max_diff(&every_step[0], &single(&s));
+    let d = max_diff(&every_step[0], &s.single());
     assert!(d <= 1e-12, "local SGD averaging every SGD step differs from synchronous SGD by {d:e}");
 }
 
@@ -229,7 +103,7 @@ impl Collective for Counting {
 
 #[test]
 fn buckets_start_during_backward_when_overlapping() {
-    let d = data(32);
+    let d = check::Data::new(32);
     for overlap in [true, false] {
         let seen: Vec<usize> = std::thread::scope(|scope| {
             let handles: Vec<_> = ThreadGroup::new(2)
@@ -240,7 +114,7 @@ fn buckets_start_during_backward_when_overlapping() {
                         let started = Rc::new(std::cell::Cell::new(0));
                         let rank = member.rank();
                         let comm: Rc<dyn Collective> = Rc::new(Counting { inner: member, started: started.clone() });
-                        let m = model(Kind::Mlp, 1);
+                        let m = Model::new(Kind::Mlp, 1);
                         // w1 is the first parameter, so its gradient is the last to be complete;
                         // this hook, registered first, runs before the reducer's.
                         let at_w1 = Rc::new(std::cell::Cell::new(usize::MAX));

@@ -44,6 +44,8 @@
 //! `every` steps (periodic model averaging). Optimiser state stays per rank. One message per
 //! period instead of one per step; the effect on quality is measured, not assumed.
 
+pub mod check;
+
 use crate::optim::{Grad, Grads};
 use crate::params::Param;
 use chi_autodiff::{Float, HookHandle};
