@@ -45,6 +45,9 @@ pub enum Command {
     Translate(crate::translate::TranslateArgs),
     /// Word vectors: train (word2vec, GloVe), evaluate, nearest neighbours.
     Embed(crate::embed::EmbedArgs),
+    /// Several processes on MPI: check that data-parallel training gives the single-process
+    /// answer, and measure all-reduce (run under `mpirun -n K`).
+    Dist(crate::dist::DistArgs),
 }
 
 /// `chi bench ...`
@@ -89,6 +92,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Teach(a)) => crate::teach::run(&a, &cli.out),
         Some(Command::Translate(a)) => crate::translate::run(&a),
         Some(Command::Embed(a)) => crate::embed::run(&a, cli.seed, cli.threads),
+        Some(Command::Dist(a)) => crate::dist::run(&a),
         // The README's main job: every built-in reproduction, full size.
         None => crate::reproduce::run(&crate::reproduce::ReproduceArgs::default(), cli.seed, &cli.out).map(|_| ()),
     }

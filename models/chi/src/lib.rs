@@ -11,6 +11,7 @@
 pub mod allocator;
 pub mod bench;
 pub mod cli;
+pub mod dist;
 pub mod embed;
 pub mod explain;
 pub mod fuzzing;

@@ -16,8 +16,26 @@ fn main() {
     chi_cli::cli::default_sigpipe();
     chi_cli::cli::output_errors_are_not_panics();
     let cli = Cli::parse();
+    // Under `mpirun -n K` (K > 1): MPI, finalised when `mpi` drops at the end of main.
+    let mpi = match chi_cli::dist::init() {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("chi: error: {e}");
+            std::process::exit(1);
+        }
+    };
     if let Err(e) = run(cli) {
-        eprintln!("chi: error: {e}");
-        std::process::exit(1);
+        match chi_cli::dist::world() {
+            // The other ranks may be waiting for this one in a collective: end them all.
+            Some(w) => {
+                eprintln!("chi: error on rank {} of {}: {e}", w.rank(), w.size());
+                chi_cli::dist::abort(1);
+            }
+            None => {
+                eprintln!("chi: error: {e}");
+                std::process::exit(1);
+            }
+        }
     }
+    drop(mpi);
 }
