@@ -176,7 +176,10 @@ mod mpi_comm {
             let mut len = bytes.len() as u64;
             root.broadcast_into(&mut len);
             bytes.resize(len as usize, 0);
-            root.broadcast_into(&mut bytes[..]);
+            // An empty byte Vec's dangling pointer is 0x1, which is Open MPI's MPI_IN_PLACE.
+            if len > 0 {
+                root.broadcast_into(&mut bytes[..]);
+            }
         }
         fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
             let k = self.size();
@@ -189,10 +192,15 @@ mod mpi_comm {
                 Some(d)
             }).collect();
             let total: usize = lens.iter().map(|&l| l as usize).sum();
-            let mut all = vec![0u8; total];
+            // Allocated buffers even when empty: an empty byte slice's dangling pointer is 0x1,
+            // which is Open MPI's MPI_IN_PLACE.
+            let mut all = Vec::with_capacity(total.max(1));
+            all.resize(total, 0u8);
+            let mut send = Vec::with_capacity(mine.len().max(1));
+            send.extend_from_slice(mine);
             {
                 let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-                self.world.all_gather_varcount_into(mine, &mut part);
+                self.world.all_gather_varcount_into(&send[..], &mut part);
             }
             lens.iter().zip(&displs).map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec()).collect()
         }

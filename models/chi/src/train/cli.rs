@@ -132,6 +132,16 @@ pub struct TrainArgs {
     /// List the registered models and datasets and exit.
     #[arg(long)]
     pub list: bool,
+    /// Under `mpirun -n K`: local SGD — each process steps on its own shard and the parameters
+    /// are averaged every this many steps (default: gradients averaged every step).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub local_sgd: Option<u64>,
+    /// Under `mpirun -n K`: gradients travel in buckets of about this many KiB (default 1024).
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=(1 << 20)))]
+    pub bucket_kib: Option<usize>,
+    /// Under `mpirun -n K`: exchange gradients after backward instead of during it.
+    #[arg(long)]
+    pub no_overlap: bool,
 }
 
 /// `chi eval`: a trained model's metrics on a split of its dataset or on a labelled file.
@@ -398,25 +408,29 @@ pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> 
         }
         return Ok(());
     }
-    let cfg = if args.resume {
-        let (cfg, step) = resume_config(args, seed, out)?;
-        match step {
-            Some(s) if super::rundir::is_finished(out, s, cfg.steps) => {
-                println!(
-                    "the run in {} already finished at step {s} of {}; nothing to do (pass --steps N with N > {s} to extend it)",
-                    out.display(),
-                    cfg.steps
-                );
-                return Ok(());
-            }
-            Some(s) => eprintln!("resuming the run in {} from step {s}", out.display()),
-            None => eprintln!("resuming the run in {} from step 0 (it stopped before its first checkpoint) with its config.toml", out.display()),
-        }
-        cfg
-    } else {
-        resolve_config(args, seed)?
+    let opts = TrainOptions {
+        progress: !args.quiet,
+        resume: args.resume,
+        stop_after: None,
+        plots: !args.no_plots,
+        overwrite: args.overwrite,
+        local_sgd: args.local_sgd,
+        bucket_bytes: args.bucket_kib.map(|k| k.saturating_mul(1024)),
+        no_overlap: args.no_overlap,
     };
-    let opts = TrainOptions { progress: !args.quiet, resume: args.resume, stop_after: None, plots: !args.no_plots, overwrite: args.overwrite };
+    // Several processes: rank 0 decides (and reads the run directory); the others follow.
+    let comm = crate::dist::world().filter(|c| c.size() > 1);
+    if let Some(c) = comm.as_ref().filter(|c| c.rank() != 0) {
+        if super::distributed::follow_announcement(&**c)? {
+            train(&Config::default(), out, &opts)?;
+        }
+        return Ok(());
+    }
+    let decided = decide_config(args, seed, out);
+    if let Some(c) = &comm {
+        super::distributed::announce(&**c, &decided.as_ref().map(|c| c.is_some()).map_err(|e| e.clone()));
+    }
+    let Some(cfg) = decided? else { return Ok(()) };
     let s = train(&cfg, out, &opts)?;
     let data = cfg.data.path.clone().unwrap_or_else(|| cfg.dataset.clone());
     println!("trained {} on {data} for {} steps (seed {}): test {}", cfg.model, s.step, cfg.seed, fmt_metrics(&s.test));
@@ -425,6 +439,28 @@ pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> 
     }
     println!("outputs in {} (checkpoint {})", out.display(), s.checkpoint.display());
     Ok(())
+}
+
+/// The configuration of `chi train`: from the flags, or from the run directory with
+/// `--resume` (`None`: the run already finished, nothing to do).
+fn decide_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<Option<Config>, String> {
+    if !args.resume {
+        return resolve_config(args, seed).map(Some);
+    }
+    let (cfg, step) = resume_config(args, seed, out)?;
+    match step {
+        Some(s) if super::rundir::is_finished(out, s, cfg.steps) => {
+            println!(
+                "the run in {} already finished at step {s} of {}; nothing to do (pass --steps N with N > {s} to extend it)",
+                out.display(),
+                cfg.steps
+            );
+            return Ok(None);
+        }
+        Some(s) => eprintln!("resuming the run in {} from step {s}", out.display()),
+        None => eprintln!("resuming the run in {} from step 0 (it stopped before its first checkpoint) with its config.toml", out.display()),
+    }
+    Ok(Some(cfg))
 }
 
 /// Runs `chi eval`.

@@ -35,6 +35,7 @@
 
 pub mod callbacks;
 pub mod cli;
+mod distributed;
 pub mod files;
 pub mod gradflow;
 pub mod infer;
@@ -270,6 +271,13 @@ pub struct TrainOptions {
     /// A fresh run in a directory that holds another run moves that run aside
     /// (`DIR.old-<time>`) instead of failing; see [`rundir`].
     pub overwrite: bool,
+    /// Several processes (`mpirun -n K chi train`): local SGD, averaging the parameters every
+    /// this many steps, instead of averaging gradients every step.
+    pub local_sgd: Option<u64>,
+    /// Several processes: gradient bucket size in bytes (default 1 MiB).
+    pub bucket_bytes: Option<usize>,
+    /// Several processes: exchange gradients only after backward (default: during it).
+    pub no_overlap: bool,
 }
 
 /// What a finished [`train`] call reports.
@@ -326,6 +334,12 @@ impl RunStreams {
 impl Run {
     /// Builds everything from the seed: data, model (initialised), optimiser, batcher.
     pub fn new(cfg: &Config) -> Result<Run, String> {
+        Run::with_ranks(cfg, 1)
+    }
+
+    /// [`Run::new`] for `ranks` data-parallel processes: the batcher draws global batches of
+    /// `ranks × batch_size` examples, which the ranks split ([`chi_nn::dist::shard`]).
+    pub fn with_ranks(cfg: &Config, ranks: usize) -> Result<Run, String> {
         cfg.validate()?;
         let RunStreams { mut data, mut init, shuffle, dropout } = RunStreams::new(cfg.seed);
         let dataset = (registry::dataset_entry(&cfg.dataset)?.build)(&cfg.data, &mut data)?;
@@ -333,7 +347,8 @@ impl Run {
         let model = registry::build_model(&registry::model_entry(&cfg.model)?, &cfg.model_options, &dataset, &mut init)?;
         cfg.block.validate(model.store())?;
         let optim = Optimizer::try_new(cfg.optim.clone())?;
-        let batcher = Batcher::new(dataset.train.len(), cfg.batch_size, true, shuffle);
+        let global = cfg.batch_size.checked_mul(ranks).ok_or_else(|| format!("batch_size {} × {ranks} ranks overflows", cfg.batch_size))?;
+        let batcher = Batcher::new(dataset.train.len(), global, true, shuffle);
         Ok(Run { cfg: cfg.clone(), dataset, model, optim, batcher, dropout_rng: dropout, step: 0 })
     }
 
@@ -381,9 +396,22 @@ fn prune(dir: &Path, keep: usize) {
 }
 
 /// Trains according to `cfg`, writing everything to `out` (see the module docs).
+///
+/// As one of several processes (`mpirun -n K`, see [`crate::dist`]) every rank calls it; rank 0
+/// runs as above and leads, the others take the configuration (and any checkpoint to resume
+/// from) from rank 0, ignore their own `cfg` and `out`, and write nothing.
 pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSummary, String> {
-    let (mut run, resumed, _lock) = match setup(cfg, out, opts)? {
-        Setup::Ready { run, resumed, lock } => (run, resumed, lock),
+    let comm = crate::dist::world().filter(|c| c.size() > 1);
+    let ranks = comm.as_ref().map_or(1, |c| c.size());
+    if let Some(c) = comm.as_ref().filter(|c| c.rank() != 0) {
+        return distributed::worker(opts, c.clone());
+    }
+    let setup = setup(cfg, out, opts, ranks);
+    if let Some(c) = &comm {
+        distributed::lead(&**c, setup.as_ref().map_err(|e| e.as_str()))?;
+    }
+    let (mut run, resumed, _lock) = match setup? {
+        Setup::Ready { run, resumed, lock, .. } => (run, resumed, lock),
         Setup::Finished(summary) => return Ok(summary),
     };
     let ckdir = out.join("checkpoints");
@@ -408,7 +436,11 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
     let (model, dataset) = (&**model, &*dataset);
     let rngs = callbacks::RunRngs::new(batcher, dropout_rng);
     let flow_every = cfg.gradflow_every;
-    let fit = Trainer::new(model.store(), optim)
+    let mut trainer = Trainer::new(model.store(), optim);
+    if let Some(c) = &comm {
+        trainer = trainer.data_parallel(distributed::data_parallel(c.clone(), opts)?);
+    }
+    let fit = trainer
         .steps(cfg.steps)
         .stop_at(end)
         .clip_norm_opt(cfg.clip_norm)
@@ -425,18 +457,24 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
         .callback(callbacks::EvalLog { log: eval_log, metrics: metric_names, steps: cfg.steps, bar: &bar })
         .callback(callbacks::Checkpointer { dir: ckdir.clone(), keep: cfg.keep_checkpoints, cfg, rngs: &rngs })
         .resume(TrainerState { step: start })
-        .fit((start..).map(|s| (s, rngs.next_batch())), |(s, idx)| {
+        .fit((start..).map(|s| (s, rngs.next_batch())), |(s, global)| {
             let flow = callbacks::GradFlowLog::records(flow_every, s + 1);
-            let forward = || model.forward(&dataset.train, &idx, true, &mut **rngs.dropout.borrow_mut());
+            let Some(idx) = distributed::my_shard(comm.as_deref(), &global) else { return distributed::empty_step() };
+            let mut rank_dropout = distributed::dropout_stream(comm.as_deref(), cfg.seed, s);
+            let mut forward = || match rank_dropout.as_mut() {
+                Some(r) => model.forward(&dataset.train, idx, true, r),
+                None => model.forward(&dataset.train, idx, true, &mut **rngs.dropout.borrow_mut()),
+            };
             // ‖∂L/∂h_t‖ needs a graph node per time step: the whole-sequence LSTM op would keep
             // the recurrent part of each step's gradient inside itself.
             let fo = if flow { chi_nn::layers::with_stepwise_recurrence(forward) } else { forward() };
-            let loss = registry::task_loss(dataset.task, &fo.output, &dataset.train, &idx);
+            let loss = registry::task_loss(dataset.task, &fo.output, &dataset.train, idx);
+            let out = StepOutput::new(loss).weight(idx.len() as f64);
             if flow {
                 gradflow::retain_hidden(&fo.hidden);
-                StepOutput::new(loss).keep(fo.hidden)
+                out.keep(fo.hidden)
             } else {
-                StepOutput::new(loss)
+                out
             }
         })
         .map_err(|e| match e {
@@ -456,7 +494,7 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
             meta.insert("data_schema".into(), serde_json::to_string(schema).map_err(|e| e.to_string())?);
         }
         checkpoint::save_params(&out.join("model.safetensors"), run.model.store().params(), &meta)?;
-        let summary = serde_json::json!({ "step": run.step, "test": test, "model": cfg.model, "dataset": cfg.dataset, "seed": cfg.seed });
+        let summary = serde_json::json!({ "step": run.step, "test": test, "model": cfg.model, "dataset": cfg.dataset, "seed": cfg.seed, "ranks": ranks });
         checkpoint::atomic_write(&out.join("summary.json"), serde_json::to_string_pretty(&summary).unwrap().as_bytes())?;
     }
     if opts.plots {
@@ -511,7 +549,7 @@ pub fn check_dataset(name: &str, ds: &Dataset) -> Result<(), String> {
 /// What [`setup`] found.
 enum Setup {
     /// Built (and, when resuming, loaded): train from `run.step`.
-    Ready { run: Run, resumed: bool, lock: rundir::RunLock },
+    Ready { run: Run, resumed: bool, lock: rundir::RunLock, checkpoint: Option<PathBuf> },
     /// `--resume` of a run that already finished: nothing to do.
     Finished(TrainSummary),
 }
@@ -519,7 +557,7 @@ enum Setup {
 /// Takes the run directory ([`rundir::prepare`]), finds the resume point, checks `cfg` against
 /// the directory's configuration and the checkpoint's sizes, builds the run, loads the
 /// checkpoint and writes `config.toml`.
-fn setup(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<Setup, String> {
+fn setup(cfg: &Config, out: &Path, opts: &TrainOptions, ranks: usize) -> Result<Setup, String> {
     cfg.validate()?;
     let lock = rundir::prepare(out, opts.resume, opts.overwrite)?;
     let point = if opts.resume { Some(rundir::resume_point(out)?) } else { None };
@@ -541,7 +579,7 @@ fn setup(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<Setup, String>
         }
         check_checkpoint_sizes(cfg, path)?;
     }
-    let mut run = Run::new(cfg)?;
+    let mut run = Run::with_ranks(cfg, ranks)?;
     if let Some((path, step)) = &ckpt {
         run.load(path)?;
         if rundir::is_finished(out, *step, cfg.steps) {
@@ -554,7 +592,7 @@ fn setup(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<Setup, String>
         let json = serde_json::to_string_pretty(schema).map_err(|e| format!("data.json: {e}"))?;
         checkpoint::atomic_write(&out.join(DATA_SCHEMA_FILE), json.as_bytes())?;
     }
-    Ok(Setup::Ready { run, resumed: opts.resume, lock })
+    Ok(Setup::Ready { run, resumed: opts.resume, lock, checkpoint: ckpt.map(|c| c.0) })
 }
 
 /// The top-level keys whose values differ between two configurations, as `key: a → b`.
