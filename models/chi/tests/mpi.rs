@@ -114,6 +114,9 @@ fn chi_train_two_ranks_equal_one_process_with_the_doubled_batch() {
         assert!(d <= tol, "{model}: 2 ranks × 16 vs 1 × 32 differ by {d:e}");
         let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(two.join("summary.json")).unwrap()).unwrap();
         assert_eq!(summary["ranks"], 2);
+        let dist: serde_json::Value = serde_json::from_slice(&std::fs::read(two.join("dist.json")).unwrap()).unwrap();
+        let share = dist["comm_share"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share) && dist["steps"].as_u64().unwrap() > 0, "{dist}");
         let _ = std::fs::remove_dir_all(&one);
         let _ = std::fs::remove_dir_all(&two);
     }

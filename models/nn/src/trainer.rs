@@ -541,7 +541,9 @@ impl<'a, T: Float> Trainer<'a, T> {
                 // Every rank learns the global (weighted mean) loss, so all stop together.
                 let w = out.weight.unwrap_or(1.0);
                 let local = if w > 0.0 { w * loss } else { 0.0 };
+                let t0 = std::time::Instant::now();
                 let s: Vec<f64> = dp.comm.all_reduce_sum(Buf::F64(vec![local, w])).into_vec();
+                dp.add_wait(t0);
                 if s[1] <= 0.0 {
                     return Err(TrainError::EmptyBatch { step: done });
                 }
@@ -568,9 +570,11 @@ impl<'a, T: Float> Trainer<'a, T> {
             };
             self.optim.step(params, &grads);
             self.state.step = done;
-            if let Some(DataParallel { comm, mode: Mode::LocalSgd { every }, .. }) = &self.dp {
+            if let Some(dp @ DataParallel { mode: Mode::LocalSgd { every }, .. }) = &self.dp {
                 if done % every == 0 {
-                    dist::average_params(&**comm, params);
+                    let t0 = std::time::Instant::now();
+                    dist::average_params(&*dp.comm, params);
+                    dp.add_wait(t0);
                 }
             }
             summary.losses.push((done, loss));

@@ -7,8 +7,9 @@
 //! cargo run --release -p chi-seq2seq --example speed -- [--threads N] [--steps N] [--vocab V]
 //!     [--hidden H] [--emb E] [--batch B] [--len T]
 //! ```
-//! Prints one JSON line: `{"tokens_per_sec": …, "seconds": …, "steps": …, "loss_first": …,
-//! "loss_last": …}`.
+//! Prints one JSON line: `{"tokens_per_sec": …, "seconds": …, "steps": …, "ms_per_step": …,
+//! "params": …, "embedding_params": …, "loss_first": …, "loss_last": …}` (`embedding_params`: the
+//! source and target embedding tables, the part a data-parallel step can exchange as rows).
 
 use chi_autodiff::Rng;
 use chi_nn::optim::{OptimConfig, Optimizer};
@@ -69,8 +70,11 @@ fn main() {
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "{{\"tokens_per_sec\": {:.1}, \"seconds\": {secs:.4}, \"steps\": {steps}, \"loss_first\": {:.5}, \"loss_last\": {:.5}}}",
+        "{{\"tokens_per_sec\": {:.1}, \"seconds\": {secs:.4}, \"steps\": {steps}, \"ms_per_step\": {:.3}, \"params\": {}, \"embedding_params\": {}, \"loss_first\": {:.5}, \"loss_last\": {:.5}}}",
         (steps * batch * len) as f64 / secs,
+        1e3 * secs / steps as f64,
+        model.store.num_scalars(),
+        params.iter().filter(|p| p.name().contains("emb")).map(|p| p.numel()).sum::<usize>(),
         losses[0],
         losses[steps - 1]
     );

@@ -36,6 +36,26 @@ pub(super) fn data_parallel(comm: Rc<dyn Collective>, opts: &TrainOptions) -> Re
     Ok(dp)
 }
 
+/// Rank 0: writes `dist.json` (ranks, steps, seconds of training, seconds blocked in
+/// communication and their share) and prints the share.
+pub(super) fn report(out: &std::path::Path, dp: &DataParallel, secs: f64, steps: u64, opts: &TrainOptions) -> Result<(), String> {
+    let (k, waited) = (dp.comm().size(), dp.waited_secs());
+    let share = if secs > 0.0 { waited / secs } else { 0.0 };
+    let doc = json!({
+        "ranks": k,
+        "steps": steps,
+        "train_secs": secs,
+        "comm_wait_secs": waited,
+        "comm_share": share,
+        "ms_per_step": if steps > 0 { 1e3 * secs / steps as f64 } else { 0.0 },
+        "mode": match opts.local_sgd { Some(h) => format!("local-sgd every {h}"), None => "sync".into() },
+        "overlap": !opts.no_overlap,
+    });
+    chi_nn::checkpoint::atomic_write(&out.join("dist.json"), serde_json::to_string_pretty(&doc).unwrap().as_bytes())?;
+    eprintln!("{k} ranks: {steps} steps in {secs:.2} s, {waited:.2} s ({:.1} %) of it blocked in communication on rank 0", 100.0 * share);
+    Ok(())
+}
+
 /// This rank's examples of a global batch (`None` when it has none); all of it in one process.
 pub(super) fn my_shard<'a>(comm: Option<&dyn Collective>, global: &'a [usize]) -> Option<&'a [usize]> {
     let mine = match comm {

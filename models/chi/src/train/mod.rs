@@ -437,9 +437,11 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
     let rngs = callbacks::RunRngs::new(batcher, dropout_rng);
     let flow_every = cfg.gradflow_every;
     let mut trainer = Trainer::new(model.store(), optim);
-    if let Some(c) = &comm {
-        trainer = trainer.data_parallel(distributed::data_parallel(c.clone(), opts)?);
+    let dp = comm.as_ref().map(|c| distributed::data_parallel(c.clone(), opts)).transpose()?;
+    if let Some(dp) = &dp {
+        trainer = trainer.data_parallel(dp.clone());
     }
+    let t_fit = Instant::now();
     let fit = trainer
         .steps(cfg.steps)
         .stop_at(end)
@@ -483,6 +485,9 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
             e => e.to_string(),
         })?;
     run.step = fit.state.step;
+    if let Some(dp) = &dp {
+        distributed::report(out, dp, t_fit.elapsed().as_secs_f64(), run.step - start, opts)?;
+    }
     let losses = fit.losses.iter().map(|&(s, l)| (s, l as f32)).collect();
     let test = fit.last_eval().cloned().unwrap_or_default();
     let final_ckpt = ckdir.join(checkpoint::checkpoint_name(run.step));

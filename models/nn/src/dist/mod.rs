@@ -357,12 +357,13 @@ pub struct DataParallel {
     pub(crate) bucket_bytes: usize,
     pub(crate) overlap: bool,
     pub(crate) mode: Mode,
+    pub(crate) waited: Rc<std::cell::Cell<f64>>,
 }
 
 impl DataParallel {
     /// Synchronous data parallelism over `comm`, buckets of 1 MiB, overlapped with backward.
     pub fn new(comm: Rc<dyn Collective>) -> Self {
-        DataParallel { comm, bucket_bytes: 1 << 20, overlap: true, mode: Mode::Sync }
+        DataParallel { comm, bucket_bytes: 1 << 20, overlap: true, mode: Mode::Sync, waited: Rc::default() }
     }
     /// The approximate size of a gradient message (a parameter is never split; ≥ 1).
     pub fn bucket_bytes(mut self, bytes: usize) -> Self {
@@ -385,6 +386,16 @@ impl DataParallel {
     /// The group.
     pub fn comm(&self) -> &Rc<dyn Collective> {
         &self.comm
+    }
+    /// Seconds training has spent blocked in communication so far: the loss all-reduce, the
+    /// gradient exchange left after backward (buckets not hidden behind it), sparse all-gathers
+    /// and local-SGD averaging. Shared by clones of this value, so read it after `fit`.
+    pub fn waited_secs(&self) -> f64 {
+        self.waited.get()
+    }
+    /// Adds the time since `since` to [`DataParallel::waited_secs`].
+    pub(crate) fn add_wait(&self, since: std::time::Instant) {
+        self.waited.set(self.waited.get() + since.elapsed().as_secs_f64());
     }
 }
 
@@ -576,6 +587,13 @@ impl<T: Float> Reducer<T> {
     /// After backward: starts what is left, waits, and returns the averaged gradients (frozen
     /// parameters `None`, as [`Grads::collect`]).
     pub(crate) fn finish(&mut self, params: &[Param<T>]) -> Grads<T> {
+        let t0 = std::time::Instant::now();
+        let g = self.finish_inner(params);
+        self.dp.add_wait(t0);
+        g
+    }
+
+    fn finish_inner(&mut self, params: &[Param<T>]) -> Grads<T> {
         for h in self.hooks.drain(..) {
             h.remove();
         }
