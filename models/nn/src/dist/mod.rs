@@ -14,7 +14,7 @@
 //! average the gradients before the same optimiser update is applied everywhere — as PyTorch's
 //! `DistributedDataParallel` and Horovod do:
 //!
-//! * **Weights.** A rank's loss is a mean over its `w_r` examples ([`StepOutput::weight`]); the
+//! * **Weights.** A rank's loss is a mean over its `w_r` examples ([`StepOutput::weight`](crate::trainer::StepOutput::weight)); the
 //!   global gradient is `Σ_r (w_r / Σ w) · g_r`, which is the gradient of the mean over the global
 //!   batch whether or not the shards have equal sizes (the last batch of an epoch may not). The
 //!   logged loss is the same weighted mean, so every rank sees the same loss and stops together
