@@ -77,6 +77,15 @@ pub fn run(cli: Cli) -> Result<(), String> {
             .build_global()
             .map_err(|e| format!("could not start {n} threads: {e}"))?;
     }
+    if let Some(w) = crate::dist::world().filter(|w| w.size() > 1) {
+        // K copies of a one-process command would race for the same output files.
+        if !matches!(cli.command, Some(Command::Train(_)) | Some(Command::Dist(_))) {
+            return Err(format!(
+                "this command runs in one process; of {} processes started by mpirun, only `chi train` and `chi dist` run data-parallel",
+                w.size()
+            ));
+        }
+    }
     match cli.command {
         Some(Command::Bench(b)) => match b.which {
             BenchWhich::Gemm(a) => crate::bench::gemm::run(&a),

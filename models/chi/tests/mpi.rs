@@ -69,6 +69,18 @@ fn max_diff(a: &Path, b: &Path) -> f64 {
 }
 
 #[test]
+fn one_process_commands_refuse_to_run_as_several() {
+    if !mpirun_present() {
+        return;
+    }
+    let mut c = mpirun(2);
+    c.args(["gradcheck"]);
+    let o = c.output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("only `chi train` and `chi dist` run data-parallel"), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
 fn float64_check_two_and_three_ranks() {
     if !mpirun_present() {
         return;
