@@ -8,7 +8,8 @@
 //! 3. clears the gradients, takes the next batch and runs the user's step closure, which
 //!    returns the loss (and optionally metrics) — see [`StepOutput`],
 //! 4. stops with [`TrainError::NonFiniteLoss`] if the loss is NaN or infinite,
-//! 5. backpropagates, collects the gradients, clips them to a global L2 norm if asked,
+//! 5. backpropagates, collects the gradients (averaged over the ranks with
+//!    [`Trainer::data_parallel`]), clips them to a global L2 norm if asked,
 //! 6. applies one [`Optimizer`] update,
 //! 7. calls the [`Callback`]s' [`Callback::on_step_end`] with the step, loss, learning rate,
 //!    gradient norm and gradients, then evaluates and checkpoints when due.
