@@ -41,6 +41,7 @@ mod text_cnn_sentences;
 mod bsfe_synthetic;
 mod cnn_mnist;
 mod han_reviews;
+mod judge;
 mod nn_surface;
 mod nn_xor;
 mod pos_brown;
@@ -225,9 +226,18 @@ pub fn registry() -> Vec<Experiment> {
             name: "ca-rnn-synthetic",
             title: "CA-RNN vs LSTM vs GRU on the paper's 2-sentence validation task (Sec. 4.4.1)",
             data: &[],
-            runs: 10,
+            runs: 400,
             quick_runs: 3,
             run: rnn_synthetic::run,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "ca-rnn-sweep",
+            title: "CA-RNN vs GRU vs LSTM on the Sec. 4.4.1 task over sizes, optimisers, learning rates, init scales and both peephole forms: how often the paper's ranking holds",
+            data: &[],
+            runs: 100,
+            quick_runs: 3,
+            run: rnn_synthetic::run_sweep,
             fixed_runs: None,
         },
         Experiment {
