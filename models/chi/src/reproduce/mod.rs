@@ -244,7 +244,7 @@ pub fn registry() -> Vec<Experiment> {
             name: "ca-nn-xor",
             title: "CA-NN vs 1- and 2-hidden-layer NNs on the four XOR points (Sec. 4.5.1, Fig. 15)",
             data: &[],
-            runs: 10,
+            runs: 50,
             quick_runs: 2,
             run: nn_xor::run,
             fixed_runs: None,
