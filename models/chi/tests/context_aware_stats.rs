@@ -82,3 +82,56 @@ fn ca_nn_xor_reports_three_symmetries_for_every_width() {
     assert_eq!(n.iter().filter(|l| l.starts_with("claim CA-NN > NN")).count(), 15, "3 symmetries × 5 NNs: {n:?}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Whether the datasets are fetched (the test is skipped with the fetch message otherwise).
+fn have(datasets: &[chi_nn::data::Dataset]) -> bool {
+    let missing: Vec<String> = datasets.iter().filter_map(|d| chi_nn::data::require(*d).err().map(String::from)).collect();
+    if !missing.is_empty() {
+        eprintln!("SKIPPED: {}", missing.join("; "));
+    }
+    missing.is_empty()
+}
+
+#[test]
+fn ca_sem_lee_traces_the_drift_compares_stopping_rules_and_quotes_eq_18() {
+    use chi_nn::data::Dataset;
+    if !have(&[Dataset::Gensim, Dataset::Glove]) {
+        return;
+    }
+    let out = tmp("sem");
+    let (rec, _) = quick(&out, "ca-sem-lee", &[]);
+    let rows = rec["rows"].as_array().unwrap();
+    let row = |metric: &str, model: &str| rows.iter().find(|r| r["metric"] == metric && r["model"].as_str().unwrap().starts_with(model)).unwrap_or_else(|| panic!("no row {metric} / {model}"))["values"][0].as_f64().unwrap();
+    // Alg. 1 drifts: with the paper's rule alone it runs to the cap while ‖v0‖ grows and χ̃ shrinks;
+    // a ‖v0‖ bound stops it early with a larger mean χ̃.
+    let long = "energy no longer drops, ≤ 2000";
+    assert_eq!(row("stopping rule: iterations", long), 2000.0);
+    let bound = "‖v0‖ ≤ 2 × initial";
+    assert!(row("stopping rule: iterations", bound) < 100.0);
+    assert!(row("stopping rule: final ‖v0‖", long) > row("stopping rule: final ‖v0‖", bound));
+    assert!(row("stopping rule: final mean χ̃", long) < row("stopping rule: final mean χ̃", bound));
+    // Both readings of Eq. 18, with the paper's sentence.
+    for model in ["CA-SEM, Eq. 18 as printed", "CA-SEM, Eq. 18 read as its context-sensitive part"] {
+        let p = row("Lee Pearson (1225 pairs)", model);
+        assert!((-1.0..=1.0).contains(&p), "{model}: {p}");
+    }
+    assert!(notes(&rec).iter().any(|n| n.contains("\"which represents the context-sensitive part of Eq. 14.\"")));
+    assert!(row("phrase occurrences found by the segmentation", "GloVe hyphenated") > 0.0);
+    for f in ["energy.csv", "v0_norm.csv", "mean_chi.csv", "v0_norm.png"] {
+        assert!(out.join("reproduce/ca-sem-lee").join(f).is_file(), "{f}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn ca_bsfe_synthetic_reports_both_averaging_sizes_with_paired_judgements() {
+    let out = tmp("bsfe");
+    let (rec, _) = quick(&out, "ca-bsfe-synthetic", &["--runs", "2"]);
+    let rows = rec["rows"].as_array().unwrap();
+    for m in ["Average, 5-d", "Average, 10-d"] {
+        assert!(rows.iter().any(|r| r["metric"] == "test accuracy" && r["model"].as_str().unwrap().starts_with(m)), "{m}");
+    }
+    let n = notes(&rec);
+    assert_eq!(n.iter().filter(|l| l.starts_with("claim CA-BSFE > Average")).count(), 2, "{n:?}");
+    let _ = std::fs::remove_dir_all(&out);
+}

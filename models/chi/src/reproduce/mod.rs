@@ -253,7 +253,7 @@ pub fn registry() -> Vec<Experiment> {
             name: "ca-nn-surface",
             title: "CA-NN single vs stacked on z = x·exp(−x²−y²) from 1% of an 81×81 grid (Sec. 4.5.1, Fig. 16)",
             data: &[],
-            runs: 10,
+            runs: 30,
             quick_runs: 2,
             run: nn_surface::run,
             fixed_runs: None,
