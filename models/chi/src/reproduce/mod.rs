@@ -262,7 +262,7 @@ pub fn registry() -> Vec<Experiment> {
             name: "ca-bsfe-synthetic",
             title: "CA-BSFE vs averaging on a planted bag-of-features task with known χ̃ (Sec. 3.2)",
             data: &[],
-            runs: 5,
+            runs: 10,
             quick_runs: 1,
             run: bsfe_synthetic::run,
             fixed_runs: None,
