@@ -269,10 +269,10 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         let (a10, a5, c, e) = (get(AVG10)?, get(AVG5)?, get("CA-BSFE")?, get("CA-BSFE em_steps=100")?);
         // Paired over folds: every variant sees the same fold split and seed.
         for (avg_name, avg) in [(AVG10, &a10), (AVG5, &a5)] {
-            rep.notes.push(format!("{set_name}, paired over {folds} folds: {}", judge::judge(&metric, "CA-BSFE", &c, avg_name, avg, false)));
-            rep.notes.push(format!("{set_name}, paired over {folds} folds: {}", judge::judge(&metric, "CA-BSFE em_steps=100", &e, avg_name, avg, false)));
+            rep.notes.push(judge::judge_over("folds", &metric, "CA-BSFE", &c, avg_name, avg, false));
+            rep.notes.push(judge::judge_over("folds", &metric, "CA-BSFE em_steps=100", &e, avg_name, avg, false));
         }
-        rep.notes.push(format!("{set_name}, paired over {folds} folds: {}", judge::judge(&metric, "CA-BSFE em_steps=100", &e, "CA-BSFE", &c, false)));
+        rep.notes.push(judge::judge_over("folds", &metric, "CA-BSFE em_steps=100", &e, "CA-BSFE", &c, false));
     }
     rep.notes.push("the paper (IMDB): averaging 0.88 < CA-BSFE em_steps=100 0.91. Folds are not independent runs (training sets overlap), so the paired t-test over folds is optimistic; a verdict of 'not distinguishable' is the safe reading".into());
     rep.notes.push("paper values are for IMDB (reviews) and SST (sentences), which are not reachable here; Pang & Lee is a stand-in with 17× fewer documents".into());

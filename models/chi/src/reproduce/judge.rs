@@ -59,16 +59,21 @@ pub fn outcome(a: &[f64], b: &[f64], a_lower: bool) -> Outcome {
     }
 }
 
-/// A judged claim as a sentence: the claim, the outcome, the paired test and the power.
+/// A judged claim as a sentence: the claim, the outcome, the paired test over seeds and the power.
 pub fn judge(metric: &str, a_name: &str, a: &[f64], b_name: &str, b: &[f64], a_lower: bool) -> String {
+    judge_over("seeds", metric, a_name, a, b_name, b, a_lower)
+}
+
+/// [`judge`] for pairs that are not seeds, e.g. `"folds"` of a cross-validation.
+pub fn judge_over(pairs: &str, metric: &str, a_name: &str, a: &[f64], b_name: &str, b: &[f64], a_lower: bool) -> String {
     let t = PairedTest::new(a, b);
     let rel = if a_lower { "<" } else { ">" };
     let o = outcome(a, b, a_lower);
     let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
     let sd = if d.len() >= 2 { Summary::of(&d).sd } else { f64::NAN };
     format!(
-        "claim {a_name} {rel} {b_name} ({metric}): {} (two-sided paired t-test over {} seeds: mean difference {:+.4}, t = {:.2}, p = {:.3}; smallest difference detectable at 80 % power: {:.4})",
-        o.words(t.n),
+        "claim {a_name} {rel} {b_name} ({metric}): {} (two-sided paired t-test over {} {pairs}: mean difference {:+.4}, t = {:.2}, p = {:.3}; smallest difference detectable at 80 % power: {:.4})",
+        if o == Outcome::NotDistinguishable { format!("not distinguishable at {} {pairs}", t.n) } else { o.words(t.n) },
         t.n,
         t.mean_diff,
         t.t,
