@@ -37,7 +37,7 @@ fn ca_rnn_synthetic_prints_intervals_and_judges_the_ranking() {
     let claims: Vec<&String> = n.iter().filter(|l| l.starts_with("claim ")).collect();
     assert_eq!(claims.len(), 3, "{n:?}");
     for c in claims {
-        assert!(c.contains(": holds (") || c.contains(": does not hold (") || c.contains(": not distinguishable at 4 runs ("), "{c}");
+        assert!(c.contains(": holds (") || c.contains(": does not hold (") || c.contains(": not distinguishable at 4 seeds ("), "{c}");
         assert!(c.contains("paired t-test over 4 seeds") && c.contains("detectable at 80 % power"), "{c}");
     }
     assert!(stdout.contains("claim CA-RNN < GRU"), "the table's notes are printed");

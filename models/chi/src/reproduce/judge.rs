@@ -126,7 +126,7 @@ mod tests {
         assert_eq!(outcome(&a, &c, true), Outcome::NotDistinguishable);
         let s = judge("error", "A", &a, "B", &b, true);
         assert!(s.starts_with("claim A < B (error): holds"), "{s}");
-        assert!(judge("error", "A", &a, "C", &c, true).contains("not distinguishable at 5 runs"));
+        assert!(judge("error", "A", &a, "C", &c, true).contains("not distinguishable at 5 seeds"));
     }
 
     #[test]
