@@ -45,7 +45,7 @@ pub use cnn::CaConv2d;
 pub use ca_nn::{CaNn, CaNnConfig, CaNnLayer};
 pub use res::{CaRes, CaResConfig};
 pub use rnn::{CaRnnCell, CaRnnConfig, Peephole};
-pub use sem::{CaSem, CaSemOptions};
+pub use sem::{CaSem, CaSemOptions, IterStats, StopRule};
 
 pub use chi_nn::Activation;
 use chi_nn::gradcheck::{ModelCase, ModelInstance};

@@ -41,6 +41,22 @@
 
 use chi_autodiff::{Float, Tensor};
 
+/// When Alg. 1 stops, besides [`CaSemOptions::max_iter`] and an energy that no longer drops by
+/// more than [`CaSemOptions::tol`] (step 3, always applied).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum StopRule {
+    /// Step 3 only: stop when the energy no longer drops (the paper's rule).
+    #[default]
+    EnergyIncrease,
+    /// Also stop when an iteration lowers the energy by less than this fraction of the previous
+    /// energy, `(E_{k−1} − E_k) / E_{k−1} < rtol` (that iteration is not accepted).
+    RelativeEnergy(f64),
+    /// Also stop before `‖v0‖` exceeds this bound (the iteration that would cross it is not
+    /// accepted): `v0` grows without limit on small vocabularies while χ̃ shrinks, see
+    /// [`CaSem::trace`].
+    MaxV0Norm(f64),
+}
+
 /// Options of Alg. 1.
 #[derive(Clone, Debug)]
 pub struct CaSemOptions {
@@ -48,12 +64,25 @@ pub struct CaSemOptions {
     pub max_iter: usize,
     /// Minimum energy decrease to continue.
     pub tol: f64,
+    /// An additional stopping rule.
+    pub stop: StopRule,
 }
 
 impl Default for CaSemOptions {
     fn default() -> Self {
-        CaSemOptions { max_iter: 100, tol: 0.0 }
+        CaSemOptions { max_iter: 100, tol: 0.0, stop: StopRule::EnergyIncrease }
     }
+}
+
+/// The state of Alg. 1 after one accepted iteration (or the initial state).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IterStats {
+    /// Energy (Eq. 17).
+    pub energy: f64,
+    /// `‖v0‖`.
+    pub v0_norm: f64,
+    /// Count-weighted mean χ̃ over the vocabulary, `Σ n_w χ̃(w) / Σ n_w`.
+    pub mean_chi: f64,
 }
 
 /// A fitted CA-SEM model.
@@ -67,6 +96,10 @@ pub struct CaSem {
     pub w_prime: Vec<Vec<f64>>,
     /// Energy (Eq. 17) of the initial state and of every accepted iteration (non-increasing).
     pub energy: Vec<f64>,
+    /// Energy, `‖v0‖` and mean χ̃ of the initial state and of every accepted iteration.
+    pub trace: Vec<IterStats>,
+    /// Why the iteration stopped.
+    pub stopped: &'static str,
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -180,21 +213,43 @@ impl CaSem {
     /// Runs Alg. 1 on a vocabulary of word vectors with occurrence counts.
     pub fn fit(words: &[Vec<f64>], counts: &[f64], opts: &CaSemOptions) -> CaSem {
         assert!(!words.is_empty() && words.len() == counts.len(), "CaSem::fit: need one count per word");
+        let total: f64 = counts.iter().sum::<f64>().max(1e-300);
+        let stats = |e: f64, v0: &[f64], chi: &[f64]| IterStats { energy: e, v0_norm: dot(v0, v0).sqrt(), mean_chi: chi.iter().zip(counts).map(|(c, n)| c * n).sum::<f64>() / total };
         let mut v0 = Self::init_v0(words, counts);
         let (mut wp, mut chi) = Self::solve_step1(words, &v0);
-        let mut energy = vec![Self::energy_of(words, counts, &chi, &wp, &v0)];
+        let e0 = Self::energy_of(words, counts, &chi, &wp, &v0);
+        let mut energy = vec![e0];
+        let mut trace = vec![stats(e0, &v0, &chi)];
+        let mut stopped = "max_iter reached";
         for _ in 0..opts.max_iter {
             let nv0 = Self::solve_v0(words, counts, &chi, &wp, &v0);
             let (nwp, nchi) = Self::solve_step1(words, &nv0);
             let e = Self::energy_of(words, counts, &nchi, &nwp, &nv0);
             let prev = *energy.last().unwrap();
             if !(e < prev - opts.tol) {
+                stopped = "energy no longer decreases";
                 break;
+            }
+            match opts.stop {
+                StopRule::EnergyIncrease => {}
+                StopRule::RelativeEnergy(rtol) => {
+                    if (prev - e) / prev.abs().max(1e-300) < rtol {
+                        stopped = "relative energy decrease below tolerance";
+                        break;
+                    }
+                }
+                StopRule::MaxV0Norm(max) => {
+                    if dot(&nv0, &nv0).sqrt() > max {
+                        stopped = "‖v0‖ would exceed its bound";
+                        break;
+                    }
+                }
             }
             (v0, wp, chi) = (nv0, nwp, nchi);
             energy.push(e);
+            trace.push(stats(e, &v0, &chi));
         }
-        CaSem { v0, chi, w_prime: wp, energy }
+        CaSem { v0, chi, w_prime: wp, energy, trace, stopped }
     }
     /// Embeds a word not seen during fitting (closed form from `v0`, Step 1).
     pub fn embed_new(&self, w: &[f64]) -> (Vec<f64>, f64) {
@@ -264,4 +319,149 @@ pub fn sif(words: &[Vec<f64>], probs: &[f64], sentences: &[Vec<Option<usize>>], 
             v.iter().zip(&u).map(|(x, y)| x - k * y).collect()
         })
         .collect()
+}
+
+/// One piece of a segmented sentence: tokens `start..end`, and the dictionary entry they form
+/// (`None`: a single out-of-vocabulary token).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// First token.
+    pub start: usize,
+    /// One past the last token.
+    pub end: usize,
+    /// Dictionary id of the phrase, or `None` for an OOV token.
+    pub id: Option<usize>,
+}
+
+/// §4.1.1's segmentation of a sentence into dictionary phrases: "the segmentation with least
+/// number of phrases and OOV tokens", by dynamic programming over prefixes. `lookup(span)` gives
+/// the dictionary id of a span of 1 to `max_len` tokens (`None` if it is not an entry); a token
+/// that starts no entry is one OOV piece. The cost of a segmentation is its number of pieces
+/// (phrases + OOV tokens); among segmentations of least cost the one with fewest OOV tokens is
+/// chosen (the paper is silent on ties; preferring known words keeps more of the sentence in the
+/// embedding), and among those the first found scanning span ends left to right and shorter last
+/// pieces first. `O(n · max_len)` lookups.
+pub fn segment<'a>(tokens: &[&'a str], max_len: usize, lookup: impl Fn(&[&'a str]) -> Option<usize>) -> Vec<Segment> {
+    let n = tokens.len();
+    let max_len = max_len.max(1);
+    // best[i] = (pieces, oov) of the best segmentation of tokens[..i]; back[i] its last piece.
+    let mut best: Vec<(usize, usize)> = vec![(usize::MAX, usize::MAX); n + 1];
+    let mut back: Vec<Option<Segment>> = vec![None; n + 1];
+    best[0] = (0, 0);
+    for end in 1..=n {
+        for len in 1..=max_len.min(end) {
+            let start = end - len;
+            let (p, o) = best[start];
+            if p == usize::MAX {
+                continue;
+            }
+            let piece = match lookup(&tokens[start..end]) {
+                Some(id) => Some((Segment { start, end, id: Some(id) }, (p + 1, o))),
+                None if len == 1 => Some((Segment { start, end, id: None }, (p + 1, o + 1))),
+                None => None,
+            };
+            if let Some((seg, cost)) = piece {
+                if cost < best[end] {
+                    best[end] = cost;
+                    back[end] = Some(seg);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = n;
+    while i > 0 {
+        let seg = back[i].expect("every prefix has a segmentation: a single token is always a piece");
+        out.push(seg);
+        i = seg.start;
+    }
+    out.reverse();
+    out
+}
+
+/// `(pieces, OOV tokens)` of a segmentation, the quantity [`segment`] minimises.
+pub fn segmentation_cost(segs: &[Segment]) -> (usize, usize) {
+    (segs.len(), segs.iter().filter(|s| s.id.is_none()).count())
+}
+
+#[cfg(test)]
+mod segment_tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Every segmentation of `tokens` into valid pieces (2^(n−1) splits), its least cost.
+    fn brute_force(tokens: &[&str], max_len: usize, dict: &HashMap<String, usize>) -> (usize, usize) {
+        let n = tokens.len();
+        let mut best = (usize::MAX, usize::MAX);
+        for mask in 0u32..(1 << (n - 1)) {
+            let mut cuts = vec![0];
+            cuts.extend((1..n).filter(|i| mask & (1 << (i - 1)) != 0));
+            cuts.push(n);
+            let mut cost = (0, 0);
+            let mut ok = true;
+            for w in cuts.windows(2) {
+                let span = &tokens[w[0]..w[1]];
+                if span.len() <= max_len && dict.contains_key(&span.join(" ")) {
+                    cost.0 += 1;
+                } else if span.len() == 1 {
+                    cost = (cost.0 + 1, cost.1 + 1);
+                } else {
+                    ok = false;
+                }
+            }
+            if ok && cost < best {
+                best = cost;
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn the_papers_example_prefers_the_phrase() {
+        let dict: HashMap<String, usize> = [("united", 0), ("states", 1), ("united state", 2), ("united states", 3)].iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let look = |s: &[&str]| dict.get(&s.join(" ")).copied();
+        assert_eq!(segment(&["united", "state"], 3, look), vec![Segment { start: 0, end: 2, id: Some(2) }]);
+        let segs = segment(&["the", "united", "states", "of"], 3, look);
+        assert_eq!(segs.iter().map(|s| s.id).collect::<Vec<_>>(), vec![None, Some(3), None]);
+        assert_eq!(segmentation_cost(&segs), (3, 2));
+        assert!(segment(&[], 3, look).is_empty());
+    }
+
+    #[test]
+    fn dynamic_program_matches_brute_force_on_random_small_cases() {
+        let alphabet = ["a", "b", "c", "d"];
+        let mut state = 12345u64;
+        let mut next = |m: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        for _ in 0..400 {
+            // A random dictionary of phrases of 1–3 letters, and a random sentence of 1–9 tokens.
+            let mut dict = HashMap::new();
+            for _ in 0..next(12) {
+                let len = 1 + next(3) as usize;
+                let p: Vec<&str> = (0..len).map(|_| alphabet[next(4) as usize]).collect();
+                let id = dict.len();
+                dict.entry(p.join(" ")).or_insert(id);
+            }
+            let n = 1 + next(9) as usize;
+            let toks: Vec<&str> = (0..n).map(|_| alphabet[next(4) as usize]).collect();
+            let max_len = 1 + next(3) as usize;
+            let segs = segment(&toks, max_len, |s| dict.get(&s.join(" ")).copied());
+            // A valid segmentation: contiguous, covering, phrases are entries, OOV pieces single.
+            assert_eq!(segs.first().map(|s| s.start), Some(0));
+            assert_eq!(segs.last().map(|s| s.end), Some(n));
+            for w in segs.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+            }
+            for s in &segs {
+                match s.id {
+                    Some(id) => assert_eq!(dict.get(&toks[s.start..s.end].join(" ")), Some(&id)),
+                    None => assert_eq!(s.end - s.start, 1),
+                }
+                assert!(s.end - s.start <= max_len);
+            }
+            assert_eq!(segmentation_cost(&segs), brute_force(&toks, max_len, &dict), "{toks:?} {dict:?} max_len {max_len}");
+        }
+    }
 }

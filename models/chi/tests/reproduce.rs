@@ -123,7 +123,7 @@ fn tamper(text: &str) -> String {
     out
 }
 
-/// `chi reproduce NAME --resume` (built-in `ca-nn-xor`, quick: 3 models × 2 runs = 6 units):
+/// `chi reproduce NAME --resume` (built-in `ca-nn-xor`, quick: 6 models × 2 runs = 12 units):
 /// after some unit records are deleted, one is truncated and one has a changed number, it reuses
 /// the valid records, warns about each bad one naming the file and the problem, reruns the
 /// missing and bad units, and prints exactly the same numbers as the uninterrupted run. Records
@@ -146,9 +146,9 @@ fn resume_reuses_valid_unit_records_and_gives_identical_numbers() {
     let (first, _) = run(&[]);
     let rows = first["rows"].clone();
     assert!(rows.as_array().is_some_and(|r| r.len() >= 12), "rows: {rows}");
-    assert_eq!(first["units"]["ran"], 6);
+    assert_eq!(first["units"]["ran"], 12);
     let files = unit_records(&exp_dir);
-    assert_eq!(files.len(), 6, "one record per model × run: {files:?}");
+    assert_eq!(files.len(), 12, "one record per model × run: {files:?}");
 
     // An "interrupted" run: two records missing, one truncated, one with a changed number.
     std::fs::remove_file(&files[0]).unwrap();
@@ -161,7 +161,7 @@ fn resume_reuses_valid_unit_records_and_gives_identical_numbers() {
     std::fs::write(&files[2], tampered).unwrap();
     let (second, err) = run(&["--resume"]);
     assert_eq!(second["rows"], rows, "resumed numbers differ from the uninterrupted run");
-    assert!(err.contains("reused 2 of 6 units, ran 4"), "{err}");
+    assert!(err.contains("reused 8 of 12 units, ran 4"), "{err}");
     for (f, problem) in [(&files[1], "not valid JSON"), (&files[2], "checksum mismatch")] {
         let line = err.lines().find(|l| l.contains(&f.display().to_string())).unwrap_or_else(|| panic!("no warning names {}: {err}", f.display()));
         assert!(line.contains("warning") && line.contains(problem), "{line}");
@@ -171,14 +171,14 @@ fn resume_reuses_valid_unit_records_and_gives_identical_numbers() {
     // Everything recorded now: a second resume runs nothing and still gives the same numbers.
     let (third, err) = run(&["--resume"]);
     assert_eq!(third["rows"], rows);
-    assert!(err.contains("reused 6 of 6 units, ran 0") && !err.contains("warning"), "{err}");
-    assert_eq!(third["units"]["reused"], 6);
+    assert!(err.contains("reused 12 of 12 units, ran 0") && !err.contains("warning"), "{err}");
+    assert_eq!(third["units"]["reused"], 12);
 
     // Records made with another seed are not reused.
     let (other, err) = run(&["--resume", "--seed", "5"]);
-    assert!(err.contains("reused 0 of 6 units, ran 6"), "{err}");
+    assert!(err.contains("reused 0 of 12 units, ran 12"), "{err}");
     let mismatches = err.lines().filter(|l| l.contains("warning") && l.contains("units/") && l.contains("made with")).count();
-    assert_eq!(mismatches, 6, "one warning per record made with the other seed: {err}");
+    assert_eq!(mismatches, 12, "one warning per record made with the other seed: {err}");
     assert_ne!(other["rows"], rows, "another seed gives other numbers");
     let _ = std::fs::remove_dir_all(&out);
 }

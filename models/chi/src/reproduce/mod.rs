@@ -41,6 +41,7 @@ mod text_cnn_sentences;
 mod bsfe_synthetic;
 mod cnn_mnist;
 mod han_reviews;
+mod judge;
 mod nn_surface;
 mod nn_xor;
 mod pos_brown;
@@ -225,16 +226,25 @@ pub fn registry() -> Vec<Experiment> {
             name: "ca-rnn-synthetic",
             title: "CA-RNN vs LSTM vs GRU on the paper's 2-sentence validation task (Sec. 4.4.1)",
             data: &[],
-            runs: 10,
+            runs: 400,
             quick_runs: 3,
             run: rnn_synthetic::run,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "ca-rnn-sweep",
+            title: "CA-RNN vs GRU vs LSTM on the Sec. 4.4.1 task over sizes, optimisers, learning rates, init scales and both peephole forms: how often the paper's ranking holds",
+            data: &[],
+            runs: 100,
+            quick_runs: 3,
+            run: rnn_synthetic::run_sweep,
             fixed_runs: None,
         },
         Experiment {
             name: "ca-nn-xor",
             title: "CA-NN vs 1- and 2-hidden-layer NNs on the four XOR points (Sec. 4.5.1, Fig. 15)",
             data: &[],
-            runs: 10,
+            runs: 50,
             quick_runs: 2,
             run: nn_xor::run,
             fixed_runs: None,
@@ -243,7 +253,7 @@ pub fn registry() -> Vec<Experiment> {
             name: "ca-nn-surface",
             title: "CA-NN single vs stacked on z = x·exp(−x²−y²) from 1% of an 81×81 grid (Sec. 4.5.1, Fig. 16)",
             data: &[],
-            runs: 10,
+            runs: 30,
             quick_runs: 2,
             run: nn_surface::run,
             fixed_runs: None,
@@ -252,7 +262,7 @@ pub fn registry() -> Vec<Experiment> {
             name: "ca-bsfe-synthetic",
             title: "CA-BSFE vs averaging on a planted bag-of-features task with known χ̃ (Sec. 3.2)",
             data: &[],
-            runs: 5,
+            runs: 10,
             quick_runs: 1,
             run: bsfe_synthetic::run,
             fixed_runs: None,

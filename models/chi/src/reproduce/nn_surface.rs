@@ -13,7 +13,7 @@
 use super::nn_xor::Mlp;
 use super::units::UnitData;
 use super::util::{mean_curve, metric, write_curves};
-use super::{Ctx, Report, Row};
+use super::{judge, Ctx, Report, Row};
 use chi_ca::ca_nn::{CaNn, CaNnConfig};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
@@ -167,12 +167,13 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         }
     }
     rep.files.extend(write_curves(ctx, "test_mse", "ca-nn-surface: test MSE over training (mean over runs)", "step", "MSE", true, &curves)?);
-    let m = |name: &str| rep.rows.iter().find(|r| r.metric == "test MSE" && r.model == name).map_or(f64::NAN, |r| r.mean());
-    let (s, st) = (m("CA-NN single layer"), m("CA-NN stacked (2 layers)"));
-    rep.notes.push(format!(
-        "stacking {} the test MSE ({s:.4} → {st:.4}); the paper: 0.0063 → 0.0029 (its error measure is undefined; MSE assumed)",
-        if st < s { "lowers" } else { "does NOT lower" }
-    ));
+    judge::interval_notes(&mut rep, &["test MSE"]);
+    let mse = |name: &str| judge::values(&rep, "test MSE", name).map(<[f64]>::to_vec);
+    let (single, stacked) = (mse("CA-NN single layer")?, mse("CA-NN stacked (2 layers)")?);
+    let (nn1, nn2) = (mse("NN (params ≈ single)")?, mse("NN (params ≈ stacked)")?);
+    rep.notes.push(format!("{}; the paper: 0.0063 → 0.0029 (its error measure is undefined; MSE assumed)", judge::judge("test MSE", "CA-NN stacked", &stacked, "CA-NN single", &single, true)));
+    rep.notes.push(judge::judge("test MSE", "CA-NN single", &single, "NN (params ≈ single)", &nn1, true));
+    rep.notes.push(judge::judge("test MSE", "CA-NN stacked", &stacked, "NN (params ≈ stacked)", &nn2, true));
     rep.config = vec![
         ("grid".into(), format!("{N}x{N} over [-2,2]^2, {} training points", (N * N).div_ceil(100))),
         ("steps".into(), steps.to_string()),

@@ -5,19 +5,23 @@
 //! The paper's claims are qualitative: CA-NN fits the points with fewer parameters, its surface
 //! is less symmetric than the NN's, and χ splits the domain into two modes. We measure them:
 //! * parameters of each model, and the training MSE each reaches (and how often it is < 0.01);
-//! * surface asymmetry: `mean |f(x, y) − f(1 − x, 1 − y)|` over a 41 × 41 grid of the extended
-//!   domain (the four points are symmetric under that point reflection, so a model that
-//!   respects the data's symmetry scores 0);
+//! * surface asymmetry under each of the data's three symmetries — the point reflection
+//!   `(x, y) ↦ (1 − x, 1 − y)`, the diagonal swap `(x, y) ↦ (y, x)` and the anti-diagonal
+//!   reflection `(x, y) ↦ (1 − y, 1 − x)` (the non-identity maps of the square that keep every
+//!   label): `mean |f(p) − f(sym(p))|` over a 41 × 41 grid of the extended domain, 0 for a
+//!   surface with that symmetry; "less symmetric" is a larger value, judged by a paired t-test
+//!   over seeds against each NN;
 //! * χ's range over the domain (two modes ⇒ it spans most of (0, 1)).
 //!
 //! Models: CA-NN is one layer `2 → 1` with `v(c) = tanh(Wc + b)` (the paper's "simple linear
 //! mapping with tanh activation"), scalar `w0` and `χ(c) = σ(θᵀc + b)` — 7 parameters. NN-1 is
-//! `2 → 2 → 1` (tanh hidden, linear output, 9 parameters); NN-2 is `2 → 2 → 2 → 1` (15). All
+//! `2 → h → 1` with `h` = 2, 4, 8, 16 (tanh hidden, linear output, 9, 17, 33, 65 parameters);
+//! NN-2 is `2 → 2 → 2 → 1` (15). All
 //! trained full-batch with Adam (lr 0.05, 2000 steps; the paper gives no optimiser here).
 
 use super::units::UnitData;
 use super::util::write_curves;
-use super::{Ctx, Report, Row};
+use super::{judge, Ctx, Report, Row};
 use chi_ca::ca_nn::{CaNn, CaNnConfig};
 use chi_ca::Activation;
 use chi_nn::{Linear, Module, Sequential};
@@ -72,13 +76,23 @@ impl Net {
     }
 }
 
-const MODELS: [&str; 3] = ["CA-NN", "NN-1 (2-2-1)", "NN-2 (2-2-2-1)"];
+/// The models compared: CA-NN, one-hidden-layer NNs of widths 2, 4, 8 and 16, and the paper's
+/// two-hidden-layer NN.
+const MODELS: [&str; 6] = ["CA-NN", "NN-1 (2-2-1)", "NN-1 (2-4-1)", "NN-1 (2-8-1)", "NN-1 (2-16-1)", "NN-2 (2-2-2-1)"];
+
+/// Unit-record key of model `which` (unique per model).
+fn model_key(which: usize) -> String {
+    MODELS[which].replace(['(', ')'], "").replace(' ', "-").to_lowercase()
+}
 
 fn build(which: usize, rng: &mut Rng) -> (ParamStore<f64>, Net) {
     let mut store = ParamStore::new();
     let net = match which {
         0 => Net::Ca(CaNn::new(&mut store, "cann", &[2, 1], None, CaNnConfig::default(), rng)),
         1 => Net::Nn(Mlp::new(&mut store, "nn1", &[2, 2, 1], rng)),
+        2 => Net::Nn(Mlp::new(&mut store, "nn1", &[2, 4, 1], rng)),
+        3 => Net::Nn(Mlp::new(&mut store, "nn1", &[2, 8, 1], rng)),
+        4 => Net::Nn(Mlp::new(&mut store, "nn1", &[2, 16, 1], rng)),
         _ => Net::Nn(Mlp::new(&mut store, "nn2", &[2, 2, 2, 1], rng)),
     };
     (store, net)
@@ -162,16 +176,58 @@ impl Fit {
     }
 }
 
-/// `mean |f(x, y) − f(1 − x, 1 − y)|` on the grid (the reflection maps grid to grid).
-pub fn asymmetry(surface: &[f64]) -> f64 {
+/// The three symmetries of the XOR data: the non-identity maps of the unit square that send
+/// every one of the four points to a point with the same label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Symmetry {
+    /// Point reflection through (½, ½): `(x, y) ↦ (1 − x, 1 − y)`.
+    Point,
+    /// Reflection in the diagonal: `(x, y) ↦ (y, x)`.
+    Diagonal,
+    /// Reflection in the anti-diagonal: `(x, y) ↦ (1 − y, 1 − x)`.
+    AntiDiagonal,
+}
+
+impl Symmetry {
+    /// All three.
+    pub const ALL: [Symmetry; 3] = [Symmetry::Point, Symmetry::Diagonal, Symmetry::AntiDiagonal];
+    /// The map, for tables.
+    pub fn formula(self) -> &'static str {
+        match self {
+            Symmetry::Point => "(x, y) ↦ (1−x, 1−y)",
+            Symmetry::Diagonal => "(x, y) ↦ (y, x)",
+            Symmetry::AntiDiagonal => "(x, y) ↦ (1−y, 1−x)",
+        }
+    }
+    /// The grid cell `(row, col)` that `(row, col)` maps to. Row `r` is `y = LO + r·h`, column
+    /// `c` is `x = LO + c·h`; `t ↦ 1 − t` is index `i ↦ GRID − 1 − i` because `LO + HI = 1`.
+    fn image(self, r: usize, c: usize) -> (usize, usize) {
+        match self {
+            Symmetry::Point => (GRID - 1 - r, GRID - 1 - c),
+            Symmetry::Diagonal => (c, r),
+            Symmetry::AntiDiagonal => (GRID - 1 - c, GRID - 1 - r),
+        }
+    }
+}
+
+/// Asymmetry of a surface under `sym`: `mean |f(p) − f(sym(p))|` over the 41 × 41 grid of the
+/// extended domain (the map sends grid points to grid points). 0 for a surface with that
+/// symmetry.
+pub fn asymmetry_under(sym: Symmetry, surface: &[f64]) -> f64 {
     let mut s = 0.0;
     for r in 0..GRID {
         for c in 0..GRID {
-            // x = LO + c·h ↦ 1 − x = LO + (GRID − 1 − c)·h because LO + HI = 1.
-            s += (surface[r * GRID + c] - surface[(GRID - 1 - r) * GRID + (GRID - 1 - c)]).abs();
+            let (r2, c2) = sym.image(r, c);
+            s += (surface[r * GRID + c] - surface[r2 * GRID + c2]).abs();
         }
     }
     s / (GRID * GRID) as f64
+}
+
+
+/// The row name of the asymmetry under `sym`.
+fn asym_metric(sym: Symmetry) -> String {
+    format!("surface asymmetry, {}", sym.formula())
 }
 
 /// The experiment.
@@ -184,7 +240,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         let mut fits: Vec<Fit> = Vec::with_capacity(ctx.runs);
         for r in 0..ctx.runs {
             let seed = ctx.run_seed(r);
-            let key = format!("{}-run{r}", name.split(' ').next().unwrap_or(name).to_lowercase());
+            let key = format!("{}-run{r}", model_key(which));
             fits.push(ctx.unit(&key, &format!("model={name} steps={steps} adam lr=0.05 grid={GRID} seed={seed}"), || Ok(fit(which, steps, seed)?.to_unit()), Fit::from_unit)?);
         }
         let mses: Vec<f64> = fits.iter().map(|f| f.mse).collect();
@@ -192,8 +248,10 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         rep.rows.push(Row::new("parameters", name, None, vec![fits[0].params as f64]));
         rep.rows.push(Row::new("training MSE", name, None, mses.clone()));
         rep.rows.push(Row::new("fit rate (MSE < 0.01)", name, None, mses.iter().map(|m| f64::from(u8::from(*m < 0.01))).collect()));
-        rep.rows.push(Row::new("surface asymmetry", name, None, fits.iter().map(|f| asymmetry(&f.surface)).collect()));
-        let stem = format!("surface_{}", name.split(' ').next().unwrap_or(name).to_lowercase());
+        for sym in Symmetry::ALL {
+            rep.rows.push(Row::new(&asym_metric(sym), name, None, fits.iter().map(|f| asymmetry_under(sym, &f.surface)).collect()));
+        }
+        let stem = format!("surface_{}", model_key(which));
         for ext in ["svg", "png"] {
             let f = format!("{stem}.{ext}");
             surface(&ctx.path(&f), &format!("{name} fit of the 4 XOR points (run 0)"), (LO, HI), (LO, HI), &to_grid(&fits[0].surface))?;
@@ -215,14 +273,21 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         curves.push((name.to_string(), fits[0].curve.clone()));
     }
     rep.files.extend(write_curves(ctx, "train_loss", "ca-nn-xor: training MSE (run 0)", "step", "MSE", true, &curves)?);
-    let asym = |name: &str| rep.rows.iter().find(|r| r.metric == "surface asymmetry" && r.model == name).map_or(f64::NAN, |r| r.mean());
-    let (a_ca, a_nn) = (asym(MODELS[0]), asym(MODELS[1]).min(asym(MODELS[2])));
-    rep.notes.push(format!(
-        "surface asymmetry: CA-NN {a_ca:.3} vs the more symmetric NN {a_nn:.3}: the paper's 'less symmetric than NN' {}",
-        if a_ca > a_nn { "reproduces" } else { "does NOT reproduce on this measure" }
-    ));
+    let mut metrics: Vec<String> = vec!["training MSE".into()];
+    metrics.extend(Symmetry::ALL.iter().map(|s| asym_metric(*s)));
+    let metric_refs: Vec<&str> = metrics.iter().map(String::as_str).collect();
+    judge::interval_notes(&mut rep, &metric_refs);
+    // The paper: CA-NN's surface is less symmetric than the NN's — a larger asymmetry.
+    for sym in Symmetry::ALL {
+        let m = asym_metric(sym);
+        let ca = judge::values(&rep, &m, MODELS[0])?.to_vec();
+        for nn in &MODELS[1..] {
+            let v = judge::values(&rep, &m, nn)?.to_vec();
+            rep.notes.push(judge::judge(&m, "CA-NN", &ca, nn, &v, false));
+        }
+    }
     rep.notes.push(
-        "the paper's Fig. 15 claims are qualitative (fewer parameters, less symmetric surface, χ with two modes); compare the parameter, asymmetry and χ-range rows, and the surface_*.svg plots".into(),
+        "the paper's Fig. 15 claims are qualitative (fewer parameters, less symmetric surface, χ with two modes); 'less symmetric' is judged as a larger asymmetry under each of the data's three symmetries, paired over seeds; see the surface_*.svg plots".into(),
     );
     rep.config = vec![("steps".into(), steps.to_string()), ("optimizer".into(), "adam lr 0.05 (full batch)".into())];
     Ok(rep)
@@ -241,9 +306,32 @@ mod tests {
                 (x - 0.5).powi(2) + (y - 0.5).powi(2)
             })
             .collect();
-        assert!(asymmetry(&f) < 1e-12);
+        assert!(asymmetry_under(Symmetry::Point, &f) < 1e-12);
         let g: Vec<f64> = (0..GRID * GRID).map(|i| (i % GRID) as f64).collect();
-        assert!(asymmetry(&g) > 1.0);
+        assert!(asymmetry_under(Symmetry::Point, &g) > 1.0);
+    }
+
+    #[test]
+    fn each_symmetry_measure_vanishes_exactly_for_its_own_symmetry() {
+        let h = (HI - LO) / (GRID - 1) as f64;
+        let surf = |f: &dyn Fn(f64, f64) -> f64| -> Vec<f64> { (0..GRID * GRID).map(|i| f(LO + (i % GRID) as f64 * h, LO + (i / GRID) as f64 * h)).collect() };
+        // x·y is symmetric under the diagonal swap only; (x − y)² under all three;
+        // x + 2y − 1.5 changes under each.
+        let xy = surf(&|x, y| x * y);
+        assert!(asymmetry_under(Symmetry::Diagonal, &xy) < 1e-12);
+        assert!(asymmetry_under(Symmetry::Point, &xy) > 0.1 && asymmetry_under(Symmetry::AntiDiagonal, &xy) > 0.1);
+        // (1 − x)·y is symmetric under the anti-diagonal map only.
+        let anti = surf(&|x, y| (1.0 - x) * y);
+        assert!(asymmetry_under(Symmetry::AntiDiagonal, &anti) < 1e-12);
+        assert!(asymmetry_under(Symmetry::Diagonal, &anti) > 0.1 && asymmetry_under(Symmetry::Point, &anti) > 0.1);
+        let sq = surf(&|x, y| (x - y).powi(2));
+        for s in Symmetry::ALL {
+            assert!(asymmetry_under(s, &sq) < 1e-12, "{s:?}");
+        }
+        let lin = surf(&|x, y| x + 2.0 * y - 1.5);
+        for s in Symmetry::ALL {
+            assert!(asymmetry_under(s, &lin) > 0.1, "{s:?}");
+        }
     }
 
     #[test]

@@ -16,13 +16,23 @@
 //! removed over the 50 documents. Also reported, as a loader check: Spearman correlation of the
 //! raw GloVe vectors on WordSim353 and SimLex-999 (expected ≈ 0.50 and ≈ 0.27 for 6B 50d).
 //!
+//! Also measured: Alg. 1 left to run for 2,000 iterations — energy, `‖v0‖` and the
+//! count-weighted mean χ̃ per iteration (`energy`, `v0_norm`, `mean_chi` curves): the energy keeps
+//! falling slowly while `‖v0‖` grows and χ̃ shrinks, so where the algorithm stops is a choice;
+//! the stopping rules of [`StopRule`] (energy no longer drops — the paper's; relative energy
+//! decrease below a tolerance; a bound on `‖v0‖`) are compared by their iterations, final `‖v0‖`
+//! and χ̃, and Pearson under both readings of Eq. 18 — as printed, and as "the context-sensitive
+//! part of Eq. 14" (the sentence after it), i.e. without the shared `(Σχ̃)·v0`. And §4.1.1's
+//! phrase segmentation ([`segment`]): GloVe's hyphenated entries ("long-term", "so-called") are
+//! the phrases, found by the dynamic program over our hyphen-split tokens.
+//!
 //! Nothing here is random, so there is one run: `--runs` does not apply (a warning says so) and
 //! `results.json` records `runs = 1`. The whole experiment takes seconds (most of it loading
 //! GloVe), so it has no resumable units: `--resume` reruns it.
 
 use super::util::write_curves;
 use super::{Ctx, Report, Row};
-use chi_ca::sem::{average, cosine, sif, CaSem, CaSemOptions};
+use chi_ca::sem::{average, cosine, segment, sif, CaSem, CaSemOptions, IterStats, StopRule};
 use chi_nn::data::{self, Dataset};
 use chi_nn::metrics::{pearson, spearman};
 use std::collections::HashMap;
@@ -43,6 +53,30 @@ fn score(docs: &[Vec<f64>], human: &[f64]) -> (f64, f64) {
         }
     }
     (pearson(&model, human), spearman(&model, human))
+}
+
+/// Row name of Eq. 18 as printed.
+const FULL: &str = "CA-SEM, Eq. 18 as printed: v0·Σχ̃ + Σ(1−χ̃)w′";
+/// Row name of the reading "the context-sensitive part".
+const CONTEXT: &str = "CA-SEM, Eq. 18 read as its context-sensitive part: Σ(1−χ̃)w′";
+/// The sentence that follows Eq. 18 in the paper (§3.1).
+const EQ18_SENTENCE: &str = "which represents the context-sensitive part of Eq. 14.";
+/// Iterations of the long run that shows where Alg. 1 goes when left to run.
+const LONG_ITERS: usize = 2000;
+
+/// Document vectors under both readings of Eq. 18: as printed, and without the shared term
+/// (Σχ̃)·v0 (the analogue of SIF's removal of the first principal component).
+fn both_readings(fit: &CaSem, docs: &[Vec<Option<usize>>]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let full: Vec<Vec<f64>> = docs.iter().map(|d| fit.sentence(d)).collect();
+    let part = docs
+        .iter()
+        .zip(&full)
+        .map(|(d, s)| {
+            let sum_chi: f64 = d.iter().map(|id| id.map_or(1.0, |i| fit.chi[i])).sum();
+            s.iter().zip(&fit.v0).map(|(x, v)| x - sum_chi * v).collect()
+        })
+        .collect();
+    (full, part)
 }
 
 /// The experiment.
@@ -97,35 +131,113 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     }
     // CA-SEM: Alg. 1 (runs limited to 100 iterations; timed).
     let t = Instant::now();
-    let fit = CaSem::fit(&words, &counts, &CaSemOptions { max_iter: 100, tol: 0.0 });
+    let fit = CaSem::fit(&words, &counts, &CaSemOptions { max_iter: 100, tol: 0.0, ..CaSemOptions::default() });
     let secs = t.elapsed().as_secs_f64();
     let iters = fit.energy.len() - 1;
-    let ca: Vec<Vec<f64>> = docs.iter().map(|d| fit.sentence(d)).collect();
-    // Eq. 18 without its shared term (Σχ̃)·v0: what the document adds beyond the common
-    // direction — the analogue of SIF's removal of the first principal component.
-    let ca_ctx: Vec<Vec<f64>> = docs
-        .iter()
-        .map(|d| {
-            let sum_chi: f64 = d.iter().map(|id| id.map_or(1.0, |i| fit.chi[i])).sum();
-            fit.sentence(d).iter().zip(&fit.v0).map(|(s, v)| s - sum_chi * v).collect()
-        })
-        .collect();
+    let (ca, ca_ctx) = both_readings(&fit, &docs);
     let avg: Vec<Vec<f64>> = docs.iter().map(|d| average(&words, d)).collect();
     let total: f64 = counts.iter().sum();
     let probs: Vec<f64> = counts.iter().map(|c| c / total).collect();
     let sifv = sif(&words, &probs, &docs, 1e-3);
-    for (name, v) in [("CA-SEM", &ca), ("CA-SEM context part Σ(1−χ̃)w′", &ca_ctx), ("SIF (a = 1e-3)", &sifv), ("Average", &avg)] {
+    for (name, v) in [(FULL, &ca), (CONTEXT, &ca_ctx), ("SIF (a = 1e-3)", &sifv), ("Average", &avg)] {
         let (p, s) = score(v, &human);
         rep.rows.push(Row::new("Lee Pearson (1225 pairs)", name, None, vec![p]));
         rep.rows.push(Row::new("Lee Spearman (1225 pairs)", name, None, vec![s]));
     }
     rep.rows.push(Row::new("CA-SEM iterations run (max 100)", "CA-SEM", None, vec![iters as f64]));
     rep.rows.push(Row::new("CA-SEM fit time, s (1 thread)", "CA-SEM", None, vec![secs]));
-    let curve: Vec<(f64, f64)> = fit.energy.iter().enumerate().map(|(i, e)| (i as f64, *e)).collect();
-    rep.files.extend(write_curves(ctx, "energy", "CA-SEM energy per iteration (Lee vocabulary, GloVe 50d)", "iteration", "energy (Eq. 17)", false, &[("energy".into(), curve)])?);
+    // Alg. 1 left to run: the energy keeps falling while ‖v0‖ grows and χ̃ shrinks, so the
+    // stopping rule decides where it ends.
+    let long = CaSem::fit(&words, &counts, &CaSemOptions { max_iter: LONG_ITERS, tol: 0.0, ..CaSemOptions::default() });
+    let tr = &long.trace;
+    let series = |f: fn(&IterStats) -> f64| -> Vec<(f64, f64)> { tr.iter().enumerate().map(|(i, x)| (i as f64, f(x))).collect() };
+    rep.files.extend(write_curves(ctx, "energy", "CA-SEM energy per iteration (Lee vocabulary, GloVe 50d)", "iteration", "energy (Eq. 17)", true, &[("energy".into(), series(|x| x.energy))])?);
+    rep.files.extend(write_curves(ctx, "v0_norm", "CA-SEM ‖v0‖ per iteration", "iteration", "‖v0‖", true, &[("‖v0‖".into(), series(|x| x.v0_norm))])?);
+    rep.files.extend(write_curves(ctx, "mean_chi", "CA-SEM count-weighted mean χ̃ per iteration", "iteration", "mean χ̃", false, &[("mean χ̃".into(), series(|x| x.mean_chi))])?);
+    let at = |k: usize| tr[k.min(tr.len() - 1)];
+    let marks: Vec<String> = [0, 10, 100, 1000, tr.len() - 1]
+        .iter()
+        .map(|&k| {
+            let x = at(k);
+            format!("iteration {}: energy {:.4e}, ‖v0‖ {:.3}, mean χ̃ {:.4}", k.min(tr.len() - 1), x.energy, x.v0_norm, x.mean_chi)
+        })
+        .collect();
+    rep.notes.push(format!("Alg. 1 run for up to {LONG_ITERS} iterations ({}; energy_/v0_norm_/mean_chi.csv): {}", long.stopped, marks.join("; ")));
+    // Stopping rules and their effect on both readings of Eq. 18.
+    let v0_init = tr[0].v0_norm;
+    let rules: [(String, usize, StopRule); 6] = [
+        ("energy no longer drops, ≤ 100 iterations (default)".into(), 100, StopRule::EnergyIncrease),
+        (format!("energy no longer drops, ≤ {LONG_ITERS} iterations"), LONG_ITERS, StopRule::EnergyIncrease),
+        ("relative energy decrease < 1e-3".into(), LONG_ITERS, StopRule::RelativeEnergy(1e-3)),
+        ("relative energy decrease < 1e-5".into(), LONG_ITERS, StopRule::RelativeEnergy(1e-5)),
+        ("‖v0‖ ≤ 2 × initial".into(), LONG_ITERS, StopRule::MaxV0Norm(2.0 * v0_init)),
+        ("‖v0‖ ≤ 10 × initial".into(), LONG_ITERS, StopRule::MaxV0Norm(10.0 * v0_init)),
+    ];
+    for (label, max_iter, stop) in rules {
+        let f = CaSem::fit(&words, &counts, &CaSemOptions { max_iter, tol: 0.0, stop });
+        let last = *f.trace.last().expect("the initial state is traced");
+        let (full, part) = both_readings(&f, &docs);
+        rep.rows.push(Row::new("stopping rule: iterations", &label, None, vec![(f.trace.len() - 1) as f64]));
+        rep.rows.push(Row::new("stopping rule: final ‖v0‖", &label, None, vec![last.v0_norm]));
+        rep.rows.push(Row::new("stopping rule: final mean χ̃", &label, None, vec![last.mean_chi]));
+        rep.rows.push(Row::new("stopping rule: Lee Pearson, Eq. 18 as printed", &label, None, vec![score(&full, &human).0]));
+        rep.rows.push(Row::new("stopping rule: Lee Pearson, context-sensitive part", &label, None, vec![score(&part, &human).0]));
+    }
+    // §4.1.1 segmentation: GloVe's hyphenated entries ("long-term", "so-called") are phrases of
+    // our tokens; the dynamic program picks the segmentation with fewest phrases + OOV tokens.
+    let mut phrase_words = words.clone();
+    // Counts are recounted over the segmented documents (a phrase's tokens no longer count
+    // as single words).
+    let mut phrase_counts = vec![0.0; counts.len()];
+    let mut phrase_ids: HashMap<String, usize> = HashMap::new();
+    let mut n_phrases = 0usize;
+    let mut seg_docs: Vec<Vec<Vec<Option<usize>>>> = Vec::new(); // [background, test] → documents
+    for set in [&lee.background, &lee.docs] {
+        let mut out = Vec::new();
+        for d in set.iter() {
+            let toks = tokenize(d);
+            let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
+            let segs = segment(&refs, 3, |span| {
+                if span.len() == 1 {
+                    vocab.get(span[0]).copied()
+                } else {
+                    glove.get(&span.join("-")).map(|_| 0)
+                }
+            });
+            let mut ids = Vec::with_capacity(segs.len());
+            for sg in segs {
+                let id = if sg.end - sg.start == 1 {
+                    sg.id
+                } else {
+                    let key = refs[sg.start..sg.end].join("-");
+                    n_phrases += 1;
+                    let next = phrase_words.len();
+                    let i = *phrase_ids.entry(key.clone()).or_insert(next);
+                    if i == next {
+                        let v = glove.get(&key).ok_or_else(|| format!("GloVe lost the phrase {key}"))?;
+                        phrase_words.push(v.iter().map(|x| *x as f64).collect());
+                        phrase_counts.push(0.0);
+                    }
+                    Some(i)
+                };
+                if let Some(i) = id {
+                    phrase_counts[i] += 1.0;
+                }
+                ids.push(id);
+            }
+            out.push(ids);
+        }
+        seg_docs.push(out);
+    }
+    let seg_fit = CaSem::fit(&phrase_words, &phrase_counts, &CaSemOptions { max_iter: 100, tol: 0.0, ..CaSemOptions::default() });
+    let (sf, sp) = both_readings(&seg_fit, &seg_docs[1]);
+    rep.rows.push(Row::new("Lee Pearson (1225 pairs)", &format!("{FULL}, §4.1.1 phrase segmentation"), None, vec![score(&sf, &human).0]));
+    rep.rows.push(Row::new("Lee Pearson (1225 pairs)", &format!("{CONTEXT}, §4.1.1 phrase segmentation"), None, vec![score(&sp, &human).0]));
+    rep.rows.push(Row::new("phrase occurrences found by the segmentation", "GloVe hyphenated entries, ≤ 3 tokens", None, vec![n_phrases as f64]));
+    rep.rows.push(Row::new("distinct phrases found by the segmentation", "GloVe hyphenated entries, ≤ 3 tokens", None, vec![phrase_ids.len() as f64]));
     let get = |name: &str| rep.rows.iter().find(|r| r.metric.starts_with("Lee Pearson") && r.model == name).map_or(f64::NAN, |r| r.mean());
-    let (c, s, a) = (get("CA-SEM"), get("SIF (a = 1e-3)"), get("Average"));
-    let cc = get("CA-SEM context part Σ(1−χ̃)w′");
+    let (c, s, a) = (get(FULL), get("SIF (a = 1e-3)"), get("Average"));
+    let cc = get(CONTEXT);
     let order = if c > s && s > a {
         "CA-SEM > SIF > averaging, the paper's ordering on STS"
     } else if c > a {
@@ -133,14 +245,17 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     } else {
         "CA-SEM does NOT beat averaging here"
     };
-    rep.notes.push(format!("Lee Pearson: CA-SEM {c:.3}, SIF {s:.3}, averaging {a:.3}: {order}"));
-    rep.notes.push(format!("CA-SEM's context part alone (Eq. 18 minus the shared (Σχ̃)·v0): Pearson {cc:.3}"));
+    rep.notes.push(format!("Lee Pearson: CA-SEM (Eq. 18 as printed) {c:.3}, SIF {s:.3}, averaging {a:.3}: {order}"));
+    rep.notes.push(format!(
+        "the paper, after Eq. 18: \"{EQ18_SENTENCE}\" Read that way (the document vector is Σ(1−χ̃)w′, without the shared (Σχ̃)·v0): Pearson {cc:.3}"
+    ));
     rep.notes.push(format!(
         "{} vocabulary words, {iters} CA-SEM iterations in {secs:.2} s on one core (paper: < 2 s for 100 iterations on SemEval, 12 cores); energy {:.4e} → {:.4e}",
         words.len(),
         fit.energy[0],
         fit.energy[iters]
     ));
+    rep.notes.push("CA-SEM, SIF and averaging are deterministic here (one value each, no interval): there is no seed to repeat over, so no paired test over runs is made".into());
     rep.notes.push("SemEval/SICK (the paper's sets) are not reachable here; Lee is the stand-in, so there is no paper value per row".into());
     rep.config = vec![("vocabulary".into(), words.len().to_string()), ("sif_a".into(), "1e-3".into())];
     rep.runs = Some(1);
