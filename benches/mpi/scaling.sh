@@ -8,7 +8,7 @@
 #   cargo build --release -p chi --features mpi && benches/mpi/scaling.sh [STEPS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-CHI=target/release/chi
+CHI="${CHI:-target/release/chi}"
 STEPS="${1:-200}"
 OUT="${OUT:-/tmp/chi-mpi-scaling}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
