@@ -46,15 +46,15 @@ enum ConvLayer {
     Ca(CaConv2d<f32>),
 }
 
-struct Net {
-    store: ParamStore<f32>,
+pub(super) struct Net {
+    pub(super) store: ParamStore<f32>,
     conv: ConvLayer,
     hidden: Linear<f32>,
     out: Linear<f32>,
 }
 
 impl Net {
-    fn new(ca: bool, k: usize, depth: usize, side: usize, rng: &mut Rng) -> Net {
+    pub(super) fn new(ca: bool, k: usize, depth: usize, side: usize, rng: &mut Rng) -> Net {
         let mut store = ParamStore::new();
         let conv = if ca {
             ConvLayer::Ca(CaConv2d::new(&mut store, "conv", 1, depth, k, 1, 0, rng))
@@ -66,7 +66,7 @@ impl Net {
         let out = Linear::in_store(&mut store, "out", "head", HIDDEN, 10, true, rng);
         Net { store, conv, hidden, out }
     }
-    fn logits(&self, x: &Tensor<f32>) -> Tensor<f32> {
+    pub(super) fn logits(&self, x: &Tensor<f32>) -> Tensor<f32> {
         let h = match &self.conv {
             ConvLayer::Plain(c) => c.forward(x),
             ConvLayer::Ca(c) => c.forward(x).0,
