@@ -72,3 +72,55 @@ pub fn gradcheck_instance() -> chi_nn::gradcheck::ModelInstance {
     let x = Tensor::randn(&[2, 2, 4, 4], &mut rng);
     super::instance(store, vec![x], move |xs| conv.forward(&xs[0]).0)
 }
+
+/// Stacked CA-CNN (§4.6.3): `layers` [`CaConv2d`] layers with "same" padding, each followed by
+/// an activation, `x → act(CaConv2d_1(x)) → … → act(CaConv2d_L(·))`. Every layer's χ filter is in
+/// group `chi` and its convolution and default `w0` in group `emb`, so the `em_steps` schedule
+/// (§4.2.1; the paper needs it at 16 layers) alternates between the gates and the filters.
+pub struct CaCnnStack<T: Float> {
+    /// The layers, input first.
+    pub layers: Vec<CaConv2d<T>>,
+    /// Activation after every layer (`Relu` in the experiments).
+    pub act: Activation,
+}
+
+impl<T: Float> CaCnnStack<T> {
+    /// `layers ≥ 1` layers `cin → channels → … → channels` with odd `k×k` kernels; parameters
+    /// `{name}.{i}.*`. Errors on zero layers or channels or an even kernel.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(store: &mut ParamStore<T>, name: &str, cin: usize, channels: usize, layers: usize, k: usize, act: Activation, rng: &mut Rng) -> Result<Self, String> {
+        if layers == 0 || channels == 0 || cin == 0 {
+            return Err(format!("stacked CA-CNN: need at least one layer, input channel and channel (got {layers} layers, {cin} → {channels} channels)"));
+        }
+        if k % 2 == 0 {
+            return Err(format!("stacked CA-CNN: kernel {k} must be odd (same padding k/2 keeps the spatial size)"));
+        }
+        let layers = (0..layers).map(|i| CaConv2d::new(store, &format!("{name}.{i}"), if i == 0 { cin } else { channels }, channels, k, 1, k / 2, rng)).collect();
+        Ok(CaCnnStack { layers, act })
+    }
+    /// The output `[N, channels, H, W]` and every layer's σ-map `[N, 1, H, W]`.
+    pub fn forward_with_maps(&self, x: &Tensor<T>) -> (Tensor<T>, Vec<Tensor<T>>) {
+        let mut h = x.clone();
+        let mut maps = Vec::with_capacity(self.layers.len());
+        for l in &self.layers {
+            let (w, chi) = l.forward(&h);
+            h = self.act.apply(&w);
+            maps.push(chi);
+        }
+        (h, maps)
+    }
+    /// The output.
+    pub fn forward(&self, x: &Tensor<T>) -> Tensor<T> {
+        self.forward_with_maps(x).0
+    }
+}
+
+/// Tiny stacked instance: 3 layers, 1 → 2 channels, 3×3, tanh, on a `[2, 1, 4, 4]` input.
+pub fn stack_gradcheck_instance() -> chi_nn::gradcheck::ModelInstance {
+    let mut rng = Rng::new(53);
+    let mut store = ParamStore::new();
+    let stack = CaCnnStack::new(&mut store, "castack", 1, 2, 3, 3, Activation::Tanh, &mut rng).expect("valid shapes");
+    chi_nn::gradcheck::perturb(&store, &mut rng);
+    let x = Tensor::randn(&[2, 1, 4, 4], &mut rng);
+    super::instance(store, vec![x], move |xs| stack.forward(&xs[0]))
+}

@@ -37,9 +37,11 @@
 
 mod att_synthetic;
 mod bsfe_reviews;
+mod ca_compare;
 mod text_cnn_sentences;
 mod bsfe_synthetic;
 mod cnn_mnist;
+mod cnn_sweep;
 mod han_reviews;
 mod judge;
 mod nn_surface;
@@ -50,6 +52,7 @@ mod rationales_reviews;
 mod rcnn_lm;
 mod rcnn_sentiment;
 mod res_fashion;
+mod res_sweep;
 mod rnn_synthetic;
 mod sem_lee;
 mod seq2seq_nmt;
@@ -319,6 +322,42 @@ pub fn registry() -> Vec<Experiment> {
             runs: 1,
             quick_runs: 1,
             run: res_fashion::run,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "ca-cnn-depth",
+            title: "CA-CNN vs CNN over output depths 4/8/16/32 (8×8 kernel), Fashion-MNIST full test set, 5 seeds, paired tests (Sec. 4.6.2, Fig. 17)",
+            data: &["fashion-mnist"],
+            runs: 5,
+            quick_runs: 2,
+            run: cnn_sweep::run_depth,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "ca-cnn-stacked",
+            title: "stacked CA-CNN (4 and 16 layers) with and without em_steps, and a 16-layer CNN, Fashion-MNIST 14×14, 5 seeds (Sec. 4.6.3, Fig. 19b)",
+            data: &["fashion-mnist"],
+            runs: 5,
+            quick_runs: 2,
+            run: cnn_sweep::run_stacked,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "ca-res-sweep",
+            title: "conv CA-RES: Eq. 42 vs the chain block vs ResNet, tuples (l, n_v, n_σ, b), kernels 3/5, Fashion-MNIST full test set, 5 seeds (Sec. 4.7, Fig. 20)",
+            data: &["fashion-mnist"],
+            runs: 5,
+            quick_runs: 2,
+            run: res_sweep::run_conv,
+            fixed_runs: None,
+        },
+        Experiment {
+            name: "ca-res-tabular",
+            title: "dense CA-RES (Eq. 42) vs ResNet vs MLP blocks on 49 tabular block features of Fashion-MNIST, 10 seeds (Sec. 3.5.2)",
+            data: &["fashion-mnist"],
+            runs: 10,
+            quick_runs: 2,
+            run: res_sweep::run_tabular,
             fixed_runs: None,
         },
         Experiment {

@@ -16,8 +16,12 @@
 //!          χ_1 = σ(conv_χ(c)),  χ_i = σ(conv_χ([c, w_{i−1}]))  (n_v = n_σ = 1, b = 0; w_0 = c)
 //! ```
 //!
-//! so the CA-RES block is the paper's tuple `(l, 1, 1, 0)` whose `b = 1` form (χ ≡ 1) is exactly
-//! the ResNet block (the reduction is tested in `models/ca/tests/ca.rs` for the dense CA-RES, and
+//! so the CA-RES block has the paper's tuple `(l, 1, 1, 0)` for its gates, but its middle
+//! convolutions read only `w_{i−1}`, not the input `c` that Eq. 42 gives every `v_i`: it is the
+//! *chain* variant (labelled "CA-RES chain"; [`chi_ca::res::ConvVInput::Chain`]), whose `b = 1` form
+//! (χ ≡ 1) is exactly the ResNet block. Eq. 42 as written, the other tuples and the kernel sweep
+//! are in `ca-res-sweep`. With `--runs N` (N ≥ 2) the notes give each row's mean, sd and 95 % CI
+//! and paired t-tests over the runs (the reduction is tested in `models/ca/tests/ca.rs` for the dense CA-RES, and
 //! here for this conv block). The conv blocks' gradients are checked whole, in float64, by the
 //! unit test `conv_blocks_pass_a_float64_whole_block_gradcheck`.
 
@@ -51,7 +55,7 @@ impl Kind {
         match self {
             Kind::Plain => "CNN",
             Kind::ResNet => "ResNet",
-            Kind::CaRes => "CA-RES",
+            Kind::CaRes => "CA-RES chain",
         }
     }
 }
@@ -250,6 +254,13 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         ));
         let (r, c) = (acc(Kind::ResNet, 2, 3), acc(Kind::CaRes, 2, 3));
         rep.notes.push(format!("2 blocks × 3 sublayers: ResNet {r:.4}, CA-RES {c:.4}"));
+    }
+    let m = "Fashion-MNIST test accuracy";
+    super::ca_compare::summaries(&mut rep, m);
+    for &(b, l) in &grid {
+        let name = |k: Kind| format!("{} {b} block{} × {l} sublayers", k.label(), if b == 1 { "" } else { "s" });
+        super::ca_compare::push_claim(&mut rep, m, &name(Kind::CaRes), &name(Kind::ResNet), None);
+        super::ca_compare::push_claim(&mut rep, m, &name(Kind::CaRes), &name(Kind::Plain), Some("paper §4.7.2 (CIFAR-10)"));
     }
     rep.config = vec![("steps".into(), steps.to_string()), ("channels".into(), C.to_string()), ("optimizer".into(), format!("adagrad lr {LR}, batch {BATCH}"))];
     Ok(rep)
