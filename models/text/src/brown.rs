@@ -65,7 +65,7 @@ pub fn parse_brown(text: &str) -> Result<Vec<TaggedTokens>> {
 /// by name; an error if there are none.
 pub fn brown_files(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
     let is_brown = |n: &str| n.len() == 4 && n.starts_with('c') && n.as_bytes()[1].is_ascii_lowercase() && n[2..].bytes().all(|b| b.is_ascii_digit());
-    let paths = crate::corpora::files("brown_files", dir, is_brown)?;
+    let paths = crate::dir::files("brown_files", dir, is_brown)?;
     if paths.is_empty() {
         return Err(TextError::Invalid { op: "brown_files", msg: format!("{}: no c[a-r]NN files (scripts/fetch-data.sh --only brown)", dir.display()) });
     }

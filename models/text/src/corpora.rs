@@ -18,8 +18,9 @@
 //! (punctuation) are dropped, as word2vec pipelines usually do.
 
 use crate::brown::{brown_files, load_brown_file};
+use crate::dir::files;
 use crate::error::{Result, TextError};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One document of a corpus: its file stem and its text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,20 +40,6 @@ impl Document {
 
 fn invalid(op: &'static str, msg: String) -> TextError {
     TextError::Invalid { op, msg }
-}
-
-/// The regular files of `dir` whose names satisfy `keep`, sorted by name.
-pub(crate) fn files(op: &'static str, dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
-    let rd = std::fs::read_dir(dir).map_err(|e| invalid(op, format!("{}: {e}", dir.display())))?;
-    let mut out = Vec::new();
-    for entry in rd {
-        let p = entry.map_err(|e| invalid(op, format!("{}: {e}", dir.display())))?.path();
-        if p.is_file() && p.file_name().and_then(|n| n.to_str()).is_some_and(&keep) {
-            out.push(p);
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 fn read_document(op: &'static str, path: &Path) -> Result<Document> {

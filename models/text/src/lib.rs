@@ -27,6 +27,7 @@ pub mod corpora;
 pub mod cnn;
 pub mod crf;
 pub mod deps;
+mod dir;
 pub mod error;
 pub mod experiments;
 pub mod explain;
