@@ -12,8 +12,8 @@ the step is max(compute, communication) instead, also printed):
   B = link bandwidth (bytes/s), alpha = per-message latency
 
 Usage (the BENCHMARKS.md table):
-  cargo build --release -p chi-seq2seq --example speed
-  target/release/examples/speed --steps 20           # -> ms_per_step, params, embedding_params
+  cargo build --release -p chi-seq2seq --example seq2seq_speed
+  target/release/examples/seq2seq_speed --steps 20           # -> ms_per_step, params, embedding_params
   benches/mpi/ring_model.py --compute-ms MS --dense-params P [--bench-json dist-bench.json]
 """
 import argparse, json

@@ -11,7 +11,7 @@ the hidden size chi picks so that its parameter count is closest to --params. In
 is written as a Python loop over time with exactly the same equations (one GEMM for all
 projections first, as chi does), and the LSTM is torch.nn.LSTM. Loss: mean square of the
 outputs; optimiser: SGD lr 1e-3; random inputs [batch, time, input]; one warm-up step. Each round
-runs chi's example binary (`cargo build --release -p chi-rcnn --example speed`; the binary is
+runs chi's example binary (`cargo build --release -p chi-rcnn --example rcnn_speed`; the binary is
 looked up under $CARGO_TARGET_DIR or ./target) and then PyTorch, for every model, so both see the
 same machine load. The table gives median tokens/s (batch x time per second) over rounds, the
 range, and the ratio chi / PyTorch (above 1: chi is faster).
@@ -26,7 +26,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-CHI = os.path.join(TARGET, "release", "examples", "speed")
+CHI = os.path.join(TARGET, "release", "examples", "rcnn_speed")
 
 try:
     import torch
@@ -119,7 +119,7 @@ def main():
     ap.add_argument("--params", type=int, default=200000)
     a = ap.parse_args()
     if not os.path.exists(CHI):
-        print("rcnn_speed: %s missing; run cargo build --release -p chi-rcnn --example speed" % CHI, file=sys.stderr)
+        print("rcnn_speed: %s missing; run cargo build --release -p chi-rcnn --example rcnn_speed" % CHI, file=sys.stderr)
         sys.exit(2)
     models = ["rcnn-const", "rcnn-adaptive", "lstm"]
     chi_tps = {m: [] for m in models}

@@ -8,7 +8,7 @@ decoder LSTM cell fed [target embedding ; context], the context from Luong "gene
 queried by the previous decoder state over the encoder states; o = tanh(W_o [h ; c]); logits =
 W_s o; mean cross-entropy over target tokens; Adagrad lr 0.01. Random token data, all sequences
 `len` long (no padding). Each round runs chi's example binary
-(`cargo build --release -p chi-seq2seq --example speed`) and then the same number of steps in
+(`cargo build --release -p chi-seq2seq --example seq2seq_speed`) and then the same number of steps in
 PyTorch; the table gives the median tokens/s over rounds and the ratio chi / PyTorch (above 1:
 chi is faster).
 """
@@ -21,7 +21,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHI = os.path.join(ROOT, "target", "release", "examples", "speed")
+CHI = os.path.join(ROOT, "target", "release", "examples", "seq2seq_speed")
 
 try:
     import torch
@@ -111,7 +111,7 @@ def main():
     ap.add_argument("--len", type=int, default=20)
     a = ap.parse_args()
     if not os.path.exists(CHI):
-        print("seq2seq_speed: %s missing; run cargo build --release -p chi-seq2seq --example speed" % CHI, file=sys.stderr)
+        print("seq2seq_speed: %s missing; run cargo build --release -p chi-seq2seq --example seq2seq_speed" % CHI, file=sys.stderr)
         sys.exit(2)
     print("| threads | chi tokens/s (median) | PyTorch %s tokens/s (median) | chi / PyTorch | rounds |" % torch.__version__)
     print("|---|---|---|---|---|")

@@ -5,7 +5,7 @@
 //! the same layers in PyTorch and this binary alternately.
 //!
 //! ```text
-//! cargo run --release -p chi-rcnn --example speed -- --model rcnn-const|rcnn-adaptive|lstm
+//! cargo run --release -p chi-rcnn --example rcnn_speed -- --model rcnn-const|rcnn-adaptive|lstm
 //!     [--scan fused|composed] [--threads N] [--steps N] [--batch B] [--time T] [--input D] [--params P]
 //! ```
 //! Prints one JSON line: `{"model": …, "hidden": …, "params": …, "tokens_per_sec": …, "seconds": …}`.
@@ -25,7 +25,7 @@ fn num(args: &[String], name: &str, default: usize) -> usize {
 }
 
 fn fail(msg: &str) -> ! {
-    eprintln!("speed: {msg}");
+    eprintln!("rcnn_speed: {msg}");
     std::process::exit(2)
 }
 

@@ -4,7 +4,7 @@
 //! binary alternately.
 //!
 //! ```text
-//! cargo run --release -p chi-seq2seq --example speed -- [--threads N] [--steps N] [--vocab V]
+//! cargo run --release -p chi-seq2seq --example seq2seq_speed -- [--threads N] [--steps N] [--vocab V]
 //!     [--hidden H] [--emb E] [--batch B] [--len T]
 //! ```
 //! Prints one JSON line: `{"tokens_per_sec": …, "seconds": …, "steps": …, "ms_per_step": …,
@@ -22,7 +22,7 @@ fn arg(args: &[String], name: &str, default: usize) -> usize {
         Some(i) => match args.get(i + 1).and_then(|v| v.parse().ok()) {
             Some(v) => v,
             None => {
-                eprintln!("speed: {name} needs a positive integer");
+                eprintln!("seq2seq_speed: {name} needs a positive integer");
                 std::process::exit(2);
             }
         },
@@ -36,14 +36,14 @@ fn main() {
     let steps = arg(&args, "--steps", 30);
     let (vocab, hidden, emb, batch, len) = (arg(&args, "--vocab", 5000), arg(&args, "--hidden", 128), arg(&args, "--emb", 100), arg(&args, "--batch", 16), arg(&args, "--len", 20));
     if let Err(e) = chi_kernels::set_num_threads(threads) {
-        eprintln!("speed: {e}");
+        eprintln!("seq2seq_speed: {e}");
         std::process::exit(2);
     }
     let cfg = Seq2SeqConfig { src_vocab: vocab, tgt_vocab: vocab, emb, hidden, cell: CellKind::Lstm, attention: AttentionKind::LuongGeneral, ..Seq2SeqConfig::default() };
     let model = match Seq2Seq::<f32>::new(&cfg, 1) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("speed: {e}");
+            eprintln!("seq2seq_speed: {e}");
             std::process::exit(2);
         }
     };
