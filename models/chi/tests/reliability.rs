@@ -138,7 +138,9 @@ fn two_runs_at_once_the_second_fails_at_start_naming_the_first() {
         .unwrap();
     let lock = out.join(".chi.lock");
     let t0 = std::time::Instant::now();
-    while std::fs::read_to_string(&lock).map(|t| t.trim().is_empty()).unwrap_or(true) {
+    // The first run writes config.toml just after taking the lock: wait for both, so the
+    // snapshot below is of the first run's files, not of a moment in between.
+    while std::fs::read_to_string(&lock).map(|t| t.trim().is_empty()).unwrap_or(true) || !out.join("config.toml").exists() {
         if let Some(st) = child.try_wait().unwrap() {
             panic!("the first run ended ({st}) before the test could check its lock");
         }
