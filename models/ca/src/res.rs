@@ -114,19 +114,10 @@ impl<T: Float> CaRes<T> {
     pub fn forward_with_chi(&self, c: &Tensor<T>) -> (Tensor<T>, Vec<Tensor<T>>) {
         let mut outs: Vec<Tensor<T>> = Vec::new();
         let mut chis = Vec::new();
-        let ctx = |outs: &[Tensor<T>], n: usize| -> Tensor<T> {
-            let mut parts = vec![c.clone()];
-            parts.extend(outs.iter().rev().take(n).cloned());
-            if parts.len() == 1 {
-                c.clone()
-            } else {
-                Tensor::concat(&parts, 1)
-            }
-        };
         for layer in &self.layers {
             let v = match &layer.v {
                 VFn::Net(net) => {
-                    let mut h = ctx(&outs, self.cfg.n_v);
+                    let mut h = context(c, &outs, self.cfg.n_v);
                     for d in net {
                         h = d.forward(&h);
                     }
@@ -142,7 +133,7 @@ impl<T: Float> CaRes<T> {
             };
             let w = match (&layer.chi, &layer.w0) {
                 (Some((a, b)), Some(w0)) => {
-                    let x = ctx(&outs, self.cfg.n_sigma);
+                    let x = context(c, &outs, self.cfg.n_sigma);
                     let chi = x.matmul(&a.get().reshape(&[a.numel(), 1])).add(&b.get()).sigmoid();
                     let w = super::edf(&chi, &v, &w0.get());
                     chis.push(chi);
@@ -282,17 +273,6 @@ impl<T: Float> CaResConv<T> {
         Ok(CaResConv { cfg, convs, chis, w0 })
     }
 
-    /// `[c, w_{i−1}, …, w_{i−n}]` from the outputs so far (`outs[j]` = `w_{j+1}`).
-    fn context(c: &Tensor<T>, outs: &[Tensor<T>], n: usize) -> Tensor<T> {
-        let mut parts = vec![c.clone()];
-        parts.extend(outs.iter().rev().take(n).cloned());
-        if parts.len() == 1 {
-            c.clone()
-        } else {
-            Tensor::concat(&parts, 1)
-        }
-    }
-
     /// The block's output `[N, channels, H, W]` for `c: [N, channels, H, W]`, and every
     /// sublayer's σ-map `[N, 1, H, W]` (empty when `b`).
     pub fn forward_with_chi(&self, c: &Tensor<T>) -> (Tensor<T>, Vec<Tensor<T>>) {
@@ -308,7 +288,7 @@ impl<T: Float> CaResConv<T> {
                 self.cfg.act.apply(&s)
             } else {
                 let input = match self.cfg.v_input {
-                    ConvVInput::Eq42 => Self::context(c, &outs, self.cfg.n_v),
+                    ConvVInput::Eq42 => context(c, &outs, self.cfg.n_v),
                     ConvVInput::Chain => outs.last().unwrap_or(c).clone(),
                 };
                 let v = self.convs[i - 1].forward(&input);
@@ -321,7 +301,7 @@ impl<T: Float> CaResConv<T> {
             let w = if self.cfg.b {
                 v
             } else {
-                let chi = self.chis[i - 1].forward(&Self::context(c, &outs, self.cfg.n_sigma)).sigmoid();
+                let chi = self.chis[i - 1].forward(&context(c, &outs, self.cfg.n_sigma)).sigmoid();
                 let w = super::edf(&chi, &v, &self.w0[i - 1].get());
                 maps.push(chi);
                 w
@@ -347,4 +327,16 @@ pub fn conv_gradcheck_instance() -> chi_nn::gradcheck::ModelInstance {
     chi_nn::gradcheck::perturb(&store, &mut rng);
     let x = Tensor::randn(&[2, 2, 4, 4], &mut rng);
     super::instance(store, vec![x], move |xs| m.forward(&xs[0]))
+}
+
+/// `[c, w_{i−1}, …, w_{i−n}]` concatenated along axis 1, from the outputs so far (`outs[j]` =
+/// `w_{j+1}`): what a sublayer of either CA-RES block reads.
+fn context<T: Float>(c: &Tensor<T>, outs: &[Tensor<T>], n: usize) -> Tensor<T> {
+    let mut parts = vec![c.clone()];
+    parts.extend(outs.iter().rev().take(n).cloned());
+    if parts.len() == 1 {
+        c.clone()
+    } else {
+        Tensor::concat(&parts, 1)
+    }
 }

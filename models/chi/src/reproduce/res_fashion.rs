@@ -195,6 +195,22 @@ fn train(ctx: &Ctx, what: &str, kind: Kind, blocks: usize, l: usize, train_set: 
     Ok((accuracy(&net, test_set, te), curve, net.store.num_scalars()))
 }
 
+/// A trained model's test accuracy, probe-accuracy curve and parameter count.
+pub(super) type Trained = (f64, Vec<(f64, f64)>, usize);
+
+/// One resumable unit ([`Ctx::unit`]) that trains a model and keeps what [`Trained`] holds.
+pub(super) fn accuracy_unit(ctx: &Ctx, key: &str, config: &str, train: impl FnOnce() -> Result<Trained, String>) -> Result<Trained, String> {
+    ctx.unit(
+        key,
+        config,
+        || {
+            let (a, c, p) = train()?;
+            Ok(UnitData::new().with_scalar("accuracy", a).with_curve("probe_accuracy", &c).with_scalar("params", p as f64))
+        },
+        |d| Ok((d.scalar("accuracy")?, d.curve("probe_accuracy")?, d.scalar("params")? as usize)),
+    )
+}
+
 /// The experiment.
 pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let dir = data::require(Dataset::FashionMnist)?;
@@ -220,15 +236,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                 let what = format!("{name} run {r}");
                 let config = format!("data=fashion-mnist {}/{}; kind={kind:?} blocks={blocks} sublayers={l} channels={C} steps={steps} adagrad lr={LR} batch={BATCH} seed={seed}", tr.len(), te.len());
                 let key = format!("{}-b{blocks}-l{l}-run{r}", kind.label().to_lowercase());
-                let (a, c, p) = ctx.unit(
-                    &key,
-                    &config,
-                    || {
-                        let (a, c, p) = train(ctx, &what, kind, blocks, l, &ftrain, &tr, &ftest, &te, steps, seed)?;
-                        Ok(UnitData::new().with_scalar("accuracy", a).with_curve("probe_accuracy", &c).with_scalar("params", p as f64))
-                    },
-                    |d| Ok((d.scalar("accuracy")?, d.curve("probe_accuracy")?, d.scalar("params")? as usize)),
-                )?;
+                let (a, c, p) = accuracy_unit(ctx, &key, &config, || train(ctx, &what, kind, blocks, l, &ftrain, &tr, &ftest, &te, steps, seed))?;
                 accs.push(a);
                 cs.push(c);
                 params = p;

@@ -21,7 +21,7 @@
 
 use super::ca_compare::{push_claim, summaries};
 use super::cnn_sweep::{fashion, fit, Fashion};
-use super::units::UnitData;
+use super::res_fashion::accuracy_unit;
 use super::util::{mean_curve, write_curves};
 use super::{Ctx, Report, Row};
 use chi_ca::res::{CaResConv, CaResConvConfig, ConvVInput};
@@ -93,15 +93,7 @@ fn seeded(ctx: &Ctx, key: &str, config: &str, train_one: &dyn Fn(u64) -> Result<
     let (mut accs, mut cs, mut params) = (Vec::new(), Vec::new(), 0);
     for r in 0..ctx.runs {
         let seed = ctx.run_seed(r);
-        let (a, c, p) = ctx.unit(
-            &format!("{key}-run{r}"),
-            &format!("{config} seed={seed}"),
-            || {
-                let (a, c, p) = train_one(seed)?;
-                Ok(UnitData::new().with_scalar("accuracy", a).with_curve("probe_accuracy", &c).with_scalar("params", p as f64))
-            },
-            |d| Ok((d.scalar("accuracy")?, d.curve("probe_accuracy")?, d.scalar("params")? as usize)),
-        )?;
+        let (a, c, p) = accuracy_unit(ctx, &format!("{key}-run{r}"), &format!("{config} seed={seed}"), || train_one(seed))?;
         accs.push(a);
         cs.push(c);
         params = p;
