@@ -79,9 +79,10 @@ pub fn run(cli: Cli) -> Result<(), String> {
     }
     if let Some(w) = crate::dist::world().filter(|w| w.size() > 1) {
         // K copies of a one-process command would race for the same output files.
-        if !matches!(cli.command, Some(Command::Train(_)) | Some(Command::Dist(_))) {
+        if !runs_on_several(&cli.command) {
             return Err(format!(
-                "this command runs in one process; of {} processes started by mpirun, only `chi train` and `chi dist` run data-parallel",
+                "this command runs in one process; of {} processes started by mpirun, only `chi train`, `chi reproduce`, \
+                 `chi embed train` and `chi dist` run on several",
                 w.size()
             ));
         }
@@ -104,6 +105,16 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Dist(a)) => crate::dist::run(&a),
         // The README's main job: every built-in reproduction, full size.
         None => crate::reproduce::run(&crate::reproduce::ReproduceArgs::default(), cli.seed, &cli.out).map(|_| ()),
+    }
+}
+
+/// The commands that run as one of several processes (`mpirun -n K chi …`): the others would
+/// race K copies of themselves for the same output files.
+fn runs_on_several(c: &Option<Command>) -> bool {
+    match c {
+        Some(Command::Train(_) | Command::Dist(_) | Command::Reproduce(_)) => true,
+        Some(Command::Embed(a)) => matches!(a.which, crate::embed::EmbedWhich::Train(_)),
+        _ => false,
     }
 }
 
