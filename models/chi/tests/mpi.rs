@@ -220,3 +220,114 @@ fn resume_with_the_same_ranks_is_bitwise_an_uninterrupted_run() {
     let _ = std::fs::remove_dir_all(&whole);
     let _ = std::fs::remove_dir_all(&parts);
 }
+
+/// The numbers of every unit record in `dir/units`, by file and key, decoded from their hex bits.
+fn unit_numbers(dir: &Path) -> Vec<(String, Vec<f64>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir.join("units")).unwrap() {
+        let path = e.unwrap().path();
+        let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        for (k, v) in rec["body"]["nums"].as_object().unwrap() {
+            let xs = v.as_array().unwrap().iter().map(|x| f64::from_bits(u64::from_str_radix(x.as_str().unwrap(), 16).unwrap())).collect();
+            out.push((format!("{}:{k}", path.file_name().unwrap().to_string_lossy()), xs));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Largest relative difference between two sets of unit numbers (same files, keys and lengths).
+fn largest_relative_difference(a: &[(String, Vec<f64>)], b: &[(String, Vec<f64>)]) -> f64 {
+    assert_eq!(a.iter().map(|x| &x.0).collect::<Vec<_>>(), b.iter().map(|x| &x.0).collect::<Vec<_>>());
+    let mut worst = 0.0f64;
+    for ((k, x), (_, y)) in a.iter().zip(b) {
+        assert_eq!(x.len(), y.len(), "{k}");
+        for (p, q) in x.iter().zip(y) {
+            worst = worst.max((p - q).abs() / p.abs().max(1e-12));
+        }
+    }
+    worst
+}
+
+/// `mpirun -n 2 chi reproduce ca-bsfe-synthetic` (float64, batches of 16 split 8 + 8) against
+/// one process: the same units with the same numbers to 1e-12 (a different summation order of
+/// float64 gradients), rank 0 alone writing them; `--resume` under mpirun reuses every unit.
+#[test]
+fn reproduce_on_two_ranks_gives_the_one_process_numbers() {
+    if !mpirun_present() {
+        return;
+    }
+    let (one, two) = (tmp("repro-one"), tmp("repro-two"));
+    let mut c = Command::new(CHI);
+    c.args(["--out", one.to_str().unwrap(), "reproduce", "ca-bsfe-synthetic", "--quick", "--json"]);
+    let single = run(c);
+    let mut c = mpirun(2);
+    c.args(["--out", two.to_str().unwrap(), "reproduce", "ca-bsfe-synthetic", "--quick", "--json"]);
+    let double = run(c);
+    assert!(String::from_utf8_lossy(&double.stderr).contains("trained data-parallel on 2 processes"));
+    // One table, from rank 0.
+    assert_eq!(String::from_utf8_lossy(&single.stdout).lines().count(), String::from_utf8_lossy(&double.stdout).lines().count());
+    let sub = |d: &Path| d.join("reproduce").join("ca-bsfe-synthetic");
+    let (a, b) = (unit_numbers(&sub(&one)), unit_numbers(&sub(&two)));
+    assert!(!a.is_empty());
+    let worst = largest_relative_difference(&a, &b);
+    assert!(worst < 1e-12, "largest relative difference {worst:e}");
+    // The rank count is part of a unit's configuration: a one-process record is not reused by two ranks…
+    let mut c = mpirun(2);
+    c.args(["--out", one.to_str().unwrap(), "reproduce", "ca-bsfe-synthetic", "--quick", "--json", "--resume"]);
+    let o = run(c);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("reused 0 of"), "{}", String::from_utf8_lossy(&o.stderr));
+    // …and a two-rank record is, by two ranks, with the same table.
+    let mut c = mpirun(2);
+    c.args(["--out", two.to_str().unwrap(), "reproduce", "ca-bsfe-synthetic", "--quick", "--json", "--resume"]);
+    let again = run(c);
+    let err = String::from_utf8_lossy(&again.stderr);
+    let n = std::fs::read_dir(sub(&two).join("units")).unwrap().count();
+    assert!(err.contains(&format!("reused {n} of {n} units, ran 0")), "{err}");
+    assert_eq!(again.stdout, double.stdout);
+    let _ = std::fs::remove_dir_all(&one);
+    let _ = std::fs::remove_dir_all(&two);
+}
+
+/// Full-batch experiments run in one process only, and say so.
+#[test]
+fn reproduce_refuses_full_batch_experiments_on_several_ranks() {
+    if !mpirun_present() {
+        return;
+    }
+    let out = tmp("repro-refuse");
+    let mut c = mpirun(2);
+    c.args(["--out", out.to_str().unwrap(), "reproduce", "ca-rnn-synthetic", "--quick"]);
+    let o = c.output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("ca-rnn-synthetic runs in one process") && err.contains("ca-bsfe-synthetic"), "{err}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A float32 experiment on real data (Fashion-MNIST block features, batches of 100 split 50 + 50):
+/// the numbers of one process to float32 rounding. Skipped without the data.
+#[test]
+fn reproduce_float32_experiment_on_two_ranks_when_data_is_present() {
+    if !mpirun_present() {
+        return;
+    }
+    let data = std::env::var_os("CHI_DATA").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data"));
+    if !data.join("fashion-mnist").exists() {
+        eprintln!("skipped: no Fashion-MNIST under {} (scripts/fetch-data.sh)", data.display());
+        return;
+    }
+    let (one, two) = (tmp("repro32-one"), tmp("repro32-two"));
+    let mut c = Command::new(CHI);
+    c.env("CHI_DATA", &data).args(["--out", one.to_str().unwrap(), "reproduce", "ca-res-tabular", "--quick", "--json"]);
+    run(c);
+    let mut c = mpirun(2);
+    c.env("CHI_DATA", &data).args(["--out", two.to_str().unwrap(), "reproduce", "ca-res-tabular", "--quick", "--json"]);
+    run(c);
+    let sub = |d: &Path| d.join("reproduce").join("ca-res-tabular");
+    let worst = largest_relative_difference(&unit_numbers(&sub(&one)), &unit_numbers(&sub(&two)));
+    // Accuracies move in steps of 1/500: a difference of one image would be 2e-3 relative.
+    assert!(worst < 1e-3, "largest relative difference {worst:e}");
+    let _ = std::fs::remove_dir_all(&one);
+    let _ = std::fs::remove_dir_all(&two);
+}

@@ -21,13 +21,12 @@
 
 use super::units::{StepBar, UnitData};
 use super::util::{mean_curve, metric, write_curves};
-use super::{judge, Ctx, Report, Row};
+use super::{judge, ranks, Ctx, Report, Row};
 use chi_ca::bsfe::{BagAverage, CaBsfe, LogisticHead, Vocab, OOV};
 use chi_nn::data::{self, Dataset, LabeledText};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
 use chi_nn::schedule::BlockCoordinate;
-use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Rng, Tensor};
 use std::collections::HashMap;
 
@@ -85,7 +84,7 @@ const FREQUENT: usize = 20;
 
 /// One fold: returns (final test accuracy, accuracy curve, χ̃ per vocabulary word for CA models).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize], v: Variant, steps: usize, seed: u64, bar: &StepBar) -> Result<(f64, Vec<(f64, f64)>, Option<Vec<WordChi>>), String> {
+pub(super) fn run_fold(ctx: &Ctx, docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize], v: Variant, steps: usize, seed: u64, bar: &StepBar) -> Result<(f64, Vec<(f64, f64)>, Option<Vec<WordChi>>), String> {
     let mut rng = Rng::new(seed);
     // Dictionary-free vocabulary grown over the training documents, then frozen.
     let distinct: usize = {
@@ -142,20 +141,20 @@ pub(super) fn run_fold(docs: &[(Vec<String>, f64)], test_idx: &[usize], train_id
             rng.shuffle(&mut order);
             pos = 0;
         }
-        let batch = &order[pos..pos + BATCH];
+        let batch = ctx.shard(&order[pos..pos + BATCH]);
         pos += BATCH;
         let bags: Vec<Vec<usize>> = batch.iter().map(|&i| train[i].0.clone()).collect();
-        let y = Tensor::from_vec(batch.iter().map(|&i| train[i].1).collect(), &[BATCH]);
+        let y = Tensor::from_vec(batch.iter().map(|&i| train[i].1).collect(), &[batch.len()]);
         Some((bags, y))
     });
-    let curve = Trainer::new(&store, &mut opt)
+    let curve = ctx.trainer(&store, &mut opt)
         .steps(steps as u64)
         .block(schedule)
         .eval_every(100)
         .eval_at_end(true)
         .evaluate(|_| metric("accuracy", accuracy(&test)))
         .on_step_end(|info| bar.tick(info.step as usize, info.loss))
-        .fit(batches, |(bags, y)| head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y))?
+        .fit(batches, |(bags, y)| ranks::step(head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y), bags.len()))?
         .eval_curve("accuracy");
     let chis = ca.as_ref().map(|m| {
         let table = m.chi_table();
@@ -213,7 +212,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                     &config,
                     || {
                         let bar = ctx.bar(&what, steps);
-                        let (acc, curve, chis) = run_fold(&docs, &test_idx, &train_idx, *v, steps, seed, &bar)?;
+                        let (acc, curve, chis) = run_fold(ctx, &docs, &test_idx, &train_idx, *v, steps, seed, &bar)?;
                         bar.finish();
                         let d = UnitData::new().with_scalar("accuracy", acc).with_curve("test_accuracy", &curve);
                         Ok(match chis.filter(|_| keep_chi) {

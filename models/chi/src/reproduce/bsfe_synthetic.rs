@@ -25,18 +25,17 @@
 
 use super::units::UnitData;
 use super::util::{mean_curve, metric, write_curves};
-use super::{judge, Ctx, Report, Row};
+use super::{judge, ranks, Ctx, Report, Row};
 use chi_ca::bsfe::{BagAverage, CaBsfe, LogisticHead, OOV};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
 use chi_nn::schedule::BlockCoordinate;
-use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Rng, Tensor};
 
 const INFORMATIVE: usize = 20;
 const FILLER: usize = 200;
 const VOCAB: usize = INFORMATIVE + FILLER;
-const BATCH: usize = 16;
+pub(super) const BATCH: usize = 16;
 const LR: f64 = 0.1;
 
 /// A document: token ids (informative `0..20`, fillers `20..220`, [`OOV`]) and its label.
@@ -167,7 +166,7 @@ impl Outcome {
 }
 
 /// Trains and evaluates one variant.
-pub fn run_once(v: Variant, steps: usize, n_train: usize, n_test: usize, seed: u64) -> Result<Outcome, String> {
+pub fn run_once(ctx: &Ctx, v: Variant, steps: usize, n_train: usize, n_test: usize, seed: u64) -> Result<Outcome, String> {
     let mut rng = Rng::new(seed);
     let cdf = zipf_cdf();
     let train: Vec<Doc> = (0..n_train).map(|_| sample_doc(&mut rng, false, &cdf)).collect();
@@ -203,18 +202,18 @@ pub fn run_once(v: Variant, steps: usize, n_train: usize, n_test: usize, seed: u
             rng.shuffle(&mut order);
             pos = 0;
         }
-        let batch = &order[pos..pos + BATCH];
+        let batch = ctx.shard(&order[pos..pos + BATCH]);
         pos += BATCH;
         let bags: Vec<Vec<usize>> = batch.iter().map(|&i| train[i].tokens.clone()).collect();
-        let y = Tensor::from_vec(batch.iter().map(|&i| train[i].label).collect(), &[BATCH]);
+        let y = Tensor::from_vec(batch.iter().map(|&i| train[i].label).collect(), &[batch.len()]);
         Some((bags, y))
     });
-    let curve = Trainer::new(&store, &mut opt)
+    let curve = ctx.trainer(&store, &mut opt)
         .steps(steps as u64)
         .block(schedule)
         .eval_every(100)
         .evaluate(|_| metric("accuracy", accuracy(&test)))
-        .fit(batches, |(bags, y)| head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y))?
+        .fit(batches, |(bags, y)| ranks::step(head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y), bags.len()))?
         .eval_curve("accuracy");
     let chi = ca.as_ref().map(|m| {
         let table = m.chi_table();
@@ -241,7 +240,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         for r in 0..ctx.runs {
             let seed = ctx.run_seed(r);
             let config = format!("variant={v:?} steps={steps} train={n_train} test={n_test} adagrad lr={LR} batch={BATCH} seed={seed}");
-            outs.push(ctx.unit(&format!("{}-run{r}", v.key()), &config, || Ok(run_once(v, steps, n_train, n_test, seed)?.to_unit()), Outcome::from_unit)?);
+            outs.push(ctx.unit(&format!("{}-run{r}", v.key()), &config, || Ok(run_once(ctx, v, steps, n_train, n_test, seed)?.to_unit()), Outcome::from_unit)?);
         }
         let name = v.label();
         ctx.log(&format!("{name}: test accuracy {:.3}", outs.iter().map(|o| o.accuracy).sum::<f64>() / outs.len() as f64));
@@ -300,7 +299,8 @@ mod tests {
 
     #[test]
     fn ca_bsfe_learns_the_task() {
-        let o = run_once(Variant::CaBsfe, 300, 500, 300, 4).unwrap();
+        let ctx = Ctx::new("ca-bsfe-synthetic", std::env::temp_dir(), true, 1, 0, false, false);
+        let o = run_once(&ctx, Variant::CaBsfe, 300, 500, 300, 4).unwrap();
         assert!(o.accuracy > 0.7, "accuracy {}", o.accuracy);
         let (a, _, _) = o.chi.unwrap();
         assert!(a.is_finite());

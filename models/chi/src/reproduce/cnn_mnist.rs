@@ -19,17 +19,17 @@
 
 use super::units::UnitData;
 use super::util::{check_image_splits, image_batch, mean_curve, metric, write_curves};
-use super::{Ctx, Report, Row};
+use super::{ranks, Ctx, Report, Row};
 use chi_ca::CaConv2d;
 use chi_nn::data::{self, Dataset, ImageSet};
 use chi_nn::layers::{Conv2d, Linear};
 use chi_nn::optim::{OptimConfig, Optimizer};
-use chi_nn::trainer::{StepInfo, Trainer};
+use chi_nn::trainer::StepInfo;
 use chi_nn::params::ParamStore;
 use crate::train::plot::surface;
 use chi_autodiff::{no_grad, Rng, Tensor};
 
-const BATCH: usize = 100;
+pub(super) const BATCH: usize = 100;
 const LR: f64 = 0.01;
 const HIDDEN: usize = 128;
 
@@ -166,7 +166,7 @@ fn train(ctx: &Ctx, what: &str, tag: &str, ca: bool, k: usize, depth: usize, set
             rng.shuffle(&mut order);
             pos = 0;
         }
-        let batch = image_batch(set_train, &order[pos..pos + BATCH]);
+        let batch = image_batch(set_train, ctx.shard(&order[pos..pos + BATCH]));
         pos += BATCH;
         Some(batch)
     });
@@ -184,13 +184,13 @@ fn train(ctx: &Ctx, what: &str, tag: &str, ca: bool, k: usize, depth: usize, set
         }
         Ok(())
     };
-    let curve = Trainer::new(&net.store, &mut opt)
+    let curve = ctx.trainer(&net.store, &mut opt)
         .steps(steps as u64)
         .eval_every(every as u64)
         .evaluate(|_| metric("accuracy", net.accuracy(set_test, &probe)))
         .on_step_end(|info| bar.tick(info.step as usize, info.loss))
         .try_on_step_end(maps)
-        .fit(batches, |(x, y)| net.logits(&x).cross_entropy(&y))?
+        .fit(batches, |(x, y)| ranks::step(net.logits(&x).cross_entropy(&y), y.len()))?
         .eval_curve("accuracy");
     bar.finish();
     Ok(RunOut { acc: net.accuracy(set_test, te), curve, files })

@@ -28,7 +28,7 @@ use super::ca_compare::{push_claim, summaries};
 use super::cnn_mnist::Net;
 use super::units::UnitData;
 use super::util::{check_image_splits, image_batch, mean_curve, metric, write_curves};
-use super::{Ctx, Report, Row};
+use super::{ranks, Ctx, Report, Row};
 use chi_ca::cnn::CaCnnStack;
 use chi_ca::Activation;
 use chi_nn::data::{self, Dataset, ImageSet};
@@ -36,10 +36,9 @@ use chi_nn::layers::{Conv2d, Linear};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
 use chi_nn::schedule::BlockCoordinate;
-use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Rng, Tensor};
 
-const BATCH: usize = 100;
+pub(super) const BATCH: usize = 100;
 const LR: f64 = 0.01;
 const HIDDEN: usize = 128;
 
@@ -118,17 +117,17 @@ pub(super) fn fit(
             rng.shuffle(&mut order);
             pos = 0;
         }
-        let batch = image_batch(train, &order[pos..pos + BATCH]);
+        let batch = image_batch(train, ctx.shard(&order[pos..pos + BATCH]));
         pos += BATCH;
         Some(batch)
     });
-    let curve = Trainer::new(store, &mut opt)
+    let curve = ctx.trainer(store, &mut opt)
         .steps(steps as u64)
         .block(schedule)
         .eval_every((steps / 5).max(1) as u64)
         .evaluate(|_| metric("accuracy", accuracy(logits, test, &probe)))
         .on_step_end(|info| bar.tick(info.step as usize, info.loss))
-        .fit(batches, |(x, y)| logits(&x).cross_entropy(&y))?
+        .fit(batches, |(x, y)| ranks::step(logits(&x).cross_entropy(&y), y.len()))?
         .eval_curve("accuracy");
     bar.finish();
     // Training may end inside a frozen block; the evaluation reads the values either way.

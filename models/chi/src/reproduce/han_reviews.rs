@@ -170,7 +170,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             || {
                 let bsfe_docs: Vec<(Vec<String>, f64)> = flat.iter().zip(&labels).map(|(d, &l)| (d.clone(), l as f64)).collect();
                 let bar = ctx.bar(&format!("averaging fold {f}"), average_steps);
-                let (acc, _, _) = super::bsfe_reviews::run_fold(&bsfe_docs, test, &train, super::bsfe_reviews::Variant::Average, average_steps, seed, &bar)?;
+                let (acc, _, _) = super::bsfe_reviews::run_fold(ctx, &bsfe_docs, test, &train, super::bsfe_reviews::Variant::Average, average_steps, seed, &bar)?;
                 bar.finish();
                 Ok(UnitData::new().with_scalar("accuracy", acc))
             },

@@ -34,6 +34,12 @@
 //! [`Ctx::run_seed`] for each run's seed so results are deterministic. Run each independent
 //! unit of work (a model variant × run) through [`Ctx::unit`], so it is recorded and
 //! `--resume` can skip it, and show long training loops with [`Ctx::bar`].
+//!
+//! # Several processes
+//! `mpirun -n K chi reproduce NAME` trains the mini-batch experiments data-parallel (those with
+//! an [`Experiment::batch`]; see [`ranks`]): every rank runs the same units in the same order,
+//! each training step's global batch is split over the ranks and their gradients averaged, and
+//! rank 0 alone writes the experiment directory and prints the table.
 
 mod att_synthetic;
 mod bsfe_reviews;
@@ -47,6 +53,7 @@ mod judge;
 mod nn_surface;
 mod nn_xor;
 mod pos_brown;
+mod ranks;
 mod rationales;
 mod rationales_reviews;
 mod rcnn_lm;
@@ -114,6 +121,8 @@ pub struct Ctx {
     units_ran: Cell<usize>,
     /// Units taken from their records.
     units_reused: Cell<usize>,
+    /// The processes training together under `mpirun` (one process: none).
+    group: ranks::Group,
 }
 
 impl Ctx {
@@ -130,6 +139,7 @@ impl Ctx {
             units_planned: Cell::new(0),
             units_ran: Cell::new(0),
             units_reused: Cell::new(0),
+            group: ranks::Group::default(),
         }
     }
     /// Seed of repetition `r`.
@@ -220,6 +230,10 @@ pub struct Experiment {
     /// Why `--runs` does not apply, for experiments without seeded repetitions (they run
     /// [`Experiment::runs`] / [`Experiment::quick_runs`] times whatever `--runs` says).
     pub fixed_runs: Option<&'static str>,
+    /// The global mini-batch of its training steps, for experiments that run data-parallel
+    /// under `mpirun -n K` (K ≤ this). `None`: one process only (full-batch training, or a
+    /// training loop of its own).
+    pub batch: Option<usize>,
 }
 
 /// Every experiment, built-in ones first.
@@ -233,6 +247,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 3,
             run: rnn_synthetic::run,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "ca-rnn-sweep",
@@ -242,6 +257,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 3,
             run: rnn_synthetic::run_sweep,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "ca-nn-xor",
@@ -251,6 +267,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 2,
             run: nn_xor::run,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "ca-nn-surface",
@@ -260,6 +277,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 2,
             run: nn_surface::run,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "ca-bsfe-synthetic",
@@ -269,6 +287,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: bsfe_synthetic::run,
             fixed_runs: None,
+            batch: Some(bsfe_synthetic::BATCH),
         },
         Experiment {
             name: "ca-att-synthetic",
@@ -278,6 +297,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: att_synthetic::run,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "rationales",
@@ -287,6 +307,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: rationales::run,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "ca-sem-lee",
@@ -296,6 +317,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: sem_lee::run,
             fixed_runs: Some("deterministic (no random choices), so it runs once"),
+            batch: None,
         },
         Experiment {
             name: "ca-bsfe-reviews",
@@ -305,6 +327,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: bsfe_reviews::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick), fold f seeded with run seed f"),
+            batch: Some(bsfe_reviews::BATCH),
         },
         Experiment {
             name: "ca-cnn-mnist",
@@ -314,6 +337,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: cnn_mnist::run,
             fixed_runs: None,
+            batch: Some(cnn_mnist::BATCH),
         },
         Experiment {
             name: "ca-res-fashion",
@@ -323,6 +347,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: res_fashion::run,
             fixed_runs: None,
+            batch: Some(res_fashion::BATCH),
         },
         Experiment {
             name: "ca-cnn-depth",
@@ -332,6 +357,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 2,
             run: cnn_sweep::run_depth,
             fixed_runs: None,
+            batch: Some(cnn_sweep::BATCH),
         },
         Experiment {
             name: "ca-cnn-stacked",
@@ -341,6 +367,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 2,
             run: cnn_sweep::run_stacked,
             fixed_runs: None,
+            batch: Some(cnn_sweep::BATCH),
         },
         Experiment {
             name: "ca-res-sweep",
@@ -350,6 +377,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 2,
             run: res_sweep::run_conv,
             fixed_runs: None,
+            batch: Some(cnn_sweep::BATCH),
         },
         Experiment {
             name: "ca-res-tabular",
@@ -359,6 +387,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 2,
             run: res_sweep::run_tabular,
             fixed_runs: None,
+            batch: Some(res_sweep::TABULAR_BATCH),
         },
         Experiment {
             name: "text-cnn-sentences",
@@ -368,6 +397,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: text_cnn_sentences::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick)"),
+            batch: None,
         },
         Experiment {
             name: "han-reviews",
@@ -377,6 +407,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: han_reviews::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick)"),
+            batch: None,
         },
         Experiment {
             name: "pos-brown",
@@ -386,6 +417,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: pos_brown::run,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "rcnn-lm",
@@ -395,6 +427,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: rcnn_lm::run,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "rcnn-sentiment",
@@ -404,6 +437,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: rcnn_sentiment::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick), fold f seeded with run seed f"),
+            batch: None,
         },
         Experiment {
             name: "rationales-reviews",
@@ -413,6 +447,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: rationales_reviews::run,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "nmt-attention",
@@ -422,6 +457,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: seq2seq_nmt::run_attention,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "nmt-cells",
@@ -431,6 +467,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: seq2seq_nmt::run_cells,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "g2p-cmudict",
@@ -440,6 +477,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: seq2seq_nmt::run_g2p,
             fixed_runs: None,
+            batch: None,
         },
         Experiment {
             name: "word-vectors",
@@ -449,6 +487,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: word_vectors::run,
             fixed_runs: None,
+            batch: None,
         },
     ]
 }
@@ -539,8 +578,11 @@ fn write_record(dir: &Path, name: &str, ctx: &Ctx, rep: &Report, secs: f64, fixe
 /// Returns the reports, for tests.
 pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, Report)>, String> {
     let reg = registry();
+    // Under `mpirun -n K`: rank 0 writes and prints, every rank trains (see [`ranks`]).
+    let comm = crate::dist::world().filter(|c| c.size() > 1);
+    let lead = comm.as_ref().is_none_or(|c| c.rank() == 0);
     if args.list {
-        for e in &reg {
+        for e in reg.iter().filter(|_| lead) {
             let data = if e.data.is_empty() { "built-in".to_string() } else { format!("needs: {}", e.data.join(", ")) };
             println!("{:<20} {} ({data})", e.name, e.title);
         }
@@ -564,25 +606,31 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
     if args.runs == Some(0) {
         return Err("--runs must be at least 1".into());
     }
-    let progress = !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if let Some(c) = &comm {
+        chosen.iter().try_for_each(|e| ranks::check(e, c.size()))?;
+    }
+    let progress = lead && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let private = comm.as_ref().filter(|_| !lead).map(|c| ranks::private_dir(c.rank()));
     let mut results = Vec::new();
     for e in chosen {
-        let dir = out.join("reproduce").join(e.name);
+        let dir = private.as_ref().unwrap_or(&out.to_path_buf()).join("reproduce").join(e.name);
         std::fs::create_dir_all(&dir).map_err(|err| format!("{}: cannot create: {err}", dir.display()))?;
         // One `chi reproduce` per experiment directory at a time (see `train::rundir`).
-        let _lock = crate::train::rundir::RunLock::acquire(&dir)?;
+        let _lock = if lead { Some(crate::train::rundir::RunLock::acquire(&dir)?) } else { None };
         crate::train::rundir::remove_stale_temps(&dir.join(units::UNIT_DIR));
         let own_runs = if args.quick { e.quick_runs } else { e.runs };
         let runs = match (e.fixed_runs, args.runs) {
             (Some(why), Some(_)) => {
-                eprintln!("chi reproduce: warning: {} ignores --runs: {why}", e.name);
+                if lead {
+                    eprintln!("chi reproduce: warning: {} ignores --runs: {why}", e.name);
+                }
                 own_runs
             }
             (Some(_), None) => own_runs,
             (None, r) => r.unwrap_or(own_runs),
         };
-        let ctx = Ctx::new(e.name, dir.clone(), args.quick, runs, seed, progress, args.resume);
-        if !args.json {
+        let ctx = Ctx::new(e.name, dir.clone(), args.quick, runs, seed, progress, args.resume).with_group(comm.clone());
+        if lead && !args.json {
             let reps = match e.fixed_runs {
                 Some(why) => format!("--runs does not apply: {why}"),
                 None => format!("{runs} run{}", if runs == 1 { "" } else { "s" }),
@@ -593,6 +641,13 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
         let rep = (e.run)(&ctx).map_err(|err| format!("{}: {err}", e.name))?;
         let secs = t0.elapsed().as_secs_f64();
         write_record(&dir, e.name, &ctx, &rep, secs, e.fixed_runs)?;
+        if !lead {
+            results.push((e.name.to_string(), rep));
+            continue;
+        }
+        if let Some(c) = &comm {
+            eprintln!("chi reproduce: {}: trained data-parallel on {} processes", e.name, c.size());
+        }
         if args.resume {
             let (reused, ran) = (ctx.units_reused.get(), ctx.units_ran.get());
             if reused + ran == 0 {
@@ -611,6 +666,10 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
             eprintln!("  done in {secs:.1} s; records in {}", dir.display());
         }
         results.push((e.name.to_string(), rep));
+    }
+    if let Some(p) = &private {
+        let _ = std::fs::remove_dir_all(p);
+        return Ok(results);
     }
     if !args.json {
         println!("{}", table(&results));

@@ -27,16 +27,15 @@
 
 use super::units::UnitData;
 use super::util::{check_image_splits, image_batch, mean_curve, metric, write_curves};
-use super::{Ctx, Report, Row};
+use super::{ranks, Ctx, Report, Row};
 use chi_nn::data::{self, Dataset, ImageSet};
 use chi_nn::layers::{Conv2d, Linear};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::{init, Param, ParamStore};
-use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Float, Rng, Tensor};
 
 const C: usize = 16;
-const BATCH: usize = 100;
+pub(super) const BATCH: usize = 100;
 const LR: f64 = 0.01;
 
 /// Block kinds.
@@ -180,16 +179,16 @@ fn train(ctx: &Ctx, what: &str, kind: Kind, blocks: usize, l: usize, train_set: 
             rng.shuffle(&mut order);
             pos = 0;
         }
-        let batch = image_batch(train_set, &order[pos..pos + BATCH]);
+        let batch = image_batch(train_set, ctx.shard(&order[pos..pos + BATCH]));
         pos += BATCH;
         Some(batch)
     });
-    let curve = Trainer::new(&net.store, &mut opt)
+    let curve = ctx.trainer(&net.store, &mut opt)
         .steps(steps as u64)
         .eval_every(every as u64)
         .evaluate(|_| metric("accuracy", accuracy(&net, test_set, &probe)))
         .on_step_end(|info| bar.tick(info.step as usize, info.loss))
-        .fit(batches, |(x, y)| net.logits(&x).cross_entropy(&y))?
+        .fit(batches, |(x, y)| ranks::step(net.logits(&x).cross_entropy(&y), y.len()))?
         .eval_curve("accuracy");
     bar.finish();
     Ok((accuracy(&net, test_set, te), curve, net.store.num_scalars()))

@@ -23,7 +23,7 @@ use super::ca_compare::{push_claim, summaries};
 use super::cnn_sweep::{fashion, fit, Fashion};
 use super::res_fashion::accuracy_unit;
 use super::util::{mean_curve, write_curves};
-use super::{Ctx, Report, Row};
+use super::{ranks, Ctx, Report, Row};
 use chi_ca::res::{CaResConv, CaResConvConfig, ConvVInput};
 use chi_ca::{Activation, CaRes, CaResConfig, Dense};
 use chi_nn::data::ImageSet;
@@ -31,11 +31,12 @@ use chi_nn::layers::{Conv2d, Linear};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
 use chi_nn::schedule::BlockCoordinate;
-use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Rng, Tensor};
 
 const C: usize = 16;
 const HIDDEN: usize = 128;
+/// The mini-batch of the tabular runs.
+pub(super) const TABULAR_BATCH: usize = 100;
 
 /// One conv variant: label, what `v_i` reads, `(l, n_v, n_σ, b)`, kernel.
 #[derive(Clone, Debug)]
@@ -241,21 +242,21 @@ pub fn run_tabular(ctx: &Ctx) -> Result<Report, String> {
             let mut order = d.tr.clone();
             let mut pos = order.len();
             let batches = std::iter::from_fn(|| {
-                if pos + 100 > order.len() {
+                if pos + TABULAR_BATCH > order.len() {
                     rng.shuffle(&mut order);
                     pos = 0;
                 }
-                let b = &order[pos..pos + 100];
-                pos += 100;
+                let b = ctx.shard(&order[pos..pos + TABULAR_BATCH]);
+                pos += TABULAR_BATCH;
                 Some((rows_of(&ftr, b), b.iter().map(|&i| d.train.labels[i] as usize).collect::<Vec<_>>()))
             });
             let bar = ctx.bar(&format!("{label} seed {seed}"), steps);
-            let curve = Trainer::new(&store, &mut opt)
+            let curve = ctx.trainer(&store, &mut opt)
                 .steps(steps as u64)
                 .eval_every((steps / 10) as u64)
                 .evaluate(|_| super::util::metric("accuracy", accuracy(&probe)))
                 .on_step_end(|info| bar.tick(info.step as usize, info.loss))
-                .fit(batches, |(x, y)| logits(&x).cross_entropy(&y))?
+                .fit(batches, |(x, y)| ranks::step(logits(&x).cross_entropy(&y), y.len()))?
                 .eval_curve("accuracy");
             bar.finish();
             Ok((accuracy(&d.te), curve, store.num_scalars()))

@@ -91,7 +91,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             &config,
             || {
                 let bar = ctx.bar(&format!("CA-BSFE fold {f}"), bsfe_steps);
-                let (acc, _, _) = super::bsfe_reviews::run_fold(&bsfe_docs, test, &train, super::bsfe_reviews::Variant::CaBsfe, bsfe_steps, seed, &bar)?;
+                let (acc, _, _) = super::bsfe_reviews::run_fold(ctx, &bsfe_docs, test, &train, super::bsfe_reviews::Variant::CaBsfe, bsfe_steps, seed, &bar)?;
                 bar.finish();
                 Ok(UnitData::new().with_scalar("accuracy", acc))
             },

@@ -269,15 +269,28 @@ impl Ctx {
     /// data alike; a reloaded record it rejects is treated as corrupt).
     pub fn unit<R>(&self, key: &str, config: &str, compute: impl FnOnce() -> Result<UnitData, String>, decode: impl Fn(&UnitData) -> Result<R, String>) -> Result<R, String> {
         let path = self.unit_path(key);
-        let header = self.header(key, config);
+        let header = self.header(key, &self.unit_config(config));
         if self.resume {
-            match load_unit(&path, &header).and_then(|d| d.map(|d| decode(&d)).transpose()) {
-                Ok(Some(r)) => {
-                    self.units_reused.set(self.units_reused.get() + 1);
-                    return Ok(r);
+            // Rank 0 decides (it alone has the records) and sends the record it reuses, so every
+            // rank reuses or runs the same units.
+            let mut text = Vec::new();
+            if self.leads() {
+                match load_unit(&path, &header).and_then(|d| d.map(|d| decode(&d).map(|_| d)).transpose()) {
+                    Ok(Some(d)) => text = encode_unit(&header, &d).into_bytes(),
+                    Ok(None) => {}
+                    Err(problem) => eprintln!("chi reproduce: warning: {}: {problem}; ignoring this record and running the unit again", path.display()),
                 }
-                Ok(None) => {}
-                Err(problem) => eprintln!("chi reproduce: warning: {}: {problem}; ignoring this record and running the unit again", path.display()),
+            }
+            if let Some(c) = self.comm() {
+                c.broadcast_bytes(&mut text, 0);
+            }
+            if !text.is_empty() {
+                let d = String::from_utf8(text)
+                    .map_err(|_| "not UTF-8 text".to_string())
+                    .and_then(|t| decode_unit(&t, &header))
+                    .map_err(|e| format!("{}: the record rank 0 sent: {e}", path.display()))?;
+                self.units_reused.set(self.units_reused.get() + 1);
+                return decode(&d);
             }
         }
         let data = compute()?;
