@@ -29,22 +29,37 @@ fi
 echo "fuzz: building ${#TARGETS[@]} targets (release, address sanitizer)"
 cargo fuzz build -O
 
+# Targets run side by side, one per core (CHI_FUZZ_JOBS overrides): libFuzzer is single-threaded,
+# so N cores give every target its full time in 1/N of the wall time.
+JOBS="${CHI_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}"
+run_target() {
+    local t="$1" log="fuzz/artifacts/$1/last-run.log"
+    # Seeds: the saved regressions of this target (if any) start the corpus.
+    local seeds=()
+    [ -d "fuzz/regressions/$t" ] && seeds+=("fuzz/regressions/$t")
+    if cargo fuzz run -O "$t" "fuzz/corpus/$t" "${seeds[@]}" -- \
+        -max_total_time="$SECS" -rss_limit_mb=2048 -max_len=65536 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
+        echo 0 >"fuzz/artifacts/$t/last-run.status"
+    else
+        echo 1 >"fuzz/artifacts/$t/last-run.status"
+    fi
+}
+echo "fuzz: ${SECS} s per target, $JOBS at a time"
+for t in "${TARGETS[@]}"; do
+    mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
+    rm -f "fuzz/artifacts/$t/last-run.status"
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+    run_target "$t" &
+done
+wait
+
 status=0
 total=0
 printf '%-16s %12s %8s\n' target executions crashes
 for t in "${TARGETS[@]}"; do
-    mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
     log="fuzz/artifacts/$t/last-run.log"
-    # Seeds: the saved regressions of this target (if any) start the corpus.
-    seeds=()
-    [ -d "fuzz/regressions/$t" ] && seeds+=("fuzz/regressions/$t")
-    if cargo fuzz run -O "$t" "fuzz/corpus/$t" "${seeds[@]}" -- \
-        -max_total_time="$SECS" -rss_limit_mb=2048 -max_len=65536 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
-        crashes=0
-    else
-        crashes=1
-        status=1
-    fi
+    crashes=$(cat "fuzz/artifacts/$t/last-run.status" 2>/dev/null || echo 1)
+    [ "$crashes" != 0 ] && status=1
     execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1 || true)
     execs=${execs:-0}
     total=$((total + execs))
