@@ -52,6 +52,7 @@ mod han_reviews;
 mod judge;
 mod nn_surface;
 mod nn_xor;
+pub mod options;
 mod pos_brown;
 mod ranks;
 mod rationales;
@@ -68,6 +69,8 @@ mod util;
 mod word_vectors;
 
 use clap::Args;
+use options::OptionSpec;
+use std::collections::BTreeMap;
 use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -96,6 +99,10 @@ pub struct ReproduceArgs {
     /// its unit runs again.
     #[arg(long)]
     pub resume: bool,
+    /// Sets an option an experiment leaves open (a choice its paper does not fix), e.g.
+    /// `--set hidden=16 --set optimizer=adam`; repeatable. `--list` shows each experiment's.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
 }
 
 /// What an experiment gets to run with.
@@ -123,6 +130,8 @@ pub struct Ctx {
     units_reused: Cell<usize>,
     /// The processes training together under `mpirun` (one process: none).
     group: ranks::Group,
+    /// The options given by `--set` ([`options`]).
+    options: BTreeMap<String, String>,
 }
 
 impl Ctx {
@@ -140,6 +149,7 @@ impl Ctx {
             units_ran: Cell::new(0),
             units_reused: Cell::new(0),
             group: ranks::Group::default(),
+            options: BTreeMap::new(),
         }
     }
     /// Seed of repetition `r`.
@@ -234,6 +244,8 @@ pub struct Experiment {
     /// under `mpirun -n K` (K ≤ this). `None`: one process only (full-batch training, or a
     /// training loop of its own).
     pub batch: Option<usize>,
+    /// The choices it leaves to `--set KEY=VALUE` ([`options`]).
+    pub options: &'static [OptionSpec],
 }
 
 /// Every experiment, built-in ones first.
@@ -248,6 +260,7 @@ pub fn registry() -> Vec<Experiment> {
             run: rnn_synthetic::run,
             fixed_runs: None,
             batch: None,
+            options: rnn_synthetic::OPTIONS,
         },
         Experiment {
             name: "ca-rnn-sweep",
@@ -258,6 +271,7 @@ pub fn registry() -> Vec<Experiment> {
             run: rnn_synthetic::run_sweep,
             fixed_runs: None,
             batch: None,
+            options: rnn_synthetic::SWEEP_OPTIONS,
         },
         Experiment {
             name: "ca-nn-xor",
@@ -268,6 +282,7 @@ pub fn registry() -> Vec<Experiment> {
             run: nn_xor::run,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "ca-nn-surface",
@@ -278,6 +293,7 @@ pub fn registry() -> Vec<Experiment> {
             run: nn_surface::run,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "ca-bsfe-synthetic",
@@ -288,6 +304,7 @@ pub fn registry() -> Vec<Experiment> {
             run: bsfe_synthetic::run,
             fixed_runs: None,
             batch: Some(bsfe_synthetic::BATCH),
+            options: &[],
         },
         Experiment {
             name: "ca-att-synthetic",
@@ -298,6 +315,7 @@ pub fn registry() -> Vec<Experiment> {
             run: att_synthetic::run,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "rationales",
@@ -308,6 +326,7 @@ pub fn registry() -> Vec<Experiment> {
             run: rationales::run,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "ca-sem-lee",
@@ -318,6 +337,7 @@ pub fn registry() -> Vec<Experiment> {
             run: sem_lee::run,
             fixed_runs: Some("deterministic (no random choices), so it runs once"),
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "ca-bsfe-reviews",
@@ -328,6 +348,7 @@ pub fn registry() -> Vec<Experiment> {
             run: bsfe_reviews::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick), fold f seeded with run seed f"),
             batch: Some(bsfe_reviews::BATCH),
+            options: &[],
         },
         Experiment {
             name: "ca-cnn-mnist",
@@ -338,6 +359,7 @@ pub fn registry() -> Vec<Experiment> {
             run: cnn_mnist::run,
             fixed_runs: None,
             batch: Some(cnn_mnist::BATCH),
+            options: &[],
         },
         Experiment {
             name: "ca-res-fashion",
@@ -348,6 +370,7 @@ pub fn registry() -> Vec<Experiment> {
             run: res_fashion::run,
             fixed_runs: None,
             batch: Some(res_fashion::BATCH),
+            options: &[],
         },
         Experiment {
             name: "ca-cnn-depth",
@@ -358,6 +381,7 @@ pub fn registry() -> Vec<Experiment> {
             run: cnn_sweep::run_depth,
             fixed_runs: None,
             batch: Some(cnn_sweep::BATCH),
+            options: &[],
         },
         Experiment {
             name: "ca-cnn-stacked",
@@ -368,6 +392,7 @@ pub fn registry() -> Vec<Experiment> {
             run: cnn_sweep::run_stacked,
             fixed_runs: None,
             batch: Some(cnn_sweep::BATCH),
+            options: &[],
         },
         Experiment {
             name: "ca-res-sweep",
@@ -378,6 +403,7 @@ pub fn registry() -> Vec<Experiment> {
             run: res_sweep::run_conv,
             fixed_runs: None,
             batch: Some(cnn_sweep::BATCH),
+            options: &[],
         },
         Experiment {
             name: "ca-res-tabular",
@@ -388,6 +414,7 @@ pub fn registry() -> Vec<Experiment> {
             run: res_sweep::run_tabular,
             fixed_runs: None,
             batch: Some(res_sweep::TABULAR_BATCH),
+            options: &[],
         },
         Experiment {
             name: "text-cnn-sentences",
@@ -398,6 +425,7 @@ pub fn registry() -> Vec<Experiment> {
             run: text_cnn_sentences::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick)"),
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "han-reviews",
@@ -408,6 +436,7 @@ pub fn registry() -> Vec<Experiment> {
             run: han_reviews::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick)"),
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "pos-brown",
@@ -418,6 +447,7 @@ pub fn registry() -> Vec<Experiment> {
             run: pos_brown::run,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "rcnn-lm",
@@ -428,6 +458,7 @@ pub fn registry() -> Vec<Experiment> {
             run: rcnn_lm::run,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "rcnn-sentiment",
@@ -438,6 +469,7 @@ pub fn registry() -> Vec<Experiment> {
             run: rcnn_sentiment::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick), fold f seeded with run seed f"),
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "rationales-reviews",
@@ -448,6 +480,7 @@ pub fn registry() -> Vec<Experiment> {
             run: rationales_reviews::run,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "nmt-attention",
@@ -458,6 +491,7 @@ pub fn registry() -> Vec<Experiment> {
             run: seq2seq_nmt::run_attention,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "nmt-cells",
@@ -468,6 +502,7 @@ pub fn registry() -> Vec<Experiment> {
             run: seq2seq_nmt::run_cells,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "g2p-cmudict",
@@ -478,6 +513,7 @@ pub fn registry() -> Vec<Experiment> {
             run: seq2seq_nmt::run_g2p,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
         Experiment {
             name: "word-vectors",
@@ -488,6 +524,7 @@ pub fn registry() -> Vec<Experiment> {
             run: word_vectors::run,
             fixed_runs: None,
             batch: None,
+            options: &[],
         },
     ]
 }
@@ -559,6 +596,7 @@ fn write_record(dir: &Path, name: &str, ctx: &Ctx, rep: &Report, secs: f64, fixe
         "runs": rep.runs.unwrap_or(ctx.runs),
         "runs_note": fixed_runs.map_or(serde_json::Value::Null, |r| serde_json::Value::String(format!("--runs does not apply: {r}"))),
         "seed": ctx.seed,
+        "options": ctx.options(),
         "resume": ctx.resume,
         "units": { "ran": ctx.units_ran.get(), "reused": ctx.units_reused.get() },
         "wall_time_s": secs,
@@ -585,6 +623,9 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
         for e in reg.iter().filter(|_| lead) {
             let data = if e.data.is_empty() { "built-in".to_string() } else { format!("needs: {}", e.data.join(", ")) };
             println!("{:<20} {} ({data})", e.name, e.title);
+            for o in e.options {
+                println!("{:<20}   --set {}=…: {}", "", o.key, o.help);
+            }
         }
         return Ok(Vec::new());
     }
@@ -609,6 +650,7 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
     if let Some(c) = &comm {
         chosen.iter().try_for_each(|e| ranks::check(e, c.size()))?;
     }
+    let opts = options::parse(&args.set, &chosen)?;
     let progress = lead && !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let private = comm.as_ref().filter(|_| !lead).map(|c| ranks::private_dir(c.rank()));
     let mut results = Vec::new();
@@ -629,7 +671,7 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
             (Some(_), None) => own_runs,
             (None, r) => r.unwrap_or(own_runs),
         };
-        let ctx = Ctx::new(e.name, dir.clone(), args.quick, runs, seed, progress, args.resume).with_group(comm.clone());
+        let ctx = Ctx::new(e.name, dir.clone(), args.quick, runs, seed, progress, args.resume).with_group(comm.clone()).with_options(opts.clone());
         if lead && !args.json {
             let reps = match e.fixed_runs {
                 Some(why) => format!("--runs does not apply: {why}"),

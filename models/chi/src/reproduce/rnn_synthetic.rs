@@ -20,6 +20,7 @@
 
 use super::units::UnitData;
 use super::util::{mean_curve, metric, write_curves};
+use super::options::{parsed, OptionSpec};
 use super::{judge, Ctx, Report, Row};
 use chi_ca::rnn::{CaRnnCell, CaRnnConfig, Peephole};
 use chi_nn::layers::{GruCell, GruVariant, LstmCell, RecurrentCell};
@@ -219,8 +220,8 @@ pub fn run_once(kind: CellKind, setup: &Setup, iters: usize, seed: u64) -> Resul
 /// The experiment.
 pub fn run(ctx: &Ctx) -> Result<Report, String> {
     // The task is tiny: the quick variant differs only in the number of runs.
-    let iters = 100;
-    let setup = Setup::default();
+    let iters = ctx.option("iters", 100usize, "a number of iterations from 1 to 100000", |n| (1..=100_000).contains(&n))?;
+    let setup = setup_options(ctx)?;
     let mut rep = Report::default();
     let mut loss_series = Vec::new();
     let mut err_series = Vec::new();
@@ -230,7 +231,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         let (mut errs, mut accs, mut finals, mut lc, mut ec) = (vec![], vec![], vec![], vec![], vec![]);
         for r in 0..ctx.runs {
             let seed = ctx.run_seed(r);
-            let config = format!("cell={} iters={iters} dim={} hidden={} {} lr={} seed={seed}", kind.label(), setup.embed, setup.hidden, setup.opt.name(), setup.lr);
+            let config = format!("cell={} iters={iters} {} seed={seed}", kind.label(), setup.label());
             let (e, a, f, l, c) = ctx.unit(
                 &format!("{}-run{r}", kind.label().to_lowercase()),
                 &config,
@@ -265,12 +266,25 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         "the paper's ranking CA-RNN < GRU < LSTM as a whole: {} (both adjacent claims must hold); the paper's own gaps are 0.046 (CA-RNN vs GRU) and 0.146 (GRU vs LSTM)",
         ranking(&ca, &gru, &lstm).words(ctx.runs)
     ));
-    rep.notes.push("the paper leaves sizes, initialisation and optimiser open; ours: dim 8, hidden 8, Adagrad lr 0.1, embeddings N(0, 1), vector peephole, 'look' → untrained <unk> row (ca-rnn-sweep varies these)".into());
+    let peephole = match setup.peephole {
+        Peephole::Vector => "vector",
+        Peephole::Matrix => "matrix",
+    };
+    rep.notes.push(format!(
+        "the paper leaves sizes, initialisation and optimiser open; this run: dim {}, hidden {}, {} lr {}, embeddings N(0, {}²), {peephole} peephole, {iters} iterations, 'look' → untrained <unk> row (defaults dim 8, hidden 8, adagrad lr 0.1, scale 1, vector; `--set` changes them, ca-rnn-sweep varies them)",
+        setup.embed,
+        setup.hidden,
+        setup.opt.name(),
+        setup.lr,
+        setup.init_scale
+    ));
     rep.config = vec![
         ("iterations".into(), iters.to_string()),
         ("embedding_dim".into(), setup.embed.to_string()),
         ("hidden".into(), setup.hidden.to_string()),
         ("optimizer".into(), format!("{} lr {}", setup.opt.name(), setup.lr)),
+        ("init_scale".into(), setup.init_scale.to_string()),
+        ("peephole".into(), peephole.into()),
     ];
     Ok(rep)
 }
@@ -296,7 +310,7 @@ pub fn ranking(ca: &[f64], gru: &[f64], lstm: &[f64]) -> judge::Outcome {
 /// seeds, so each judgement of the ranking is a paired one.
 pub fn run_sweep(ctx: &Ctx) -> Result<Report, String> {
     let iters = 100;
-    let grid = sweep_grid(ctx.quick);
+    let grid = sweep_grid_options(ctx)?;
     let mut rep = Report::default();
     // LSTM and GRU do not depend on the peephole: they run once per base configuration.
     let mut bases: Vec<Setup> = Vec::new();
@@ -421,6 +435,111 @@ pub fn run_sweep(ctx: &Ctx) -> Result<Report, String> {
         ("grid".into(), "embed×hidden {4×4, 8×8, 16×16, 4×16, 16×4} × {adagrad 0.1, adagrad 0.5, adam 0.01, adam 0.05, sgd 0.5, sgd 2} × init scale {0.3, 1} × peephole {vector, matrix}".into()),
     ];
     Ok(rep)
+}
+
+/// The options of `ca-rnn-synthetic`: one value of each choice the paper leaves open.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec { key: "embed", help: "embedding size, 1 to 512 (default 8)" },
+    OptionSpec { key: "hidden", help: "hidden size, 1 to 512 (default 8)" },
+    OptionSpec { key: "optimizer", help: "adagrad, adam or sgd (default adagrad)" },
+    OptionSpec { key: "lr", help: "learning rate, > 0 and ≤ 100 (default 0.1)" },
+    OptionSpec { key: "init-scale", help: "scale of the random initial weights, > 0 and ≤ 100 (default 1)" },
+    OptionSpec { key: "peephole", help: "CA-RNN peephole form: vector or matrix (default vector)" },
+    OptionSpec { key: "iters", help: "training iterations, 1 to 100000 (default 100)" },
+];
+
+/// The options of `ca-rnn-sweep`: the values of each axis of its grid.
+pub const SWEEP_OPTIONS: &[OptionSpec] = &[
+    OptionSpec { key: "sizes", help: "embedding×hidden sizes, e.g. 4x4,8x8,16x4 (each 1 to 512; default 4x4,8x8,16x16,4x16,16x4)" },
+    OptionSpec { key: "optimizers", help: "optimizer:learning-rate pairs, e.g. adagrad:0.1,adam:0.05 (default adagrad:0.1,adagrad:0.5,adam:0.01,adam:0.05,sgd:0.5,sgd:2)" },
+    OptionSpec { key: "init-scales", help: "initial-weight scales, e.g. 0.3,1 (default 0.3,1)" },
+    OptionSpec { key: "peepholes", help: "CA-RNN peephole forms: vector, matrix or both (default vector,matrix)" },
+];
+
+fn parse_opt(s: &str) -> Option<Opt> {
+    match s {
+        "adagrad" => Some(Opt::Adagrad),
+        "adam" => Some(Opt::Adam),
+        "sgd" => Some(Opt::Sgd),
+        _ => None,
+    }
+}
+
+fn parse_peephole(s: &str) -> Option<Peephole> {
+    match s {
+        "vector" => Some(Peephole::Vector),
+        "matrix" => Some(Peephole::Matrix),
+        _ => None,
+    }
+}
+
+fn size_ok(n: usize) -> bool {
+    (1..=512).contains(&n)
+}
+
+fn rate_ok(x: f64) -> bool {
+    x.is_finite() && x > 0.0 && x <= 100.0
+}
+
+/// The [`Setup`] of `ca-rnn-synthetic`: the defaults, with the options given.
+fn setup_options(ctx: &Ctx) -> Result<Setup, String> {
+    let d = Setup::default();
+    Ok(Setup {
+        embed: ctx.option("embed", d.embed, "a size from 1 to 512", size_ok)?,
+        hidden: ctx.option("hidden", d.hidden, "a size from 1 to 512", size_ok)?,
+        opt: ctx.word_option("optimizer", d.opt, "adagrad, adam or sgd", parse_opt)?,
+        lr: ctx.option("lr", d.lr, "a learning rate > 0 and ≤ 100", rate_ok)?,
+        init_scale: ctx.option("init-scale", d.init_scale, "a scale > 0 and ≤ 100", rate_ok)?,
+        peephole: ctx.word_option("peephole", d.peephole, "vector or matrix", parse_peephole)?,
+    })
+}
+
+/// The grid of `ca-rnn-sweep`: [`sweep_grid`], with each axis replaced by its option if given.
+fn sweep_grid_options(ctx: &Ctx) -> Result<Vec<Setup>, String> {
+    let default = sweep_grid(ctx.quick);
+    let axis = |f: &dyn Fn(&Setup) -> String| {
+        let mut v: Vec<String> = Vec::new();
+        for s in &default {
+            if !v.contains(&f(s)) {
+                v.push(f(s));
+            }
+        }
+        v
+    };
+    let sizes = ctx.list_option("sizes", axis(&|s| format!("{}x{}", s.embed, s.hidden)), "EMBEDxHIDDEN sizes (1 to 512)", |x| {
+        let (e, h) = x.split_once('x')?;
+        let (e, h) = (parsed(e, |&n: &usize| size_ok(n))?, parsed(h, |&n: &usize| size_ok(n))?);
+        Some(format!("{e}x{h}"))
+    })?;
+    let opts = ctx.list_option("optimizers", axis(&|s| format!("{}:{}", s.opt.name(), s.lr)), "OPTIMIZER:RATE pairs (adagrad, adam or sgd; rate > 0 and ≤ 100)", |x| {
+        let (o, r) = x.split_once(':')?;
+        Some(format!("{}:{}", parse_opt(o)?.name(), parsed(r, |&r: &f64| rate_ok(r))?))
+    })?;
+    let scales = ctx.list_option("init-scales", axis(&|s| s.init_scale.to_string()), "scales (> 0 and ≤ 100)", |x| parsed(x, |&r: &f64| rate_ok(r)).map(|r| r.to_string()))?;
+    let peepholes = ctx.list_option("peepholes", vec![Peephole::Vector, Peephole::Matrix], "vector or matrix", parse_peephole)?;
+    let mut grid = Vec::new();
+    for size in &sizes {
+        let (e, h) = size.split_once('x').expect("checked");
+        for o in &opts {
+            let (opt, lr) = o.split_once(':').expect("checked");
+            for sc in &scales {
+                for &peephole in &peepholes {
+                    let s = Setup {
+                        embed: e.parse().expect("checked"),
+                        hidden: h.parse().expect("checked"),
+                        opt: parse_opt(opt).expect("checked"),
+                        lr: lr.parse().expect("checked"),
+                        init_scale: sc.parse().expect("checked"),
+                        peephole,
+                    };
+                    if !grid.contains(&s) {
+                        grid.push(s);
+                    }
+                }
+            }
+        }
+    }
+    Ok(grid)
 }
 
 /// The sweep's configurations: the full grid, or a 4-configuration corner of it for `--quick`.

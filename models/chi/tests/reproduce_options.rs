@@ -1,0 +1,80 @@
+//! `chi reproduce NAME --set KEY=VALUE`: the choices a paper leaves open, set from the command
+//! line. The options reach the training (the unit records describe the setup that ran), are
+//! recorded in `results.json`, and unknown keys or bad values stop the run before it trains.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn chi(out: &PathBuf, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chi")).args(["--threads", "1", "--out", out.to_str().unwrap(), "reproduce"]).args(args).output().unwrap()
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("chi-test-reproduce-options-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// The `config` strings of every unit record of an experiment.
+fn unit_configs(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir.join("units"))
+        .unwrap()
+        .map(|e| {
+            let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap();
+            rec["body"]["config"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn rnn_synthetic_options_change_what_trains_and_are_recorded() {
+    let out = tmp("rnn");
+    let o = chi(&out, &["ca-rnn-synthetic", "--quick", "--runs", "1", "--set", "hidden=4", "--set", "optimizer=adam", "--set", "lr=0.05", "--set", "peephole=matrix", "--set", "init-scale=0.5"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = out.join("reproduce").join("ca-rnn-synthetic");
+    let configs = unit_configs(&dir);
+    assert_eq!(configs.len(), 3, "{configs:?}");
+    assert!(configs.iter().all(|c| c.contains("d8 h4 adam lr0.05 s0.5 peephole matrix")), "{configs:?}");
+    let res: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(res["options"]["hidden"], "4");
+    assert_eq!(res["config"]["peephole"], "matrix");
+    assert!(res["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("this run: dim 8, hidden 4, adam lr 0.05")));
+    // Another setting is another unit: --resume does not reuse the records of this one.
+    let o = chi(&out, &["ca-rnn-synthetic", "--quick", "--runs", "1", "--resume", "--set", "hidden=6"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("reused 0 of 3 units"), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn sweep_axes_are_options() {
+    let out = tmp("sweep");
+    let o = chi(&out, &["ca-rnn-sweep", "--quick", "--runs", "2", "--set", "sizes=4x4", "--set", "optimizers=sgd:0.5", "--set", "peepholes=vector"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let configs = unit_configs(&out.join("reproduce").join("ca-rnn-sweep"));
+    // One configuration: LSTM, GRU and the CA-RNN with the vector peephole.
+    assert_eq!(configs.len(), 3, "{configs:?}");
+    assert!(configs.iter().all(|c| c.contains("d4 h4 sgd lr0.5 s1")), "{configs:?}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn unknown_options_and_bad_values_stop_before_training() {
+    let out = tmp("bad");
+    for (args, want) in [
+        (vec!["ca-nn-xor", "--set", "hidden=4"], "experiment ca-nn-xor has no option 'hidden'"),
+        (vec!["ca-rnn-synthetic", "--set", "hidden"], "expected KEY=VALUE"),
+        (vec!["ca-rnn-synthetic", "--set", "hidden=0"], "--set hidden=0: ca-rnn-synthetic expects a size from 1 to 512"),
+        (vec!["ca-rnn-synthetic", "--set", "optimizer=rmsprop"], "expects adagrad, adam or sgd"),
+        (vec!["ca-rnn-synthetic", "--set", "lr=inf"], "expects a learning rate"),
+        (vec!["ca-rnn-sweep", "--set", "sizes=4x"], "comma-separated list of EMBEDxHIDDEN"),
+        (vec!["ca-rnn-sweep", "--set", "optimizers=adam"], "OPTIMIZER:RATE"),
+        (vec!["ca-rnn-synthetic", "--set", "lr=1", "--set", "lr=2"], "given twice"),
+    ] {
+        let o = chi(&out, &args);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
