@@ -67,35 +67,94 @@ fn list_names_every_experiment_and_unknown_names_fail() {
     assert!(err.contains("unknown experiment 'no-such-experiment'"), "{err}");
 }
 
-/// The real-data experiments' quick variants, when the data has been fetched (skipped with the
-/// fetch command otherwise): they run end to end and report finite numbers.
+/// Real-data experiments whose quick variant runs in a test of its own, with checks specific
+/// to it (so the generic check below does not run it a second time).
+const TESTED_ELSEWHERE: &[(&str, &str)] = &[
+    ("ca-sem-lee", "context_aware_stats.rs"),
+    ("ca-cnn-depth", "ca_sweeps.rs"),
+    ("ca-cnn-stacked", "ca_sweeps.rs"),
+    ("ca-res-sweep", "ca_sweeps.rs"),
+    ("ca-res-tabular", "ca_sweeps.rs"),
+    ("rationales-reviews", "reproduce.rs"),
+    ("nmt-attention", "seq2seq_reproduce.rs"),
+    ("nmt-cells", "seq2seq_reproduce.rs"),
+    ("g2p-cmudict", "seq2seq_reproduce.rs"),
+    ("word-vectors", "word_vectors.rs"),
+];
+
+/// The real-data experiments the generic check runs, one test each (so they run in parallel).
+const GENERIC: &[&str] = &["ca-bsfe-reviews", "ca-bsfe-long", "ca-cnn-mnist", "ca-res-fashion", "text-cnn-sentences", "han-reviews", "pos-brown", "rcnn-lm", "rcnn-sentiment"];
+
 #[test]
-fn real_data_experiments_run_quick_when_data_is_present() {
+fn every_real_data_experiment_has_a_quick_test() {
     let reg = chi_cli::reproduce::registry();
-    let real: Vec<_> = reg.iter().filter(|e| !chi_cli::reproduce::is_builtin(e)).collect();
+    let real: Vec<&str> = reg.iter().filter(|e| !chi_cli::reproduce::is_builtin(e)).map(|e| e.name).collect();
     assert!(real.len() >= 3, "expected the real-data experiments in the registry");
-    for e in real {
-        let missing: Vec<String> = e
-            .data
-            .iter()
-            .filter_map(|d| d.parse::<chi_nn::data::Dataset>().ok())
-            .filter_map(|d| chi_nn::data::require(d).err().map(String::from))
-            .collect();
-        if !missing.is_empty() {
-            eprintln!("SKIPPED {}: {}", e.name, missing.join("; "));
-            continue;
-        }
-        let out = tmp(e.name);
-        let o = chi().args(["--out", out.to_str().unwrap(), "reproduce", e.name, "--quick", "--json"]).output().unwrap();
-        assert!(o.status.success(), "{} --quick failed: {}", e.name, String::from_utf8_lossy(&o.stderr));
-        let stdout = String::from_utf8(o.stdout).unwrap();
-        assert!(stdout.lines().count() >= 2, "{}: too few rows", e.name);
-        for line in stdout.lines() {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap();
-            assert!(v["chi_mean"].as_f64().is_some_and(f64::is_finite), "{}: {line}", e.name);
-        }
-        let _ = std::fs::remove_dir_all(&out);
+    for name in &real {
+        let n = GENERIC.iter().filter(|g| *g == name).count() + TESTED_ELSEWHERE.iter().filter(|t| t.0 == *name).count();
+        assert_eq!(n, 1, "{name}: list it once, in GENERIC (and add its test below) or in TESTED_ELSEWHERE");
     }
+    for name in GENERIC.iter().chain(TESTED_ELSEWHERE.iter().map(|t| &t.0)) {
+        assert!(real.contains(name), "{name} is not a real-data experiment");
+    }
+}
+
+/// A real-data experiment's quick variant, when its data has been fetched (skipped with the
+/// fetch command otherwise): it runs end to end and reports finite numbers.
+fn quick_real_data(name: &str) {
+    assert!(GENERIC.contains(&name), "{name} is not in GENERIC");
+    let reg = chi_cli::reproduce::registry();
+    let e = reg.iter().find(|e| e.name == name).unwrap_or_else(|| panic!("no experiment {name}"));
+    let missing: Vec<String> = e
+        .data
+        .iter()
+        .filter_map(|d| d.parse::<chi_nn::data::Dataset>().ok())
+        .filter_map(|d| chi_nn::data::require(d).err().map(String::from))
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("SKIPPED {}: {}", e.name, missing.join("; "));
+        return;
+    }
+    let out = tmp(e.name);
+    // One thread: the test harness runs two of these at once on two cores.
+    let o = chi().args(["--threads", "1", "--out", out.to_str().unwrap(), "reproduce", e.name, "--quick", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{} --quick failed: {}", e.name, String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert!(stdout.lines().count() >= 2, "{}: too few rows", e.name);
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(v["chi_mean"].as_f64().is_some_and(f64::is_finite), "{}: {line}", e.name);
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+macro_rules! quick_real_data_tests {
+    ($($test:ident => $name:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                quick_real_data($name);
+            }
+        )*
+        #[test]
+        fn every_generic_experiment_has_its_test() {
+            let tested = [$($name),*];
+            assert_eq!(tested.len(), GENERIC.len());
+            assert!(GENERIC.iter().all(|g| tested.contains(g)));
+        }
+    };
+}
+
+quick_real_data_tests! {
+    quick_ca_bsfe_reviews => "ca-bsfe-reviews",
+    quick_ca_bsfe_long => "ca-bsfe-long",
+    quick_ca_cnn_mnist => "ca-cnn-mnist",
+    quick_ca_res_fashion => "ca-res-fashion",
+    quick_text_cnn_sentences => "text-cnn-sentences",
+    quick_han_reviews => "han-reviews",
+    quick_pos_brown => "pos-brown",
+    quick_rcnn_lm => "rcnn-lm",
+    quick_rcnn_sentiment => "rcnn-sentiment",
 }
 
 /// The unit records of a finished experiment, sorted.

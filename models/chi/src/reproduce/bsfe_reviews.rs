@@ -20,7 +20,7 @@
 //! of work (resume, progress bar) is one set × variant × fold.
 
 use super::units::{StepBar, UnitData};
-use super::util::{mean_curve, metric, write_curves};
+use super::util::{mean_curve, write_curves};
 use super::{judge, ranks, Ctx, Report, Row};
 use chi_ca::bsfe::{BagAverage, CaBsfe, LogisticHead, Vocab, OOV};
 use chi_nn::data::{self, Dataset, LabeledText};
@@ -48,7 +48,7 @@ pub(super) enum Variant {
 }
 
 impl Variant {
-    fn label(self) -> String {
+    pub(super) fn label(self) -> String {
         match self {
             Variant::Average => AVG10.into(),
             Variant::Average5 => AVG5.into(),
@@ -57,7 +57,7 @@ impl Variant {
         }
     }
     /// Short name for unit keys.
-    fn key(self) -> String {
+    pub(super) fn key(self) -> String {
         match self {
             Variant::Average => "average".into(),
             Variant::Average5 => "average5".into(),
@@ -72,7 +72,7 @@ const AVG10: &str = "Average, 10-d (= CA-BSFE's 10 numbers per token; head sees 
 /// Row name of the 5-d averaging baseline.
 const AVG5: &str = "Average, 5-d (= CA-BSFE's output size; head sees 5)";
 
-fn tokens(t: &LabeledText) -> Vec<String> {
+pub(super) fn tokens(t: &LabeledText) -> Vec<String> {
     t.text.split_whitespace().map(|w| w.to_lowercase()).collect()
 }
 
@@ -85,6 +85,25 @@ const FREQUENT: usize = 20;
 /// One fold: returns (final test accuracy, accuracy curve, χ̃ per vocabulary word for CA models).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_fold(ctx: &Ctx, docs: &[(Vec<String>, f64)], test_idx: &[usize], train_idx: &[usize], v: Variant, steps: usize, seed: u64, bar: &StepBar) -> Result<(f64, Vec<(f64, f64)>, Option<Vec<WordChi>>), String> {
+    let mut fit = train(ctx, docs, train_idx, &[test_idx], v, steps, 100, seed, bar)?;
+    Ok((fit.accuracy[0], fit.curves.swap_remove(0), fit.chis))
+}
+
+/// What [`train`] returns.
+pub(super) struct Fit {
+    /// Accuracy on each evaluation set after the last step.
+    pub accuracy: Vec<f64>,
+    /// Accuracy on each evaluation set every `eval_every` steps and after the last.
+    pub curves: Vec<Vec<(f64, f64)>>,
+    /// χ̃ of every training word, for the CA variants.
+    pub chis: Option<Vec<WordChi>>,
+}
+
+/// Trains variant `v` for `steps` steps on `docs[train_idx]` (the paper's settings: Adagrad,
+/// batch 16, a vocabulary grown over the training documents), evaluating on each index set of
+/// `eval` every `eval_every` steps and at the end.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn train(ctx: &Ctx, docs: &[(Vec<String>, f64)], train_idx: &[usize], eval: &[&[usize]], v: Variant, steps: usize, eval_every: usize, seed: u64, bar: &StepBar) -> Result<Fit, String> {
     let mut rng = Rng::new(seed);
     // Dictionary-free vocabulary grown over the training documents, then frozen.
     let distinct: usize = {
@@ -105,7 +124,7 @@ pub(super) fn run_fold(ctx: &Ctx, docs: &[(Vec<String>, f64)], test_idx: &[usize
         })
         .collect();
     vocab.freeze();
-    let test: Vec<(Vec<usize>, f64)> = test_idx.iter().map(|&i| (docs[i].0.iter().map(|w| vocab.id(w)).collect(), docs[i].1)).collect();
+    let sets: Vec<Vec<(Vec<usize>, f64)>> = eval.iter().map(|idx| idx.iter().map(|&i| (docs[i].0.iter().map(|w| vocab.id(w)).collect(), docs[i].1)).collect()).collect();
     let mut store = ParamStore::<f64>::new();
     let (ca, avg, out_dim) = match v {
         Variant::Average => (None, Some(BagAverage::new(&mut store, "avg", vocab.len(), 10, &mut rng)), 10),
@@ -147,15 +166,16 @@ pub(super) fn run_fold(ctx: &Ctx, docs: &[(Vec<String>, f64)], test_idx: &[usize
         let y = Tensor::from_vec(batch.iter().map(|&i| train[i].1).collect(), &[batch.len()]);
         Some((bags, y))
     });
-    let curve = ctx.trainer(&store, &mut opt)
+    let name = |k: usize| format!("accuracy{k}");
+    let summary = ctx.trainer(&store, &mut opt)
         .steps(steps as u64)
         .block(schedule)
-        .eval_every(100)
+        .eval_every(eval_every as u64)
         .eval_at_end(true)
-        .evaluate(|_| metric("accuracy", accuracy(&test)))
+        .evaluate(|_| sets.iter().enumerate().map(|(k, set)| (name(k), accuracy(set))).collect())
         .on_step_end(|info| bar.tick(info.step as usize, info.loss))
-        .fit(batches, |(bags, y)| ranks::step(head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y), bags.len()))?
-        .eval_curve("accuracy");
+        .fit(batches, |(bags, y)| ranks::step(head.logits(&embed(&bags)).binary_cross_entropy_with_logits(&y), bags.len()))?;
+    let curves = (0..sets.len()).map(|k| summary.eval_curve(&name(k))).collect();
     let chis = ca.as_ref().map(|m| {
         let table = m.chi_table();
         let mut seen = std::collections::HashSet::new();
@@ -168,7 +188,7 @@ pub(super) fn run_fold(ctx: &Ctx, docs: &[(Vec<String>, f64)], test_idx: &[usize
         }
         words
     });
-    Ok((accuracy(&test), curve, chis))
+    Ok(Fit { accuracy: sets.iter().map(|set| accuracy(set)).collect(), curves, chis })
 }
 
 /// The experiment.

@@ -42,6 +42,7 @@
 //! rank 0 alone writes the experiment directory and prints the table.
 
 mod att_synthetic;
+mod bsfe_long;
 mod bsfe_reviews;
 mod ca_compare;
 mod text_cnn_sentences;
@@ -347,6 +348,17 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: bsfe_reviews::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick), fold f seeded with run seed f"),
+            batch: Some(bsfe_reviews::BATCH),
+            options: &[],
+        },
+        Experiment {
+            name: "ca-bsfe-long",
+            title: "CA-BSFE vs averaging trained long, with/without em_steps, Pang & Lee reviews + sentences pooled, curves over steps (Sec. 4.2, Figs. 8-10)",
+            data: &["pang-lee"],
+            runs: 5,
+            quick_runs: 2,
+            run: bsfe_long::run,
+            fixed_runs: None,
             batch: Some(bsfe_reviews::BATCH),
             options: &[],
         },
