@@ -27,7 +27,12 @@
 //! the phrases, found by the dynamic program over our hyphen-split tokens.
 //!
 //! Nothing here is random, so there is one run: `--runs` does not apply (a warning says so) and
-//! `results.json` records `runs = 1`. The whole experiment takes seconds (most of it loading
+//! `results.json` records `runs = 1`. The uncertainty is in the sample of documents, so the
+//! intervals and the comparisons come from a bootstrap over documents ([`doc_bootstrap`]:
+//! 2,000 resamples of the 50 documents with replacement, every pair of distinct draws, the same
+//! resamples for every method so that differences are paired); a claim "A > B" holds when the
+//! 95 % percentile interval of r(A) − r(B) lies above 0, does not hold when it lies below, and is
+//! not distinguishable otherwise. The whole experiment takes seconds (most of it loading
 //! GloVe), so it has no resumable units: `--resume` reruns it.
 
 use super::util::write_curves;
@@ -53,6 +58,73 @@ fn score(docs: &[Vec<f64>], human: &[f64]) -> (f64, f64) {
         }
     }
     (pearson(&model, human), spearman(&model, human))
+}
+
+/// Pairwise cosine similarities of `docs` (upper triangle, row-major).
+fn similarities(docs: &[Vec<f64>]) -> Vec<f64> {
+    let n = docs.len();
+    (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j))).map(|(i, j)| cosine(&docs[i], &docs[j])).collect()
+}
+
+/// Resamples of the bootstrap over documents.
+const BOOTSTRAP: usize = 2000;
+
+/// Document bootstrap of Pearson correlations: for each of `b` resamples (seeded) of the `n`
+/// documents with replacement, the correlation, for every method, between its similarities and
+/// the human scores over the pairs of distinct draws (`i < j` positions, skipping pairs that drew
+/// one document twice). Documents, not pairs, are resampled: the 1225 pairs share their 50
+/// documents and are not independent. `sims` and `human` are upper triangles in row-major order.
+pub fn doc_bootstrap(sims: &[Vec<f64>], human: &[f64], n: usize, b: usize, seed: u64) -> Vec<Vec<f64>> {
+    let index = |i: usize, j: usize| {
+        let (i, j) = if i < j { (i, j) } else { (j, i) };
+        i * n - i * (i + 1) / 2 + (j - i - 1)
+    };
+    let mut rng = chi_autodiff::Rng::new(seed);
+    let mut out = vec![Vec::with_capacity(b); sims.len()];
+    let (mut h, mut m) = (Vec::new(), vec![Vec::new(); sims.len()]);
+    for _ in 0..b {
+        let draw: Vec<usize> = (0..n).map(|_| rng.below(n)).collect();
+        h.clear();
+        m.iter_mut().for_each(Vec::clear);
+        for a in 0..n {
+            for c in a + 1..n {
+                if draw[a] == draw[c] {
+                    continue;
+                }
+                let k = index(draw[a], draw[c]);
+                h.push(human[k]);
+                for (mi, s) in m.iter_mut().zip(sims) {
+                    mi.push(s[k]);
+                }
+            }
+        }
+        for (o, mi) in out.iter_mut().zip(&m) {
+            o.push(pearson(mi, &h));
+        }
+    }
+    out
+}
+
+/// The 2.5 % and 97.5 % percentiles of `v`.
+fn interval(v: &[f64]) -> (f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let at = |q: f64| s[((q * (s.len() - 1) as f64).round() as usize).min(s.len() - 1)];
+    (at(0.025), at(0.975))
+}
+
+/// The judgement of "A > B" from paired bootstrap correlations.
+fn judge_bootstrap(a_name: &str, a: &[f64], b_name: &str, b: &[f64], point: f64) -> String {
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+    let (lo, hi) = interval(&d);
+    let verdict = if lo > 0.0 {
+        "holds"
+    } else if hi < 0.0 {
+        "does not hold"
+    } else {
+        "not distinguishable"
+    };
+    format!("claim {a_name} > {b_name} (Lee Pearson): {verdict} (difference {point:+.3}, 95 % bootstrap interval [{lo:+.3}, {hi:+.3}] over {} resamples of the 50 documents)", a.len())
 }
 
 /// Row name of Eq. 18 as printed.
@@ -255,7 +327,19 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         fit.energy[0],
         fit.energy[iters]
     ));
-    rep.notes.push("CA-SEM, SIF and averaging are deterministic here (one value each, no interval): there is no seed to repeat over, so no paired test over runs is made".into());
+    // Intervals and paired comparisons: bootstrap over the 50 documents.
+    let methods = [(FULL, &ca), (CONTEXT, &ca_ctx), ("SIF (a = 1e-3)", &sifv), ("Average", &avg)];
+    let sims: Vec<Vec<f64>> = methods.iter().map(|(_, v)| similarities(v)).collect();
+    let boot = doc_bootstrap(&sims, &human, docs.len(), BOOTSTRAP, 0x1EE);
+    for ((name, _), b) in methods.iter().zip(&boot) {
+        let (lo, hi) = interval(b);
+        rep.notes.push(format!("Lee Pearson, {name}: {:.3} (95 % bootstrap interval [{lo:.3}, {hi:.3}], {BOOTSTRAP} resamples of the 50 documents)", get(name)));
+    }
+    for (a, b) in [(0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (1, 0)] {
+        let (an, bn) = (methods[a].0, methods[b].0);
+        rep.notes.push(judge_bootstrap(an, &boot[a], bn, &boot[b], get(an) - get(bn)));
+    }
+    rep.notes.push("CA-SEM, SIF and averaging are deterministic here (no seed to repeat over): intervals and comparisons come from resampling the documents".into());
     rep.notes.push("SemEval/SICK (the paper's sets) are not reachable here; Lee is the stand-in, so there is no paper value per row".into());
     rep.config = vec![("vocabulary".into(), words.len().to_string()), ("sif_a".into(), "1e-3".into())];
     rep.runs = Some(1);
@@ -278,5 +362,35 @@ mod tests {
         let human = [0.9, 0.0, 0.1];
         let (p, s) = score(&docs, &human);
         assert!(p > 0.9 && (s - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn document_bootstrap_pairs_each_resampled_pair_with_its_own_scores() {
+        // A method equal to the human scores correlates 1 in every resample, its negation −1, only
+        // if every resampled pair (i, j) reads position (i, j) of both triangles.
+        let n = 12;
+        let mut rng = chi_autodiff::Rng::new(5);
+        let human: Vec<f64> = (0..n * (n - 1) / 2).map(|_| rng.next_f64()).collect();
+        let neg: Vec<f64> = human.iter().map(|x| -x).collect();
+        let noisy: Vec<f64> = human.iter().map(|x| x + 0.3 * rng.normal()).collect();
+        let boot = doc_bootstrap(&[human.clone(), neg, noisy.clone()], &human, n, 200, 1);
+        assert!(boot[0].iter().all(|r| (r - 1.0).abs() < 1e-12));
+        assert!(boot[1].iter().all(|r| (r + 1.0).abs() < 1e-12));
+        let r = pearson(&noisy, &human);
+        let (lo, hi) = interval(&boot[2]);
+        assert!(lo < r && r < hi && lo < hi, "{lo} {r} {hi}");
+        // Same seed, same resamples.
+        assert_eq!(boot[2], doc_bootstrap(&[noisy], &human, n, 200, 1)[0]);
+    }
+
+    #[test]
+    fn bootstrap_judgement_reads_the_interval_of_the_difference() {
+        let b: Vec<f64> = (0..100).map(|i| 0.5 + 0.001 * i as f64).collect();
+        let up: Vec<f64> = b.iter().enumerate().map(|(i, x)| x + 0.05 + 0.0001 * i as f64).collect();
+        let down: Vec<f64> = b.iter().map(|x| x - 0.05).collect();
+        let mixed: Vec<f64> = b.iter().enumerate().map(|(i, x)| x + if i % 2 == 0 { 0.05 } else { -0.05 }).collect();
+        assert!(judge_bootstrap("A", &up, "B", &b, 0.05).contains(": holds ("));
+        assert!(judge_bootstrap("A", &down, "B", &b, -0.05).contains(": does not hold ("));
+        assert!(judge_bootstrap("A", &mixed, "B", &b, 0.0).contains(": not distinguishable ("));
     }
 }
