@@ -116,6 +116,17 @@ fn ca_sem_lee_traces_the_drift_compares_stopping_rules_and_quotes_eq_18() {
         assert!((-1.0..=1.0).contains(&p), "{model}: {p}");
     }
     assert!(notes(&rec).iter().any(|n| n.contains("\"which represents the context-sensitive part of Eq. 14.\"")));
+    // Intervals from the document bootstrap bracket each Pearson value; claims are judged on them.
+    let ns = notes(&rec);
+    for model in ["CA-SEM, Eq. 18 as printed", "CA-SEM, Eq. 18 read as its context-sensitive part", "SIF", "Average"] {
+        let n = ns.iter().find(|n| n.starts_with(&format!("Lee Pearson, {model}")) && n.contains("bootstrap interval")).unwrap_or_else(|| panic!("no interval for {model}: {ns:?}"));
+        let nums: Vec<f64> = n.rsplit(": ").next().unwrap().split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-')).filter_map(|t| t.parse().ok()).collect();
+        let (r, lo, hi) = (nums[0], nums[2], nums[3]);
+        assert!(lo <= r && r <= hi && hi - lo > 0.01, "{n}: {nums:?}");
+    }
+    let claims: Vec<&String> = ns.iter().filter(|n| n.starts_with("claim ") && n.contains("bootstrap interval")).collect();
+    assert_eq!(claims.len(), 6, "{claims:?}");
+    assert!(claims.iter().all(|c| [": holds (", ": does not hold (", ": not distinguishable ("].iter().any(|v| c.contains(v))));
     assert!(row("phrase occurrences found by the segmentation", "GloVe hyphenated") > 0.0);
     for f in ["energy.csv", "v0_norm.csv", "mean_chi.csv", "v0_norm.png"] {
         assert!(out.join("reproduce/ca-sem-lee").join(f).is_file(), "{f}");
