@@ -8,15 +8,19 @@
 # paired comparison (over seeds) of each 2-rank setting against one process at one thread.
 #
 #   cargo build --release -p chi --features mpi && benches/mpi/word_vectors.sh [SEEDS] [EPOCHS]
-#   (CHI=path/to/chi, SYNCS="10000 100000 1000000000000000", OUT=/tmp/chi-mpi-words)
+#   (CHI=path/to/chi, SYNCS="10000 100000 1000000000000000", OUT=/tmp/chi-mpi-words;
+#    RANK_ALPHA=0.05 gives the 2-rank runs that initial learning rate; HOGWILD2=0 skips the
+#    2-thread process; TABLE_ONLY=1 prints the table of an earlier run's $OUT/results.txt)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SEEDS="${1:-3}"; EPOCHS="${2:-5}"
 CHI="${CHI:-target/release/chi}"
 SYNCS="${SYNCS:-10000 100000 1000000000000000}"
 OUT="${OUT:-/tmp/chi-mpi-words}"
+RANK_ALPHA="${RANK_ALPHA:-}"; HOGWILD2="${HOGWILD2:-1}"
 DATA="${CHI_DATA:-data}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if [ "${TABLE_ONLY:-0}" = 0 ]; then
 rm -rf "$OUT"; mkdir -p "$OUT"
 "$CHI" embed corpus --corpus brown+sotu+shakespeare --data "$DATA" --out "$OUT/corpus.txt" >&2
 echo "uptime at start: $(uptime)" >&2
@@ -27,6 +31,7 @@ run() {
   local name="$1" seed="$2" sync="$3"; shift 3
   local t0 t1 extra=()
   [ "$sync" = - ] || extra=(--sync-words "$sync")
+  [ "$sync" = - ] || [ -z "$RANK_ALPHA" ] || extra+=(--alpha "$RANK_ALPHA")
   t0=$(date +%s.%N)
   "$@" --seed "$seed" embed train --corpus "$OUT/corpus.txt" --epochs "$EPOCHS" --quiet --vectors-out "$OUT/$name-$seed.txt" \
     "${extra[@]}" >/dev/null 2>"$OUT/$name-$seed.err"
@@ -48,12 +53,13 @@ PY
 
 for seed in $(seq 1 "$SEEDS"); do
   run 1proc "$seed" - "$CHI" --threads 1
-  run 1proc-2threads "$seed" - "$CHI" --threads 2
+  [ "$HOGWILD2" = 0 ] || run 1proc-2threads "$seed" - "$CHI" --threads 2
   for n in $SYNCS; do
-    run "2ranks-$n" "$seed" "$n" mpirun -n 2 --oversubscribe --bind-to none "$CHI" --threads 1
+    run "2ranks-$n${RANK_ALPHA:+-alpha$RANK_ALPHA}" "$seed" "$n" mpirun -n 2 --oversubscribe --bind-to none "$CHI" --threads 1
   done
 done | tee "$OUT/results.txt"
 echo "uptime at end: $(uptime)" >&2
+fi
 
 python3 - "$OUT/results.txt" <<'PY'
 import sys, math, statistics as st

@@ -106,6 +106,10 @@ pub struct TrainArgs {
     /// Passes over the corpus (default 5 for word2vec, 15 for GloVe).
     #[arg(long)]
     pub epochs: Option<usize>,
+    /// Initial learning rate of word2vec (default gensim's: 0.025 skip-gram, 0.05 CBOW); it
+    /// decays linearly to 0.0001.
+    #[arg(long)]
+    pub alpha: Option<f64>,
     /// Keep the corpus's case (default: lower-case it).
     #[arg(long)]
     pub keep_case: bool,
@@ -249,6 +253,14 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
             return Err(format!("--sync-words {n} is out of range: {MIN_SYNC_WORDS} to {MAX_SYNC_WORDS}"));
         }
     }
+    if let Some(al) = a.alpha {
+        if a.model == Model::Glove {
+            return Err("--alpha sets word2vec's learning rate; GloVe's is not a flag".into());
+        }
+        if !(al.is_finite() && (1e-4..=1.0).contains(&al)) {
+            return Err(format!("--alpha {al} is out of range: 0.0001 to 1"));
+        }
+    }
     if let (Some(w), Model::Glove) = (&world, a.model) {
         return Err(format!(
             "GloVe does not train on several processes (its AdaGrad state would have to be averaged with the vectors); \
@@ -293,6 +305,7 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
             window: a.window,
             min_count: a.min_count,
             epochs: a.epochs.unwrap_or(5),
+            alpha: a.alpha,
             threads: workers,
             seed,
             compute_loss: true,
