@@ -107,7 +107,8 @@ pub struct TrainArgs {
     #[arg(long)]
     pub epochs: Option<usize>,
     /// Initial learning rate of word2vec (default gensim's: 0.025 skip-gram, 0.05 CBOW); it
-    /// decays linearly to 0.0001.
+    /// decays linearly to 0.0001. Under `mpirun -n K`, averaging weighs each update 1/K: K × the
+    /// default restored one process's scores for K = 2 (BENCHMARKS.md, "Word vectors across ranks").
     #[arg(long)]
     pub alpha: Option<f64>,
     /// Keep the corpus's case (default: lower-case it).
@@ -326,6 +327,13 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
         let (model, stats) = match &world {
             None => word2vec::train_corpus(vocab, &corpus, &cfg, Some(&report)).map_err(|e| e.to_string())?,
             Some(w) => {
+                if lead && a.alpha.is_none() && w.size() > 1 {
+                    eprintln!(
+                        "note: averaging {k} ranks weighs each update 1/{k}; `--alpha {:.4}` ({k} × the default) restored one process's scores for 2 ranks",
+                        w.size() as f64 * cfg.start_alpha(),
+                        k = w.size()
+                    );
+                }
                 let (model, stats, comm) = chi_words::dist::train_word2vec(w.as_ref(), vocab, &corpus, &cfg, &sync, Some(&report)).map_err(|e| e.to_string())?;
                 if lead {
                     eprintln!(
