@@ -2,6 +2,7 @@
 //! WordSim353 / SimLex-999 / the Google analogies, list nearest neighbours, and write the named
 //! corpora (Brown, State of the Union, Shakespeare) as tokenised sentences.
 
+use chi_words::dist::SyncConfig;
 use chi_words::eval;
 use chi_words::glove::{self, GloveConfig};
 use chi_words::io::{load_word2vec_text, save_word2vec_text};
@@ -20,6 +21,10 @@ pub const MAX_EPOCHS: usize = 10_000;
 pub const MAX_NEGATIVE: usize = 1000;
 /// Largest accepted `-k` for neighbours.
 pub const MAX_K: usize = 100_000;
+/// Smallest accepted `--sync-words`: shorter periods spend most of the time exchanging rows.
+pub const MIN_SYNC_WORDS: u64 = 1_000;
+/// Largest accepted `--sync-words` (on any real corpus: average only at the end).
+pub const MAX_SYNC_WORDS: u64 = 1_000_000_000_000_000;
 
 /// `chi embed ...`
 #[derive(Args, Debug)]
@@ -101,6 +106,11 @@ pub struct TrainArgs {
     /// Passes over the corpus (default 5 for word2vec, 15 for GloVe).
     #[arg(long)]
     pub epochs: Option<usize>,
+    /// Initial learning rate of word2vec (default gensim's: 0.025 skip-gram, 0.05 CBOW); it
+    /// decays linearly to 0.0001. Under `mpirun -n K`, averaging weighs each update 1/K: K × the
+    /// default restored one process's scores for K = 2 (BENCHMARKS.md, "Word vectors across ranks").
+    #[arg(long)]
+    pub alpha: Option<f64>,
     /// Keep the corpus's case (default: lower-case it).
     #[arg(long)]
     pub keep_case: bool,
@@ -113,6 +123,10 @@ pub struct TrainArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Under `mpirun -n K` (word2vec models): corpus words each process trains between two
+    /// averages of the rows the processes touched (default 100,000; 10^15 averages only at the end).
+    #[arg(long)]
+    pub sync_words: Option<u64>,
 }
 
 /// `chi embed eval`
@@ -228,13 +242,42 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
     if let Some(e) = a.epochs {
         check_range("epochs", e, 1, MAX_EPOCHS)?;
     }
+    // Under mpirun every process trains a shard; rank 0 alone reports and writes.
+    let world = crate::dist::world();
+    let lead = world.as_ref().is_none_or(|w| w.rank() == 0);
+    let sync = SyncConfig { sync_words: a.sync_words.unwrap_or(chi_words::dist::DEFAULT_SYNC_WORDS) };
+    if let Some(n) = a.sync_words {
+        if world.is_none() {
+            return Err("--sync-words applies to several processes (mpirun -n K chi embed train …); this is one".into());
+        }
+        if !(MIN_SYNC_WORDS..=MAX_SYNC_WORDS).contains(&n) {
+            return Err(format!("--sync-words {n} is out of range: {MIN_SYNC_WORDS} to {MAX_SYNC_WORDS}"));
+        }
+    }
+    if let Some(al) = a.alpha {
+        if a.model == Model::Glove {
+            return Err("--alpha sets word2vec's learning rate; GloVe's is not a flag".into());
+        }
+        if !(al.is_finite() && (1e-4..=1.0).contains(&al)) {
+            return Err(format!("--alpha {al} is out of range: 0.0001 to 1"));
+        }
+    }
+    if let (Some(w), Model::Glove) = (&world, a.model) {
+        return Err(format!(
+            "GloVe does not train on several processes (its AdaGrad state would have to be averaged with the vectors); \
+             run it in one process, or use a word2vec model (sgns, cbow, sg-hs, cbow-hs) with mpirun -n {}",
+            w.size()
+        ));
+    }
     let (text, path) = read_corpus(&a.corpus, &data_dir(&a.data), !a.keep_case)?;
     let vocab = Vocab::build(&text, a.min_count).map_err(|e| format!("corpus {path}: {e}"))?;
     let limit = chi_nn::limits::max_tensor_elements();
     if vocab.len().saturating_mul(a.dim) > limit {
         return Err(format!("{} words × dim {} exceeds the limit of {limit} elements per matrix", vocab.len(), a.dim));
     }
-    eprintln!("corpus {path}: {} tokens, {} sentences, {} words with count ≥ {}", text.tokens.len(), text.sentences(), vocab.len(), a.min_count);
+    if lead {
+        eprintln!("corpus {path}: {} tokens, {} sentences, {} words with count ≥ {}", text.tokens.len(), text.sentences(), vocab.len(), a.min_count);
+    }
     let vectors = if a.model == Model::Glove {
         let cfg = GloveConfig { dim: a.dim, min_count: a.min_count, epochs: a.epochs.unwrap_or(15), threads: workers, seed, ..Default::default() };
         let mut cfg = cfg;
@@ -263,6 +306,7 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
             window: a.window,
             min_count: a.min_count,
             epochs: a.epochs.unwrap_or(5),
+            alpha: a.alpha,
             threads: workers,
             seed,
             compute_loss: true,
@@ -271,7 +315,7 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
         cfg.validate().map_err(|e| e.to_string())?;
         let corpus = Corpus::encode(&text, &vocab);
         let total = (corpus.ids.len() as u64).saturating_mul(cfg.epochs as u64);
-        let bar = if a.quiet { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(total) };
+        let bar = if a.quiet || !lead { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(total) };
         bar.set_style(
             indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} words  {msg}  ETA {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
@@ -280,11 +324,44 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
             let rate = if p.seconds > 0.0 { p.words_done as f64 / p.seconds } else { 0.0 };
             bar.set_message(format!("{:.0} words/s  loss {:.4}  lr {:.5}", rate, p.loss, p.alpha));
         };
-        let (model, stats) = word2vec::train_corpus(vocab, &corpus, &cfg, Some(&report)).map_err(|e| e.to_string())?;
+        let (model, stats) = match &world {
+            None => word2vec::train_corpus(vocab, &corpus, &cfg, Some(&report)).map_err(|e| e.to_string())?,
+            Some(w) => {
+                if lead && a.alpha.is_none() && w.size() > 1 {
+                    eprintln!(
+                        "note: averaging {k} ranks weighs each update 1/{k}; `--alpha {:.4}` ({k} × the default) restored one process's scores for 2 ranks",
+                        w.size() as f64 * cfg.start_alpha(),
+                        k = w.size()
+                    );
+                }
+                let (model, stats, comm) = chi_words::dist::train_word2vec(w.as_ref(), vocab, &corpus, &cfg, &sync, Some(&report)).map_err(|e| e.to_string())?;
+                if lead {
+                    eprintln!(
+                        "{} ranks, averaging every {} words: {} averages, {} rows exchanged ({:.1} % of averaging whole matrices), {:.1} MB sent by rank 0, \
+                         {:.2} s ({:.1} %) of rank 0's training blocked in averages",
+                        comm.ranks,
+                        sync.sync_words,
+                        comm.syncs,
+                        comm.rows_exchanged,
+                        100.0 * comm.row_share(),
+                        comm.bytes_sent as f64 / 1e6,
+                        comm.seconds_blocked,
+                        100.0 * comm.seconds_blocked / stats.seconds.max(1e-9)
+                    );
+                }
+                (model, stats)
+            }
+        };
         bar.finish_and_clear();
-        eprintln!("{:?}: {} words in {:.2} s ({:.0} words/s), mean loss {:.4}", a.model, stats.words, stats.seconds, stats.words_per_sec, stats.mean_loss);
+        if lead {
+            let whose = if world.is_some() { " (rank 0's shard)" } else { "" };
+            eprintln!("{:?}: {} words{whose} in {:.2} s ({:.0} words/s), mean loss {:.4}", a.model, stats.words, stats.seconds, stats.words_per_sec, stats.mean_loss);
+        }
         model.vectors()
     };
+    if !lead {
+        return Ok(());
+    }
     save_word2vec_text(&vectors, &a.vectors_out).map_err(|e| e.to_string())?;
     println!("wrote {} vectors of dimension {} to {}", vectors.len(), vectors.dim(), a.vectors_out.display());
     Ok(())

@@ -5,7 +5,8 @@
 //!
 //! * [`word2vec`]: skip-gram and CBOW with negative sampling ([`noise`]) or hierarchical
 //!   softmax ([`huffman`]), frequent-word subsampling, dynamic windows, linear learning-rate
-//!   decay, Hogwild threads;
+//!   decay, Hogwild threads; [`dist`]: the same across the ranks of a
+//!   [`chi_nn::dist::Collective`] (MPI processes) by periodic averaging of the touched rows;
 //! * [`glove`]: co-occurrence counting (memory-bounded, spilling sorted runs to disk) and the
 //!   weighted least-squares fit with AdaGrad;
 //! * [`kernels`]: the fused row kernels of both hot loops (AVX2+FMA chosen at run time, with a
@@ -28,6 +29,7 @@
 
 #![warn(missing_docs)]
 
+pub mod dist;
 pub mod error;
 pub mod eval;
 pub mod glove;

@@ -173,7 +173,8 @@ impl Word2VecConfig {
 pub struct TrainStats {
     /// Wall time of the training loop (vocabulary and corpus encoding excluded).
     pub seconds: f64,
-    /// Corpus words processed over all epochs (before subsampling).
+    /// Corpus words processed over all epochs (before subsampling); when training as one of
+    /// several ranks ([`crate::dist`]), this rank's words.
     pub words: u64,
     /// Words kept by subsampling and trained on.
     pub effective_words: u64,
@@ -415,7 +416,7 @@ unsafe fn cbow_core<T: Scalar, K: Kernel, const LOSS: bool>(
 
 /// A matrix shared by the Hogwild workers.
 #[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
+pub(crate) struct Shared<T>(pub(crate) *mut T);
 // SAFETY: Hogwild training deliberately lets workers write rows of the same matrices without
 // synchronisation; a race can only lose or mix float updates of one row, which SGD tolerates
 // (Recht et al., *Hogwild!*). Every access stays within the matrix bounds.
@@ -435,6 +436,19 @@ struct Job<'a> {
     words_total: u64,
     start: Instant,
     progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
+    /// The rank's side of training across ranks (`None` in a single process).
+    dist: Option<&'a RankLink<'a>>,
+}
+
+/// What workers of one rank share with the rank's coordinator when training across ranks
+/// ([`crate::dist`]).
+pub(crate) struct RankLink<'a> {
+    /// Where workers stop for the averages.
+    pub(crate) gate: &'a crate::dist::Gate,
+    /// Rows each worker touched since the last average, one set per worker.
+    pub(crate) marks: &'a [crate::dist::RowMarks],
+    /// Offset of this rank's first worker in the global worker numbering (seeds the generators).
+    pub(crate) first_worker: usize,
 }
 
 #[derive(Default)]
@@ -447,6 +461,7 @@ struct WorkerStats {
 
 struct Worker<'a, 'b> {
     job: &'b Job<'a>,
+    /// Index among this process's workers (worker 0 reports progress).
     index: usize,
     sentences: std::ops::Range<usize>,
 }
@@ -471,7 +486,10 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
     let cfg = job.cfg;
     let d = cfg.dim;
     let start_alpha = cfg.start_alpha();
-    let mut rng = Rng::new(cfg.seed ^ (index as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F));
+    // Workers are numbered across ranks so that no two draw the same stream.
+    let global_index = index + job.dist.map_or(0, |l| l.first_worker);
+    let mut rng = Rng::new(cfg.seed ^ (global_index as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F));
+    let marks = job.dist.map(|l| &l.marks[index]);
     let mut st = WorkerStats::default();
     let mut alpha = start_alpha as f32;
     let mut local = 0u64; // words since the last update of the shared counter
@@ -482,7 +500,7 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
     let mut e = vec![0f32; d];
     let (mut report_loss, mut report_n) = (0.0f64, 0u64);
     let (input, output) = (job.input.0, job.output.0);
-    for _epoch in 0..cfg.epochs {
+    'epochs: for _epoch in 0..cfg.epochs {
         for s in sentences.clone() {
             let sent = job.corpus.sentence(s);
             kept.clear();
@@ -532,6 +550,10 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
                                 p => p,
                             };
                             let c = kept[j] as usize;
+                            if let Some(m) = marks {
+                                m.mark_input(c as u32);
+                                m.mark_targets(tt);
+                            }
                             e.fill(0.0);
                             // SAFETY: ids come from the vocabulary, rows are in bounds; input and
                             // output are different matrices and `e` is local.
@@ -560,6 +582,12 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
                             Targets::Negative(_) => Targets::Negative(&targets),
                             p => p,
                         };
+                        if let Some(m) = marks {
+                            for &c in &ctx {
+                                m.mark_input(c);
+                            }
+                            m.mark_targets(tt);
+                        }
                         // SAFETY: as above.
                         let l = unsafe { cbow_core::<f32, K, LOSS>(input, output, d, &ctx, tt, alpha, cfg.cbow_update, &mut h, &mut e) };
                         if LOSS {
@@ -576,6 +604,8 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
             if local >= ALPHA_EVERY {
                 let done = job.words_done.fetch_add(local, Ordering::Relaxed) + local;
                 local = 0;
+                // Across ranks the schedule follows the estimated progress of all ranks.
+                let done = job.dist.map_or(done, |l| l.gate.global_words(done));
                 let frac = done as f64 / (job.words_total + 1) as f64;
                 alpha = (start_alpha - (start_alpha - cfg.min_alpha) * frac).max(cfg.min_alpha) as f32;
                 if index == 0 {
@@ -592,6 +622,11 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
                     }
                 }
             }
+            if let Some(l) = job.dist {
+                if !l.gate.after_sentence(sent.len() as u64) {
+                    break 'epochs;
+                }
+            }
         }
     }
     job.words_done.fetch_add(local, Ordering::Relaxed);
@@ -605,18 +640,28 @@ fn tt_len(t: Targets) -> usize {
     }
 }
 
-/// Splits sentences into `n` contiguous ranges of about equal word counts.
-fn split_sentences(corpus: &Corpus, n: usize) -> Vec<std::ops::Range<usize>> {
-    let total = corpus.ids.len();
+/// Splits the sentences `range` into `n` contiguous ranges of about equal word counts.
+pub(crate) fn split_sentences(corpus: &Corpus, range: std::ops::Range<usize>, n: usize) -> Vec<std::ops::Range<usize>> {
+    let base = if range.start == 0 { 0 } else { corpus.ends[range.start - 1] };
+    let total = if range.is_empty() { 0 } else { corpus.ends[range.end - 1] - base };
     let mut out = Vec::with_capacity(n);
-    let mut start = 0;
+    let mut start = range.start;
     for t in 1..=n {
-        let goal = total * t / n;
-        let end = if t == n { corpus.sentences() } else { start + corpus.ends[start..].partition_point(|&e| e <= goal) };
+        let goal = base + total * t / n;
+        let end = if t == n { range.end } else { start + corpus.ends[start..range.end].partition_point(|&e| e <= goal) };
         out.push(start..end);
         start = end;
     }
     out
+}
+
+/// Words of the sentences `range`.
+pub(crate) fn range_words(corpus: &Corpus, range: &std::ops::Range<usize>) -> u64 {
+    if range.is_empty() {
+        return 0;
+    }
+    let base = if range.start == 0 { 0 } else { corpus.ends[range.start - 1] };
+    (corpus.ends[range.end - 1] - base) as u64
 }
 
 /// Builds the vocabulary of `text` and trains (see [`train_corpus`]).
@@ -635,6 +680,11 @@ pub fn train_corpus(
     cfg: &Word2VecConfig,
     progress: Option<&(dyn Fn(&Progress) + Sync)>,
 ) -> Result<(Word2Vec, TrainStats), WordsError> {
+    train_impl(vocab, corpus, cfg, progress, None)
+}
+
+/// Checks the corpus against the vocabulary (and `cfg`).
+pub(crate) fn check_inputs(vocab: &Vocab, corpus: &Corpus, cfg: &Word2VecConfig) -> Result<(), WordsError> {
     cfg.validate()?;
     if corpus.ids.is_empty() {
         return Err(WordsError::EmptyCorpus);
@@ -644,8 +694,30 @@ pub fn train_corpus(
             return Err(config("corpus", format!("word id {m} is outside the vocabulary of {}", vocab.len())));
         }
     }
+    Ok(())
+}
+
+/// Rows of the output matrix for `cfg` and a vocabulary of `v` words.
+pub(crate) fn output_rows(cfg: &Word2VecConfig, v: usize) -> usize {
+    match cfg.objective {
+        Objective::HierarchicalSoftmax => v.saturating_sub(1).max(1),
+        Objective::NegativeSampling { .. } => v,
+    }
+}
+
+/// The trainer, in one process (`dist` = `None`) or as one rank of several, whose
+/// coordinator then runs on the calling thread while the workers train.
+pub(crate) fn train_impl(
+    vocab: Vocab,
+    corpus: &Corpus,
+    cfg: &Word2VecConfig,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+    dist: Option<&crate::dist::Coordinator<'_>>,
+) -> Result<(Word2Vec, TrainStats), WordsError> {
+    check_inputs(&vocab, corpus, cfg)?;
     let (v, d) = (vocab.len(), cfg.dim);
     // word2vec's initialisation: input rows uniform in [−0.5/d, 0.5/d), output rows zero.
+    // Across ranks every rank draws the same matrices from the shared seed.
     let mut init = Rng::new(cfg.seed);
     let mut input: Vec<f32> = (0..v * d).map(|_| ((init.next_f64() - 0.5) / d as f64) as f32).collect();
     let huffman = matches!(cfg.objective, Objective::HierarchicalSoftmax).then(|| Huffman::build(&vocab.counts));
@@ -653,7 +725,7 @@ pub fn train_corpus(
         Objective::NegativeSampling { power, .. } => Some(NoiseTable::new(&vocab.counts, power)),
         Objective::HierarchicalSoftmax => None,
     };
-    let out_rows = if huffman.is_some() { v.saturating_sub(1).max(1) } else { v };
+    let out_rows = output_rows(cfg, v);
     let mut output = vec![0f32; out_rows * d];
     // Keep probabilities as u32 thresholds; u32::MAX means "always keep".
     let keep: Vec<u32> = vocab
@@ -662,27 +734,35 @@ pub fn train_corpus(
         .map(|p| if p >= 1.0 { u32::MAX } else { (p * 4_294_967_296.0) as u32 })
         .collect();
     let words_done = AtomicU64::new(0);
+    // The schedule runs over the whole corpus whatever the number of ranks.
     let words_total = corpus.ids.len() as u64 * cfg.epochs as u64;
+    let shard = dist.map_or(0..corpus.sentences(), |c| c.shard.clone());
+    let threads = cfg.threads.min(shard.len()).max(1);
+    let ranges = split_sentences(corpus, shard.clone(), threads);
+    let marks: Vec<crate::dist::RowMarks> = match dist {
+        Some(_) => (0..threads).map(|_| crate::dist::RowMarks::new(v, out_rows)).collect(),
+        None => Vec::new(),
+    };
+    let link = dist.map(|c| RankLink { gate: &c.gate, marks: &marks, first_worker: c.rank * cfg.threads });
     let start = Instant::now();
+    let (input_ptr, output_ptr) = (Shared(input.as_mut_ptr()), Shared(output.as_mut_ptr()));
     let job = Job {
         cfg,
         corpus,
         keep,
         huffman: huffman.as_ref(),
         noise: noise.as_ref(),
-        input: Shared(input.as_mut_ptr()),
-        output: Shared(output.as_mut_ptr()),
+        input: input_ptr,
+        output: output_ptr,
         words_done: &words_done,
         words_total,
         start,
         progress,
+        dist: link.as_ref(),
     };
-    let threads = cfg.threads.min(corpus.sentences()).max(1);
-    let ranges = split_sentences(corpus, threads);
-    let stats: Vec<WorkerStats> = if threads == 1 {
-        vec![dispatch(cfg.kernel, Worker { job: &job, index: 0, sentences: ranges[0].clone() })]
-    } else {
-        std::thread::scope(|s| {
+    let stats: Vec<WorkerStats> = match dist {
+        None if threads == 1 => vec![dispatch(cfg.kernel, Worker { job: &job, index: 0, sentences: ranges[0].clone() })],
+        None => std::thread::scope(|s| {
             let handles: Vec<_> = ranges
                 .iter()
                 .enumerate()
@@ -692,17 +772,43 @@ pub fn train_corpus(
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().expect("word2vec worker panicked")).collect()
-        })
+        }),
+        Some(coord) => {
+            coord.gate.start(threads);
+            let (stats, outcome) = std::thread::scope(|s| {
+                let handles: Vec<_> = ranges
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| {
+                        let (job, r, gate) = (&job, r.clone(), &coord.gate);
+                        s.spawn(move || {
+                            // Leaves the gate even when the worker panics, so the coordinator
+                            // does not wait for it.
+                            let _leave = crate::dist::LeaveOnDrop(gate);
+                            dispatch(cfg.kernel, Worker { job, index: i, sentences: r })
+                        })
+                    })
+                    .collect();
+                // SAFETY: the coordinator touches the matrices only while every worker is
+                // stopped at the gate or finished.
+                let outcome = unsafe { coord.run(&marks, input_ptr.0, input.len(), output_ptr.0, output.len(), d) };
+                let stats: Vec<WorkerStats> = handles.into_iter().map(|h| h.join().expect("word2vec worker panicked")).collect();
+                (stats, outcome)
+            });
+            outcome?;
+            stats
+        }
     };
     let seconds = start.elapsed().as_secs_f64();
     let effective_words: u64 = stats.iter().map(|s| s.effective).sum();
     let examples: u64 = stats.iter().map(|s| s.examples).sum();
     let loss: f64 = stats.iter().map(|s| s.loss).sum();
+    let words = range_words(corpus, &shard) * cfg.epochs as u64;
     let st = TrainStats {
         seconds,
-        words: words_total,
+        words,
         effective_words,
-        words_per_sec: words_total as f64 / seconds.max(1e-9),
+        words_per_sec: words as f64 / seconds.max(1e-9),
         updates: stats.iter().map(|s| s.updates).sum(),
         mean_loss: if cfg.compute_loss && examples > 0 { loss / examples as f64 } else { f64::NAN },
     };
