@@ -337,11 +337,12 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
                 let (model, stats, comm) = chi_words::dist::train_word2vec(w.as_ref(), vocab, &corpus, &cfg, &sync, Some(&report)).map_err(|e| e.to_string())?;
                 if lead {
                     eprintln!(
-                        "{} ranks, averaging every {} words: {} averages, {} rows exchanged ({:.1} % of averaging whole matrices), {:.1} MB sent by rank 0, \
+                        "{} ranks, averaging every {} words: {} average{}, {} rows exchanged ({:.1} % of averaging whole matrices), {:.1} MB sent by rank 0, \
                          {:.2} s ({:.1} %) of rank 0's training blocked in averages",
                         comm.ranks,
                         sync.sync_words,
                         comm.syncs,
+                        if comm.syncs == 1 { "" } else { "s" },
                         comm.rows_exchanged,
                         100.0 * comm.row_share(),
                         comm.bytes_sent as f64 / 1e6,
