@@ -78,3 +78,36 @@ fn unknown_options_and_bad_values_stop_before_training() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The CNN and CA-RES sweeps' open choices (Fashion-MNIST; skipped without it).
+#[test]
+fn cnn_and_res_sweep_options_reach_the_units() {
+    if let Err(e) = chi_nn::data::require(chi_nn::data::Dataset::FashionMnist) {
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let out = tmp("cnn");
+    let o = chi(&out, &["ca-cnn-depth", "--quick", "--runs", "1", "--set", "depths=3,2,3", "--set", "kernel=5", "--set", "hidden=16", "--set", "steps=5", "--set", "lr=0.05"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let configs = unit_configs(&out.join("reproduce").join("ca-cnn-depth"));
+    // Depths 2 and 3 (the repeated 3 once), CNN and CA-CNN each.
+    assert_eq!(configs.len(), 4, "{configs:?}");
+    assert!(configs.iter().all(|c| c.contains("k=5 depth=") && c.contains("hidden=16 steps=5 adagrad lr=0.05")), "{configs:?}");
+    let o = chi(&out, &["ca-res-sweep", "--quick", "--runs", "1", "--set", "kernels=7", "--set", "steps=3"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let configs = unit_configs(&out.join("reproduce").join("ca-res-sweep"));
+    assert!(configs.iter().any(|c| c.contains("v_input=Eq42 l=3 n_v=1 n_sigma=1 b=false k=7")), "{configs:?}");
+    for (args, want) in [
+        (vec!["ca-cnn-depth", "--quick", "--set", "kernel=0"], "expects a kernel side from 1 to 28"),
+        (vec!["ca-cnn-stacked", "--quick", "--set", "layers=0"], "layer counts from 1 to 64"),
+        (vec!["ca-cnn-stacked", "--quick", "--set", "em-steps=-3"], "em_steps from 1 to 1000000"),
+        (vec!["ca-res-sweep", "--quick", "--set", "kernels=4"], "odd kernel sides from 3 to 13"),
+        (vec!["ca-res-sweep", "--quick", "--set", "hidden=0"], "a width from 1 to 4096"),
+    ] {
+        let o = chi(&out, &args);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want) && !err.contains("panicked"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -59,7 +59,7 @@ pub(super) struct Net {
 }
 
 impl Net {
-    pub(super) fn new(ca: bool, k: usize, depth: usize, side: usize, rng: &mut Rng) -> Net {
+    pub(super) fn new(ca: bool, k: usize, depth: usize, side: usize, hidden: usize, rng: &mut Rng) -> Net {
         let mut store = ParamStore::new();
         let conv = if ca {
             ConvLayer::Ca(CaConv2d::new(&mut store, "conv", 1, depth, k, 1, 0, rng))
@@ -67,8 +67,9 @@ impl Net {
             ConvLayer::Plain(Conv2d::in_store(&mut store, "conv", "emb", 1, depth, k, 1, 0, true, rng))
         };
         let o = side - k + 1;
-        let hidden = Linear::in_store(&mut store, "hidden", "head", depth * o * o, HIDDEN, true, rng);
-        let out = Linear::in_store(&mut store, "out", "head", HIDDEN, 10, true, rng);
+        let width = hidden;
+        let hidden = Linear::in_store(&mut store, "hidden", "head", depth * o * o, width, true, rng);
+        let out = Linear::in_store(&mut store, "out", "head", width, 10, true, rng);
         Net { store, conv, hidden, out }
     }
     pub(super) fn logits(&self, x: &Tensor<f32>) -> Tensor<f32> {
@@ -151,7 +152,7 @@ impl RunOut {
 #[allow(clippy::too_many_arguments)]
 fn train(ctx: &Ctx, what: &str, tag: &str, ca: bool, k: usize, depth: usize, set_train: &ImageSet, tr: &[usize], set_test: &ImageSet, te: &[usize], steps: usize, seed: u64, maps_at: &[usize]) -> Result<RunOut, String> {
     let mut rng = Rng::new(seed);
-    let net = Net::new(ca, k, depth, set_train.rows, &mut rng);
+    let net = Net::new(ca, k, depth, set_train.rows, HIDDEN, &mut rng);
     let mut opt = Optimizer::new(OptimConfig::adagrad(LR));
     let mut order = tr.to_vec();
     let mut pos = order.len();

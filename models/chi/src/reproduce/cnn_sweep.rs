@@ -28,6 +28,7 @@ use super::ca_compare::{push_claim, summaries};
 use super::cnn_mnist::Net;
 use super::units::UnitData;
 use super::util::{check_image_splits, image_batch, mean_curve, metric, write_curves};
+use super::options::{parsed, OptionSpec};
 use super::{ranks, Ctx, Report, Row};
 use chi_ca::cnn::CaCnnStack;
 use chi_ca::Activation;
@@ -41,6 +42,51 @@ use chi_autodiff::{no_grad, Rng, Tensor};
 pub(super) const BATCH: usize = 100;
 const LR: f64 = 0.01;
 const HIDDEN: usize = 128;
+
+/// The training choices the paper leaves open, shared by the CNN and CA-RES sweeps: steps,
+/// Adagrad's learning rate and the width of the hidden layer (§4.6 names 512 for CIFAR-10; 128 is
+/// our default, for time).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Training {
+    pub steps: usize,
+    pub lr: f64,
+    pub hidden: usize,
+}
+
+/// The `--set` keys of [`training`].
+pub(super) const TRAINING_OPTIONS: [OptionSpec; 3] = [
+    OptionSpec { key: "steps", help: "training steps per run, 1 to 1000000 (default 400 for ca-cnn-depth, 300 for the others; 30 under --quick)" },
+    OptionSpec { key: "lr", help: "Adagrad learning rate, > 0 and ≤ 100 (default 0.01)" },
+    OptionSpec { key: "hidden", help: "width of the hidden layer, 1 to 4096 (default 128; the paper's CIFAR-10 network has 512)" },
+];
+
+/// The options of `ca-cnn-depth`.
+pub const DEPTH_OPTIONS: &[OptionSpec] = &[
+    OptionSpec { key: "depths", help: "numbers of filters, e.g. 4,8,16,32 (each 1 to 256; default 4,8,16,32)" },
+    OptionSpec { key: "kernel", help: "kernel side k (k×k), 1 to 28 (default 8)" },
+    TRAINING_OPTIONS[0],
+    TRAINING_OPTIONS[1],
+    TRAINING_OPTIONS[2],
+];
+
+/// The options of `ca-cnn-stacked`.
+pub const STACKED_OPTIONS: &[OptionSpec] = &[
+    OptionSpec { key: "layers", help: "numbers of stacked layers, e.g. 4,16 (each 1 to 64; default 4,16; the plain CNN runs at the largest)" },
+    OptionSpec { key: "em-steps", help: "em_steps of the block-coordinate variant, 1 to 1000000 (default 100)" },
+    TRAINING_OPTIONS[0],
+    TRAINING_OPTIONS[1],
+    TRAINING_OPTIONS[2],
+];
+
+/// The [`Training`] of an experiment: its defaults (`steps`, and the module's rate and width)
+/// with the options given.
+pub(super) fn training(ctx: &Ctx, steps: usize) -> Result<Training, String> {
+    Ok(Training {
+        steps: ctx.option("steps", steps, "a number of steps from 1 to 1000000", |n| (1..=1_000_000).contains(&n))?,
+        lr: ctx.option("lr", LR, "a learning rate > 0 and ≤ 100", |x: f64| x.is_finite() && x > 0.0 && x <= 100.0)?,
+        hidden: ctx.option("hidden", HIDDEN, "a width from 1 to 4096", |n| (1..=4096).contains(&n))?,
+    })
+}
 
 /// Fashion-MNIST with the training and test indices of a full or `--quick` run.
 pub(super) struct Fashion {
@@ -105,9 +151,10 @@ pub(super) fn fit(
     train: &ImageSet,
     test: &ImageSet,
     steps: usize,
+    lr: f64,
     rng: &mut Rng,
 ) -> Result<(f64, Vec<(f64, f64)>), String> {
-    let mut opt = Optimizer::new(OptimConfig::adagrad(LR));
+    let mut opt = Optimizer::new(OptimConfig::adagrad(lr));
     let mut order = d.tr.clone();
     let mut pos = order.len();
     let probe: Vec<usize> = d.te.iter().step_by((d.te.len() / 500).max(1)).copied().collect();
@@ -164,36 +211,40 @@ pub fn run_depth(ctx: &Ctx) -> Result<Report, String> {
     let d = fashion(ctx.quick)?;
     let mut rep = Report::default();
     rep.data.push(d.version.clone());
-    let k = 8;
-    let (depths, steps): (&[usize], usize) = if ctx.quick { (&[4, 8], 30) } else { (&[4, 8, 16, 32], 400) };
+    let k = ctx.option("kernel", 8usize, "a kernel side from 1 to 28", |k| (1..=28).contains(&k) && k <= d.train.rows)?;
+    let (depths, steps): (Vec<usize>, usize) = if ctx.quick { (vec![4, 8], 30) } else { (vec![4, 8, 16, 32], 400) };
+    let mut depths = ctx.list_option("depths", depths, "filter counts from 1 to 256", |x| parsed(x, |&n: &usize| (1..=256).contains(&n)))?;
+    depths.sort_unstable();
+    depths.dedup();
+    let Training { steps, lr, hidden } = training(ctx, steps)?;
     let m = format!("Fashion-MNIST test accuracy ({} images)", d.te.len());
     ctx.plan_units(depths.len() * 2 * ctx.runs);
     let mut curves = Vec::new();
-    for &depth in depths {
+    for &depth in &depths {
         for ca in [false, true] {
             let model = format!("{} ({k}×{k}, {depth})", if ca { "CA-CNN" } else { "CNN" });
-            let config = format!("data=fashion {}/{}; ca={ca} k={k} depth={depth} hidden={HIDDEN} steps={steps} adagrad lr={LR} batch={BATCH}", d.tr.len(), d.te.len());
+            let config = format!("data=fashion {}/{}; ca={ca} k={k} depth={depth} hidden={hidden} steps={steps} adagrad lr={lr} batch={BATCH}", d.tr.len(), d.te.len());
             let key = format!("{}-d{depth}", if ca { "ca-cnn" } else { "cnn" });
             unit_row(ctx, &mut rep, &mut curves, &m, &model, &key, &config, None, &|seed| {
                 let mut rng = Rng::new(seed);
-                let net = Net::new(ca, k, depth, d.train.rows, &mut rng);
-                fit(ctx, &format!("{model} seed {seed}"), &net.store, &|x| net.logits(x), BlockCoordinate::default(), &d, &d.train, &d.test, steps, &mut rng)
+                let net = Net::new(ca, k, depth, d.train.rows, hidden, &mut rng);
+                fit(ctx, &format!("{model} seed {seed}"), &net.store, &|x| net.logits(x), BlockCoordinate::default(), &d, &d.train, &d.test, steps, lr, &mut rng)
             })?;
         }
     }
     rep.files.extend(write_curves(ctx, "accuracy", "Fashion-MNIST: test-probe accuracy over steps (mean of runs)", "step", "accuracy", false, &curves)?);
     summaries(&mut rep, &m);
-    for &depth in depths {
+    for &depth in &depths {
         push_claim(&mut rep, &m, &format!("CA-CNN ({k}×{k}, {depth})"), &format!("CNN ({k}×{k}, {depth})"), Some("paper §4.6.2, Fig. 17: same configuration, CA-CNN significantly higher"));
     }
     let (lo, hi) = (depths[0], depths[depths.len() - 1]);
-    for kind in ["CA-CNN", "CNN"] {
+    for kind in ["CA-CNN", "CNN"].iter().filter(|_| lo < hi) {
         push_claim(&mut rep, &m, &format!("{kind} ({k}×{k}, {hi})"), &format!("{kind} ({k}×{k}, {lo})"), None);
     }
     rep.config = vec![
         ("steps".into(), steps.to_string()),
-        ("network".into(), format!("conv {k}×{k} × depth, stride 1, no padding → ReLU → hidden {HIDDEN} ReLU → softmax")),
-        ("optimizer".into(), format!("adagrad lr {LR}, batch {BATCH}")),
+        ("network".into(), format!("conv {k}×{k} × depth, stride 1, no padding → ReLU → hidden {hidden} ReLU → softmax")),
+        ("optimizer".into(), format!("adagrad lr {lr}, batch {BATCH}")),
         ("test".into(), format!("{} Fashion-MNIST test images", d.te.len())),
     ];
     Ok(rep)
@@ -212,7 +263,7 @@ const STACK_CHANNELS: usize = 4;
 const STACK_K: usize = 3;
 
 impl Stacked {
-    fn new(ca: bool, layers: usize, side: usize, rng: &mut Rng) -> Result<Stacked, String> {
+    fn new(ca: bool, layers: usize, side: usize, width: usize, rng: &mut Rng) -> Result<Stacked, String> {
         let mut store = ParamStore::new();
         let (mut plain, mut stack) = (Vec::new(), None);
         if ca {
@@ -222,8 +273,8 @@ impl Stacked {
                 plain.push(Conv2d::in_store(&mut store, &format!("conv{i}"), "emb", if i == 0 { 1 } else { STACK_CHANNELS }, STACK_CHANNELS, STACK_K, 1, STACK_K / 2, true, rng));
             }
         }
-        let hidden = Linear::in_store(&mut store, "hidden", "head", STACK_CHANNELS * side * side, HIDDEN, true, rng);
-        let out = Linear::in_store(&mut store, "out", "head", HIDDEN, 10, true, rng);
+        let hidden = Linear::in_store(&mut store, "hidden", "head", STACK_CHANNELS * side * side, width, true, rng);
+        let out = Linear::in_store(&mut store, "out", "head", width, 10, true, rng);
         Ok(Stacked { store, plain, ca: stack, hidden, out })
     }
     fn logits(&self, x: &Tensor<f32>) -> Tensor<f32> {
@@ -242,37 +293,44 @@ pub fn run_stacked(ctx: &Ctx) -> Result<Report, String> {
     let (train, test) = (pool2(&d.train), pool2(&d.test));
     let mut rep = Report::default();
     rep.data.push(format!("{} (averaged over 2×2 blocks to 14×14)", d.version));
-    let (ls, steps, em): (&[usize], usize, u64) = if ctx.quick { (&[2, 4], 30, 10) } else { (&[4, 16], 300, 100) };
+    let (ls, steps, em): (Vec<usize>, usize, u64) = if ctx.quick { (vec![2, 4], 30, 10) } else { (vec![4, 16], 300, 100) };
+    let mut ls = ctx.list_option("layers", ls, "layer counts from 1 to 64", |x| parsed(x, |&n: &usize| (1..=64).contains(&n)))?;
+    ls.sort_unstable();
+    ls.dedup();
+    let em = ctx.option("em-steps", em, "em_steps from 1 to 1000000", |e| (1..=1_000_000).contains(&e))?;
+    let Training { steps, lr, hidden } = training(ctx, steps)?;
+    let (lo, hi) = (*ls.iter().min().expect("a list has an item"), *ls.iter().max().expect("a list has an item"));
     let m = format!("Fashion-MNIST 14×14 test accuracy ({} images)", d.te.len());
     // (label, ca, em_steps)
     let variants = |l: usize| -> Vec<(String, bool, u64)> {
         let mut v = vec![(format!("CA-CNN {l} layers"), true, 0), (format!("CA-CNN {l} layers em_steps={em}"), true, em)];
-        if l == ls[ls.len() - 1] {
+        if l == hi {
             v.push((format!("CNN {l} layers"), false, 0));
         }
         v
     };
     ctx.plan_units(ls.iter().map(|&l| variants(l).len()).sum::<usize>() * ctx.runs);
     let mut curves = Vec::new();
-    for &l in ls {
+    for &l in &ls {
         for (model, ca, e) in variants(l) {
-            let config = format!("data=fashion14 {}/{}; ca={ca} layers={l} channels={STACK_CHANNELS} k={STACK_K} em_steps={e} hidden={HIDDEN} steps={steps} adagrad lr={LR} batch={BATCH}", d.tr.len(), d.te.len());
+            let config = format!("data=fashion14 {}/{}; ca={ca} layers={l} channels={STACK_CHANNELS} k={STACK_K} em_steps={e} hidden={hidden} steps={steps} adagrad lr={lr} batch={BATCH}", d.tr.len(), d.te.len());
             let key = format!("{}-l{l}-em{e}", if ca { "ca-cnn" } else { "cnn" });
             unit_row(ctx, &mut rep, &mut curves, &m, &model, &key, &config, None, &|seed| {
                 let mut rng = Rng::new(seed);
-                let net = Stacked::new(ca, l, train.rows, &mut rng)?;
+                let net = Stacked::new(ca, l, train.rows, hidden, &mut rng)?;
                 let schedule = BlockCoordinate::from_groups(e, &[chi_ca::GROUP_CHI, chi_ca::GROUP_EMB]);
-                fit(ctx, &format!("{model} seed {seed}"), &net.store, &|x| net.logits(x), schedule, &d, &train, &test, steps, &mut rng)
+                fit(ctx, &format!("{model} seed {seed}"), &net.store, &|x| net.logits(x), schedule, &d, &train, &test, steps, lr, &mut rng)
             })?;
         }
     }
     rep.files.extend(write_curves(ctx, "accuracy", "Fashion-MNIST 14×14: test-probe accuracy over steps (mean of runs)", "step", "accuracy", false, &curves)?);
     summaries(&mut rep, &m);
-    let (lo, hi) = (ls[0], ls[ls.len() - 1]);
     push_claim(&mut rep, &m, &format!("CA-CNN {hi} layers em_steps={em}"), &format!("CA-CNN {hi} layers"), Some("paper §4.6.3: at 16 layers CA-CNN needs em_steps"));
-    push_claim(&mut rep, &m, &format!("CA-CNN {hi} layers em_steps={em}"), &format!("CA-CNN {lo} layers em_steps={em}"), Some("paper Fig. 19(b): more layers help"));
-    push_claim(&mut rep, &m, &format!("CA-CNN {hi} layers"), &format!("CA-CNN {lo} layers"), Some("paper Fig. 19(b): more layers help"));
-    push_claim(&mut rep, &m, &format!("CA-CNN {lo} layers em_steps={em}"), &format!("CA-CNN {lo} layers"), None);
+    if lo < hi {
+        push_claim(&mut rep, &m, &format!("CA-CNN {hi} layers em_steps={em}"), &format!("CA-CNN {lo} layers em_steps={em}"), Some("paper Fig. 19(b): more layers help"));
+        push_claim(&mut rep, &m, &format!("CA-CNN {hi} layers"), &format!("CA-CNN {lo} layers"), Some("paper Fig. 19(b): more layers help"));
+        push_claim(&mut rep, &m, &format!("CA-CNN {lo} layers em_steps={em}"), &format!("CA-CNN {lo} layers"), None);
+    }
     push_claim(&mut rep, &m, &format!("CA-CNN {hi} layers em_steps={em}"), &format!("CNN {hi} layers"), None);
     // "Would not learn anything": how many runs end at chance (≤ 15 % on 10 balanced classes).
     for r in rep.rows.clone() {
@@ -281,9 +339,9 @@ pub fn run_stacked(ctx: &Ctx) -> Result<Report, String> {
     }
     rep.config = vec![
         ("steps".into(), steps.to_string()),
-        ("network".into(), format!("14×14 input → L × ({STACK_K}×{STACK_K} conv, {STACK_CHANNELS} channels, same padding, ReLU) → hidden {HIDDEN} ReLU → softmax")),
+        ("network".into(), format!("14×14 input → L × ({STACK_K}×{STACK_K} conv, {STACK_CHANNELS} channels, same padding, ReLU) → hidden {hidden} ReLU → softmax")),
         ("em_steps".into(), format!("{em}: blocks [chi], [emb] alternate; head always trains")),
-        ("optimizer".into(), format!("adagrad lr {LR}, batch {BATCH}")),
+        ("optimizer".into(), format!("adagrad lr {lr}, batch {BATCH}")),
     ];
     Ok(rep)
 }

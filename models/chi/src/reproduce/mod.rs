@@ -393,7 +393,7 @@ pub fn registry() -> Vec<Experiment> {
             run: cnn_sweep::run_depth,
             fixed_runs: None,
             batch: Some(cnn_sweep::BATCH),
-            options: &[],
+            options: cnn_sweep::DEPTH_OPTIONS,
         },
         Experiment {
             name: "ca-cnn-stacked",
@@ -404,7 +404,7 @@ pub fn registry() -> Vec<Experiment> {
             run: cnn_sweep::run_stacked,
             fixed_runs: None,
             batch: Some(cnn_sweep::BATCH),
-            options: &[],
+            options: cnn_sweep::STACKED_OPTIONS,
         },
         Experiment {
             name: "ca-res-sweep",
@@ -415,7 +415,7 @@ pub fn registry() -> Vec<Experiment> {
             run: res_sweep::run_conv,
             fixed_runs: None,
             batch: Some(cnn_sweep::BATCH),
-            options: &[],
+            options: res_sweep::CONV_OPTIONS,
         },
         Experiment {
             name: "ca-res-tabular",

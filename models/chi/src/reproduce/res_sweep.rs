@@ -20,7 +20,8 @@
 //! as orderings, judged by paired t-tests over seeds ([`super::ca_compare`]).
 
 use super::ca_compare::{push_claim, summaries};
-use super::cnn_sweep::{fashion, fit, Fashion};
+use super::cnn_sweep::{fashion, fit, training, Fashion, Training, TRAINING_OPTIONS};
+use super::options::{parsed, OptionSpec};
 use super::res_fashion::accuracy_unit;
 use super::util::{mean_curve, write_curves};
 use super::{ranks, Ctx, Report, Row};
@@ -34,9 +35,16 @@ use chi_nn::schedule::BlockCoordinate;
 use chi_autodiff::{no_grad, Rng, Tensor};
 
 const C: usize = 16;
-const HIDDEN: usize = 128;
 /// The mini-batch of the tabular runs.
 pub(super) const TABULAR_BATCH: usize = 100;
+
+/// The options of `ca-res-sweep`.
+pub const CONV_OPTIONS: &[OptionSpec] = &[
+    OptionSpec { key: "kernels", help: "kernel sides of the Eq. 42 (3,1,1,0) block besides 3, e.g. 5,7 (odd, 3 to 13; default 5; Fig. 20(b))" },
+    TRAINING_OPTIONS[0],
+    TRAINING_OPTIONS[1],
+    TRAINING_OPTIONS[2],
+];
 
 /// One conv variant: label, what `v_i` reads, `(l, n_v, n_σ, b)`, kernel.
 #[derive(Clone, Debug)]
@@ -72,14 +80,14 @@ struct ConvNet {
 }
 
 impl ConvNet {
-    fn new(v: &ConvVariant, rng: &mut Rng) -> Result<ConvNet, String> {
+    fn new(v: &ConvVariant, width: usize, rng: &mut Rng) -> Result<ConvNet, String> {
         let mut store = ParamStore::new();
         let stem = Conv2d::in_store(&mut store, "stem", "emb", 1, C, 3, 2, 1, true, rng);
         let (l, n_v, n_sigma, b) = v.tuple;
         let cfg = CaResConvConfig { l, n_v, n_sigma, b, kernel: v.kernel, channels: C, v_input: v.v_input, act: Activation::Relu };
         let block = CaResConv::new(&mut store, "block", cfg, rng)?;
-        let hidden = Linear::in_store(&mut store, "hidden", "head", C * 14 * 14, HIDDEN, true, rng);
-        let out = Linear::in_store(&mut store, "out", "head", HIDDEN, 10, true, rng);
+        let hidden = Linear::in_store(&mut store, "hidden", "head", C * 14 * 14, width, true, rng);
+        let out = Linear::in_store(&mut store, "out", "head", width, 10, true, rng);
         Ok(ConvNet { store, stem, block, hidden, out })
     }
     fn logits(&self, x: &Tensor<f32>) -> Tensor<f32> {
@@ -107,19 +115,28 @@ pub fn run_conv(ctx: &Ctx) -> Result<Report, String> {
     let d: Fashion = fashion(ctx.quick)?;
     let mut rep = Report::default();
     rep.data.push(format!("{} (stand-in for CIFAR-10, not reachable here)", d.version));
-    let steps = if ctx.quick { 30 } else { 300 };
+    let Training { steps, lr, hidden } = training(ctx, if ctx.quick { 30 } else { 300 })?;
     let m = format!("Fashion-MNIST test accuracy ({} images)", d.te.len());
-    let variants = conv_variants(ctx.quick);
+    let mut variants = conv_variants(ctx.quick);
+    // The kernel sweep of Fig. 20(b): the Eq. 42 (3,1,1,0) block at other kernel sides.
+    let eq = "CA-RES Eq.42 (3,1,1,0)";
+    let default_kernels: Vec<usize> = variants.iter().filter(|v| v.label.starts_with(&format!("{eq} k="))).map(|v| v.kernel).collect();
+    let mut kernels = ctx.list_option("kernels", default_kernels, "odd kernel sides from 3 to 13", |x| parsed(x, |&k: &usize| (3..=13).contains(&k) && k % 2 == 1))?;
+    kernels.retain(|&k| k != 3);
+    kernels.sort_unstable();
+    kernels.dedup();
+    variants.retain(|v| !v.label.starts_with(&format!("{eq} k=")));
+    variants.extend(kernels.iter().map(|&k| ConvVariant { label: format!("{eq} k={k}"), v_input: ConvVInput::Eq42, tuple: (3, 1, 1, false), kernel: k }));
     ctx.plan_units(variants.len() * ctx.runs);
     let mut curves = Vec::new();
     for v in &variants {
         let (l, n_v, n_s, b) = v.tuple;
-        let config = format!("data=fashion {}/{}; v_input={:?} l={l} n_v={n_v} n_sigma={n_s} b={b} k={} channels={C} hidden={HIDDEN} steps={steps} adagrad lr=0.01 batch=100", d.tr.len(), d.te.len(), v.v_input, v.kernel);
+        let config = format!("data=fashion {}/{}; v_input={:?} l={l} n_v={n_v} n_sigma={n_s} b={b} k={} channels={C} hidden={hidden} steps={steps} adagrad lr={lr} batch=100", d.tr.len(), d.te.len(), v.v_input, v.kernel);
         let key = v.label.to_lowercase().replace([' ', ',', '(', ')', '='], "_");
         let (accs, curve, params) = seeded(ctx, &key, &config, &|seed| {
             let mut rng = Rng::new(seed);
-            let net = ConvNet::new(v, &mut rng)?;
-            let (a, c) = fit(ctx, &format!("{} seed {seed}", v.label), &net.store, &|x| net.logits(x), BlockCoordinate::default(), &d, &d.train, &d.test, steps, &mut rng)?;
+            let net = ConvNet::new(v, hidden, &mut rng)?;
+            let (a, c) = fit(ctx, &format!("{} seed {seed}", v.label), &net.store, &|x| net.logits(x), BlockCoordinate::default(), &d, &d.train, &d.test, steps, lr, &mut rng)?;
             Ok((a, c, net.store.num_scalars()))
         })?;
         ctx.log(&format!("{}: {:.4}", v.label, accs.iter().sum::<f64>() / accs.len() as f64));
@@ -129,19 +146,18 @@ pub fn run_conv(ctx: &Ctx) -> Result<Report, String> {
     }
     rep.files.extend(write_curves(ctx, "accuracy", "Fashion-MNIST: test-probe accuracy over steps (mean of runs)", "step", "accuracy", false, &curves)?);
     summaries(&mut rep, &m);
-    let eq = "CA-RES Eq.42 (3,1,1,0)";
     push_claim(&mut rep, &m, eq, "CA-RES chain (3,1,1,0)", None);
     push_claim(&mut rep, &m, eq, "ResNet block (chain, b = 1)", None);
     push_claim(&mut rep, &m, "CA-RES chain (3,1,1,0)", "ResNet block (chain, b = 1)", None);
     push_claim(&mut rep, &m, eq, "CA-RES Eq.42 (2,1,1,0)", Some("paper Fig. 20(c): more sublayers help"));
     push_claim(&mut rep, &m, "CA-RES Eq.42 (3,2,2,0)", eq, None);
-    for k in [5] {
+    for &k in &kernels {
         push_claim(&mut rep, &m, &format!("{eq} k={k}"), eq, Some("the opposite of paper Fig. 20(b), which finds that a bigger kernel does not help"));
     }
     rep.config = vec![
         ("steps".into(), steps.to_string()),
-        ("network".into(), format!("stem conv 1→{C} 3×3 stride 2 + ReLU → one block at 14×14×{C} → hidden {HIDDEN} ReLU → softmax")),
-        ("optimizer".into(), "adagrad lr 0.01, batch 100".into()),
+        ("network".into(), format!("stem conv 1→{C} 3×3 stride 2 + ReLU → one block at 14×14×{C} → hidden {hidden} ReLU → softmax")),
+        ("optimizer".into(), format!("adagrad lr {lr}, batch 100")),
     ];
     Ok(rep)
 }
