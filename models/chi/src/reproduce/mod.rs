@@ -55,7 +55,7 @@ mod nn_surface;
 mod nn_xor;
 pub mod options;
 mod pos_brown;
-mod ranks;
+pub mod ranks;
 mod rationales;
 mod rationales_reviews;
 mod rcnn_lm;
