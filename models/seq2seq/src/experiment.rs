@@ -11,7 +11,9 @@ use crate::model::{Seq2Seq, Seq2SeqConfig};
 use crate::vocab::{Padded, Vocab};
 use chi_autodiff::{no_grad, Rng};
 use chi_nn::optim::{OptimConfig, Optimizer};
-use chi_nn::trainer::{Metrics, Trainer};
+use chi_nn::dist::{shard, Collective, DataParallel};
+use chi_nn::trainer::{Metrics, StepOutput, Trainer};
+use std::rc::Rc;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -152,6 +154,19 @@ fn teacher_forced_eval(model: &Seq2Seq<f32>, pairs: &[(Vec<usize>, Vec<usize>)],
 /// `config`'s vocabulary sizes are filled in from the data. `progress(step, loss)` is called
 /// after every step.
 pub fn train_and_evaluate(config: &Seq2SeqConfig, corpus: &Corpus, opts: &TrainOptions, progress: &mut dyn FnMut(u64, f64)) -> Result<Outcome, Seq2SeqError> {
+    train_and_evaluate_on(config, corpus, opts, None, progress)
+}
+
+/// [`train_and_evaluate`] data-parallel over the ranks of `group` (`None`: this process alone).
+/// Every rank draws the same global batches of `opts.batch` pairs; rank r trains on the r-th
+/// contiguous share, and the gradients are averaged weighted by each share's target tokens (the
+/// loss is a mean per target token), so K ranks take the steps of one process. Every rank
+/// evaluates (the parameters are equal); `tokens_per_sec` counts the global batches.
+pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &TrainOptions, group: Option<Rc<dyn Collective>>, progress: &mut dyn FnMut(u64, f64)) -> Result<Outcome, Seq2SeqError> {
+    let ranks = group.as_ref().map_or(1, |c| c.size());
+    if opts.batch < ranks {
+        return Err(Seq2SeqError::Config(format!("a batch of {} pairs cannot be split over {ranks} ranks", opts.batch)));
+    }
     if opts.batch == 0 || opts.steps == 0 || opts.eval_every == 0 {
         return Err(Seq2SeqError::Config(format!("steps ({}), batch ({}) and eval_every ({}) must be ≥ 1", opts.steps, opts.batch, opts.eval_every)));
     }
@@ -183,7 +198,18 @@ pub fn train_and_evaluate(config: &Seq2SeqConfig, corpus: &Corpus, opts: &TrainO
     let start = Instant::now();
     let mut eval_time = 0.0;
     let topk = opts.topk.clone();
-    let fit = Trainer::new(&model.store, &mut optim)
+    let share = |global: &[usize]| -> Vec<usize> {
+        match &group {
+            Some(c) => shard(global, c.rank(), c.size()).to_vec(),
+            None => global.to_vec(),
+        }
+    };
+    let trainer = Trainer::new(&model.store, &mut optim);
+    let trainer = match &group {
+        Some(c) => trainer.data_parallel(DataParallel::new(c.clone())),
+        None => trainer,
+    };
+    let fit = trainer
         .steps(opts.steps)
         .clip_norm_opt(opts.clip_norm)
         .eval_every(opts.eval_every)
@@ -201,11 +227,13 @@ pub fn train_and_evaluate(config: &Seq2SeqConfig, corpus: &Corpus, opts: &TrainO
             m
         })
         .on_step_end(|s| progress(s.step, s.loss))
-        .fit(batches, |idx: Vec<usize>| {
+        .fit(batches, |global: Vec<usize>| {
+            tokens += global.iter().map(|&i| train_ids[i].1.len()).sum::<usize>();
+            let idx = share(&global);
             let src = Padded::new(&idx.iter().map(|&i| train_ids[i].0.clone()).collect::<Vec<_>>());
             let tgt = Padded::new(&idx.iter().map(|&i| train_ids[i].1.clone()).collect::<Vec<_>>());
-            tokens += tgt.lengths.iter().sum::<usize>();
-            model.teacher_forced(&src, &tgt).expect("training ids come from the model's own vocabularies").loss
+            let tf = model.teacher_forced(&src, &tgt).expect("training ids come from the model's own vocabularies");
+            StepOutput::new(tf.loss).weight(tf.tokens as f64)
         })
         .map_err(|e| Seq2SeqError::Input(format!("training stopped: {e}")))?;
     let train_seconds = start.elapsed().as_secs_f64() - eval_time;

@@ -241,9 +241,9 @@ pub struct Experiment {
     /// Why `--runs` does not apply, for experiments without seeded repetitions (they run
     /// [`Experiment::runs`] / [`Experiment::quick_runs`] times whatever `--runs` says).
     pub fixed_runs: Option<&'static str>,
-    /// The global mini-batch of its training steps, for experiments that run data-parallel
-    /// under `mpirun -n K` (K ≤ this). `None`: one process only (full-batch training, or a
-    /// training loop of its own).
+    /// The smallest global mini-batch of its training steps (full or `--quick`), for
+    /// experiments that run data-parallel under `mpirun -n K` (K ≤ this). `None`: one process
+    /// only (full-batch training, or a training loop of its own).
     pub batch: Option<usize>,
     /// The choices it leaves to `--set KEY=VALUE` ([`options`]).
     pub options: &'static [OptionSpec],
@@ -502,7 +502,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: seq2seq_nmt::run_attention,
             fixed_runs: None,
-            batch: None,
+            batch: Some(seq2seq_nmt::SMALLEST_BATCH),
             options: &[],
         },
         Experiment {
@@ -513,7 +513,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: seq2seq_nmt::run_cells,
             fixed_runs: None,
-            batch: None,
+            batch: Some(seq2seq_nmt::SMALLEST_BATCH),
             options: &[],
         },
         Experiment {
@@ -524,7 +524,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: seq2seq_nmt::run_g2p,
             fixed_runs: None,
-            batch: None,
+            batch: Some(seq2seq_nmt::SMALLEST_BATCH),
             options: &[],
         },
         Experiment {

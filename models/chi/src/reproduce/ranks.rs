@@ -50,6 +50,10 @@ impl Ctx {
     pub fn comm(&self) -> Option<&dyn Collective> {
         self.group.0.as_deref()
     }
+    /// The group, for code that takes one (`None` in one process).
+    pub fn group(&self) -> Option<Rc<dyn Collective>> {
+        self.group.0.clone()
+    }
     /// The number of processes (1 without `mpirun`).
     pub fn ranks(&self) -> usize {
         self.comm().map_or(1, |c| c.size())

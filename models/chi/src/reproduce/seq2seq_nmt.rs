@@ -34,7 +34,7 @@ use super::{Ctx, Report, Row};
 use chi_nn::data::{self, Dataset};
 use chi_nn::stats::PairedTest;
 use chi_seq2seq::data::{align_modules, read_cmudict, split_by_book, tokenize};
-use chi_seq2seq::experiment::{train_and_evaluate, Corpus, Outcome, Pair, TrainOptions};
+use chi_seq2seq::experiment::{train_and_evaluate_on, Corpus, Outcome, Pair, TrainOptions};
 use chi_seq2seq::{AttentionKind, CellKind, Seq2SeqConfig, Tokenizer};
 use chi_autodiff::Rng;
 
@@ -58,9 +58,13 @@ const METRICS: [(&str, &str); 8] = [
     ("beam_bleu", "test BLEU, beam 5"),
 ];
 
+/// The smaller of the quick (8) and full (16, the paper's) batches: the most ranks that can
+/// share one.
+pub(super) const SMALLEST_BATCH: usize = 8;
+
 fn options(ctx: &Ctx, seed: u64) -> TrainOptions {
     if ctx.quick {
-        TrainOptions { steps: 20, batch: 8, eval_every: 10, eval_pairs: 16, decode_pairs: 6, beam: 3, max_len: 20, seed, ..TrainOptions::default() }
+        TrainOptions { steps: 20, batch: SMALLEST_BATCH, eval_every: 10, eval_pairs: 16, decode_pairs: 6, beam: 3, max_len: 20, seed, ..TrainOptions::default() }
     } else {
         TrainOptions { steps: FULL_STEPS, batch: 16, eval_every: 250, eval_pairs: 189, decode_pairs: 297, beam: 5, max_len: 50, src_vocab_cap: Some(FULL_VOCAB), tgt_vocab_cap: Some(FULL_VOCAB), seed, ..TrainOptions::default() }
     }
@@ -136,7 +140,7 @@ fn run_variants(ctx: &Ctx, corpus: &Corpus, variants: &[(String, Seq2SeqConfig)]
                 &config,
                 || {
                     let bar = ctx.bar(label, opts.steps as usize);
-                    let out: Outcome = train_and_evaluate(cfg, corpus, &opts, &mut |s, l| bar.tick(s as usize, l)).map_err(|e| e.to_string())?;
+                    let out: Outcome = train_and_evaluate_on(cfg, corpus, &opts, ctx.group(), &mut |s, l| bar.tick(s as usize, l)).map_err(|e| e.to_string())?;
                     bar.finish();
                     let mut d = UnitData::new()
                         .with_scalar("tokens_per_sec", out.tokens_per_sec)
