@@ -163,12 +163,12 @@ pub fn train_and_evaluate(config: &Seq2SeqConfig, corpus: &Corpus, opts: &TrainO
 /// loss is a mean per target token), so K ranks take the steps of one process. Every rank
 /// evaluates (the parameters are equal); `tokens_per_sec` counts the global batches.
 pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &TrainOptions, group: Option<Rc<dyn Collective>>, progress: &mut dyn FnMut(u64, f64)) -> Result<Outcome, Seq2SeqError> {
+    if opts.batch == 0 || opts.steps == 0 || opts.eval_every == 0 {
+        return Err(Seq2SeqError::Config(format!("steps ({}), batch ({}) and eval_every ({}) must be ≥ 1", opts.steps, opts.batch, opts.eval_every)));
+    }
     let ranks = group.as_ref().map_or(1, |c| c.size());
     if opts.batch < ranks {
         return Err(Seq2SeqError::Config(format!("a batch of {} pairs cannot be split over {ranks} ranks", opts.batch)));
-    }
-    if opts.batch == 0 || opts.steps == 0 || opts.eval_every == 0 {
-        return Err(Seq2SeqError::Config(format!("steps ({}), batch ({}) and eval_every ({}) must be ≥ 1", opts.steps, opts.batch, opts.eval_every)));
     }
     let fits = |p: &Pair| !p.0.is_empty() && !p.1.is_empty() && p.0.len() <= opts.max_len && p.1.len() <= opts.max_len;
     let train: Vec<&Pair> = corpus.train.iter().filter(|p| fits(p)).collect();
@@ -326,6 +326,53 @@ mod tests {
         assert!(out.test["greedy_bleu"] > 70.0 && out.test["beam_bleu"] > 70.0, "{:?}", out.test);
         assert!(out.test["greedy_sequence_error"] < 0.3, "{:?}", out.test);
         assert!(out.tokens_per_sec > 0.0);
+    }
+
+    /// Two ranks (threads of a `ThreadGroup`) with batches of 8 split 4 + 4 against one process:
+    /// the same training to float32 rounding (softmax attention, SGD, so no Adagrad-style
+    /// amplification of last-bit differences), and both ranks end with equal parameters.
+    #[test]
+    fn two_ranks_train_as_one_process() {
+        use chi_nn::dist::ThreadGroup;
+        let mut rng = Rng::new(4);
+        let c = Corpus { train: corpus(&mut rng, 120), valid: corpus(&mut rng, 10), test: corpus(&mut rng, 20) };
+        let cfg = Seq2SeqConfig { emb: 8, hidden: 16, attention: AttentionKind::Bahdanau, attn_dim: 8, ..Seq2SeqConfig::default() };
+        let opts = TrainOptions { steps: 30, batch: 8, optim: OptimConfig::sgd(0.5), eval_every: 10, topk: vec![1], beam: 2, decode_pairs: 5, ..TrainOptions::default() };
+        let one = train_and_evaluate(&cfg, &c, &opts, &mut |_, _| {}).unwrap();
+        let two: Vec<Outcome> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ThreadGroup::new(2)
+                .into_iter()
+                .map(|member| {
+                    let (c, cfg, opts) = (&c, &cfg, &opts);
+                    scope.spawn(move || train_and_evaluate_on(cfg, c, opts, Some(Rc::new(member)), &mut |_, _| {}).unwrap())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for o in &two {
+            for (k, v) in &one.test {
+                let rel = (v - o.test[k]).abs() / v.abs().max(1e-9);
+                assert!(rel < 1e-4, "{k}: one process {v}, two ranks {}", o.test[k]);
+            }
+            for ((s1, l1), (s2, l2)) in one.curves["loss"].iter().zip(&o.curves["loss"]) {
+                assert_eq!(s1, s2);
+                assert!((l1 - l2).abs() < 1e-4 * l1.abs(), "step {s1}: loss {l1} vs {l2}");
+            }
+        }
+        assert_eq!(two[0].test, two[1].test, "both ranks hold the same model");
+        let mut too_many = TrainOptions { batch: 1, ..opts.clone() };
+        too_many.steps = 1;
+        let errs: Vec<String> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ThreadGroup::new(2)
+                .into_iter()
+                .map(|member| {
+                    let (c, cfg, o) = (&c, &cfg, &too_many);
+                    scope.spawn(move || train_and_evaluate_on(cfg, c, o, Some(Rc::new(member)), &mut |_, _| {}).unwrap_err().to_string())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(errs.iter().all(|e| e.contains("a batch of 1 pairs cannot be split over 2 ranks")), "{errs:?}");
     }
 
     #[test]
