@@ -32,6 +32,7 @@
 pub mod dist;
 pub mod error;
 pub mod eval;
+mod gate;
 pub mod glove;
 pub mod huffman;
 pub mod io;

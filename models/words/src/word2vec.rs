@@ -33,6 +33,7 @@
 //! bit for bit.
 
 use crate::error::{config, WordsError};
+use crate::gate::{Gate, LeaveOnDrop, RankSide, RowMarks};
 use crate::huffman::Huffman;
 use crate::kernels::{dispatch, Kernel, KernelChoice, Scalar, WithKernel};
 use crate::noise::NoiseTable;
@@ -235,6 +236,16 @@ pub enum Targets<'a> {
         /// Branch bits.
         codes: &'a [u8],
     },
+}
+
+impl<'a> Targets<'a> {
+    /// The rows of the output matrix the example updates.
+    pub(crate) fn output_rows(self) -> &'a [u32] {
+        match self {
+            Targets::Negative(ids) => ids,
+            Targets::Path { points, .. } => points,
+        }
+    }
 }
 
 impl Targets<'_> {
@@ -444,9 +455,9 @@ struct Job<'a> {
 /// ([`crate::dist`]).
 pub(crate) struct RankLink<'a> {
     /// Where workers stop for the averages.
-    pub(crate) gate: &'a crate::dist::Gate,
+    pub(crate) gate: &'a Gate,
     /// Rows each worker touched since the last average, one set per worker.
-    pub(crate) marks: &'a [crate::dist::RowMarks],
+    pub(crate) marks: &'a [RowMarks],
     /// Offset of this rank's first worker in the global worker numbering (seeds the generators).
     pub(crate) first_worker: usize,
 }
@@ -552,7 +563,7 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
                             let c = kept[j] as usize;
                             if let Some(m) = marks {
                                 m.mark_input(c as u32);
-                                m.mark_targets(tt);
+                                m.mark_output(tt.output_rows());
                             }
                             e.fill(0.0);
                             // SAFETY: ids come from the vocabulary, rows are in bounds; input and
@@ -586,7 +597,7 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
                             for &c in &ctx {
                                 m.mark_input(c);
                             }
-                            m.mark_targets(tt);
+                            m.mark_output(tt.output_rows());
                         }
                         // SAFETY: as above.
                         let l = unsafe { cbow_core::<f32, K, LOSS>(input, output, d, &ctx, tt, alpha, cfg.cbow_update, &mut h, &mut e) };
@@ -712,7 +723,7 @@ pub(crate) fn train_impl(
     corpus: &Corpus,
     cfg: &Word2VecConfig,
     progress: Option<&(dyn Fn(&Progress) + Sync)>,
-    dist: Option<&crate::dist::Coordinator<'_>>,
+    dist: Option<&dyn RankSide>,
 ) -> Result<(Word2Vec, TrainStats), WordsError> {
     check_inputs(&vocab, corpus, cfg)?;
     let (v, d) = (vocab.len(), cfg.dim);
@@ -736,14 +747,14 @@ pub(crate) fn train_impl(
     let words_done = AtomicU64::new(0);
     // The schedule runs over the whole corpus whatever the number of ranks.
     let words_total = corpus.ids.len() as u64 * cfg.epochs as u64;
-    let shard = dist.map_or(0..corpus.sentences(), |c| c.shard.clone());
+    let shard = dist.map_or(0..corpus.sentences(), |c| c.shard());
     let threads = cfg.threads.min(shard.len()).max(1);
     let ranges = split_sentences(corpus, shard.clone(), threads);
-    let marks: Vec<crate::dist::RowMarks> = match dist {
-        Some(_) => (0..threads).map(|_| crate::dist::RowMarks::new(v, out_rows)).collect(),
+    let marks: Vec<RowMarks> = match dist {
+        Some(_) => (0..threads).map(|_| RowMarks::new(v, out_rows)).collect(),
         None => Vec::new(),
     };
-    let link = dist.map(|c| RankLink { gate: &c.gate, marks: &marks, first_worker: c.rank * cfg.threads });
+    let link = dist.map(|c| RankLink { gate: c.gate(), marks: &marks, first_worker: c.rank() * cfg.threads });
     let start = Instant::now();
     let (input_ptr, output_ptr) = (Shared(input.as_mut_ptr()), Shared(output.as_mut_ptr()));
     let job = Job {
@@ -774,17 +785,17 @@ pub(crate) fn train_impl(
             handles.into_iter().map(|h| h.join().expect("word2vec worker panicked")).collect()
         }),
         Some(coord) => {
-            coord.gate.start(threads);
+            coord.gate().start(threads);
             let (stats, outcome) = std::thread::scope(|s| {
                 let handles: Vec<_> = ranges
                     .iter()
                     .enumerate()
                     .map(|(i, r)| {
-                        let (job, r, gate) = (&job, r.clone(), &coord.gate);
+                        let (job, r, gate) = (&job, r.clone(), coord.gate());
                         s.spawn(move || {
                             // Leaves the gate even when the worker panics, so the coordinator
                             // does not wait for it.
-                            let _leave = crate::dist::LeaveOnDrop(gate);
+                            let _leave = LeaveOnDrop(gate);
                             dispatch(cfg.kernel, Worker { job, index: i, sentences: r })
                         })
                     })
