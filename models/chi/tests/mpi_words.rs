@@ -6,31 +6,10 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-const CHI: &str = env!("CARGO_BIN_EXE_chi");
-
-fn mpirun_present() -> bool {
-    let ok = Command::new("mpirun").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: mpirun not found (scripts/install-mpi.sh installs Open MPI)");
-    }
-    ok
-}
-
-fn mpirun(n: usize) -> Command {
-    let mut c = Command::new("mpirun");
-    // Open MPI refuses root without these (CI containers run as root).
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    c.args(["-n", &n.to_string(), "--oversubscribe", CHI]);
-    c
-}
-
-fn run(mut c: Command) -> Output {
-    let o = c.output().expect("start");
-    assert!(o.status.success(), "{c:?} failed:\n{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    o
-}
+mod mpi_common;
+use mpi_common::{mpirun, mpirun_present, run};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("chi-mpi-words-test-{}-{name}", std::process::id()));
