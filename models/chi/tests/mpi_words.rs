@@ -4,7 +4,6 @@
 //! `mpirun` is absent.
 #![cfg(feature = "mpi")]
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -18,48 +17,11 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
-/// Four groups of six words; a sentence draws its eight words from one group, so words of a
-/// group share contexts and words of different groups never co-occur. A fixed linear
-/// congruential generator keeps the file the same on every run.
+/// Writes the planted corpus of [`chi_words::eval::planted_corpus`] to `path`; returns its groups.
 fn planted_corpus(path: &Path) -> Vec<Vec<String>> {
-    let groups: Vec<Vec<String>> = (0..4).map(|g| (0..6).map(|k| format!("g{g}w{k}")).collect()).collect();
-    let mut state: u64 = 12345;
-    let mut next = |n: usize| {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((state >> 33) % n as u64) as usize
-    };
-    let mut text = String::new();
-    for _ in 0..3000 {
-        let g = next(groups.len());
-        let words: Vec<&str> = (0..8).map(|_| groups[g][next(6)].as_str()).collect();
-        text.push_str(&words.join(" "));
-        text.push('\n');
-    }
+    let (text, groups) = chi_words::eval::planted_corpus(12345, 3000);
     std::fs::write(path, text).unwrap();
     groups
-}
-
-/// Vectors of a word2vec text file.
-fn load(path: &Path) -> HashMap<String, Vec<f64>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<usize> = lines.next().unwrap().split_whitespace().map(|x| x.parse().unwrap()).collect();
-    let map: HashMap<String, Vec<f64>> = lines
-        .map(|l| {
-            let mut f = l.split_whitespace();
-            let w = f.next().unwrap().to_string();
-            (w, f.map(|x| x.parse().unwrap()).collect())
-        })
-        .collect();
-    assert_eq!(map.len(), header[0]);
-    assert!(map.values().all(|v| v.len() == header[1] && v.iter().all(|x| x.is_finite())));
-    map
-}
-
-fn cosine(a: &[f64], b: &[f64]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let n = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    dot / (n(a) * n(b))
 }
 
 fn train(dir: &Path, corpus: &Path, out: &str, extra: &[&str]) -> Output {
@@ -89,30 +51,13 @@ fn two_ranks_train_word_vectors_that_rank_zero_alone_writes() {
     assert_eq!(files, ["vectors.txt"], "one output file");
     // Same-group similarity beats cross-group similarity, and each group's first word has its
     // nearest neighbour in its own group.
-    let v = load(&out_dir.join("vectors.txt"));
+    let v = chi_words::io::load_word2vec_text(&out_dir.join("vectors.txt")).unwrap();
     assert_eq!(v.len(), 24);
-    let (mut same, mut ns, mut diff, mut nd) = (0.0, 0, 0.0, 0);
-    for (gi, g) in groups.iter().enumerate() {
-        for (hi, h) in groups.iter().enumerate() {
-            for a in g {
-                for b in h {
-                    if a != b {
-                        let s = cosine(&v[a], &v[b]);
-                        if gi == hi {
-                            (same, ns) = (same + s, ns + 1);
-                        } else {
-                            (diff, nd) = (diff + s, nd + 1);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let (same, diff) = (same / ns as f64, diff / nd as f64);
+    let (same, diff) = chi_words::eval::group_separation(&groups, |a, b| v.similarity(a, b).unwrap());
     assert!(same > diff + 0.3, "same-group {same:.3}, cross-group {diff:.3}");
     for g in &groups {
-        let best = v.keys().filter(|w| *w != &g[0]).max_by(|a, b| cosine(&v[&g[0]], &v[*a]).total_cmp(&cosine(&v[&g[0]], &v[*b]))).unwrap();
-        assert!(g.contains(best), "{} nearest {best}", g[0]);
+        let nn = v.nearest(&g[0], 1).unwrap();
+        assert!(g.contains(&nn[0].0), "{} nearest {}", g[0], nn[0].0);
     }
     // One thread per rank and a deterministic average: a second run writes the same file.
     train(&out_dir, &corpus, "again.txt", &["--sync-words", "5000"]);

@@ -448,7 +448,6 @@ mod tests {
     use std::sync::Mutex;
     use crate::vocab::Text;
     use crate::word2vec::{train_corpus, Architecture, Objective};
-    use chi_autodiff::Rng;
     use chi_nn::dist::{Solo, ThreadGroup};
 
     const NS: Objective = Objective::NegativeSampling { negative: 5, power: 0.75 };
@@ -457,19 +456,9 @@ mod tests {
         Text::from_str(include_str!("../data/small_corpus.txt"), true)
     }
 
-    /// Words of a group share their contexts; words of different groups never co-occur.
+    /// The planted corpus of [`crate::eval::planted_corpus`] as a [`Text`].
     fn planted_text(seed: u64) -> (Text, Vec<Vec<String>>) {
-        let groups: Vec<Vec<String>> = (0..4).map(|g| (0..6).map(|k| format!("g{g}w{k}")).collect()).collect();
-        let mut rng = Rng::new(seed);
-        let mut s = String::new();
-        for _ in 0..1500 {
-            let g = &groups[rng.below(groups.len())];
-            for _ in 0..8 {
-                s.push_str(&g[rng.below(g.len())]);
-                s.push(' ');
-            }
-            s.push('\n');
-        }
+        let (s, groups) = crate::eval::planted_corpus(seed, 1500);
         (Text::from_str(&s, false), groups)
     }
 
@@ -613,24 +602,7 @@ mod tests {
             let cfg = Word2VecConfig { dim: 20, window: 3, min_count: 1, epochs: 5, sample: 0.0, ..cfg(Architecture::SkipGram, NS) };
             let runs = run_ranks(k, &text, &cfg, &SyncConfig { sync_words: 5_000 });
             let v = runs[0].model.vectors();
-            let (mut same, mut ns, mut diff, mut nd) = (0.0, 0, 0.0, 0);
-            for (gi, g) in groups.iter().enumerate() {
-                for (hi, h) in groups.iter().enumerate() {
-                    for a in g {
-                        for b in h {
-                            if a != b {
-                                let s = v.similarity(a, b).unwrap();
-                                if gi == hi {
-                                    (same, ns) = (same + s, ns + 1);
-                                } else {
-                                    (diff, nd) = (diff + s, nd + 1);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            let (same, diff) = (same / ns as f64, diff / nd as f64);
+            let (same, diff) = crate::eval::group_separation(&groups, |a, b| v.similarity(a, b).unwrap());
             assert!(same > diff + 0.3, "K={k}: same-group {same:.3}, cross-group {diff:.3}");
         }
     }

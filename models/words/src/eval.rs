@@ -280,3 +280,44 @@ mod tests {
         assert_eq!(s.sections.iter().map(|x| x.2).collect::<Vec<_>>(), [50, 50, 50]);
     }
 }
+
+/// A corpus with known structure, for checking that training recovers it: four groups of six
+/// words (`g{group}w{k}`), and `sentences` lines of eight words each drawn from one group (the
+/// group and the words uniformly, seeded), so words of a group share their contexts and words of
+/// different groups never co-occur. Returns the text (one sentence per line) and the groups.
+pub fn planted_corpus(seed: u64, sentences: usize) -> (String, Vec<Vec<String>>) {
+    let groups: Vec<Vec<String>> = (0..4).map(|g| (0..6).map(|k| format!("g{g}w{k}")).collect()).collect();
+    let mut rng = chi_autodiff::Rng::new(seed);
+    let mut s = String::new();
+    for _ in 0..sentences {
+        let g = &groups[rng.below(groups.len())];
+        for _ in 0..8 {
+            s.push_str(&g[rng.below(g.len())]);
+            s.push(' ');
+        }
+        s.push('\n');
+    }
+    (s, groups)
+}
+
+/// Mean similarity `(within groups, across groups)` over every pair of distinct words of
+/// `groups`, with `similarity(a, b)` (e.g. [`Vectors::similarity`]). On a [`planted_corpus`],
+/// trained vectors should score the first well above the second.
+pub fn group_separation(groups: &[Vec<String>], similarity: impl Fn(&str, &str) -> f64) -> (f64, f64) {
+    let (mut same, mut ns, mut diff, mut nd) = (0.0, 0usize, 0.0, 0usize);
+    for (gi, g) in groups.iter().enumerate() {
+        for (hi, h) in groups.iter().enumerate() {
+            for a in g {
+                for b in h.iter().filter(|b| *b != a) {
+                    let s = similarity(a, b);
+                    if gi == hi {
+                        (same, ns) = (same + s, ns + 1);
+                    } else {
+                        (diff, nd) = (diff + s, nd + 1);
+                    }
+                }
+            }
+        }
+    }
+    (same / ns.max(1) as f64, diff / nd.max(1) as f64)
+}

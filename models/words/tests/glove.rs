@@ -145,16 +145,6 @@ fn glove_trains_deterministically_and_recovers_planted_groups() {
 }
 
 fn planted() -> (Text, Vec<Vec<String>>) {
-    let groups: Vec<Vec<String>> = (0..4).map(|g| (0..6).map(|k| format!("g{g}w{k}")).collect()).collect();
-    let mut rng = Rng::new(9);
-    let mut s = String::new();
-    for _ in 0..800 {
-        let g = &groups[rng.below(groups.len())];
-        for _ in 0..8 {
-            s.push_str(&g[rng.below(g.len())]);
-            s.push(' ');
-        }
-        s.push('\n');
-    }
+    let (s, groups) = chi_words::eval::planted_corpus(9, 800);
     (Text::from_str(&s, false), groups)
 }

@@ -1,6 +1,7 @@
 //! word2vec: tree, noise table, fused updates against the tape, gradcheck, determinism, quality.
 
 use chi_autodiff::{gradcheck, gradgradcheck, GradcheckOptions, Rng, Tensor};
+use chi_words::eval;
 use chi_words::huffman::Huffman;
 use chi_words::kernels::KernelChoice;
 use chi_words::noise::NoiseTable;
@@ -314,20 +315,9 @@ fn rejects_bad_config() {
     }
 }
 
-/// A planted corpus: words of the same group share their contexts, words of different groups
-/// never co-occur. After training, same-group similarity must beat cross-group similarity.
+/// The planted corpus of [`eval::planted_corpus`] as a [`Text`].
 pub fn planted_text(seed: u64) -> (Text, Vec<Vec<String>>) {
-    let groups: Vec<Vec<String>> = (0..4).map(|g| (0..6).map(|k| format!("g{g}w{k}")).collect()).collect();
-    let mut rng = Rng::new(seed);
-    let mut s = String::new();
-    for _ in 0..1500 {
-        let g = &groups[rng.below(groups.len())];
-        for _ in 0..8 {
-            s.push_str(&g[rng.below(g.len())]);
-            s.push(' ');
-        }
-        s.push('\n');
-    }
+    let (s, groups) = eval::planted_corpus(seed, 1500);
     (Text::from_str(&s, false), groups)
 }
 
@@ -339,26 +329,7 @@ fn planted_groups_are_recovered() {
             let cfg = Word2VecConfig { arch, objective: obj, dim: 20, window: 3, min_count: 1, epochs: 5, sample: 0.0, ..Default::default() };
             let (m, _) = word2vec::train(&text, &cfg).unwrap();
             let v = m.vectors();
-            let (mut same, mut ns, mut diff, mut nd) = (0.0, 0, 0.0, 0);
-            for (gi, g) in groups.iter().enumerate() {
-                for (hi, h) in groups.iter().enumerate() {
-                    for a in g {
-                        for b in h {
-                            if a != b {
-                                let s = v.similarity(a, b).unwrap();
-                                if gi == hi {
-                                    same += s;
-                                    ns += 1;
-                                } else {
-                                    diff += s;
-                                    nd += 1;
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            let (same, diff) = (same / ns as f64, diff / nd as f64);
+            let (same, diff) = eval::group_separation(&groups, |a, b| v.similarity(a, b).unwrap());
             assert!(same > diff + 0.3, "{arch:?} {obj:?}: same-group {same:.3}, cross-group {diff:.3}");
             // Every word's nearest neighbour is in its own group.
             for g in &groups {
