@@ -198,12 +198,6 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
     let start = Instant::now();
     let mut eval_time = 0.0;
     let topk = opts.topk.clone();
-    let share = |global: &[usize]| -> Vec<usize> {
-        match &group {
-            Some(c) => shard(global, c.rank(), c.size()).to_vec(),
-            None => global.to_vec(),
-        }
-    };
     let trainer = Trainer::new(&model.store, &mut optim);
     let trainer = match &group {
         Some(c) => trainer.data_parallel(DataParallel::new(c.clone())),
@@ -229,7 +223,10 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
         .on_step_end(|s| progress(s.step, s.loss))
         .fit(batches, |global: Vec<usize>| {
             tokens += global.iter().map(|&i| train_ids[i].1.len()).sum::<usize>();
-            let idx = share(&global);
+            let idx = match &group {
+                Some(c) => shard(&global, c.rank(), c.size()),
+                None => &global[..],
+            };
             let src = Padded::new(&idx.iter().map(|&i| train_ids[i].0.clone()).collect::<Vec<_>>());
             let tgt = Padded::new(&idx.iter().map(|&i| train_ids[i].1.clone()).collect::<Vec<_>>());
             let tf = model.teacher_forced(&src, &tgt).expect("training ids come from the model's own vocabularies");

@@ -579,7 +579,7 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
                                 }
                             }
                             st.examples += 1;
-                            st.updates += tt_len(tt) as u64;
+                            st.updates += tt.output_rows().len() as u64;
                         }
                     }
                     Architecture::Cbow => {
@@ -607,7 +607,7 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
                             report_n += 1;
                         }
                         st.examples += 1;
-                        st.updates += tt_len(tt) as u64;
+                        st.updates += tt.output_rows().len() as u64;
                     }
                 }
             }
@@ -642,13 +642,6 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
     }
     job.words_done.fetch_add(local, Ordering::Relaxed);
     st
-}
-
-fn tt_len(t: Targets) -> usize {
-    match t {
-        Targets::Negative(ids) => ids.len(),
-        Targets::Path { points, .. } => points.len(),
-    }
 }
 
 /// Splits the sentences `range` into `n` contiguous ranges of about equal word counts.

@@ -28,6 +28,7 @@ use super::util::{mean_curve, write_curves};
 use super::{judge, Ctx, Report, Row};
 use chi_autodiff::Rng;
 use chi_nn::data::{self, Dataset};
+use chi_nn::stats::Summary;
 
 const TEST: &str = "test accuracy at the best validation step";
 const END: &str = "test accuracy at the end of the budget";
@@ -97,7 +98,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             vc.push(valid_curve);
         }
         let label = v.label();
-        ctx.log(&format!("{label}: test accuracy at best validation {:.4}, at the end {:.4}", mean(&at_best), mean(&at_end)));
+        ctx.log(&format!("{label}: test accuracy at best validation {:.4}, at the end {:.4}", Summary::of(&at_best).mean, Summary::of(&at_end).mean));
         let paper = match v {
             Variant::Average => Some(0.88),
             Variant::CaBsfeEm(100) => Some(0.91),
@@ -144,10 +145,6 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         ("split".into(), format!("{}/{}/{}", train.len(), valid.len(), test.len())),
     ];
     Ok(rep)
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
 fn median(v: &[f64]) -> f64 {

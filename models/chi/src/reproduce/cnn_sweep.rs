@@ -28,7 +28,7 @@ use super::ca_compare::{push_claim, summaries};
 use super::cnn_mnist::Net;
 use super::units::UnitData;
 use super::util::{check_image_splits, image_batch, mean_curve, metric, write_curves};
-use super::options::{parsed, OptionSpec};
+use super::options::{parsed, positive_rate, OptionSpec};
 use super::{ranks, Ctx, Report, Row};
 use chi_ca::cnn::CaCnnStack;
 use chi_ca::Activation;
@@ -83,7 +83,7 @@ pub const STACKED_OPTIONS: &[OptionSpec] = &[
 pub(super) fn training(ctx: &Ctx, steps: usize) -> Result<Training, String> {
     Ok(Training {
         steps: ctx.option("steps", steps, "a number of steps from 1 to 1000000", |n| (1..=1_000_000).contains(&n))?,
-        lr: ctx.option("lr", LR, "a learning rate > 0 and ≤ 100", |x: f64| x.is_finite() && x > 0.0 && x <= 100.0)?,
+        lr: ctx.option("lr", LR, "a learning rate > 0 and ≤ 100", positive_rate)?,
         hidden: ctx.option("hidden", HIDDEN, "a width from 1 to 4096", |n| (1..=4096).contains(&n))?,
     })
 }

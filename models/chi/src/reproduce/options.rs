@@ -89,6 +89,11 @@ impl Ctx {
     }
 }
 
+/// Whether `x` is a usable learning rate or initialisation scale: finite, > 0 and ≤ 100.
+pub fn positive_rate(x: f64) -> bool {
+    x.is_finite() && x > 0.0 && x <= 100.0
+}
+
 /// `x` parsed as a `T` when it parses and `ok` accepts it.
 pub fn parsed<T: FromStr>(x: &str, ok: impl Fn(&T) -> bool) -> Option<T> {
     x.parse::<T>().ok().filter(ok)

@@ -20,7 +20,7 @@
 
 use super::units::UnitData;
 use super::util::{mean_curve, metric, write_curves};
-use super::options::{parsed, OptionSpec};
+use super::options::{parsed, positive_rate, OptionSpec};
 use super::{judge, Ctx, Report, Row};
 use chi_ca::rnn::{CaRnnCell, CaRnnConfig, Peephole};
 use chi_nn::layers::{GruCell, GruVariant, LstmCell, RecurrentCell};
@@ -477,10 +477,6 @@ fn size_ok(n: usize) -> bool {
     (1..=512).contains(&n)
 }
 
-fn rate_ok(x: f64) -> bool {
-    x.is_finite() && x > 0.0 && x <= 100.0
-}
-
 /// The [`Setup`] of `ca-rnn-synthetic`: the defaults, with the options given.
 fn setup_options(ctx: &Ctx) -> Result<Setup, String> {
     let d = Setup::default();
@@ -488,8 +484,8 @@ fn setup_options(ctx: &Ctx) -> Result<Setup, String> {
         embed: ctx.option("embed", d.embed, "a size from 1 to 512", size_ok)?,
         hidden: ctx.option("hidden", d.hidden, "a size from 1 to 512", size_ok)?,
         opt: ctx.word_option("optimizer", d.opt, "adagrad, adam or sgd", parse_opt)?,
-        lr: ctx.option("lr", d.lr, "a learning rate > 0 and ≤ 100", rate_ok)?,
-        init_scale: ctx.option("init-scale", d.init_scale, "a scale > 0 and ≤ 100", rate_ok)?,
+        lr: ctx.option("lr", d.lr, "a learning rate > 0 and ≤ 100", positive_rate)?,
+        init_scale: ctx.option("init-scale", d.init_scale, "a scale > 0 and ≤ 100", positive_rate)?,
         peephole: ctx.word_option("peephole", d.peephole, "vector or matrix", parse_peephole)?,
     })
 }
@@ -513,9 +509,9 @@ fn sweep_grid_options(ctx: &Ctx) -> Result<Vec<Setup>, String> {
     })?;
     let opts = ctx.list_option("optimizers", axis(&|s| format!("{}:{}", s.opt.name(), s.lr)), "OPTIMIZER:RATE pairs (adagrad, adam or sgd; rate > 0 and ≤ 100)", |x| {
         let (o, r) = x.split_once(':')?;
-        Some(format!("{}:{}", parse_opt(o)?.name(), parsed(r, |&r: &f64| rate_ok(r))?))
+        Some(format!("{}:{}", parse_opt(o)?.name(), parsed(r, |&r: &f64| positive_rate(r))?))
     })?;
-    let scales = ctx.list_option("init-scales", axis(&|s| s.init_scale.to_string()), "scales (> 0 and ≤ 100)", |x| parsed(x, |&r: &f64| rate_ok(r)).map(|r| r.to_string()))?;
+    let scales = ctx.list_option("init-scales", axis(&|s| s.init_scale.to_string()), "scales (> 0 and ≤ 100)", |x| parsed(x, |&r: &f64| positive_rate(r)).map(|r| r.to_string()))?;
     let peepholes = ctx.list_option("peepholes", vec![Peephole::Vector, Peephole::Matrix], "vector or matrix", parse_peephole)?;
     let mut grid = Vec::new();
     for size in &sizes {

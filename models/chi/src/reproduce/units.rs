@@ -271,26 +271,39 @@ impl Ctx {
         let path = self.unit_path(key);
         let header = self.header(key, &self.unit_config(config));
         if self.resume {
-            // Rank 0 decides (it alone has the records) and sends the record it reuses, so every
-            // rank reuses or runs the same units.
-            let mut text = Vec::new();
-            if self.leads() {
-                match load_unit(&path, &header).and_then(|d| d.map(|d| decode(&d).map(|_| d)).transpose()) {
-                    Ok(Some(d)) => text = encode_unit(&header, &d).into_bytes(),
-                    Ok(None) => {}
-                    Err(problem) => eprintln!("chi reproduce: warning: {}: {problem}; ignoring this record and running the unit again", path.display()),
+            // Rank 0 decides (it alone has the records); under mpirun it sends the record it
+            // reuses, so every rank reuses or runs the same units.
+            let reused: Option<R> = if self.leads() {
+                let found = match load_unit(&path, &header).and_then(|d| d.map(|d| decode(&d).map(|r| (d, r))).transpose()) {
+                    Ok(found) => found,
+                    Err(problem) => {
+                        eprintln!("chi reproduce: warning: {}: {problem}; ignoring this record and running the unit again", path.display());
+                        None
+                    }
+                };
+                if let Some(c) = self.comm() {
+                    let mut text = found.as_ref().map_or_else(Vec::new, |(d, _)| encode_unit(&header, d).into_bytes());
+                    c.broadcast_bytes(&mut text, 0);
                 }
-            }
-            if let Some(c) = self.comm() {
-                c.broadcast_bytes(&mut text, 0);
-            }
-            if !text.is_empty() {
-                let d = String::from_utf8(text)
-                    .map_err(|_| "not UTF-8 text".to_string())
-                    .and_then(|t| decode_unit(&t, &header))
-                    .map_err(|e| format!("{}: the record rank 0 sent: {e}", path.display()))?;
+                found.map(|(_, r)| r)
+            } else {
+                let mut text = Vec::new();
+                if let Some(c) = self.comm() {
+                    c.broadcast_bytes(&mut text, 0);
+                }
+                if text.is_empty() {
+                    None
+                } else {
+                    let d = String::from_utf8(text)
+                        .map_err(|_| "not UTF-8 text".to_string())
+                        .and_then(|t| decode_unit(&t, &header))
+                        .map_err(|e| format!("{}: the record rank 0 sent: {e}", path.display()))?;
+                    Some(decode(&d)?)
+                }
+            };
+            if let Some(r) = reused {
                 self.units_reused.set(self.units_reused.get() + 1);
-                return decode(&d);
+                return Ok(r);
             }
         }
         let data = compute()?;
