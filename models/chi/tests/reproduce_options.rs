@@ -99,6 +99,7 @@ fn cnn_and_res_sweep_options_reach_the_units() {
     assert!(configs.iter().any(|c| c.contains("v_input=Eq42 l=3 n_v=1 n_sigma=1 b=false k=7")), "{configs:?}");
     for (args, want) in [
         (vec!["ca-cnn-depth", "--quick", "--set", "kernel=0"], "expects a kernel side from 1 to 28"),
+        (vec!["ca-cnn-depth", "--quick", "--set", "depths=256", "--set", "kernel=1", "--set", "hidden=4096"], "ca-cnn-depth hidden-layer weights"),
         (vec!["ca-cnn-stacked", "--quick", "--set", "layers=0"], "layer counts from 1 to 64"),
         (vec!["ca-cnn-stacked", "--quick", "--set", "em-steps=-3"], "em_steps from 1 to 1000000"),
         (vec!["ca-res-sweep", "--quick", "--set", "kernels=4"], "odd kernel sides from 3 to 13"),

@@ -217,6 +217,10 @@ pub fn run_depth(ctx: &Ctx) -> Result<Report, String> {
     depths.sort_unstable();
     depths.dedup();
     let Training { steps, lr, hidden } = training(ctx, steps)?;
+    // The hidden layer reads every output of the widest convolution: bound it before allocating.
+    let side = d.train.rows - k + 1;
+    let widest = depths.last().copied().unwrap_or(0);
+    chi_nn::limits::check_elements("ca-cnn-depth hidden-layer weights (--set depths, kernel, hidden)", &[widest, side, side, hidden]).map_err(|e| e.to_string())?;
     let m = format!("Fashion-MNIST test accuracy ({} images)", d.te.len());
     ctx.plan_units(depths.len() * 2 * ctx.runs);
     let mut curves = Vec::new();
