@@ -268,6 +268,74 @@ fn reproduce_on_two_ranks_gives_the_one_process_numbers() {
     let _ = std::fs::remove_dir_all(&two);
 }
 
+/// Experiments beyond the trainer's: `ca-att-synthetic` (float64, the trainer with shards cut
+/// from a sampled batch) gives one process's numbers to 1e-12; `rationales` (a training loop of
+/// chi-rcnn's own, REINFORCE masks drawn per rank) runs on two ranks with its rank-count unit
+/// records and one table.
+#[test]
+fn reproduce_loops_of_their_own_on_two_ranks() {
+    if !mpirun_present() {
+        return;
+    }
+    let (one, two) = (tmp("own-one"), tmp("own-two"));
+    let mut c = Command::new(CHI);
+    c.args(["--out", one.to_str().unwrap(), "reproduce", "ca-att-synthetic", "--quick", "--json"]);
+    run(c);
+    let mut c = mpirun(2);
+    c.args(["--out", two.to_str().unwrap(), "reproduce", "ca-att-synthetic", "--quick", "--json"]);
+    run(c);
+    let sub = |d: &Path, e: &str| d.join("reproduce").join(e);
+    let worst = largest_relative_difference(&unit_numbers(&sub(&one, "ca-att-synthetic")), &unit_numbers(&sub(&two, "ca-att-synthetic")));
+    assert!(worst < 1e-12, "largest relative difference {worst:e}");
+    let mut c = mpirun(2);
+    c.args(["--out", two.to_str().unwrap(), "reproduce", "rationales", "--quick", "--json"]);
+    let o = run(c);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("trained data-parallel on 2 processes"), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains("\"experiment\":\"rationales\"")).count();
+    assert!(rows > 0, "rank 0 prints the table");
+    let units = std::fs::read_dir(sub(&two, "rationales").join("units")).unwrap().count();
+    assert!(units > 0);
+    for e in std::fs::read_dir(sub(&two, "rationales").join("units")).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        assert!(text.contains("ranks=2"), "a unit record names its rank count");
+    }
+    let _ = std::fs::remove_dir_all(&one);
+    let _ = std::fs::remove_dir_all(&two);
+}
+
+/// The tagger and the RCNN language model (float32 loops of their own, no random masks) on the
+/// Brown corpus, two ranks against one process: the same numbers up to float32 rounding.
+/// Skipped without the corpus.
+#[test]
+fn reproduce_brown_loops_on_two_ranks_when_data_is_present() {
+    if !mpirun_present() {
+        return;
+    }
+    let data = std::env::var_os("CHI_DATA").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data"));
+    if !data.join("brown").exists() {
+        eprintln!("skipped: no Brown corpus under {} (scripts/fetch-data.sh)", data.display());
+        return;
+    }
+    for e in ["pos-brown", "rcnn-lm"] {
+        let (one, two) = (tmp(&format!("{e}-one")), tmp(&format!("{e}-two")));
+        let mut c = Command::new(CHI);
+        c.env("CHI_DATA", &data).args(["--out", one.to_str().unwrap(), "reproduce", e, "--quick", "--json"]);
+        run(c);
+        let mut c = mpirun(2);
+        c.env("CHI_DATA", &data).args(["--out", two.to_str().unwrap(), "reproduce", e, "--quick", "--json"]);
+        run(c);
+        let sub = |d: &Path| d.join("reproduce").join(e);
+        let (a, b) = (unit_numbers(&sub(&one)), unit_numbers(&sub(&two)));
+        // Throughputs are timings, not results.
+        let keep = |v: Vec<(String, Vec<f64>)>| v.into_iter().filter(|(k, _)| !k.contains("tokens_per_s")).collect::<Vec<_>>();
+        let worst = largest_relative_difference(&keep(a), &keep(b));
+        // Accuracies move in steps of one token in 9,119; perplexities by float32 rounding.
+        assert!(worst < 1e-3, "{e}: largest relative difference {worst:e}");
+        let _ = std::fs::remove_dir_all(&one);
+        let _ = std::fs::remove_dir_all(&two);
+    }
+}
+
 /// Full-batch experiments run in one process only, and say so.
 #[test]
 fn reproduce_refuses_full_batch_experiments_on_several_ranks() {

@@ -2,5 +2,6 @@
 //! when the model library moves.
 
 pub use chi_nn::layers::{reverse_padded, run_sequence_batch, stack_outputs, Embedding, Linear, LstmCell, RecurrentCell};
-pub use chi_nn::optim::{OptimConfig, Optimizer};
+pub use chi_nn::dist::{GradSync, Group};
+pub use chi_nn::optim::{Grad, Grads, OptimConfig, Optimizer};
 pub use chi_nn::params::{init, Param, ParamStore};

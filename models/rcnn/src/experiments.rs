@@ -3,7 +3,7 @@
 //! count, and the synthetic multi-aspect rationale task with planted spans, comparing the
 //! generator's rationales with an attention baseline's top words.
 
-use crate::deps::{run_sequence_batch, stack_outputs, Embedding, Linear, LstmCell, OptimConfig, Optimizer, Param, ParamStore};
+use crate::deps::{run_sequence_batch, stack_outputs, Embedding, Grad, Grads, GradSync, Group, Linear, LstmCell, OptimConfig, Optimizer, Param, ParamStore};
 use crate::error::{RcnnError, Result};
 use crate::layer::{Activation, BiRcnn, Decay, Rcnn, RcnnConfig};
 use crate::rationale::{GeneratorKind, MovingAverage, RationaleConfig, RationaleModel};
@@ -153,6 +153,14 @@ pub fn hidden_for_params(kind: LmKind, vocab: usize, emb: usize, target: usize) 
 
 /// Trains each model kind on the `train` token stream and reports held-out perplexity on `test`.
 pub fn run_language_models(train: &[usize], test: &[usize], kinds: &[LmKind], cfg: &LmRunConfig) -> Result<Vec<LmResult>> {
+    run_language_models_on(train, test, kinds, cfg, &Group::one())
+}
+
+/// [`run_language_models`] on the ranks of `group`, every rank calling it with the same
+/// arguments: each step's windows are drawn alike on every rank, each rank differentiates its
+/// share, and the gradients are averaged before the one update (the single-process step up to
+/// rounding). Evaluation runs whole on every rank.
+pub fn run_language_models_on(train: &[usize], test: &[usize], kinds: &[LmKind], cfg: &LmRunConfig, group: &Group) -> Result<Vec<LmResult>> {
     let need = cfg.unroll + 1;
     if train.len() < need || test.len() < need {
         return Err(RcnnError::Lengths { op: "run_language_models", reason: format!("streams need at least {need} tokens") });
@@ -166,6 +174,7 @@ pub fn run_language_models(train: &[usize], test: &[usize], kinds: &[LmKind], cf
         let lm = Lm::new(kind, cfg.vocab, cfg.emb, hidden, cfg.seed)?;
         let mut opt = Optimizer::new(OptimConfig::adam(cfg.lr));
         let params: Vec<Param<f32>> = lm.store.params().to_vec();
+        let mut sync = GradSync::new(group, &params);
         let mut rng = Rng::new(cfg.seed ^ 0xda7a);
         let mut losses = Vec::with_capacity(cfg.steps);
         for _ in 0..cfg.steps {
@@ -173,12 +182,14 @@ pub fn run_language_models(train: &[usize], test: &[usize], kinds: &[LmKind], cf
                 let s = rng.below(train.len() - need + 1);
                 train[s..s + need].to_vec()
             }).collect();
+            let mine = group.shard(&windows);
             lm.store.zero_grad();
-            let loss = lm.loss(&windows)?;
-            losses.push(loss.item() as f64);
-            loss.backward();
-            clip(&params, cfg.clip);
-            opt.step_params(&params);
+            let loss = if mine.is_empty() { Tensor::scalar(0.0) } else { lm.loss(mine)? };
+            // Every window has `unroll` targets, so windows weigh the ranks' mean losses.
+            let (mean, mut grads) = sync.backward(&loss, mine.len() as f64)?;
+            losses.push(mean);
+            clip(&mut grads, cfg.clip);
+            opt.step(&params, &grads);
         }
         let tenth = (cfg.steps / 10).max(1);
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
@@ -200,16 +211,25 @@ pub fn run_language_models(train: &[usize], test: &[usize], kinds: &[LmKind], cf
 }
 
 /// Scales every gradient so the global norm is at most `max` (no-op for `max ≤ 0`).
-fn clip(params: &[Param<f32>], max: f64) {
+/// Scales `grads` to global L2 norm `max` when they are longer (no clipping for `max ≤ 0`).
+/// Computed per parameter and in `f32` products, as clipping the parameters' own gradients
+/// tensor by tensor would, so one-process results do not depend on where the gradients live.
+fn clip(grads: &mut Grads<f32>, max: f64) {
     if max <= 0.0 {
         return;
     }
-    let norm = params.iter().filter_map(|p| p.grad()).map(|g| g.norm().powi(2)).sum::<f64>().sqrt();
+    let values = |g: &Grad<f32>| -> Vec<f32> {
+        match g {
+            Grad::Dense(v) => v.clone(),
+            Grad::Rows { values, .. } => values.clone(),
+        }
+    };
+    let norm = grads.items.iter().flatten().map(|g| values(g).iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt().powi(2)).sum::<f64>().sqrt();
     if norm > max {
-        let s = max / norm;
-        for p in params {
-            if let Some(g) = p.grad() {
-                p.get().set_grad(Some(g.mul_scalar(s)));
+        let s = (max / norm) as f32;
+        for g in grads.items.iter_mut().flatten() {
+            match g {
+                Grad::Dense(v) | Grad::Rows { values: v, .. } => v.iter_mut().for_each(|x| *x *= s),
             }
         }
     }
@@ -365,6 +385,16 @@ impl AttentionModel {
 /// Trains a rationale model (generator + encoder) and an attention baseline on `train` for one
 /// aspect, and measures rationale precision and selection rate on `test`.
 pub fn run_rationale_task(train: &RationaleTask, test: &RationaleTask, cfg: &RationaleRunConfig) -> Result<RationaleResult> {
+    run_rationale_task_on(train, test, cfg, &Group::one())
+}
+
+/// [`run_rationale_task`] on the ranks of `group`, every rank calling it with the same
+/// arguments: the texts of each step are drawn alike on every rank, each rank samples the masks
+/// of its share from a stream of its own ([`Group::rank_seed`]) and keeps its own moving-average
+/// baseline (a baseline that does not depend on the current sample leaves the estimator
+/// unbiased), and the gradients of both models are averaged before their updates. The logged
+/// costs are means over the whole global batch. Evaluation runs whole on every rank.
+pub fn run_rationale_task_on(train: &RationaleTask, test: &RationaleTask, cfg: &RationaleRunConfig, group: &Group) -> Result<RationaleResult> {
     if cfg.aspect >= train.aspects || test.aspects != train.aspects || train.texts.is_empty() || test.texts.is_empty() {
         return Err(RcnnError::Config { field: "aspect", reason: "aspect out of range or empty data".into() });
     }
@@ -391,22 +421,34 @@ pub fn run_rationale_task(train: &RationaleTask, test: &RationaleTask, cfg: &Rat
     let mut base = MovingAverage::new(0.9);
     let mut costs = Vec::with_capacity(cfg.steps);
     let target = |task: &RationaleTask, idx: &[usize]| Tensor::from_vec(idx.iter().map(|&i| task.targets[i][cfg.aspect] as f32).collect(), &[idx.len(), 1]);
+    let (mut sync, mut att_sync) = (GradSync::new(group, &params), GradSync::new(group, &att_params));
+    // One process draws texts and masks from one stream; ranks draw texts alike and masks apart.
+    let mut rank_masks = (group.size() > 1).then(|| Rng::new(group.rank_seed(cfg.seed ^ 0x3a5c)));
     for _ in 0..cfg.steps {
-        let idx: Vec<usize> = (0..cfg.batch).map(|_| rng.below(train.texts.len())).collect();
-        let texts: Vec<Vec<usize>> = idx.iter().map(|&i| train.texts[i].clone()).collect();
-        let x = embed(&table, &texts);
-        let y = target(train, &idx);
+        let global: Vec<usize> = (0..cfg.batch).map(|_| rng.below(train.texts.len())).collect();
+        let idx = group.shard(&global);
+        let n = idx.len() as f64;
         store.zero_grad();
-        let step = model.surrogate(&x, None, &y, 1, &mut rng, if cfg.baseline { Some(&mut base) } else { None })?;
-        costs.push(step.mean_cost);
-        step.surrogate.backward();
-        clip(&params, 5.0);
-        opt.step_params(&params);
         att.store.zero_grad();
-        let (pred, _) = att.forward(&x)?;
-        pred.mse_loss(&y).backward();
-        clip(&att_params, 5.0);
-        att_opt.step_params(&att_params);
+        let (surrogate, cost, att_loss) = if idx.is_empty() {
+            (Tensor::scalar(0.0), 0.0, Tensor::scalar(0.0))
+        } else {
+            let texts: Vec<Vec<usize>> = idx.iter().map(|&i| train.texts[i].clone()).collect();
+            let x = embed(&table, &texts);
+            let y = target(train, idx);
+            let masks = rank_masks.as_mut().unwrap_or(&mut rng);
+            let step = model.surrogate(&x, None, &y, 1, masks, if cfg.baseline { Some(&mut base) } else { None })?;
+            let (pred, _) = att.forward(&x)?;
+            (step.surrogate, step.mean_cost, pred.mse_loss(&y))
+        };
+        let (_, mut grads) = sync.backward(&surrogate, n)?;
+        clip(&mut grads, 5.0);
+        opt.step(&params, &grads);
+        let (_, mut att_grads) = att_sync.backward(&att_loss, n)?;
+        clip(&mut att_grads, 5.0);
+        att_opt.step(&att_params, &att_grads);
+        let total = group.sum(vec![cost * n, n]);
+        costs.push(if total[1] > 0.0 { total[0] / total[1] } else { 0.0 });
     }
     // Evaluation on held-out texts, one batch.
     let idx: Vec<usize> = (0..test.texts.len()).collect();

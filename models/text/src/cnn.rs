@@ -231,4 +231,7 @@ impl<T: Float> Classifier<T> for TextCnn<T> {
     fn after_step(&self) {
         self.apply_max_norm()
     }
+    fn reseed_masks(&self, seed: u64) {
+        self.dropout.reseed(seed ^ 0x5eed)
+    }
 }

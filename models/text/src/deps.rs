@@ -4,5 +4,6 @@
 pub use chi_ca::rnn::{CaRnnCell, CaRnnConfig};
 pub use chi_nn::data::glove::Embeddings;
 pub use chi_nn::layers::{run_sequence_batch, Activation, BagMode, Bidirectional, EmbeddingBag, Conv1dText, Dropout, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell, SelfAttention};
+pub use chi_nn::dist::{GradSync, Group};
 pub use chi_nn::optim::{Grads, OptimConfig, Optimizer};
 pub use chi_nn::params::{init, Param, ParamStore};

@@ -141,8 +141,8 @@ impl TextCnnSentencesConfig {
             max_folds: None,
             modes: vec![EmbeddingMode::Random, EmbeddingMode::Static, EmbeddingMode::NonStatic],
             cnn: TextCnnConfig::kim(0, 50, 2, EmbeddingMode::Random),
-            cnn_fit: FitConfig { epochs: 10, batch_size: 50, optim: crate::deps::OptimConfig::adam(1e-3), seed: 0 },
-            bow_fit: FitConfig { epochs: 20, batch_size: 50, optim: bow_optim, seed: 0 },
+            cnn_fit: FitConfig { epochs: 10, batch_size: 50, optim: crate::deps::OptimConfig::adam(1e-3), seed: 0, group: Default::default() },
+            bow_fit: FitConfig { epochs: 20, batch_size: 50, optim: bow_optim, seed: 0, group: Default::default() },
             min_count: 1,
             seed: 0,
         }

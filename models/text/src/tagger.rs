@@ -356,13 +356,19 @@ pub struct TaggerFit {
     pub clip: f64,
     /// Seed of the shuffling.
     pub seed: u64,
+    /// The processes training runs on ([`crate::deps::Group::one`] by default): with several
+    /// ranks, each takes its share of every batch's sentences and the gradients are averaged
+    /// weighted by tokens, which is the single-process step up to rounding.
+    pub group: crate::deps::Group,
 }
 
-/// Trains a tagger; returns the mean per-token loss of each epoch.
+/// Trains a tagger; returns the mean per-token loss of each epoch (over every rank's tokens).
 pub fn train_tagger<T: Float>(model: &NeuralTagger<T>, train: &[TaggedTokens], cfg: &TaggerFit) -> Result<Vec<f64>> {
     let tags: Vec<Vec<usize>> = train.iter().map(|s| model.lexicon.tag_ids(s)).collect::<Result<_>>()?;
     let mut opt = Optimizer::try_new(cfg.optim.clone()).map_err(|msg| TextError::Invalid { op: "train_tagger", msg: msg.to_string() })?;
     let params = model.params();
+    let group = &cfg.group;
+    let mut sync = crate::deps::GradSync::new(group, &params);
     let mut rng = Rng::new(cfg.seed);
     let mut order: Vec<usize> = (0..train.len()).collect();
     let mut losses = Vec::with_capacity(cfg.epochs);
@@ -370,17 +376,18 @@ pub fn train_tagger<T: Float>(model: &NeuralTagger<T>, train: &[TaggedTokens], c
         rng.shuffle(&mut order);
         let (mut total, mut tokens) = (0.0, 0usize);
         for chunk in order.chunks(cfg.batch_size.max(1)) {
-            let sents: Vec<&[String]> = chunk.iter().map(|&i| train[i].words.as_slice()).collect();
-            let y: Vec<Vec<usize>> = chunk.iter().map(|&i| tags[i].clone()).collect();
+            let mine = group.shard(chunk);
+            let sents: Vec<&[String]> = mine.iter().map(|&i| train[i].words.as_slice()).collect();
+            let y: Vec<Vec<usize>> = mine.iter().map(|&i| tags[i].clone()).collect();
             let n: usize = sents.iter().map(|s| s.len()).sum();
+            let global_n: usize = chunk.iter().map(|&i| train[i].words.len()).sum();
             for p in &params {
                 p.zero_grad();
             }
-            let loss = model.loss(&sents, &y)?;
-            total += loss.item().to_f64() * n as f64;
-            tokens += n;
-            loss.try_backward()?;
-            let mut g = crate::deps::Grads::collect(&params);
+            let loss = if n == 0 { Tensor::scalar(T::ZERO) } else { model.loss(&sents, &y)? };
+            let (mean, mut g) = sync.backward(&loss, n as f64)?;
+            total += mean * global_n as f64;
+            tokens += global_n;
             if cfg.clip > 0.0 {
                 g.clip_global_norm(cfg.clip);
             }

@@ -54,7 +54,7 @@ fn static_embeddings_are_frozen_and_non_static_train() {
     assert!(s.embedding.weight.is_frozen() && !n.embedding.weight.is_frozen());
     assert!(!s.params().iter().any(|p| p.name() == "emb.weight"));
     let docs = vec![vec![1, 2, 3], vec![4, 5]];
-    let cfg = FitConfig { epochs: 3, batch_size: 2, optim: OptimConfig::adam(0.05), seed: 0 };
+    let cfg = FitConfig { epochs: 3, batch_size: 2, optim: OptimConfig::adam(0.05), seed: 0, group: Default::default() };
     fit(&s, &docs, &[0, 1], &cfg).unwrap();
     fit(&n, &docs, &[0, 1], &cfg).unwrap();
     assert_eq!(s.embedding.weight.to_vec(), pre, "static embeddings changed");
@@ -84,7 +84,7 @@ fn learns_a_planted_sentiment_task() {
     let ids: Vec<Vec<usize>> = docs.iter().map(|d| vocab.encode(d)).collect();
     let cfg = TextCnnConfig { filters: 16, seed: 2, ..TextCnnConfig::kim(vocab.len(), 16, 2, EmbeddingMode::Random) };
     let m = TextCnn::<f32>::new(cfg, None).unwrap();
-    let log = fit(&m, &ids[..400], &labels[..400], &FitConfig { epochs: 8, batch_size: 25, optim: OptimConfig::adam(0.01), seed: 1 }).unwrap();
+    let log = fit(&m, &ids[..400], &labels[..400], &FitConfig { epochs: 8, batch_size: 25, optim: OptimConfig::adam(0.01), seed: 1, group: Default::default() }).unwrap();
     assert!(log.epoch_loss.last().unwrap() < &log.epoch_loss[0]);
     let acc = accuracy(&predict(&m, &ids[400..], 64).unwrap(), &labels[400..]);
     assert!(acc > 0.95, "held-out accuracy {acc}");

@@ -49,8 +49,8 @@ fn text_cnn_sentences_quick_variant() {
         max_folds: Some(2),
         modes: vec![EmbeddingMode::Random, EmbeddingMode::Static, EmbeddingMode::NonStatic],
         cnn: TextCnnConfig { filters: 8, ..TextCnnConfig::kim(0, 8, 2, EmbeddingMode::Random) },
-        cnn_fit: FitConfig { epochs: 6, batch_size: 25, optim: OptimConfig::adam(0.01), seed: 0 },
-        bow_fit: FitConfig { epochs: 10, batch_size: 25, optim: OptimConfig::adam(0.05), seed: 0 },
+        cnn_fit: FitConfig { epochs: 6, batch_size: 25, optim: OptimConfig::adam(0.01), seed: 0, group: Default::default() },
+        bow_fit: FitConfig { epochs: 10, batch_size: 25, optim: OptimConfig::adam(0.05), seed: 0, group: Default::default() },
         min_count: 1,
         seed: 4,
     };
@@ -88,7 +88,7 @@ fn pos_tagging_quick_variant() {
         .iter()
         .map(|&(encoder, head)| TaggerConfig { word_dim: 6, suffix_dim: 0, shape_dim: 0, hidden: 6, encoder, head, seed: 1 })
         .collect();
-    let fit = TaggerFit { epochs: 8, batch_size: 10, optim: OptimConfig::adam(0.03), clip: 5.0, seed: 0 };
+    let fit = TaggerFit { epochs: 8, batch_size: 10, optim: OptimConfig::adam(0.03), clip: 5.0, seed: 0, group: Default::default() };
     let r = pos_tagging(&train, &test, &taggers, &fit, 1).unwrap();
     assert_eq!(r.tags, 3);
     assert_eq!(r.models.len(), 3);

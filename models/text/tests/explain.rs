@@ -105,7 +105,7 @@ fn explanation_html_and_json_of_a_trained_model() {
     let cfg = TextCnnConfig { filters: 8, seed: 4, ..TextCnnConfig::kim(vocab.len(), 12, 2, EmbeddingMode::Random) };
     let m = TextCnn::<f64>::new(cfg, None).unwrap();
     let before = document_embeddings(&m, &ids).unwrap();
-    fit(&m, &ids, &labels, &FitConfig { epochs: 6, batch_size: 20, optim: OptimConfig::adam(0.01), seed: 2 }).unwrap();
+    fit(&m, &ids, &labels, &FitConfig { epochs: 6, batch_size: 20, optim: OptimConfig::adam(0.01), seed: 2, group: Default::default() }).unwrap();
     let words: Vec<String> = "the plot was <superb> and the actor".split(' ').map(String::from).collect();
     let mut words2 = words.clone();
     words2[3] = "superb".into();

@@ -100,7 +100,7 @@ fn learns_a_planted_document_task() {
         })
         .collect();
     let m = Han::<f32>::new(HanConfig { vocab: vocab.len(), emb_dim: 16, hidden: 12, attention: 12, classes: 2, seed: 3 }, None).unwrap();
-    fit(&m, &docs[..300], &labels[..300], &FitConfig { epochs: 6, batch_size: 20, optim: OptimConfig::adam(0.01), seed: 0 }).unwrap();
+    fit(&m, &docs[..300], &labels[..300], &FitConfig { epochs: 6, batch_size: 20, optim: OptimConfig::adam(0.01), seed: 0, group: Default::default() }).unwrap();
     let acc = accuracy(&predict(&m, &docs[300..], 50).unwrap(), &labels[300..]);
     assert!(acc > 0.9, "held-out accuracy {acc}");
 }

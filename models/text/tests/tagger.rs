@@ -65,7 +65,7 @@ fn cfg(encoder: EncoderKind, head: HeadKind) -> TaggerConfig {
 }
 
 fn fit_cfg(epochs: usize) -> TaggerFit {
-    TaggerFit { epochs, batch_size: 16, optim: OptimConfig::adam(0.03), clip: 5.0, seed: 0 }
+    TaggerFit { epochs, batch_size: 16, optim: OptimConfig::adam(0.03), clip: 5.0, seed: 0, group: Default::default() }
 }
 
 #[test]

@@ -16,18 +16,18 @@
 
 use super::units::UnitData;
 use super::util::{mean_curve, metric, write_curves};
-use super::{judge, Ctx, Report, Row};
+use super::{judge, ranks, Ctx, Report, Row};
 use chi_ca::att::{CaAttention, ChiForm, SoftmaxAttention, SoftmaxScore};
 use chi_ca::{Activation, Dense, GROUP_HEAD};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::ParamStore;
-use chi_nn::trainer::Trainer;
 use chi_autodiff::{no_grad, Rng, Tensor};
 
 const T: usize = 8;
 const KEYS: usize = 4;
 const DS: usize = 8;
-const BATCH: usize = 32;
+/// Examples per training step.
+pub(super) const BATCH: usize = 32;
 const MAX_RELEVANT: usize = 3;
 
 /// A batch: memory `[B, T, DS]`, query `[B, KEYS]`, targets `[B, 1]`, relevant counts.
@@ -40,6 +40,13 @@ pub struct Batch {
     pub y: Tensor<f64>,
     /// Number of relevant items per example.
     pub counts: Vec<usize>,
+}
+
+impl Batch {
+    /// Examples `idx` of the batch (a rank's share).
+    pub fn select(&self, idx: &[usize]) -> Batch {
+        Batch { mem: self.mem.index_select(0, idx), q: self.q.index_select(0, idx), y: self.y.index_select(0, idx), counts: idx.iter().map(|&i| self.counts[i]).collect() }
+    }
 }
 
 /// Draws `b` examples.
@@ -101,7 +108,7 @@ enum Att {
 }
 
 /// One run's results: `(overall test MSE, test MSE by relevant count 0..=3, MSE curve)`.
-pub fn run_once(v: Variant, steps: usize, seed: u64) -> Result<(f64, Vec<f64>, Vec<(f64, f64)>), String> {
+pub fn run_once(ctx: &Ctx, v: Variant, steps: usize, seed: u64) -> Result<(f64, Vec<f64>, Vec<(f64, f64)>), String> {
     let mut rng = Rng::new(seed);
     let mut store = ParamStore::<f64>::new();
     let att = match v {
@@ -122,11 +129,18 @@ pub fn run_once(v: Variant, steps: usize, seed: u64) -> Result<(f64, Vec<f64>, V
     let mut data_rng = Rng::new(seed ^ 0xA77);
     let test = sample(1000, &mut Rng::new(seed ^ 0x7E57));
     let mut opt = Optimizer::new(OptimConfig::adam(0.01));
-    let curve = Trainer::new(&store, &mut opt)
+    // Every rank draws the same global batch and trains on its share.
+    let rows: Vec<usize> = (0..BATCH).collect();
+    let mine = ctx.shard(&rows);
+    let curve = ctx
+        .trainer(&store, &mut opt)
         .steps(steps as u64)
         .eval_every(50)
         .evaluate(|_| metric("mse", no_grad(|| predict(&test).mse_loss(&test.y).item())))
-        .fit(std::iter::repeat_with(|| sample(BATCH, &mut data_rng)), |b| predict(&b).mse_loss(&b.y))?
+        .fit(std::iter::repeat_with(|| sample(BATCH, &mut data_rng)), |b| {
+            let part = if mine.len() == BATCH { b } else { b.select(mine) };
+            ranks::step(predict(&part).mse_loss(&part.y), mine.len())
+        })?
         .eval_curve("mse");
     Ok(no_grad(|| {
         let p = predict(&test).to_vec();
@@ -156,7 +170,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                 &format!("{v:?}-run{r}").to_lowercase(),
                 &format!("variant={v:?} steps={steps} adam lr=0.01 batch={BATCH} T={T} seed={seed}"),
                 || {
-                    let (mse, by, curve) = run_once(v, steps, seed)?;
+                    let (mse, by, curve) = run_once(ctx, v, steps, seed)?;
                     Ok(UnitData::new().with_scalar("test_mse", mse).with_vector("test_mse_by_count", by).with_curve("test_mse_curve", &curve))
                 },
                 |d| {
@@ -220,7 +234,8 @@ mod tests {
     #[test]
     fn a_short_run_gives_finite_errors_for_every_count() {
         for v in [Variant::CaLuong, Variant::SoftmaxLuong] {
-            let (mse, by, curve) = run_once(v, 100, 1).unwrap();
+            let ctx = Ctx::new("ca-att-synthetic", std::env::temp_dir(), true, 1, 0, false, false);
+            let (mse, by, curve) = run_once(&ctx, v, 100, 1).unwrap();
             assert!(mse.is_finite() && by.iter().all(|m| m.is_finite()) && !curve.is_empty(), "{v:?}");
         }
     }

@@ -38,6 +38,8 @@ use chi_text::vocab::{pretrained_matrix, tokenize, Vocab};
 
 /// Folds (as Kim and `ca-bsfe-reviews`).
 const FOLDS: usize = 10;
+/// Reviews per training step of the HAN and the CNN.
+pub(super) const BATCH: usize = 16;
 /// Sentences kept per review.
 pub const MAX_SENTENCES: usize = 40;
 /// Tokens kept per sentence.
@@ -103,7 +105,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         let yte: Vec<usize> = test.iter().map(|&i| labels[i]).collect();
         let base = format!("reviews={} folds={FOLDS} fold={f} max_sentences={max_s} max_words={max_w} min_count=2 seed={seed}", docs.len());
         // HAN.
-        let config = format!("{base} model=han emb=glove50 hidden=50 attention=100 adam lr=2e-3 batch=16 epochs={epochs}");
+        let config = format!("{base} model=han emb=glove50 hidden=50 attention=100 adam lr=2e-3 batch={BATCH} epochs={epochs}");
         let (acc, rho) = ctx.unit(
             &format!("han-fold{f}"),
             &config,
@@ -114,7 +116,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                 let enc = |i: usize| docs[i].iter().map(|s| vocab.encode(s)).collect::<Vec<Vec<usize>>>();
                 let xtr: Vec<Vec<Vec<usize>>> = train.iter().map(|&i| enc(i)).collect();
                 let xte: Vec<Vec<Vec<usize>>> = test.iter().map(|&i| enc(i)).collect();
-                fit(&han, &xtr, &ytr, &FitConfig { epochs, batch_size: 16, optim: OptimConfig::adam(2e-3), seed }).map_err(|e| e.to_string())?;
+                fit(&han, &xtr, &ytr, &FitConfig { epochs, batch_size: BATCH, optim: OptimConfig::adam(2e-3), seed, group: ctx.processes().clone() }).map_err(|e| e.to_string())?;
                 let acc = accuracy(&predict(&han, &xte, 16).map_err(|e| e.to_string())?, &yte);
                 // Attention against saliency on every held-out review of the first fold.
                 let mut rho = Vec::new();
@@ -144,7 +146,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         accs[0].push(acc);
         correlations.extend(rho);
         // Text CNN over the kept tokens.
-        let config = format!("{base} model=cnn-non-static emb=glove50 adam lr=1e-3 batch=16 epochs={epochs}");
+        let config = format!("{base} model=cnn-non-static emb=glove50 adam lr=1e-3 batch={BATCH} epochs={epochs}");
         let acc = ctx.unit(
             &format!("cnn-fold{f}"),
             &config,
@@ -154,7 +156,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                 let net = TextCnn::<f32>::new(cfg, Some(&pre)).map_err(|e| e.to_string())?;
                 let xtr: Vec<Vec<usize>> = train.iter().map(|&i| vocab.encode(&flat[i])).collect();
                 let xte: Vec<Vec<usize>> = test.iter().map(|&i| vocab.encode(&flat[i])).collect();
-                fit(&net, &xtr, &ytr, &FitConfig { epochs, batch_size: 16, optim: OptimConfig::adam(1e-3), seed }).map_err(|e| e.to_string())?;
+                fit(&net, &xtr, &ytr, &FitConfig { epochs, batch_size: BATCH, optim: OptimConfig::adam(1e-3), seed, group: ctx.processes().clone() }).map_err(|e| e.to_string())?;
                 let acc = accuracy(&predict(&net, &xte, 32).map_err(|e| e.to_string())?, &yte);
                 ctx.log(&format!("text CNN fold {f}: accuracy {acc:.4}"));
                 Ok(UnitData::new().with_scalar("accuracy", acc))
@@ -201,8 +203,8 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     rep.config = vec![
         ("folds".into(), format!("{folds_run} of {FOLDS}, stratified, seed 0")),
         ("truncation".into(), format!("{max_s} sentences × {max_w} tokens per review")),
-        ("han".into(), format!("GloVe 50d fine-tuned, BiGRU 50+50 word and sentence, attention 100, Adam 2e-3, batch 16, {epochs} epochs")),
-        ("cnn".into(), format!("Kim non-static, widths 3/4/5 × 100, dropout 0.5, max-norm 3, Adam 1e-3, batch 16, {epochs} epochs")),
+        ("han".into(), format!("GloVe 50d fine-tuned, BiGRU 50+50 word and sentence, attention 100, Adam 2e-3, batch {BATCH}, {epochs} epochs")),
+        ("cnn".into(), format!("Kim non-static, widths 3/4/5 × 100, dropout 0.5, max-norm 3, Adam 1e-3, batch {BATCH}, {epochs} epochs")),
         ("averaging".into(), format!("CAML §4.2.2 averaging baseline, Adagrad {}, batch {}, {average_steps} steps", super::bsfe_reviews::LR, super::bsfe_reviews::BATCH)),
     ];
     Ok(rep)

@@ -130,7 +130,7 @@ pub struct Ctx {
     /// Units taken from their records.
     units_reused: Cell<usize>,
     /// The processes training together under `mpirun` (one process: none).
-    group: ranks::Group,
+    group: chi_nn::dist::Group,
     /// The options given by `--set` ([`options`]).
     options: BTreeMap<String, String>,
 }
@@ -149,7 +149,7 @@ impl Ctx {
             units_planned: Cell::new(0),
             units_ran: Cell::new(0),
             units_reused: Cell::new(0),
-            group: ranks::Group::default(),
+            group: chi_nn::dist::Group::one(),
             options: BTreeMap::new(),
         }
     }
@@ -243,10 +243,19 @@ pub struct Experiment {
     pub fixed_runs: Option<&'static str>,
     /// The smallest global mini-batch of its training steps (full or `--quick`), for
     /// experiments that run data-parallel under `mpirun -n K` (K ≤ this). `None`: one process
-    /// only (full-batch training, or a training loop of its own).
+    /// only (full-batch training, or no training to divide).
     pub batch: Option<usize>,
     /// The choices it leaves to `--set KEY=VALUE` ([`options`]).
     pub options: &'static [OptionSpec],
+}
+
+/// The smaller of two batch sizes (for experiments with several training loops).
+const fn smaller(a: usize, b: usize) -> usize {
+    if a < b {
+        a
+    } else {
+        b
+    }
 }
 
 /// Every experiment, built-in ones first.
@@ -315,7 +324,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: att_synthetic::run,
             fixed_runs: None,
-            batch: None,
+            batch: Some(att_synthetic::BATCH),
             options: &[],
         },
         Experiment {
@@ -326,7 +335,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: rationales::run,
             fixed_runs: None,
-            batch: None,
+            batch: Some(rationales::BATCH),
             options: &[],
         },
         Experiment {
@@ -436,7 +445,8 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: text_cnn_sentences::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick)"),
-            batch: None,
+            // The CNN and BoW folds step on 50 sentences (`TextCnnSentencesConfig::standard`).
+            batch: Some(smaller(bsfe_reviews::BATCH, 50)),
             options: &[],
         },
         Experiment {
@@ -447,7 +457,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: han_reviews::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick)"),
-            batch: None,
+            batch: Some(smaller(han_reviews::BATCH, bsfe_reviews::BATCH)),
             options: &[],
         },
         Experiment {
@@ -458,7 +468,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: pos_brown::run,
             fixed_runs: None,
-            batch: None,
+            batch: Some(pos_brown::BATCH),
             options: &[],
         },
         Experiment {
@@ -469,7 +479,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: rcnn_lm::run,
             fixed_runs: None,
-            batch: None,
+            batch: Some(rcnn_lm::BATCH),
             options: &[],
         },
         Experiment {
@@ -480,7 +490,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: rcnn_sentiment::run,
             fixed_runs: Some("it reports one value per cross-validation fold (10; 2 under --quick), fold f seeded with run seed f"),
-            batch: None,
+            batch: Some(rcnn_sentiment::BATCH),
             options: &[],
         },
         Experiment {

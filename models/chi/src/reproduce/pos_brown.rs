@@ -41,6 +41,8 @@ use std::time::Instant;
 const TEST_FRACTION: f64 = 0.1;
 /// Seed of the document split (fixed: every run and every model sees the same split).
 const SPLIT_SEED: u64 = 2012;
+/// Sentences per training step.
+pub(super) const BATCH: usize = 32;
 
 /// The tag sets.
 #[derive(Clone, Copy)]
@@ -100,10 +102,11 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let (train_raw, test_raw) = (gather(&train_docs), gather(&test_docs));
     let fit = TaggerFit {
         epochs: 1,
-        batch_size: 32,
+        batch_size: BATCH,
         optim: OptimConfig::adam(2e-3),
         clip: 5.0,
         seed: 0,
+        group: ctx.processes().clone(),
     };
     let (word_dim, suffix_dim, shape_dim, hidden) = if ctx.quick { (16, 8, 4, 16) } else { (64, 24, 6, 64) };
     let min_count = 2;

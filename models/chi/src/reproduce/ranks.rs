@@ -2,11 +2,16 @@
 //!
 //! Every rank runs the experiment's code: the same units, in the same order, with the same seeds,
 //! so every rank draws the same global batches. A training step splits its global batch over the
-//! ranks ([`Ctx::shard`]), each rank differentiates the mean loss of its share, and the trainer
-//! averages the gradients weighted by the shares' sizes ([`Ctx::trainer`], [`chi_nn::dist`]), so
-//! K ranks take the steps one process takes with the whole batch (in float32 up to the rounding
-//! of a different summation order). Evaluation runs on every rank (the parameters are identical),
-//! which keeps the code one path; only training is divided.
+//! ranks ([`Ctx::shard`]), each rank differentiates the mean loss of its share, and the gradients
+//! are averaged weighted by the shares' sizes, so K ranks take the steps one process takes with
+//! the whole batch (in float32 up to the rounding of a different summation order). Experiments
+//! that train through [`chi_nn::trainer::Trainer`] get the averaging from [`Ctx::trainer`]; those
+//! with a training loop of their own (the text classifiers' `fit`, the tagger, the RCNN language
+//! model and sentiment folds, the rationale model) take [`Ctx::processes`] and exchange
+//! gradients with [`chi_nn::dist::GradSync`]. Random masks (dropout, sampled rationales) come
+//! from a stream per rank ([`chi_nn::dist::Group::rank_seed`]), so a run is reproducible for a
+//! given K but draws other masks than one process. Evaluation runs on every rank (the
+//! parameters are identical), which keeps the code one path; only training is divided.
 //!
 //! Rank 0 is the run: it owns the experiment directory (lock, unit records, plots,
 //! `results.json`) and prints the table. The other ranks write into a private temporary
@@ -15,68 +20,56 @@
 //! made with K ranks is reused only by a run with the same K (the rank count is part of the
 //! unit's configuration): its numbers differ from one process's in the last bits.
 //!
-//! Experiments that train full-batch, or with a training loop of their own, run in one process
-//! only and say so ([`check`]).
+//! Experiments that train full-batch, or have no training to divide, run in one process only
+//! and say so ([`check`]).
 
 use super::{Ctx, Experiment};
 use chi_autodiff::{Float, Tensor};
-use chi_nn::dist::{shard, Collective, DataParallel};
+use chi_nn::dist::{Collective, DataParallel, Group};
 use chi_nn::optim::Optimizer;
 use chi_nn::params::ParamStore;
 use chi_nn::trainer::{StepOutput, Trainer};
 use std::path::PathBuf;
 use std::rc::Rc;
 
-/// The processes an experiment runs on: none (one process) or a group of several.
-#[derive(Clone, Default)]
-pub struct Group(Option<Rc<dyn Collective>>);
-
-impl std::fmt::Debug for Group {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            None => write!(f, "one process"),
-            Some(c) => write!(f, "rank {} of {}", c.rank(), c.size()),
-        }
-    }
-}
-
 impl Ctx {
     /// The same context, running on the processes of `comm` (`None`: this one alone).
     pub fn with_group(mut self, comm: Option<Rc<dyn Collective>>) -> Ctx {
-        self.group = Group(comm.filter(|c| c.size() > 1));
+        self.group = Group::from_option(comm);
         self
     }
     /// The group's collective operations, when there are several processes.
     pub fn comm(&self) -> Option<&dyn Collective> {
-        self.group.0.as_deref()
+        self.group.comm().map(|c| &**c)
     }
     /// The group, for code that takes one (`None` in one process).
     pub fn group(&self) -> Option<Rc<dyn Collective>> {
-        self.group.0.clone()
+        self.group.comm().cloned()
+    }
+    /// The processes, for training loops of their own ([`chi_nn::dist::GradSync`]).
+    pub fn processes(&self) -> &Group {
+        &self.group
     }
     /// The number of processes (1 without `mpirun`).
     pub fn ranks(&self) -> usize {
-        self.comm().map_or(1, |c| c.size())
+        self.group.size()
     }
     /// Whether this process is rank 0, the one that writes and prints.
     pub fn leads(&self) -> bool {
-        self.comm().is_none_or(|c| c.rank() == 0)
+        self.group.leads()
     }
     /// This rank's contiguous share of a global batch (all of it in one process). Shares differ
     /// in size by at most one and are empty only when the batch has fewer items than ranks,
     /// which [`check`] rules out for the experiments' own batches.
     pub fn shard<'b, I>(&self, global: &'b [I]) -> &'b [I] {
-        match self.comm() {
-            Some(c) => shard(global, c.rank(), c.size()),
-            None => global,
-        }
+        self.group.shard(global)
     }
     /// A trainer over `store`: data-parallel over the ranks when there are several (parameters
     /// broadcast from rank 0 at the start, gradients averaged every step, overlapped with
     /// backward), a plain one otherwise. Its step closure returns [`step`].
     pub fn trainer<'a, T: Float>(&self, store: &'a ParamStore<T>, opt: &'a mut Optimizer<T>) -> Trainer<'a, T> {
         let t = Trainer::new(store, opt);
-        match &self.group.0 {
+        match self.group.comm() {
             Some(c) => t.data_parallel(DataParallel::new(c.clone())),
             None => t,
         }
@@ -101,7 +94,7 @@ pub fn step<T: Float>(loss: Tensor<T>, examples: usize) -> StepOutput<T> {
 pub fn check(e: &Experiment, k: usize) -> Result<(), String> {
     match e.batch {
         None => Err(format!(
-            "{} runs in one process (it trains full-batch or with a training loop of its own); under mpirun, \
+            "{} runs in one process (it trains full-batch, or has no training to divide); under mpirun, \
              `chi reproduce` runs data-parallel only the mini-batch experiments: {}",
             e.name,
             super::registry().iter().filter(|e| e.batch.is_some()).map(|e| e.name).collect::<Vec<_>>().join(", ")

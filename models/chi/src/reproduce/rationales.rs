@@ -24,7 +24,7 @@
 //!
 //! Settings the thesis leaves open or that we chose: fixed random word vectors of size 16 (the
 //! thesis keeps pre-trained vectors fixed), RCNN hidden 16 (thesis: 200), one encoder layer
-//! (thesis: 2), λ₁ = 0.005 and λ₂ = 2λ₁ (the thesis's ratio), Adam lr 0.005, batch 32, one
+//! (thesis: 2), λ₁ = 0.005 and λ₂ = 2λ₁ (the thesis's ratio), Adam lr 0.005, batch {BATCH}, one
 //! sampled rationale per text, and a moving-average baseline (decay 0.9) for REINFORCE (the
 //! thesis uses none; `chi gradcheck --estimator reinforce` shows it keeps the estimate
 //! unbiased and lowers its variance).
@@ -32,13 +32,15 @@
 use super::units::UnitData;
 use super::{Ctx, Report, Row};
 use chi_nn::stats::{PairedTest, Summary};
-use chi_rcnn::experiments::{run_rationale_task, synthetic_rationale_task, RationaleRunConfig};
+use chi_rcnn::experiments::{run_rationale_task_on, synthetic_rationale_task, RationaleRunConfig};
 use chi_rcnn::GeneratorKind;
 
 const ASPECTS: usize = 3;
 const LENGTH: usize = 15;
 const DISTRACTOR: f64 = 0.4;
 const LAMBDA1: f64 = 0.002;
+/// Texts per training step.
+pub(super) const BATCH: usize = 32;
 /// Table 3.3's aspects, beside which the synthetic aspects are placed.
 const ASPECT_NAMES: [&str; ASPECTS] = ["aspect 0 (appearance)", "aspect 1 (smell)", "aspect 2 (palate)"];
 /// Table 3.3: `(precision %, selection %)` per aspect.
@@ -69,14 +71,14 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         for aspect in 0..ASPECTS {
             for r in 0..ctx.runs {
                 let seed = ctx.run_seed(r);
-                let cfg = RationaleRunConfig { aspect, emb: 16, hidden: 16, generator, lambda1: LAMBDA1, lambda2: 2.0 * LAMBDA1, steps, batch: 32, lr: 0.005, baseline: true, seed };
+                let cfg = RationaleRunConfig { aspect, emb: 16, hidden: 16, generator, lambda1: LAMBDA1, lambda2: 2.0 * LAMBDA1, steps, batch: BATCH, lr: 0.005, baseline: true, seed };
                 let config = format!("train={n_train} test={n_test} length={LENGTH} distractor={DISTRACTOR} {cfg:?}");
                 let o = ctx.unit(
                     &format!("{gname}-aspect{aspect}-run{r}"),
                     &config,
                     || {
                         let t0 = std::time::Instant::now();
-                        let res = run_rationale_task(&train, &test, &cfg).map_err(|e| e.to_string())?;
+                        let res = run_rationale_task_on(&train, &test, &cfg, ctx.processes()).map_err(|e| e.to_string())?;
                         ctx.log(&format!("{gname} aspect {aspect} run {r}: precision {:.3}, selection {:.3}, attention {:.3} ({:.1} s)", res.generator_precision, res.selection_rate, res.attention_precision, t0.elapsed().as_secs_f64()));
                         Ok(UnitData::new()
                             .with_scalar("precision", res.generator_precision)
@@ -142,7 +144,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     rep.config = vec![
         ("task".into(), format!("{ASPECTS} aspects, {LENGTH} words, 3-word planted spans, distractor rate {DISTRACTOR}, {n_train} train / {n_test} test texts")),
         ("model".into(), "RCNN 2-gram additive normalised, λ adaptive on x, emb 16 (fixed random), hidden 16, 1 encoder layer".into()),
-        ("training".into(), format!("λ1 {LAMBDA1}, λ2 {}, Adam lr 0.005, batch 32, {steps} steps, 1 sample per text, moving-average baseline 0.9", 2.0 * LAMBDA1)),
+        ("training".into(), format!("λ1 {LAMBDA1}, λ2 {}, Adam lr 0.005, batch {BATCH}, {steps} steps, 1 sample per text, moving-average baseline 0.9", 2.0 * LAMBDA1)),
         ("selection".into(), "held out: p(z_t) > 1/2 (dependent: left to right on its own decisions); attention: top-k weights, k = the generator's count on the text".into()),
     ];
     Ok(rep)

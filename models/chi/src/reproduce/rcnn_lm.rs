@@ -21,9 +21,12 @@ use super::units::UnitData;
 use super::{Ctx, Report, Row};
 use chi_nn::data::{self, Dataset};
 use chi_nn::stats::{PairedTest, Summary};
-use chi_rcnn::experiments::{run_language_models, LmKind, LmRunConfig};
+use chi_rcnn::experiments::{run_language_models_on, LmKind, LmRunConfig};
 use chi_rcnn::Decay;
 use std::collections::HashMap;
+
+/// Windows of 35 tokens per training step.
+pub(super) const BATCH: usize = 20;
 
 /// The corpus as ids: training and held-out streams, and the vocabulary size.
 struct Corpus {
@@ -109,14 +112,14 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     for (ki, &(kind, label, _)) in kinds.iter().enumerate() {
         for r in 0..ctx.runs {
             let seed = ctx.run_seed(r);
-            let cfg = LmRunConfig { vocab: corpus.vocab, emb, target_params: target, unroll: 35, batch: 20, steps, lr: 2e-3, clip: 5.0, seed };
+            let cfg = LmRunConfig { vocab: corpus.vocab, emb, target_params: target, unroll: 35, batch: BATCH, steps, lr: 2e-3, clip: 5.0, seed };
             let config = format!("train={} test={} {cfg:?} kind={}", corpus.train.len(), corpus.test.len(), kind.label());
             let (p, hidden, params) = ctx.unit(
                 &format!("{}-run{r}", kind.label()),
                 &config,
                 || {
                     let t0 = std::time::Instant::now();
-                    let res = run_language_models(&corpus.train, &corpus.test, &[kind], &cfg).map_err(|e| e.to_string())?;
+                    let res = run_language_models_on(&corpus.train, &corpus.test, &[kind], &cfg, ctx.processes()).map_err(|e| e.to_string())?;
                     let res = &res[0];
                     ctx.log(&format!("{label} run {r}: perplexity {:.1} (hidden {}, {} params, train loss {:.3} → {:.3}, {:.0} s)", res.test_perplexity, res.hidden, res.params, res.train_loss_start, res.train_loss_end, t0.elapsed().as_secs_f64()));
                     Ok(UnitData::new()

@@ -18,6 +18,7 @@
 use super::units::UnitData;
 use super::{Ctx, Report, Row};
 use chi_autodiff::{no_grad, Rng, Tensor};
+use chi_nn::dist::{GradSync, Group};
 use chi_nn::layers::{run_sequence_batch, stack_outputs, Linear, LstmCell};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::{Param, ParamStore};
@@ -30,6 +31,8 @@ const FOLDS: usize = 10;
 const HIDDEN: usize = 64;
 const DEPTH: usize = 2;
 const DROPOUT: f64 = 0.3;
+/// Sentences per step.
+pub(super) const BATCH: usize = 32;
 /// The fold assignment seed of `text-cnn-sentences` (its `TextCnnSentencesConfig::standard()`),
 /// so both experiments use the same folds.
 fn fold_seed() -> u64 {
@@ -105,7 +108,7 @@ fn param_count(kind: Kind, input: usize) -> Result<usize, String> {
 
 /// Trains `kind` on the fold's training sentences and returns test accuracy.
 #[allow(clippy::too_many_arguments)]
-fn run_fold(kind: Kind, docs: &[Vec<String>], labels: &[usize], vectors: &chi_nn::data::Embeddings, test: &[usize], epochs: usize, seed: u64, bar: &super::units::StepBar) -> Result<f64, String> {
+fn run_fold(kind: Kind, docs: &[Vec<String>], labels: &[usize], vectors: &chi_nn::data::Embeddings, test: &[usize], epochs: usize, seed: u64, group: &Group, bar: &super::units::StepBar) -> Result<f64, String> {
     let mut is_test = vec![false; docs.len()];
     test.iter().for_each(|&i| is_test[i] = true);
     let train: Vec<usize> = (0..docs.len()).filter(|&i| !is_test[i]).collect();
@@ -116,22 +119,32 @@ fn run_fold(kind: Kind, docs: &[Vec<String>], labels: &[usize], vectors: &chi_nn
     let enc: Vec<Vec<usize>> = docs.iter().map(|d| if d.is_empty() { vec![0] } else { vocab.encode(d) }).collect();
     let model = Classifier::new(kind, vectors.dim, seed)?;
     let params: Vec<Param<f32>> = model.store.params().to_vec();
+    let mut sync = GradSync::new(group, &params);
     let mut opt = Optimizer::new(OptimConfig::adam(1e-3));
     let mut rng = Rng::new(seed ^ 0x5eed);
+    // One process draws shuffles and dropout masks from one stream; ranks shuffle alike but
+    // each draws its own masks.
+    let mut rank_masks = (group.size() > 1).then(|| Rng::new(group.rank_seed(seed ^ 0xd209)));
     let mut order = train.clone();
     let mut step = 0;
     for _ in 0..epochs {
         rng.shuffle(&mut order);
-        for chunk in order.chunks(32) {
-            let ids: Vec<&Vec<usize>> = chunk.iter().map(|&i| &enc[i]).collect();
-            let (x, lens) = super::util::embed_fixed(&table, &ids);
-            let y: Vec<usize> = chunk.iter().map(|&i| labels[i]).collect();
+        for chunk in order.chunks(BATCH) {
+            let mine = group.shard(chunk);
             model.store.zero_grad();
-            let loss = model.logits(&x, &lens, Some(&mut rng))?.cross_entropy(&y);
-            loss.backward();
-            opt.step_params(&params);
+            let loss = if mine.is_empty() {
+                Tensor::scalar(0.0)
+            } else {
+                let ids: Vec<&Vec<usize>> = mine.iter().map(|&i| &enc[i]).collect();
+                let (x, lens) = super::util::embed_fixed(&table, &ids);
+                let y: Vec<usize> = mine.iter().map(|&i| labels[i]).collect();
+                let masks = rank_masks.as_mut().unwrap_or(&mut rng);
+                model.logits(&x, &lens, Some(masks))?.cross_entropy(&y)
+            };
+            let (mean, grads) = sync.backward(&loss, mine.len() as f64).map_err(|e| e.to_string())?;
+            opt.step(&params, &grads);
             step += 1;
-            bar.tick(step, loss.item() as f64);
+            bar.tick(step, mean);
         }
     }
     let mut correct = 0usize;
@@ -175,14 +188,14 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     for (mi, &(kind, label, _)) in models.iter().enumerate() {
         for (f, test) in folds.iter().enumerate().take(folds_run) {
             let seed = ctx.run_seed(f);
-            let config = format!("sentences={} folds={FOLDS} fold={f} kind={kind:?} hidden={HIDDEN} depth={DEPTH} epochs={epochs} dropout={DROPOUT} adam=1e-3 batch=32 seed={seed}", docs.len());
+            let config = format!("sentences={} folds={FOLDS} fold={f} kind={kind:?} hidden={HIDDEN} depth={DEPTH} epochs={epochs} dropout={DROPOUT} adam=1e-3 batch={BATCH} seed={seed}", docs.len());
             let acc = ctx.unit(
                 &format!("{}-fold{f}", label.replace([' ', ',', '='], "").replace('λ', "lambda")),
                 &config,
                 || {
                     let t0 = std::time::Instant::now();
                     let bar = ctx.bar(&format!("{label} fold {f}"), epochs * (docs.len() - test.len()).div_ceil(32));
-                    let acc = run_fold(kind, &docs, &labels, &vectors, test, epochs, seed, &bar)?;
+                    let acc = run_fold(kind, &docs, &labels, &vectors, test, epochs, seed, ctx.processes(), &bar)?;
                     bar.finish();
                     ctx.log(&format!("{label} fold {f}: accuracy {acc:.4} ({:.0} s)", t0.elapsed().as_secs_f64()));
                     Ok(UnitData::new().with_scalar("accuracy", acc))
@@ -208,7 +221,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         ("rcnn".into(), format!("{DEPTH} layers × {HIDDEN}, 2-gram multiplicative normalised, ReLU, each layer mean-pooled, concatenated, linear softmax")),
         ("cnn".into(), "the same network with λ = 0 and no normalisation (consecutive 2-gram convolution)".into()),
         ("lstm".into(), format!("one layer, hidden {lstm_h} (parameter count closest to the RCNN λ = 0.5's {target}), mean-pooled")),
-        ("training".into(), format!("fixed GloVe 50d, dropout {DROPOUT} on the pooled features, Adam 1e-3, batch 32, {epochs} epochs")),
+        ("training".into(), format!("fixed GloVe 50d, dropout {DROPOUT} on the pooled features, Adam 1e-3, batch {BATCH}, {epochs} epochs")),
     ];
     Ok(rep)
 }

@@ -30,6 +30,8 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let (docs, labels) = super::util::polarity_sentences(&data, 2 * FOLDS)?;
     let vectors = data.vectors;
     let mut cfg = TextCnnSentencesConfig::standard();
+    cfg.cnn_fit.group = ctx.processes().clone();
+    cfg.bow_fit.group = ctx.processes().clone();
     let folds_run = if ctx.quick { 2 } else { FOLDS };
     if ctx.quick {
         cfg.cnn_fit.epochs = 2;

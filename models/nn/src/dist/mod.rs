@@ -45,6 +45,9 @@
 //! period instead of one per step; the effect on quality is measured, not assumed.
 
 pub mod check;
+mod own_loop;
+
+pub use own_loop::{GradSync, Group};
 
 use crate::optim::{Grad, Grads};
 use crate::params::Param;

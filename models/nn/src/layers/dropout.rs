@@ -35,6 +35,11 @@ impl Dropout {
         *self.rng.borrow_mut() = Rng::new(seed);
         self
     }
+    /// Restarts the mask stream from `Rng::new(seed)` in place (for a layer inside a model,
+    /// e.g. to give each data-parallel rank its own masks).
+    pub fn reseed(&self, seed: u64) {
+        *self.rng.borrow_mut() = Rng::new(seed);
+    }
     /// The drop probability.
     pub fn p(&self) -> f64 {
         self.p
