@@ -23,7 +23,10 @@ pub const MAX_NEGATIVE: usize = 1000;
 pub const MAX_K: usize = 100_000;
 /// Smallest accepted `--sync-words`: shorter periods spend most of the time exchanging rows.
 pub const MIN_SYNC_WORDS: u64 = 1_000;
-/// Largest accepted `--sync-words` (on any real corpus: average only at the end).
+/// Smallest accepted `--sync-entries`: every GloVe exchange sends the whole model and its
+/// accumulators, which shorter periods would spend most of the time on.
+pub const MIN_SYNC_ENTRIES: u64 = 10_000;
+/// Largest accepted `--sync-words` and `--sync-entries` (on any real corpus: average only at the end).
 pub const MAX_SYNC_WORDS: u64 = 1_000_000_000_000_000;
 
 /// `chi embed ...`
@@ -127,6 +130,10 @@ pub struct TrainArgs {
     /// averages of the rows the processes touched (default 100,000; 10^15 averages only at the end).
     #[arg(long)]
     pub sync_words: Option<u64>,
+    /// Under `mpirun -n K` (GloVe): co-occurrence entries each process trains between two
+    /// exchanges, in which the processes add up their changes (default: once per epoch).
+    #[arg(long)]
+    pub sync_entries: Option<u64>,
 }
 
 /// `chi embed eval`
@@ -262,12 +269,19 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
             return Err(format!("--alpha {al} is out of range: 0.0001 to 1"));
         }
     }
-    if let (Some(w), Model::Glove) = (&world, a.model) {
-        return Err(format!(
-            "GloVe does not train on several processes (its AdaGrad state would have to be averaged with the vectors); \
-             run it in one process, or use a word2vec model (sgns, cbow, sg-hs, cbow-hs) with mpirun -n {}",
-            w.size()
-        ));
+    if a.sync_words.is_some() && a.model == Model::Glove {
+        return Err("--sync-words sets word2vec's averaging period; GloVe's is --sync-entries".into());
+    }
+    if let Some(n) = a.sync_entries {
+        if a.model != Model::Glove {
+            return Err("--sync-entries sets GloVe's exchange period; word2vec's is --sync-words".into());
+        }
+        if world.is_none() {
+            return Err("--sync-entries applies to several processes (mpirun -n K chi embed train --model glove …); this is one".into());
+        }
+        if !(MIN_SYNC_ENTRIES..=MAX_SYNC_WORDS).contains(&n) {
+            return Err(format!("--sync-entries {n} is out of range: {MIN_SYNC_ENTRIES} to {MAX_SYNC_WORDS}"));
+        }
     }
     let (text, path) = read_corpus(&a.corpus, &data_dir(&a.data), !a.keep_case)?;
     let vocab = Vocab::build(&text, a.min_count).map_err(|e| format!("corpus {path}: {e}"))?;
@@ -282,7 +296,27 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
         let cfg = GloveConfig { dim: a.dim, min_count: a.min_count, epochs: a.epochs.unwrap_or(15), threads: workers, seed, ..Default::default() };
         let mut cfg = cfg;
         cfg.cooc.window = a.window;
-        let (model, stats) = glove::train_glove(&text, &cfg).map_err(|e| e.to_string())?;
+        let (model, stats) = match &world {
+            None => glove::train_glove(&text, &cfg).map_err(|e| e.to_string())?,
+            Some(w) => {
+                let (model, stats, comm) = glove::train_glove_on(w.as_ref(), &text, &cfg, a.sync_entries.unwrap_or(u64::MAX)).map_err(|e| e.to_string())?;
+                if lead {
+                    eprintln!(
+                        "{} ranks, each on 1/{} of the entries, changes added up {} time{} ({:.1} MB sent by rank 0, {:.2} s of rank 0's training in exchanges)",
+                        comm.ranks,
+                        comm.ranks,
+                        comm.exchanges,
+                        if comm.exchanges == 1 { "" } else { "s" },
+                        comm.bytes_sent as f64 / 1e6,
+                        comm.seconds
+                    );
+                }
+                (model, stats)
+            }
+        };
+        if !lead {
+            return Ok(());
+        }
         eprintln!(
             "glove: {} co-occurrence entries, counted in {:.2} s, trained in {:.2} s ({:.0} entries/s), final loss {:.4}",
             stats.entries,

@@ -1,5 +1,6 @@
 //! `mpirun -n 2 chi embed train` on this machine (built with `--features mpi`): the ranks train
-//! word2vec on shards of a corpus with periodic averaging, rank 0 alone writes the vectors, the
+//! word2vec on shards of a corpus with periodic averaging (GloVe on shares of the co-occurrence
+//! entries, adding up their changes), rank 0 alone writes the vectors, the
 //! vectors learn a planted structure, and a run repeats bit for bit. Skipped with a message when
 //! `mpirun` is absent.
 #![cfg(feature = "mpi")]
@@ -65,15 +66,50 @@ fn two_ranks_train_word_vectors_that_rank_zero_alone_writes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// GloVe on two ranks: each trains half of the co-occurrence entries and they add up their
+/// changes; rank 0 alone writes, the vectors learn the planted groups, and a run repeats bit
+/// for bit.
 #[test]
-fn glove_and_bad_periods_are_refused_on_several_ranks() {
+fn two_ranks_train_glove_that_rank_zero_alone_writes() {
+    if !mpirun_present() {
+        return;
+    }
+    let dir = tmp("glove");
+    let corpus = dir.join("planted.txt");
+    let groups = planted_corpus(&corpus);
+    let run_glove = |out: &str| {
+        let mut c = mpirun(2);
+        c.current_dir(&dir);
+        c.args(["--seed", "3", "embed", "train", "--model", "glove", "--corpus"]).arg(&corpus);
+        c.args(["--dim", "16", "--window", "4", "--min-count", "1", "--epochs", "20", "--quiet", "--sync-entries", "10000", "--vectors-out", out]);
+        run(c)
+    };
+    let o = run_glove("glove.txt");
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stdout.matches("wrote ").count(), 1, "rank 0 alone reports writing:\n{stdout}");
+    assert!(stderr.contains("2 ranks, each on 1/2 of the entries"), "{stderr}");
+    let v = chi_words::io::load_word2vec_text(&dir.join("glove.txt")).unwrap();
+    let (same, diff) = chi_words::eval::group_separation(&groups, |a, b| v.similarity(a, b).unwrap());
+    assert!(same > diff + 0.3, "same-group {same:.3}, cross-group {diff:.3}");
+    run_glove("again.txt");
+    assert_eq!(std::fs::read(dir.join("glove.txt")).unwrap(), std::fs::read(dir.join("again.txt")).unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_periods_are_refused_on_several_ranks() {
     if !mpirun_present() {
         return;
     }
     let dir = tmp("refuse");
     let corpus = dir.join("planted.txt");
     planted_corpus(&corpus);
-    for (extra, message) in [(&["--model", "glove"][..], "GloVe does not train on several processes"), (&["--sync-words", "10"][..], "--sync-words 10 is out of range")] {
+    for (extra, message) in [
+        (&["--model", "glove", "--sync-words", "5000"][..], "GloVe's is --sync-entries"),
+        (&["--model", "glove", "--sync-entries", "10"][..], "--sync-entries 10 is out of range"),
+        (&["--sync-entries", "20000"][..], "word2vec's is --sync-words"),
+        (&["--sync-words", "10"][..], "--sync-words 10 is out of range"),
+    ] {
         let mut c = mpirun(2);
         c.current_dir(&dir);
         c.args(["embed", "train", "--corpus"]).arg(&corpus).args(["--quiet", "--vectors-out", "v.txt"]).args(extra);

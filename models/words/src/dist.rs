@@ -62,7 +62,9 @@
 //! send), this rank's bytes sent and the seconds its workers stood still for the averages,
 //! which includes waiting for slower ranks.
 //!
-//! GloVe across ranks is not implemented (its AdaGrad state would have to be averaged too).
+//! GloVe across ranks is [`crate::glove::train_glove_on`]: there each entry is trained by one
+//! rank, and the ranks add up their changes (vectors and AdaGrad accumulators) instead of
+//! averaging them.
 //!
 //! [`train_corpus`]: crate::word2vec::train_corpus
 

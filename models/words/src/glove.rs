@@ -18,6 +18,10 @@
 //! GloVe's accumulator initialised to 1 and updated after the step:
 //! `θ ← θ − η g / √G; G ← G + g²`. Entries are shuffled once and split across Hogwild workers.
 //! The word vectors are `w + w̃`.
+//!
+//! ## Across processes
+//! [`train_glove_on`] trains on the ranks of a [`chi_nn::dist::Collective`]: each rank takes a
+//! share of the shuffled entries and the ranks add up their changes periodically.
 
 use crate::error::{config, WordsError};
 use crate::kernels::{dispatch, Kernel, KernelChoice, Scalar, WithKernel};
@@ -392,11 +396,51 @@ impl WithKernel for Epoch<'_> {
 
 /// Builds the vocabulary, counts co-occurrences and trains GloVe.
 pub fn train_glove(text: &Text, cfg: &GloveConfig) -> Result<(Glove, GloveStats), WordsError> {
+    train_glove_on(&chi_nn::dist::Solo, text, cfg, u64::MAX).map(|(g, s, _)| (g, s))
+}
+
+/// What one rank of [`train_glove_on`] exchanged.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GloveComm {
+    /// Ranks in the group.
+    pub ranks: usize,
+    /// Exchanges made (all epochs).
+    pub exchanges: u64,
+    /// Bytes this rank contributed to the exchanges.
+    pub bytes_sent: u64,
+    /// Seconds spent in exchanges (arithmetic, transfer and waiting for the other ranks).
+    pub seconds: f64,
+}
+
+/// The largest accepted exchange period; [`u64::MAX`] means once per epoch.
+fn period_of(sync_entries: u64, largest_share: usize) -> usize {
+    usize::try_from(sync_entries).unwrap_or(usize::MAX).clamp(1, largest_share.max(1))
+}
+
+/// GloVe as one rank of `comm` (every rank calls it with the same text and configuration);
+/// returns the model every rank then holds, the statistics (losses are global) and this rank's
+/// communication. With [`chi_nn::dist::Solo`] it is [`train_glove`].
+///
+/// Every rank builds the vocabulary and counts the co-occurrences of the whole text (counting is
+/// not divided: it is a fraction of one epoch's training on the corpora here), and all draw the
+/// same initial parameters and the same shuffle of the entries. In each epoch rank `r` trains
+/// on its contiguous `1/K` of the shuffled entries with its own Hogwild threads, and every
+/// `sync_entries` entries per rank (`u64::MAX`: once per epoch) the ranks **add up their changes**:
+/// each sends `θ − θ₀` for every parameter and AdaGrad accumulator since the last exchange
+/// (`θ₀`, identical on all ranks), and all set `θ ← θ₀ + Σ_r (θ_r − θ₀)`. Each entry is trained
+/// by one rank per epoch, so, unlike averaging, every update keeps its full size and every
+/// squared gradient enters the accumulators, as in one process whose Hogwild workers read
+/// rows up to one period old. The exchange is one dense all-reduce of the whole model and its
+/// accumulators (`4 · V · (d + 1)` values).
+pub fn train_glove_on(comm: &dyn chi_nn::dist::Collective, text: &Text, cfg: &GloveConfig, sync_entries: u64) -> Result<(Glove, GloveStats, GloveComm), WordsError> {
     if cfg.dim == 0 || cfg.threads == 0 || cfg.epochs == 0 {
         return Err(config("dim/threads/epochs", "must each be at least 1"));
     }
     if !(cfg.x_max > 0.0 && cfg.eta > 0.0 && cfg.alpha.is_finite()) {
         return Err(config("x_max/eta/alpha", "x_max and eta must be positive, alpha finite"));
+    }
+    if sync_entries == 0 {
+        return Err(config("sync_entries", "must be at least 1 entry (u64::MAX: once per epoch)"));
     }
     let vocab = Vocab::build(text, cfg.min_count)?;
     let corpus = Corpus::encode(text, &vocab);
@@ -407,20 +451,31 @@ pub fn train_glove(text: &Text, cfg: &GloveConfig) -> Result<(Glove, GloveStats)
     let mut params = GloveParams::<f32>::init(vocab.len(), cfg.dim, &mut rng);
     let mut entries = cooc.entries;
     rng.shuffle(&mut entries);
-    let p = Ptrs::of(&mut params);
+    let (k, rank) = (comm.size(), comm.rank());
+    let mine = chi_nn::dist::shard(&entries, rank, k);
+    let largest = entries.len().div_ceil(k.max(1));
+    // One process: a single period, so the threads split the entries exactly as they always did.
+    let period = if k == 1 { largest.max(1) } else { period_of(sync_entries, largest) };
+    let periods = largest.div_ceil(period).max(1);
+    let mut base = (k > 1).then(|| params.clone());
+    let mut stats_comm = GloveComm { ranks: k, ..GloveComm::default() };
     let t1 = Instant::now();
     let mut epoch_loss = Vec::with_capacity(cfg.epochs);
-    let threads = cfg.threads.min(entries.len()).max(1);
-    let chunk = entries.len().div_ceil(threads).max(1);
     for _ in 0..cfg.epochs {
-        let loss: f64 = if threads == 1 {
-            dispatch(cfg.kernel, Epoch { p, d: cfg.dim, entries: &entries, cfg })
-        } else {
-            std::thread::scope(|s| {
-                let hs: Vec<_> = entries.chunks(chunk).map(|c| s.spawn(move || dispatch(cfg.kernel, Epoch { p, d: cfg.dim, entries: c, cfg }))).collect();
-                hs.into_iter().map(|h| h.join().expect("GloVe worker panicked")).sum()
-            })
-        };
+        let mut loss = 0.0;
+        for q in 0..periods {
+            let part = &mine[(q * period).min(mine.len())..((q + 1) * period).min(mine.len())];
+            loss += hogwild_epoch(&mut params, part, cfg);
+            if let Some(base) = base.as_mut() {
+                let t = Instant::now();
+                stats_comm.bytes_sent += add_up_changes(comm, &mut params, base);
+                stats_comm.exchanges += 1;
+                stats_comm.seconds += t.elapsed().as_secs_f64();
+            }
+        }
+        if k > 1 {
+            loss = comm.all_reduce_sum(chi_nn::dist::Buf::F64(vec![loss])).into_vec::<f64>()[0];
+        }
         epoch_loss.push(loss / entries.len().max(1) as f64);
     }
     let train_seconds = t1.elapsed().as_secs_f64();
@@ -432,5 +487,81 @@ pub fn train_glove(text: &Text, cfg: &GloveConfig) -> Result<(Glove, GloveStats)
         spilled_runs: cooc.spilled_runs,
         epoch_loss,
     };
-    Ok((Glove { vocab, params }, stats))
+    Ok((Glove { vocab, params }, stats, stats_comm))
+}
+
+/// One pass of `cfg.threads` Hogwild workers over `entries` (split into contiguous parts);
+/// returns the summed loss.
+fn hogwild_epoch(params: &mut GloveParams<f32>, entries: &[(u32, u32, f64)], cfg: &GloveConfig) -> f64 {
+    let p = Ptrs::of(params);
+    let threads = cfg.threads.min(entries.len()).max(1);
+    let chunk = entries.len().div_ceil(threads).max(1);
+    if threads == 1 {
+        dispatch(cfg.kernel, Epoch { p, d: cfg.dim, entries, cfg })
+    } else {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = entries.chunks(chunk).map(|c| s.spawn(move || dispatch(cfg.kernel, Epoch { p, d: cfg.dim, entries: c, cfg }))).collect();
+            hs.into_iter().map(|h| h.join().expect("GloVe worker panicked")).sum()
+        })
+    }
+}
+
+/// The eight arrays of the parameters, in a fixed order.
+fn arrays(p: &mut GloveParams<f32>) -> [&mut Vec<f32>; 8] {
+    [&mut p.w, &mut p.wc, &mut p.b, &mut p.bc, &mut p.gw, &mut p.gwc, &mut p.gb, &mut p.gbc]
+}
+
+/// `θ ← θ₀ + Σ_r (θ_r − θ₀)` for every array, then `θ₀ ← θ`; returns the bytes sent.
+fn add_up_changes(comm: &dyn chi_nn::dist::Collective, params: &mut GloveParams<f32>, base: &mut GloveParams<f32>) -> u64 {
+    let mut delta = Vec::new();
+    for (cur, old) in arrays(params).into_iter().zip(arrays(base)) {
+        delta.extend(cur.iter().zip(old.iter()).map(|(c, o)| c - o));
+    }
+    let bytes = (delta.len() * std::mem::size_of::<f32>()) as u64;
+    let sum: Vec<f32> = comm.all_reduce_sum(chi_nn::dist::Buf::F32(delta)).into_vec();
+    let mut off = 0;
+    for (cur, old) in arrays(params).into_iter().zip(arrays(base)) {
+        for (o, d) in old.iter_mut().zip(&sum[off..off + cur.len()]) {
+            *o += d;
+        }
+        cur.copy_from_slice(old);
+        off += cur.len();
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chi_nn::dist::ThreadGroup;
+
+    #[test]
+    fn an_exchange_adds_every_ranks_change_to_the_common_start() {
+        let start = GloveParams::<f32>::init(4, 3, &mut Rng::new(1));
+        let handles: Vec<_> = ThreadGroup::new(3)
+            .into_iter()
+            .map(|m| {
+                let start = start.clone();
+                std::thread::spawn(move || {
+                    let (mut p, mut base) = (start.clone(), start);
+                    // Rank r moves word r's vector by r + 1 and its accumulator by 10 (r + 1).
+                    let r = chi_nn::dist::Collective::rank(&m);
+                    p.w[3 * r] += (r + 1) as f32;
+                    p.gb[r] += 10.0 * (r + 1) as f32;
+                    let bytes = add_up_changes(&m, &mut p, &mut base);
+                    assert_eq!(bytes, 4 * (2 * 4 * 3 + 2 * 4 + 2 * 4 * 3 + 2 * 4) as u64);
+                    assert_eq!(p, base, "the start of the next period is the exchanged model");
+                    p
+                })
+            })
+            .collect();
+        let mut want = start.clone();
+        for r in 0..3 {
+            want.w[3 * r] += (r + 1) as f32;
+            want.gb[r] += 10.0 * (r + 1) as f32;
+        }
+        for h in handles {
+            assert_eq!(h.join().unwrap(), want);
+        }
+    }
 }

@@ -2,7 +2,8 @@
 //! gradcheck, determinism, quality.
 
 use chi_autodiff::{gradcheck, gradgradcheck, GradcheckOptions, Rng, Tensor};
-use chi_words::glove::{count_cooccurrences, glove_step, train_glove, weight, CoocConfig, GloveConfig, GloveParams};
+use chi_nn::dist::{Collective, Solo, ThreadGroup};
+use chi_words::glove::{count_cooccurrences, glove_step, train_glove, train_glove_on, weight, CoocConfig, GloveConfig, GloveParams};
 use chi_words::kernels::KernelChoice;
 use chi_words::tape;
 use chi_words::vocab::{Corpus, Text, Vocab};
@@ -147,4 +148,57 @@ fn glove_trains_deterministically_and_recovers_planted_groups() {
 fn planted() -> (Text, Vec<Vec<String>>) {
     let (s, groups) = chi_words::eval::planted_corpus(9, 800);
     (Text::from_str(&s, false), groups)
+}
+
+/// Runs `f` on each of `k` thread ranks (all started before any is joined), in rank order.
+fn on_ranks<R: Send + 'static>(k: usize, f: impl Fn(&dyn Collective) -> R + Send + Sync + 'static) -> Vec<R> {
+    let f = std::sync::Arc::new(f);
+    let handles: Vec<_> = ThreadGroup::new(k)
+        .into_iter()
+        .map(|m| {
+            let f = f.clone();
+            std::thread::spawn(move || f(&m))
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+/// GloVe on 2 and 3 thread ranks (the protocol `mpirun` runs), exchanging every 500 entries and
+/// once per epoch: every rank ends with the same model bit for bit, the global loss falls, the
+/// planted groups are recovered as in one process, and one rank of a group of one is
+/// `train_glove` exactly.
+#[test]
+fn glove_on_ranks_adds_up_the_changes_and_recovers_planted_groups() {
+    let cfg = GloveConfig { dim: 16, min_count: 1, epochs: 25, cooc: CoocConfig { window: 4, ..Default::default() }, ..Default::default() };
+    let (text, groups) = planted();
+    let (single, _) = train_glove(&text, &cfg).unwrap();
+    let (solo, _, comm) = train_glove_on(&Solo, &text, &cfg, 500).unwrap();
+    assert_eq!(solo.params, single.params, "one rank is one process");
+    assert_eq!(comm.exchanges, 0);
+    let (_, one_sep) = {
+        let v = single.vectors();
+        let (same, diff) = chi_words::eval::group_separation(&groups, |a, b| v.similarity(a, b).unwrap());
+        (same, same - diff)
+    };
+    for (k, sync) in [(2, 500u64), (3, u64::MAX)] {
+        let rank_cfg = cfg.clone();
+        let out = on_ranks(k, move |c| {
+            let (text, _) = planted();
+            train_glove_on(c, &text, &rank_cfg, sync).unwrap()
+        });
+        for (m, _, _) in &out[1..] {
+            assert_eq!(m.params, out[0].0.params, "ranks hold the same model after the last exchange");
+        }
+        let (m, stats, comm) = &out[0];
+        assert!(comm.exchanges >= cfg.epochs as u64 && comm.bytes_sent > 0, "{comm:?}");
+        assert!(stats.epoch_loss.last().unwrap() < &(stats.epoch_loss[0] * 0.5), "loss {:?}", stats.epoch_loss);
+        let v = m.vectors();
+        let (same, diff) = chi_words::eval::group_separation(&groups, |a, b| v.similarity(a, b).unwrap());
+        assert!(same - diff > 0.5 * one_sep, "{k} ranks: separation {} against one process's {one_sep}", same - diff);
+        for g in &groups {
+            let nn = v.nearest(&g[0], 1).unwrap();
+            assert!(g.contains(&nn[0].0), "{k} ranks: {} nearest {}", g[0], nn[0].0);
+        }
+    }
+    assert!(train_glove_on(&Solo, &text, &cfg, 0).is_err());
 }
