@@ -9,6 +9,8 @@
 #
 #   cargo build --release -p chi --features mpi && benches/mpi/word_vectors.sh [SEEDS] [EPOCHS]
 #   (CHI=path/to/chi, SYNCS="10000 100000 1000000000000000", OUT=/tmp/chi-mpi-words;
+#    MODEL=glove trains GloVe instead (window 10; give EPOCHS, e.g. 15), each rank on half of
+#    the co-occurrence entries, SYNCS then being --sync-entries periods;
 #    RANK_ALPHA=0.05 gives the 2-rank runs that initial learning rate; HOGWILD2=0 skips the
 #    2-thread process; TABLE_ONLY=1 prints the table of an earlier run's $OUT/results.txt)
 set -euo pipefail
@@ -18,6 +20,8 @@ CHI="${CHI:-target/release/chi}"
 SYNCS="${SYNCS:-10000 100000 1000000000000000}"
 OUT="${OUT:-/tmp/chi-mpi-words}"
 RANK_ALPHA="${RANK_ALPHA:-}"; HOGWILD2="${HOGWILD2:-1}"
+MODEL="${MODEL:-sgns}"
+RANKS_NAME=2ranks; [ "$MODEL" = sgns ] || RANKS_NAME="2ranks-$MODEL"
 DATA="${CHI_DATA:-data}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 if [ "${TABLE_ONLY:-0}" = 0 ]; then
@@ -31,9 +35,11 @@ run() {
   local name="$1" seed="$2" sync="$3"; shift 3
   local t0 t1 extra=()
   [ "$sync" = - ] || extra=(--sync-words "$sync")
+  [ "$sync" = - ] || [ "$MODEL" != glove ] || extra=(--sync-entries "$sync")
+  [ "$MODEL" != glove ] || extra+=(--window 10)
   [ "$sync" = - ] || [ -z "$RANK_ALPHA" ] || extra+=(--alpha "$RANK_ALPHA")
   t0=$(date +%s.%N)
-  "$@" --seed "$seed" embed train --corpus "$OUT/corpus.txt" --epochs "$EPOCHS" --quiet --vectors-out "$OUT/$name-$seed.txt" \
+  "$@" --seed "$seed" embed train --model "$MODEL" --corpus "$OUT/corpus.txt" --epochs "$EPOCHS" --quiet --vectors-out "$OUT/$name-$seed.txt" \
     "${extra[@]}" >/dev/null 2>"$OUT/$name-$seed.err"
   t1=$(date +%s.%N)
   "$CHI" embed eval "$OUT/$name-$seed.txt" --testdata "$DATA/gensim" >"$OUT/$name-$seed.eval"
@@ -55,7 +61,7 @@ for seed in $(seq 1 "$SEEDS"); do
   run 1proc "$seed" - "$CHI" --threads 1
   [ "$HOGWILD2" = 0 ] || run 1proc-2threads "$seed" - "$CHI" --threads 2
   for n in $SYNCS; do
-    run "2ranks-$n${RANK_ALPHA:+-alpha$RANK_ALPHA}" "$seed" "$n" mpirun -n 2 --oversubscribe --bind-to none "$CHI" --threads 1
+    run "$RANKS_NAME-$n${RANK_ALPHA:+-alpha$RANK_ALPHA}" "$seed" "$n" mpirun -n 2 --oversubscribe --bind-to none "$CHI" --threads 1
   done
 done | tee "$OUT/results.txt"
 echo "uptime at end: $(uptime)" >&2
