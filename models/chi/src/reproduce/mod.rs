@@ -492,7 +492,7 @@ pub fn registry() -> Vec<Experiment> {
             run: rationales_reviews::run,
             fixed_runs: None,
             batch: None,
-            options: &[],
+            options: rationales_reviews::OPTIONS,
         },
         Experiment {
             name: "nmt-attention",
