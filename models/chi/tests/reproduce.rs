@@ -267,8 +267,11 @@ fn rationales_quick_reports_precision_and_selection_for_every_aspect() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// `chi reproduce rationales-reviews --quick` writes the HTML page of example rationales (skipped
-/// with the fetch message when the Pang & Lee or GloVe data is absent).
+/// `chi reproduce rationales-reviews --quick` runs its dev-split search (2 settings, one unit
+/// each), records the chosen setting, trains the final run at it, writes the HTML page of
+/// example rationales, and `--resume` reuses all three units with the same numbers; a bad
+/// `--set` value is an error naming the option (skipped with the fetch message when the
+/// Pang & Lee or GloVe data is absent).
 #[test]
 fn rationales_reviews_quick_writes_the_html_page() {
     let missing: Vec<String> =
@@ -278,12 +281,46 @@ fn rationales_reviews_quick_writes_the_html_page() {
         return;
     }
     let out = tmp("rationales-reviews");
-    let o = chi().args(["--out", out.to_str().unwrap(), "reproduce", "rationales-reviews", "--quick", "--json"]).output().unwrap();
+    let exp_dir = out.join("reproduce/rationales-reviews");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--out", out.to_str().unwrap(), "reproduce", "rationales-reviews", "--quick", "--json"];
+        args.extend_from_slice(extra);
+        chi().args(&args).output().unwrap()
+    };
+    let o = run(&[]);
     assert!(o.status.success(), "rationales-reviews --quick failed: {}", String::from_utf8_lossy(&o.stderr));
-    let html = std::fs::read_to_string(out.join("reproduce/rationales-reviews/rationales.html")).unwrap();
+    let html = std::fs::read_to_string(exp_dir.join("rationales.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.matches("<h2>").count() == 6, "six reviews expected");
     assert!(html.contains("words kept") && html.contains("selection rate"), "captions name the kept words and the rate");
     let stdout = String::from_utf8(o.stdout).unwrap();
     assert!(stdout.lines().any(|l| l.contains("% of words selected")), "{stdout}");
+
+    // The search: one record per setting and per final run, the choice in results.json.
+    let names: Vec<String> = unit_records(&exp_dir).iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["run0.json", "search0.json", "search1.json"]);
+    let rec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(exp_dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(rec["units"]["ran"], 3);
+    let rows = rec["rows"].as_array().unwrap();
+    let search: Vec<&serde_json::Value> = rows.iter().filter(|r| r["metric"].as_str().is_some_and(|m| m.starts_with("search: dev accuracy"))).collect();
+    assert_eq!(search.len(), 2, "one dev-accuracy row per setting: {rows:?}");
+    let chosen: Vec<&str> = search.iter().filter_map(|r| r["model"].as_str()).filter(|m| m.ends_with("(chosen)")).collect();
+    assert_eq!(chosen.len(), 1, "exactly one chosen setting: {search:?}");
+    let config = rec["config"]["chosen"].as_str().unwrap_or_else(|| panic!("no chosen setting in {}", rec["config"]));
+    let lambda1 = config.split_whitespace().find_map(|w| w.strip_prefix("lambda1=")).unwrap();
+    assert!(chosen[0].starts_with(&format!("λ1 {lambda1},")), "{config} vs {}", chosen[0]);
+    let notes = rec["notes"].to_string();
+    assert!(notes.contains("search: 2 settings") && notes.contains("chosen:"), "{notes}");
+
+    // Resumed: every unit reused, the same rows.
+    let o = run(&["--resume"]);
+    assert!(o.status.success(), "--resume failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("reused 3 of 3 units, ran 0"), "{}", String::from_utf8_lossy(&o.stderr));
+    let again: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(exp_dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(again["rows"], rec["rows"]);
+
+    let o = run(&["--set", "baseline=median"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--set baseline=median") && err.contains("'average' or 'loo'"), "{err}");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -7,7 +7,8 @@
 //!
 //! is minimised in expectation over `z ~ gen(x)` with the doubly stochastic gradient: the encoder
 //! gets the ordinary gradient of `cost` at a sampled `z`, the generator the score-function
-//! (REINFORCE) estimate `cost(z) · ∇ log p(z | x)`, optionally minus a moving-average baseline.
+//! (REINFORCE) estimate `cost(z) · ∇ log p(z | x)`, optionally minus a moving-average baseline
+//! or, with several draws per row, minus the mean cost of the row's other draws.
 //!
 //! * Independent generator: `p(z_t | x) = σ(w·[→h_t; ←h_t] + b)` from a bidirectional RCNN.
 //! * Dependent generator: `p(z_t | x, z_{<t}) = σ(w·[→h_t; ←h_t; s_{t−1}] + b)` with a small
@@ -322,35 +323,62 @@ impl<T: Float> RationaleModel<T> {
     /// With a baseline, `(cost − b)` multiplies the score and the baseline is updated with the
     /// mean cost afterwards (so each step's baseline does not depend on its own samples).
     pub fn surrogate(&self, x: &Tensor<T>, lengths: Option<&[usize]>, y: &Tensor<T>, samples: usize, rng: &mut Rng, baseline: Option<&mut MovingAverage>) -> Result<SurrogateStep<T>> {
+        let base = baseline.as_ref().map_or(0.0, |m| m.get());
+        let step = self.surrogate_with(x, lengths, y, samples.max(1), rng, |_, _, _| base)?;
+        if let Some(m) = baseline {
+            m.update(step.mean_cost);
+        }
+        Ok(step)
+    }
+
+    /// The doubly stochastic objective with a per-row leave-one-out baseline: `samples ≥ 2`
+    /// draws of `z` per row, and each draw's score is multiplied by its cost minus the mean cost
+    /// of the *other* draws for the same row. That baseline does not depend on the draw it is
+    /// subtracted from, so the estimate stays unbiased, and it removes the part of the cost that
+    /// belongs to the row (how hard the example is) rather than to the selection — the part a
+    /// single moving average over the batch cannot remove.
+    pub fn surrogate_leave_one_out(&self, x: &Tensor<T>, lengths: Option<&[usize]>, y: &Tensor<T>, samples: usize, rng: &mut Rng) -> Result<SurrogateStep<T>> {
+        if samples < 2 {
+            return Err(RcnnError::Config { field: "samples", reason: format!("a leave-one-out baseline needs at least 2 draws per row, got {samples}") });
+        }
+        self.surrogate_with(x, lengths, y, samples, rng, |k, row, costs| {
+            let others: f64 = costs.iter().enumerate().filter(|&(j, _)| j != k).map(|(_, c)| c[row]).sum();
+            others / (costs.len() - 1) as f64
+        })
+    }
+
+    /// Draws every sample first, then forms `cost + (cost − b)·log p` per draw, where
+    /// `baseline(draw, row, costs)` gives `b` from the detached costs of all draws.
+    fn surrogate_with(&self, x: &Tensor<T>, lengths: Option<&[usize]>, y: &Tensor<T>, samples: usize, rng: &mut Rng, baseline: impl Fn(usize, usize, &[Vec<f64>]) -> f64) -> Result<SurrogateStep<T>> {
         self.check(x, y)?;
         let (b, t) = (x.dim(0), x.dim(1));
-        let samples = samples.max(1);
-        let base = baseline.as_ref().map_or(0.0, |m| m.get());
         let real: usize = lengths.map_or(b * t, |l| l.iter().sum());
-        let (mut total, mut cost_sum, mut loss_sum, mut selected) = (None::<Tensor<T>>, 0.0, 0.0, 0usize);
-        let mut last_z = Vec::new();
+        let mut draws = Vec::with_capacity(samples);
         for _ in 0..samples {
             let z = self.generator.sample(x, lengths, rng)?;
             let (cost, loss) = self.cost(x, lengths, y, &z)?;
+            draws.push((z, cost, loss));
+        }
+        let costs: Vec<Vec<f64>> = draws.iter().map(|d| d.1.data().iter().map(|v| v.to_f64()).collect()).collect();
+        let (mut total, mut loss_sum, mut selected) = (None::<Tensor<T>>, 0.0, 0usize);
+        let mut last_z = Vec::new();
+        for (k, (z, cost, loss)) in draws.into_iter().enumerate() {
             let lp = self.generator.log_prob(x, lengths, &z)?;
-            let adv = cost.detach().sub_scalar(base);
-            let term = cost.add(&adv.mul(&lp)).sum();
+            // In `T`, as `cost − b` on the tape would be: the baseline is rounded to `T` first.
+            let adv: Vec<T> = (0..b).map(|row| T::from_f64(costs[k][row]) - T::from_f64(baseline(k, row, &costs))).collect();
+            let term = cost.add(&Tensor::from_vec(adv, &[b]).mul(&lp)).sum();
             total = Some(match total {
                 Some(s) => s.add(&term),
                 None => term,
             });
-            cost_sum += cost.data().iter().map(|v| v.to_f64()).sum::<f64>();
             loss_sum += loss.data().iter().map(|v| v.to_f64()).sum::<f64>();
             selected += z.iter().filter(|&&v| v).count();
             last_z = z;
         }
         let n = (b * samples) as f64;
-        if let Some(m) = baseline {
-            m.update(cost_sum / n);
-        }
         Ok(SurrogateStep {
             surrogate: total.expect("samples ≥ 1").mul_scalar(1.0 / n),
-            mean_cost: cost_sum / n,
+            mean_cost: costs.iter().map(|c| c.iter().sum::<f64>()).sum::<f64>() / n,
             mean_loss: loss_sum / n,
             selection_rate: selected as f64 / (real * samples) as f64,
             z: last_z,

@@ -495,14 +495,14 @@ pub fn registry() -> Vec<Experiment> {
         },
         Experiment {
             name: "rationales-reviews",
-            title: "Rationales on the 2,000 Pang & Lee reviews: accuracy from the kept words, selection rate, random-word control, HTML of example rationales (Lei 2017, Ch. 3)",
+            title: "Rationales on the Pang & Lee reviews: accuracy from the kept words, selection rate, random-word control, HTML of example rationales (Lei 2017, Ch. 3)",
             data: &["pang-lee", "glove"],
             runs: 3,
             quick_runs: 1,
             run: rationales_reviews::run,
             fixed_runs: None,
             batch: None,
-            options: &[],
+            options: rationales_reviews::OPTIONS,
         },
         Experiment {
             name: "nmt-attention",
