@@ -336,6 +336,35 @@ fn reproduce_brown_loops_on_two_ranks_when_data_is_present() {
     }
 }
 
+/// The rationale model on the Pang & Lee reviews (a loop of its own whose generator samples
+/// masks per rank) on two ranks: it runs, rank 0 alone prints the table, and its unit records
+/// name the rank count. Skipped without the reviews and GloVe.
+#[test]
+fn reproduce_rationales_reviews_on_two_ranks_when_data_is_present() {
+    if !mpirun_present() {
+        return;
+    }
+    let data = std::env::var_os("CHI_DATA").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data"));
+    if !data.join("pang-lee").exists() || !data.join("glove").exists() {
+        eprintln!("skipped: no Pang & Lee reviews or GloVe under {} (scripts/fetch-data.sh)", data.display());
+        return;
+    }
+    let out = tmp("rationales-reviews-two");
+    let mut c = mpirun(2);
+    c.env("CHI_DATA", &data).args(["--out", out.to_str().unwrap(), "reproduce", "rationales-reviews", "--quick", "--json"]);
+    let o = run(c);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("trained data-parallel on 2 processes"));
+    let units = out.join("reproduce").join("rationales-reviews").join("units");
+    let mut n = 0;
+    for e in std::fs::read_dir(&units).unwrap() {
+        assert!(std::fs::read_to_string(e.unwrap().path()).unwrap().contains("ranks=2"));
+        n += 1;
+    }
+    assert!(n >= 3, "search units and the final run");
+    assert!(out.join("reproduce").join("rationales-reviews").join("rationales.html").exists());
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// Full-batch experiments run in one process only, and say so.
 #[test]
 fn reproduce_refuses_full_batch_experiments_on_several_ranks() {

@@ -501,7 +501,7 @@ pub fn registry() -> Vec<Experiment> {
             quick_runs: 1,
             run: rationales_reviews::run,
             fixed_runs: None,
-            batch: None,
+            batch: Some(rationales_reviews::BATCH),
             options: rationales_reviews::OPTIONS,
         },
         Experiment {

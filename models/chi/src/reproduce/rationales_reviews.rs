@@ -40,7 +40,8 @@ use super::options::{parsed, positive_rate, OptionSpec};
 use super::units::UnitData;
 use super::{Ctx, Report, Row};
 use chi_autodiff::{no_grad, Rng, Tensor};
-use chi_nn::optim::{OptimConfig, Optimizer};
+use chi_nn::dist::{GradSync, Group};
+use chi_nn::optim::{Grads, OptimConfig, Optimizer};
 use chi_nn::params::{Param, ParamStore};
 use chi_nn::stats::{PairedTest, Summary};
 use chi_rcnn::{Decay, FeatureMap, GeneratorKind, MovingAverage, RationaleConfig, RationaleModel, RcnnConfig};
@@ -50,7 +51,7 @@ use chi_text::vocab::{pretrained_matrix, Vocab};
 
 const MAX_WORDS: usize = 150;
 const HIDDEN: usize = 32;
-const BATCH: usize = 16;
+pub(super) const BATCH: usize = 16;
 /// Adam learning rate of the encoder.
 const ENC_LR: f64 = 1e-3;
 /// Held-out reviews shown in the HTML page.
@@ -131,10 +132,16 @@ struct Trainer {
     base: MovingAverage,
     loo: bool,
     rng: Rng,
+    /// The processes training together, the gradient exchange of both groups' parameters
+    /// (generator first), and on several ranks this rank's own stream of sampled rationales (one
+    /// process samples from `rng`, which also draws the batches).
+    group: Group,
+    sync: GradSync<f32>,
+    masks: Option<Rng>,
 }
 
 impl Trainer {
-    fn new(dim: usize, s: &Setting, seed: u64) -> Result<Trainer, String> {
+    fn new(dim: usize, s: &Setting, seed: u64, group: &Group) -> Result<Trainer, String> {
         let mut rng = Rng::new(seed);
         let mut rc = RcnnConfig::new(dim, HIDDEN);
         rc.map = FeatureMap::Additive;
@@ -144,6 +151,7 @@ impl Trainer {
         let model = RationaleModel::new(&mut store, cfg, &mut rng).map_err(|e| e.to_string())?;
         model.generator.b_z.update(|v| v.iter_mut().for_each(|b| *b = s.start_bias));
         let (gen_params, enc_params): (Vec<Param<f32>>, Vec<Param<f32>>) = store.params().iter().cloned().partition(|p| p.group() == "generator");
+        let sync = GradSync::new(group, &[gen_params.clone(), enc_params.clone()].concat());
         Ok(Trainer {
             store,
             model,
@@ -154,33 +162,47 @@ impl Trainer {
             base: MovingAverage::new(0.9),
             loo: s.loo,
             rng,
+            group: group.clone(),
+            sync,
+            masks: (group.size() > 1).then(|| Rng::new(group.rank_seed(seed ^ 0x3a5c))),
         })
     }
 
     /// One doubly stochastic step on the reviews `batch` (one or two sampled rationales per
-    /// review, see [`Setting::loo`]).
+    /// review, see [`Setting::loo`]); on several ranks, on this rank's share of it, with the
+    /// gradients averaged and the statistics global. The moving-average baseline stays per rank
+    /// (it does not depend on the current sample, so the estimate stays unbiased).
     fn step(&mut self, data: &Corpus, batch: &[usize]) -> Result<StepStats, String> {
-        let (x, lens) = data.embed(batch);
+        let mine = self.group.shard(batch);
+        let (x, lens) = data.embed(mine);
         self.store.zero_grad();
-        let y = data.targets(batch);
+        let y = data.targets(mine);
+        let masks = self.masks.as_mut().unwrap_or(&mut self.rng);
         let step = if self.loo {
-            self.model.surrogate_leave_one_out(&x, Some(&lens), &y, 2, &mut self.rng)
+            self.model.surrogate_leave_one_out(&x, Some(&lens), &y, 2, masks)
         } else {
-            self.model.surrogate(&x, Some(&lens), &y, 1, &mut self.rng, Some(&mut self.base))
+            self.model.surrogate(&x, Some(&lens), &y, 1, masks, Some(&mut self.base))
         }
         .map_err(|e| e.to_string())?;
-        step.surrogate.backward();
-        self.gen_opt.step_params(&self.gen_params);
-        self.enc_opt.step_params(&self.enc_params);
-        Ok(StepStats { cost: step.mean_cost, selection: step.selection_rate })
+        let (_, grads) = self.sync.backward(&step.surrogate, mine.len() as f64).map_err(|e| e.to_string())?;
+        let mut items = grads.items;
+        let enc = Grads { items: items.split_off(self.gen_params.len()) };
+        self.gen_opt.step(&self.gen_params, &Grads { items });
+        self.enc_opt.step(&self.enc_params, &enc);
+        if self.group.size() == 1 {
+            return Ok(StepStats { cost: step.mean_cost, selection: step.selection_rate });
+        }
+        let (n, words) = (mine.len() as f64, lens.iter().sum::<usize>() as f64);
+        let t = self.group.sum(vec![step.mean_cost * n, n, step.selection_rate * words, words]);
+        Ok(StepStats { cost: t[0] / t[1].max(1.0), selection: t[2] / t[3].max(1.0) })
     }
 }
 
 /// Trains `steps` steps on batches of [`BATCH`] reviews drawn with replacement from `train`;
 /// returns the trainer and the training curve (step, mean selection rate over the last
 /// [`CURVE_EVERY`] steps).
-fn train_run(data: &Corpus, train: &[usize], s: &Setting, steps: usize, seed: u64, bar: &super::units::StepBar) -> Result<(Trainer, Vec<(f64, f64)>), String> {
-    let mut tr = Trainer::new(data.table.dim(1), s, seed)?;
+fn train_run(data: &Corpus, train: &[usize], s: &Setting, steps: usize, seed: u64, group: &Group, bar: &super::units::StepBar) -> Result<(Trainer, Vec<(f64, f64)>), String> {
+    let mut tr = Trainer::new(data.table.dim(1), s, seed, group)?;
     let mut curve = Vec::new();
     let mut window = 0.0;
     for k in 0..steps {
@@ -358,7 +380,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             &format!("search {common} train={} {} seed={search_seed}", search_train.len(), s.describe()),
             || {
                 let bar = ctx.bar(&format!("rationales search {g} ({})", s.describe()), steps);
-                let (tr, curve) = train_run(&data, &search_train, s, steps, search_seed, &bar)?;
+                let (tr, curve) = train_run(&data, &search_train, s, steps, search_seed, ctx.processes(), &bar)?;
                 bar.finish();
                 let o = evaluate(&tr, &data, &dev, search_seed)?;
                 ctx.log(&format!("search {g} ({}): dev accuracy {:.3} from {:.1} % of words (random words {:.3}, every word {:.3})", s.describe(), o.accuracy, 100.0 * o.selection, o.random_accuracy, o.full_accuracy));
@@ -403,7 +425,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             &format!("final {common} train={} {} seed={seed}", train.len(), chosen.describe()),
             || {
                 let bar = ctx.bar(&format!("rationales run {r}"), steps);
-                let (tr, curve) = train_run(&data, &train, &chosen, steps, seed, &bar)?;
+                let (tr, curve) = train_run(&data, &train, &chosen, steps, seed, ctx.processes(), &bar)?;
                 bar.finish();
                 let o = evaluate(&tr, &data, &test, seed)?;
                 ctx.log(&format!("run {r}: accuracy {:.3} from {:.1} % of words (random words {:.3}, every word {:.3})", o.accuracy, 100.0 * o.selection, o.random_accuracy, o.full_accuracy));
