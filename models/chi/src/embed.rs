@@ -131,7 +131,8 @@ pub struct TrainArgs {
     #[arg(long)]
     pub sync_words: Option<u64>,
     /// Under `mpirun -n K` (GloVe): co-occurrence entries each process trains between two
-    /// exchanges, in which the processes add up their changes (default: once per epoch).
+    /// exchanges, in which the processes add up their changes (default 1,000,000; 10^15:
+    /// once per epoch).
     #[arg(long)]
     pub sync_entries: Option<u64>,
 }
@@ -299,7 +300,7 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
         let (model, stats) = match &world {
             None => glove::train_glove(&text, &cfg).map_err(|e| e.to_string())?,
             Some(w) => {
-                let (model, stats, comm) = glove::train_glove_on(w.as_ref(), &text, &cfg, a.sync_entries.unwrap_or(u64::MAX)).map_err(|e| e.to_string())?;
+                let (model, stats, comm) = glove::train_glove_on(w.as_ref(), &text, &cfg, a.sync_entries.unwrap_or(glove::DEFAULT_SYNC_ENTRIES)).map_err(|e| e.to_string())?;
                 if lead {
                     eprintln!(
                         "{} ranks, each on 1/{} of the entries, changes added up {} time{} ({:.1} MB sent by rank 0, {:.2} s of rank 0's training in exchanges)",
