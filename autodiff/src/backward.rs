@@ -172,6 +172,28 @@ fn accumulate_sum<T: Float>(slot: &mut Option<Tensor<T>>, g: Tensor<T>, create: 
     }
 }
 
+/// Adds the gradient `g` of `x.narrow(axis, start, ·)` to `x`'s gradient in `slot`. When the
+/// gradient accumulated so far is an untracked buffer of its own, `g` is added into its slice in
+/// place, so a sequence model that takes one step at a time from a projection of the whole
+/// sequence pays O(step) per step instead of zero-padding a whole-sequence gradient for every
+/// step (O(T²) over the sequence). Otherwise `g` is padded, as the rule of `Op::Narrow` does.
+fn accumulate_narrow<T: Float>(slot: &mut Option<Tensor<T>>, x: &Tensor<T>, axis: usize, start: usize, g: Tensor<T>) {
+    if let Some(acc) = slot.as_mut() {
+        if acc.var.is_none() && acc.shape == x.shape {
+            if let Some(v) = Rc::get_mut(&mut acc.data) {
+                let (outer, len, inner) = g.shape.split_at_axis(axis);
+                let n = x.shape()[axis];
+                for o in 0..outer {
+                    let dst = (o * n + start) * inner;
+                    chi_kernels::elementwise::axpy(T::ONE, &g.data[o * len * inner..(o + 1) * len * inner], &mut v[dst..dst + len * inner]);
+                }
+                return;
+            }
+        }
+    }
+    accumulate(slot, crate::ops::shape_ops::narrow_backward(x, axis, start, &g), false);
+}
+
 fn accumulate_into<T: Float>(cell: &std::cell::RefCell<Option<Tensor<T>>>, g: Tensor<T>, create: bool) {
     let mut slot = cell.borrow_mut();
     let mut s = slot.take();
@@ -543,6 +565,16 @@ pub(crate) fn run_backward<T: Float>(
                 let sr = sg.get_or_insert_with(|| SparseRows { ids: Vec::new(), values: Vec::new(), dim, rows: table.shape()[0] });
                 sr.ids.extend_from_slice(ids);
                 sr.values.extend_from_slice(&g.data);
+                continue;
+            }
+        }
+        // Slices of one tensor (a sequence's steps): add into the slice, not a padded copy. With
+        // create_graph the padded rule runs, so the gradient stays differentiable; under anomaly
+        // detection too, so the rule's output is checked.
+        if let Op::Narrow { x, axis, start } = op {
+            if !create && !anomaly::is_anomaly_enabled() {
+                let i = existing(pass.id, x).expect("inputs of a visited node were discovered");
+                accumulate_narrow(&mut pass.slots[i].grad, x, *axis, *start, g);
                 continue;
             }
         }
