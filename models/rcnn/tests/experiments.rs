@@ -86,17 +86,9 @@ fn throughput_report() {
     }
 }
 
-/// Runs `f` on each of `k` thread ranks (all started before any is joined), in rank order.
+/// Runs `f` on each of `k` thread ranks, in rank order.
 fn on_ranks<R: Send + 'static>(k: usize, f: impl Fn(Group) -> R + Send + Sync + 'static) -> Vec<R> {
-    let f = std::sync::Arc::new(f);
-    let handles: Vec<_> = ThreadGroup::new(k)
-        .into_iter()
-        .map(|m| {
-            let f = f.clone();
-            std::thread::spawn(move || f(Group::new(Rc::new(m))))
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    ThreadGroup::run_each(k, move |m| f(Group::new(Rc::new(m))))
 }
 
 /// The language models on 3 thread ranks (the protocol `mpirun` runs; windows of a step of 16

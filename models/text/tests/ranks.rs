@@ -14,18 +14,9 @@ use chi_text::tagger::{train_tagger, EncoderKind, HeadKind, Lexicon, NeuralTagge
 use chi_text::train::{fit, Classifier, FitConfig};
 use std::rc::Rc;
 
-/// Runs `f` on each of `k` thread ranks (all started before any is joined) and returns the
-/// ranks' results in rank order.
+/// Runs `f` on each of `k` thread ranks, in rank order.
 fn on_ranks<R: Send + 'static>(k: usize, f: impl Fn(Group) -> R + Send + Sync + 'static) -> Vec<R> {
-    let f = std::sync::Arc::new(f);
-    let handles: Vec<_> = ThreadGroup::new(k)
-        .into_iter()
-        .map(|m| {
-            let f = f.clone();
-            std::thread::spawn(move || f(Group::new(Rc::new(m))))
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    ThreadGroup::run_each(k, move |m| f(Group::new(Rc::new(m))))
 }
 
 fn assert_close(a: &[Vec<f64>], b: &[Vec<f64>], tol: f64, what: &str) {

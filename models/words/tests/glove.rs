@@ -2,7 +2,7 @@
 //! gradcheck, determinism, quality.
 
 use chi_autodiff::{gradcheck, gradgradcheck, GradcheckOptions, Rng, Tensor};
-use chi_nn::dist::{Collective, Solo, ThreadGroup};
+use chi_nn::dist::{Solo, ThreadGroup};
 use chi_words::glove::{count_cooccurrences, glove_step, train_glove, train_glove_on, weight, CoocConfig, GloveConfig, GloveParams};
 use chi_words::kernels::KernelChoice;
 use chi_words::tape;
@@ -150,19 +150,6 @@ fn planted() -> (Text, Vec<Vec<String>>) {
     (Text::from_str(&s, false), groups)
 }
 
-/// Runs `f` on each of `k` thread ranks (all started before any is joined), in rank order.
-fn on_ranks<R: Send + 'static>(k: usize, f: impl Fn(&dyn Collective) -> R + Send + Sync + 'static) -> Vec<R> {
-    let f = std::sync::Arc::new(f);
-    let handles: Vec<_> = ThreadGroup::new(k)
-        .into_iter()
-        .map(|m| {
-            let f = f.clone();
-            std::thread::spawn(move || f(&m))
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
-}
-
 /// GloVe on 2 and 3 thread ranks (the protocol `mpirun` runs), exchanging every 500 entries and
 /// once per epoch: every rank ends with the same model bit for bit, the global loss falls, the
 /// planted groups are recovered as in one process, and one rank of a group of one is
@@ -182,9 +169,9 @@ fn glove_on_ranks_adds_up_the_changes_and_recovers_planted_groups() {
     };
     for (k, sync) in [(2, 500u64), (3, u64::MAX)] {
         let rank_cfg = cfg.clone();
-        let out = on_ranks(k, move |c| {
+        let out = ThreadGroup::run_each(k, move |c| {
             let (text, _) = planted();
-            train_glove_on(c, &text, &rank_cfg, sync).unwrap()
+            train_glove_on(&c, &text, &rank_cfg, sync).unwrap()
         });
         for (m, _, _) in &out[1..] {
             assert_eq!(m.params, out[0].0.params, "ranks hold the same model after the last exchange");

@@ -226,6 +226,21 @@ impl ThreadGroup {
         (0..size).map(|rank| ThreadGroup { shared: shared.clone(), rank, seq: std::cell::Cell::new(0) }).collect()
     }
 
+    /// Runs `f` on each of `size` ranks, one thread per rank, all started before any is
+    /// waited for (a collective blocks until every rank joins it), and returns the ranks'
+    /// results in rank order. A panic on a rank is re-raised here.
+    pub fn run_each<R: Send + 'static>(size: usize, f: impl Fn(ThreadGroup) -> R + Send + Sync + 'static) -> Vec<R> {
+        let f = Arc::new(f);
+        let handles: Vec<_> = ThreadGroup::new(size)
+            .into_iter()
+            .map(|m| {
+                let f = f.clone();
+                std::thread::spawn(move || f(m))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    }
+
     /// Deposits this rank's part of the next collective; returns the round's key.
     fn deposit(&self, kind: Kind, part: Part) -> u64 {
         let key = self.seq.get();

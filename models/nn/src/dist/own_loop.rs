@@ -217,9 +217,7 @@ mod tests {
     fn ranks_of_a_plain_loop_take_the_steps_of_one_process_with_the_whole_batch() {
         // Batches of 7 over 3 ranks: shares 3/2/2, and the last batch of 60 (4 examples) 2/1/1.
         let single = train(&Group::one(), 7, 12);
-        let handles: Vec<_> = ThreadGroup::new(3).into_iter().map(|m| std::thread::spawn(move || train(&Group::new(Rc::new(m)), 7, 12))).collect();
-        for h in handles {
-            let ranked = h.join().unwrap();
+        for ranked in ThreadGroup::run_each(3, |m| train(&Group::new(Rc::new(m)), 7, 12)) {
             for (a, b) in ranked.iter().flatten().zip(single.iter().flatten()) {
                 assert!((a - b).abs() < 1e-12, "{a} vs {b}");
             }
@@ -230,9 +228,8 @@ mod tests {
     fn a_global_batch_smaller_than_the_group_leaves_ranks_empty_but_exact() {
         // Batches of 2 over 3 ranks: rank 2 never has an example.
         let single = train(&Group::one(), 2, 8);
-        let handles: Vec<_> = ThreadGroup::new(3).into_iter().map(|m| std::thread::spawn(move || train(&Group::new(Rc::new(m)), 2, 8))).collect();
-        for h in handles {
-            for (a, b) in h.join().unwrap().iter().flatten().zip(single.iter().flatten()) {
+        for ranked in ThreadGroup::run_each(3, |m| train(&Group::new(Rc::new(m)), 2, 8)) {
+            for (a, b) in ranked.iter().flatten().zip(single.iter().flatten()) {
                 assert!((a - b).abs() < 1e-12, "{a} vs {b}");
             }
         }
@@ -246,17 +243,10 @@ mod tests {
         assert_eq!(g.rank_seed(42), 42);
         assert_eq!(g.sum(vec![1.5]), vec![1.5]);
         assert!(Group::new(Rc::new(super::super::Solo)).comm().is_none(), "a group of one is no group");
-        // Every rank must be running before any joins the sum.
-        let handles: Vec<_> = ThreadGroup::new(2)
-            .into_iter()
-            .map(|m| {
-                std::thread::spawn(move || {
-                    let g = Group::new(Rc::new(m));
-                    (g.rank_seed(42), g.rank_seed(42), g.sum(vec![g.rank() as f64 + 1.0]))
-                })
-            })
-            .collect();
-        let seeds: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let seeds = ThreadGroup::run_each(2, |m| {
+            let g = Group::new(Rc::new(m));
+            (g.rank_seed(42), g.rank_seed(42), g.sum(vec![g.rank() as f64 + 1.0]))
+        });
         assert_eq!(seeds[0].0, seeds[0].1, "a function of seed and rank");
         assert_ne!(seeds[0].0, seeds[1].0);
         assert!(seeds[0].0 != 42 && seeds[1].0 != 42);
