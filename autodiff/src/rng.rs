@@ -23,7 +23,12 @@ impl Rng {
     /// Next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
+        Rng::mix(self.state)
+    }
+    /// SplitMix64's finaliser: a bijection of `u64` under which nearby inputs give unrelated
+    /// outputs, for deriving seeds of separate streams (per rank, per step) from one seed.
+    pub fn mix(x: u64) -> u64 {
+        let mut z = x;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)

@@ -70,7 +70,7 @@
 //!   gradients are cleared, then the end checkpoint, the end evaluation and
 //!   [`Callback::on_train_end`] follow, in that order.
 
-use crate::dist::{self, Buf, DataParallel, Mode, Reducer};
+use crate::dist::{self, DataParallel, Mode, Reducer};
 use crate::optim::{Grads, Optimizer};
 use crate::params::{Param, ParamStore};
 use crate::schedule::{BlockCoordinate, LrSchedule};
@@ -540,16 +540,10 @@ impl<'a, T: Float> Trainer<'a, T> {
             let mut share = 1.0;
             if let Some(dp) = &self.dp {
                 // Every rank learns the global (weighted mean) loss, so all stop together.
-                let w = out.weight.unwrap_or(1.0);
-                let local = if w > 0.0 { w * loss } else { 0.0 };
                 let t0 = std::time::Instant::now();
-                let s: Vec<f64> = dp.comm.all_reduce_sum(Buf::F64(vec![local, w])).into_vec();
+                let agreed = dist::global_loss(&*dp.comm, loss, out.weight.unwrap_or(1.0));
                 dp.add_wait(t0);
-                if s[1] <= 0.0 {
-                    return Err(TrainError::EmptyBatch { step: done });
-                }
-                loss = s[0] / s[1];
-                share = w / s[1];
+                (loss, share) = agreed.ok_or(TrainError::EmptyBatch { step: done })?;
             }
             if !loss.is_finite() {
                 return Err(TrainError::NonFiniteLoss { step: done, loss });

@@ -218,12 +218,11 @@ fn clip(grads: &mut Grads<f32>, max: f64) {
     if max <= 0.0 {
         return;
     }
-    let values = |g: &Grad<f32>| -> Vec<f32> {
+    fn values(g: &Grad<f32>) -> &[f32] {
         match g {
-            Grad::Dense(v) => v.clone(),
-            Grad::Rows { values, .. } => values.clone(),
+            Grad::Dense(v) | Grad::Rows { values: v, .. } => v,
         }
-    };
+    }
     let norm = grads.items.iter().flatten().map(|g| values(g).iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt().powi(2)).sum::<f64>().sqrt();
     if norm > max {
         let s = (max / norm) as f32;

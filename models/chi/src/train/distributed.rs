@@ -74,11 +74,8 @@ pub(super) fn empty_step() -> StepOutput<f32> {
 /// the rank and the step only. `None` in one process (the run's own dropout stream is used).
 pub(super) fn dropout_stream(comm: Option<&dyn Collective>, seed: u64, step: u64) -> Option<Rng> {
     let c = comm?;
-    // SplitMix64 finaliser over the three numbers: nearby steps and ranks get unrelated streams.
-    let mut z = seed ^ (c.rank() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step.wrapping_mul(0xD1B5_4A32_D192_ED03);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    Some(Rng::new(z ^ (z >> 31)))
+    // Mixed, so nearby steps and ranks get unrelated streams.
+    Some(Rng::new(Rng::mix(seed ^ (c.rank() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step.wrapping_mul(0xD1B5_4A32_D192_ED03))))
 }
 
 fn send(comm: &dyn Collective, v: &Value) {

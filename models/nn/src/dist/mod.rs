@@ -452,6 +452,15 @@ pub fn broadcast_params<T: Float>(comm: &dyn Collective, params: &[Param<T>]) {
     }
 }
 
+/// The global loss of a step whose rank `r` has the mean `loss` over `weight ≥ 0` examples:
+/// `(Σ w_r loss_r / Σ w_r, weight / Σ w_r)`, the weighted mean every rank agrees on and this
+/// rank's share of the global gradient; `None` when no rank has an example. One all-reduce.
+pub(crate) fn global_loss(comm: &dyn Collective, loss: f64, weight: f64) -> Option<(f64, f64)> {
+    let local = if weight > 0.0 { weight * loss } else { 0.0 };
+    let s: Vec<f64> = comm.all_reduce_sum(Buf::F64(vec![local, weight])).into_vec();
+    (s[1] > 0.0).then(|| (s[0] / s[1], weight / s[1]))
+}
+
 /// Replaces every rank's parameters with their mean over the ranks (local SGD).
 pub fn average_params<T: Float>(comm: &dyn Collective, params: &[Param<T>]) {
     let k = comm.size();

@@ -97,13 +97,8 @@ impl Group {
     pub fn rank_seed(&self, seed: u64) -> u64 {
         match &self.0 {
             None => seed,
-            Some(c) => {
-                // splitmix64 of (seed, rank): nearby ranks and seeds give unrelated streams.
-                let mut z = seed ^ (c.rank() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^ (z >> 31)
-            }
+            // Mixed, so nearby ranks and seeds give unrelated streams.
+            Some(c) => chi_autodiff::Rng::mix(seed ^ (c.rank() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
         }
     }
     /// The sum of `values` over the ranks (the values themselves alone), for statistics a loop
@@ -156,10 +151,8 @@ impl<T: Float> GradSync<T> {
             return Ok((value, Grads::collect(&self.params)));
         };
         let comm = self.group.comm().expect("a reducer has a group");
-        let w = if weight > 0.0 { weight } else { 0.0 };
-        let local = if w > 0.0 { w * loss.item().to_f64() } else { 0.0 };
-        let s: Vec<f64> = comm.all_reduce_sum(Buf::F64(vec![local, w])).into_vec();
-        let (mean, share) = if s[1] > 0.0 { (s[0] / s[1], w / s[1]) } else { (0.0, 0.0) };
+        let w = weight.max(0.0);
+        let (mean, share) = super::global_loss(&**comm, loss.item().to_f64(), w).unwrap_or((0.0, 0.0));
         reducer.begin(&self.params, share);
         // A failed backward must still join the exchange, or the other ranks wait forever.
         let result = if w > 0.0 && loss.is_tracked() { loss.try_backward() } else { Ok(()) };
