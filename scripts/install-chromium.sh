@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs a headless-capable Chromium from Debian's own package registry, for the browser test of
-# the `chi teach` page (models/chi/tests/teach_browser.rs). Idempotent: does nothing when a
+# the `chi teach` page (models/chi/tests/suite/teach_browser.rs). Idempotent: does nothing when a
 # chromium binary is already on PATH. Needs root (or sudo) and apt-get; on other systems it says
 # so and exits 0, and the browser test then skips with a message.
 set -euo pipefail

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 /// [`unary`] evaluates these with SIMD (`f32x8` / `f64x4`); the transcendental ones use this
 /// crate's own vector `exp`/`ln`/`log1p`/`tanh`/`sigmoid` (range reduction + polynomial,
 /// Cephes/fdlibm style; see `simd_math.rs`). Maximum errors measured by
-/// `kernels/tests/simd_math.rs` (and asserted there, with the bounds in parentheses) over the
+/// `kernels/tests/suite/simd_math.rs` (and asserted there, with the bounds in parentheses) over the
 /// whole finite input range, large |x| included:
 ///
 /// * **f32, against an f64 reference** (std f64 functions of the f32 input, or the overflow-free

@@ -16,7 +16,7 @@
 //!   non-NaN input, subnormal outputs for very negative `x` are produced correctly.
 //! * `softplus(x) = max(x,0) + log1p(exp(−|x|))`, `log_sigmoid(x) = min(x,0) − log1p(exp(−|x|))`.
 //!
-//! NaN inputs propagate. The measured maximum errors (tests in `kernels/tests/simd_math.rs`)
+//! NaN inputs propagate. The measured maximum errors (tests in `kernels/tests/suite/simd_math.rs`)
 //! are listed on [`crate::elementwise::Unary`]: for the f32 functions, relative error and ULPs
 //! against an f64 reference over the whole finite range (worst relative error 2.05e-7, in
 //! softplus/log-sigmoid; exp and ln stay under 8.1e-8); for the f64 functions, ULPs against std's

@@ -25,7 +25,7 @@
 //! alternately: group [`GROUP_CHI`] holds every χ-function parameter.
 //!
 //! Whole-model gradient checks of tiny `f64` instances of each model are in
-//! [`gradcheck_cases`] (for `chi gradcheck --model`) and in `models/ca/tests/ca.rs`.
+//! [`gradcheck_cases`] (for `chi gradcheck --model`) and in `models/ca/tests/suite/ca.rs`.
 //!
 //! ## References
 //!

@@ -30,7 +30,7 @@
 //! * **Fig. 1's caption** describes χ̃ through the ratio `|v0 − o| / |w′ − v0|` of the
 //!   construction; under Eq. 17 that ratio equals `1 − χ̃`, not `χ̃`. chi follows the energy
 //!   (Eq. 17): step 1b is the projection onto the segment that minimises it
-//!   (`models/ca/tests/ca_formulas.rs` checks the step against the energy and the figure).
+//!   (`models/ca/tests/suite/ca_formulas.rs` checks the step against the energy and the figure).
 //! * **step 2** solves for `v0` without the constraint `v0 ⟂ w′`; the next step 1a restores it
 //!   by re-projecting `w′`. So between step 2 and the next step 1a the state is not feasible; every
 //!   state that [`CaSem::fit`] accepts (and reports an energy for) is taken after step 1b, and is.

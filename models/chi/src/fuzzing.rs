@@ -1,5 +1,5 @@
 //! Entry points of the fuzz targets, shared by `fuzz/fuzz_targets/*.rs` (cargo-fuzz, libFuzzer)
-//! and by the regression test `models/chi/tests/fuzz_regressions.rs`, which replays every saved input
+//! and by the regression test `models/chi/tests/suite/fuzz_regressions.rs`, which replays every saved input
 //! in `fuzz/regressions/<target>/` and `fuzz/corpus/<target>/` in the normal test suite.
 //!
 //! Each function takes arbitrary bytes and must return normally: a panic is a bug (in a parser:

@@ -21,7 +21,7 @@
 //! *chain* variant (labelled "CA-RES chain"; [`chi_ca::res::ConvVInput::Chain`]), whose `b = 1` form
 //! (χ ≡ 1) is exactly the ResNet block. Eq. 42 as written, the other tuples and the kernel sweep
 //! are in `ca-res-sweep`. Three runs per cell by default (runs r of the three blocks share seed r);
-//! the notes give each row's mean, sd and 95 % CI and paired t-tests over the runs (the reduction is tested in `models/ca/tests/ca.rs` for the dense CA-RES, and
+//! the notes give each row's mean, sd and 95 % CI and paired t-tests over the runs (the reduction is tested in `models/ca/tests/suite/ca.rs` for the dense CA-RES, and
 //! here for this conv block). The conv blocks' gradients are checked whole, in float64, by the
 //! unit test `conv_blocks_pass_a_float64_whole_block_gradcheck`.
 

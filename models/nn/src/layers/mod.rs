@@ -1,7 +1,7 @@
 //! Layers. Every layer is generic over the element type (`f32` for training, `f64` for
 //! gradient checks), implements [`crate::Parameterized`] (and [`crate::Module`] when its
 //! forward pass maps one tensor to one tensor), and has a whole-layer gradcheck on a small
-//! instance in its tests (`models/nn/tests/layers.rs`).
+//! instance in its tests (`models/nn/tests/suite/layers.rs`).
 //!
 //! Conventions shared by all layers:
 //! * the common layers have builder constructors, PyTorch-style: `Linear::new(in, out)`,

@@ -1,6 +1,6 @@
 //! Quick variants of the experiment functions on small synthetic corpora.
 
-mod common;
+use crate::common;
 
 use chi_autodiff::Rng;
 use chi_text::brown::TaggedTokens;

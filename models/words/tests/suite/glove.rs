@@ -10,7 +10,7 @@ use chi_words::vocab::{Corpus, Text, Vocab};
 use std::collections::HashMap;
 
 fn corpus() -> Corpus {
-    let t = Text::from_str(include_str!("../data/small_corpus.txt"), true);
+    let t = Text::from_str(include_str!("../../data/small_corpus.txt"), true);
     let v = Vocab::build(&t, 1).unwrap();
     Corpus::encode(&t, &v)
 }

@@ -1,7 +1,7 @@
 //! Kim-style text CNN: shapes, batch independence, embedding modes, max-norm, whole-model
 //! gradcheck and learning a planted task.
 
-mod common;
+use crate::common;
 
 use chi_autodiff::{no_grad, Tensor};
 use chi_text::cnn::{EmbeddingMode, TextCnn, TextCnnConfig};

@@ -3,7 +3,7 @@
 
 #![allow(clippy::needless_range_loop)] // index loops mirror the shapes being checked
 
-mod common;
+use crate::common;
 
 use chi_autodiff::{grad, no_grad, GradOptions};
 use chi_text::deps::OptimConfig;

@@ -50,7 +50,7 @@ fn synthetic_rationale_task_runs_and_spans_are_planted() {
     }
 }
 
-/// The longer run (about 30 s): `cargo test -p chi-rcnn --release --test experiments -- --ignored --nocapture`.
+/// The longer run (about 30 s): `cargo test -p chi-rcnn --release --test suite experiments:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "about 30 s: the longer rationale run (precision and selection rate at two sparsity weights); run with --ignored"]
 fn rationale_task_longer_run() {
@@ -67,7 +67,7 @@ fn rationale_task_longer_run() {
 }
 
 /// Training throughput of one layer at equal parameter count (about a minute):
-/// `cargo test -p chi-rcnn --release --test experiments -- --ignored --nocapture throughput`.
+/// `cargo test -p chi-rcnn --release --test suite experiments::throughput -- --ignored --nocapture`.
 #[test]
 #[ignore = "about a minute and prints a timing report (no assertion on time); run with --ignored"]
 fn throughput_report() {

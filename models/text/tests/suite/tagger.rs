@@ -1,7 +1,7 @@
 //! Taggers: the Brown reader and tag mapping, a planted task on which the CRF's transitions
 //! matter, the neural taggers learning it, whole-model gradchecks.
 
-mod common;
+use crate::common;
 
 use chi_autodiff::{Rng};
 use chi_text::brown::{normalize_tag, parse_brown, to_universal, universal_tag, TaggedTokens, UNIVERSAL_TAGS};

@@ -1,7 +1,7 @@
 //! Gradient-based interpretation: saliency against direct gradients and finite differences,
 //! integrated-gradients completeness, predictive n-grams, PCA, HTML/JSON.
 
-mod common;
+use crate::common;
 
 use chi_autodiff::{grad, no_grad, GradOptions, Rng, Tensor};
 use chi_text::cnn::{EmbeddingMode, TextCnn, TextCnnConfig};

@@ -1,7 +1,7 @@
 //! The rationale model's gradients against exact oracles: REINFORCE against the gradient of the
 //! expectation over all 2^L masks, the encoder's pathwise gradient against finite differences.
 
-mod common;
+use crate::common;
 use chi_autodiff::{Rng, Tensor};
 use chi_rcnn::deps::ParamStore;
 use chi_rcnn::oracle::normal_upper_quantile;

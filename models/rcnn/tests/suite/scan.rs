@@ -1,7 +1,7 @@
 //! The scan against its exact oracles: brute-force n-gram sums (values and gradients), the
 //! ordinary CNN at λ = 0, the string kernel (Theorem 1), the composed reference, finite differences.
 
-mod common;
+use crate::common;
 use chi_autodiff::{grad, gradcheck, gradgradcheck, GradOptions, GradcheckOptions, Rng, Tensor};
 use chi_rcnn::brute::{closed_form, string_kernel, string_kernel_features, table21_normalized};
 use chi_rcnn::{scan_composed, scan_fused, Aggregation, FeatureMap, ScanSpec};

@@ -48,7 +48,7 @@ fn fuzz_targets_match_the_shared_entry_points() {
 /// input, fed to every target for `CHI_FUZZ_SMOKE_SECONDS` seconds per target (default 3). A
 /// panicking input is written to `fuzz/artifacts/<target>/smoke-<n>` and fails the test. Ignored
 /// by default (it is a search, not a check); run it with
-/// `cargo test --release -p chi --test fuzz_regressions -- --ignored`.
+/// `cargo test --release -p chi --test suite fuzz_regressions:: -- --ignored`.
 #[test]
 #[ignore]
 fn random_mutations_of_saved_inputs() {

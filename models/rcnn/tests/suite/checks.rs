@@ -1,6 +1,6 @@
 //! The ready-made check instances pass, and the REINFORCE self-check passes its z-test.
 
-mod common;
+use crate::common;
 use chi_rcnn::checks::{gradcheck_cases, reinforce_self_check, ReinforceCheckOptions};
 use chi_rcnn::EstimatorCheckOptions;
 

@@ -6,7 +6,7 @@
 //! kernels only split when the current pool has more than one thread, which the global pool of a
 //! one-core runner does not.
 
-mod common;
+use crate::common;
 
 use chi_kernels::elementwise::*;
 use common::{in_pool, XorShift};

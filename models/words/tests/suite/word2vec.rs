@@ -10,7 +10,7 @@ use chi_words::vocab::{Corpus, Text, Vocab};
 use chi_words::word2vec::{self, cbow_step, skipgram_step, Architecture, CbowInputUpdate, Objective, Targets, Word2VecConfig};
 
 fn corpus_text() -> Text {
-    Text::from_str(include_str!("../data/small_corpus.txt"), true)
+    Text::from_str(include_str!("../../data/small_corpus.txt"), true)
 }
 
 fn vocab() -> Vocab {

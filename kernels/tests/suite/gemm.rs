@@ -6,7 +6,7 @@
 //! pool ([`common::in_pool`]): `Par::Split(2)` is capped at the current pool's size, so in the
 //! global pool of a one-core runner the split would silently not happen.
 
-mod common;
+use crate::common;
 
 use common::{in_pool, XorShift};
 use chi_kernels::gemm::{

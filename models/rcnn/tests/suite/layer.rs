@@ -2,7 +2,7 @@
 //! the fused scan, order 2 through the composed scan), fused = composed at layer level, stacks,
 //! bidirectional runs, pooling and ragged lengths.
 
-mod common;
+use crate::common;
 use chi_autodiff::{Rng, Tensor};
 use chi_rcnn::deps::ParamStore;
 use chi_rcnn::{pool, Activation, Aggregation, BiRcnn, Decay, FeatureMap, OutputOf, Pooling, Rcnn, RcnnConfig, RcnnLayer, ScanImpl};

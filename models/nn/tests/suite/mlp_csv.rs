@@ -1,6 +1,6 @@
 //! The `mlp_csv` example's own code path, on the CSV file it ships with.
 
-#[path = "../examples/mlp_csv.rs"]
+#[path = "../../examples/mlp_csv.rs"]
 mod example;
 
 use chi_autodiff::Rng;

@@ -1,0 +1,15 @@
+//! The integration tests of this crate, compiled as one test binary: every file here is a module.
+//! One binary compiles the library's generic code once instead of once per file, which is most
+//! of the test build's time. Tests that need a process of their own (a global allocator, the
+//! global thread pool, a cargo feature) stay beside this folder as separate binaries.
+
+mod coverage;
+mod dot_backward;
+mod engine;
+mod fused_rnn;
+mod gradcheck_cases;
+mod nn;
+mod op_semantics;
+mod pool;
+mod proptest_graphs;
+mod transforms;

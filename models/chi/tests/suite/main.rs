@@ -1,0 +1,19 @@
+//! The integration tests of this crate, compiled as one test binary: every file here is a module.
+//! One binary compiles the library's generic code once instead of once per file, which is most
+//! of the test build's time. Tests that need a process of their own (a global allocator, the
+//! global thread pool, a cargo feature) stay beside this folder as separate binaries.
+
+mod ca_sweeps;
+mod cli;
+mod context_aware_stats;
+mod embed;
+mod explain_browser;
+mod fuzz_regressions;
+mod reliability;
+mod reproduce;
+mod reproduce_options;
+mod seq2seq_reproduce;
+mod teach_browser;
+mod train;
+mod user_data;
+mod word_vectors;
