@@ -181,7 +181,7 @@ fn train(ctx: &Ctx, what: &str, tag: &str, ca: bool, k: usize, depth: usize, set
             if let Some(grid) = sigma_grid(&net, set_test, &shown) {
                 for ext in ["png", "svg"] {
                     let f = format!("sigma_map_{tag}_step{s}.{ext}");
-                    surface(&ctx.path(&f), &format!("digits and their σ-maps after {s} steps ({tag})"), (0.0, grid[0].len() as f64 - 1.0), (0.0, grid.len() as f64 - 1.0), &grid)?;
+                    surface(&ctx.path(&f), &format!("σ-maps after {s} steps ({tag})"), (0.0, grid[0].len() as f64 - 1.0), (0.0, grid.len() as f64 - 1.0), &grid)?;
                     files.push(f);
                 }
             }
