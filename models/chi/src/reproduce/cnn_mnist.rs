@@ -226,7 +226,6 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
                 let config = format!("data=mnist {}/{} stratified; ca={ca} k={k} depth={depth} hidden={HIDDEN} steps={steps} adagrad lr={LR} batch={BATCH} seed={seed}", tr.len(), te.len());
                 let key = format!("mnist-{}-k{k}-run{r}", if ca { "ca-cnn" } else { "cnn" });
                 let o = ctx.unit(&key, &config, || Ok(train(ctx, &what, "", ca, k, depth, &mnist, &tr, &mnist, &te, steps, seed, &[])?.to_unit()), |d| RunOut::from_unit(ctx, d))?;
-                rep.files.extend(o.files);
                 accs.push(o.acc);
                 cs.push(o.curve);
             }

@@ -99,6 +99,8 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         (LmKind::Cnn, "CNN, 2-gram, multiplicative", Some(132.8)),
         (LmKind::Rcnn(Decay::AdaptiveXH), "RCNN, 2-gram, λ adaptive on x and h", Some(103.9)),
     ];
+    // Positions in `kinds`, for the claims below.
+    let (constant, learned, adaptive_x, lstm, cnn, adaptive_xh) = (0, 1, 2, 3, 4, 5);
     ctx.plan_units(kinds.len() * ctx.runs);
     let mut rep = Report::default();
     rep.data = vec![format!(
@@ -144,14 +146,14 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         rep.notes.push(format!("{label}: perplexity {}", Summary::of(&ppl[ki])));
     }
     let claim = |a: usize, b: usize, what: &str| format!("{what}: {}", PairedTest::new(&ppl[a], &ppl[b]).describe(kinds[a].1, kinds[b].1, 0.05));
-    rep.notes.push(claim(5, 0, "adaptive (x, h) vs constant λ, paired over seeds (thesis: 103.9 vs 115.2; lower is better)"));
-    rep.notes.push(claim(2, 0, "adaptive (x only) vs constant λ, paired over seeds"));
-    rep.notes.push(claim(5, 2, "adaptive on x and h vs adaptive on x only, paired over seeds"));
-    rep.notes.push(claim(1, 0, "learned vs constant λ, paired over seeds (thesis Table 2.5 with SGD: 77.0 vs 84.3)"));
-    rep.notes.push(claim(0, 4, "RCNN λ = 0.8 vs CNN, paired over seeds (thesis: 30–40 points lower)"));
-    rep.notes.push(claim(5, 4, "RCNN λ adaptive (x, h) vs CNN, paired over seeds"));
-    rep.notes.push(claim(2, 4, "RCNN λ adaptive (x only) vs CNN, paired over seeds"));
-    rep.notes.push(claim(5, 3, "RCNN λ adaptive (x, h) vs LSTM, paired over seeds (thesis: 103.9 vs 107.6)"));
+    rep.notes.push(claim(adaptive_xh, constant, "adaptive (x, h) vs constant λ, paired over seeds (thesis: 103.9 vs 115.2; lower is better)"));
+    rep.notes.push(claim(adaptive_x, constant, "adaptive (x only) vs constant λ, paired over seeds"));
+    rep.notes.push(claim(adaptive_xh, adaptive_x, "adaptive on x and h vs adaptive on x only, paired over seeds"));
+    rep.notes.push(claim(learned, constant, "learned vs constant λ, paired over seeds (thesis Table 2.5 with SGD: 77.0 vs 84.3)"));
+    rep.notes.push(claim(constant, cnn, "RCNN λ = 0.8 vs CNN, paired over seeds (thesis: 30–40 points lower)"));
+    rep.notes.push(claim(adaptive_xh, cnn, "RCNN λ adaptive (x, h) vs CNN, paired over seeds"));
+    rep.notes.push(claim(adaptive_x, cnn, "RCNN λ adaptive (x only) vs CNN, paired over seeds"));
+    rep.notes.push(claim(adaptive_xh, lstm, "RCNN λ adaptive (x, h) vs LSTM, paired over seeds (thesis: 103.9 vs 107.6)"));
     rep.notes.push("in each paired test the difference is first minus second in perplexity, so a negative mean difference favours the first".into());
     rep.notes.push("PTB (the thesis's corpus) and Shakespeare are not available here; Brown is the stand-in, with a capped vocabulary, ~0.4M-parameter models and a short training budget, so absolute perplexities are not comparable with Table 2.4".into());
     rep.config = vec![

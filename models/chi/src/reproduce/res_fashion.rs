@@ -57,6 +57,11 @@ impl Kind {
             Kind::CaRes => "CA-RES chain",
         }
     }
+
+    /// The row name of this block kind in the grid cell of `blocks` blocks × `l` sublayers.
+    fn cell(self, blocks: usize, l: usize) -> String {
+        format!("{} {blocks} block{} × {l} sublayers", self.label(), if blocks == 1 { "" } else { "s" })
+    }
 }
 
 /// One block of `l` sublayers on `channels` channels (the network uses [`C`]; the gradient
@@ -226,7 +231,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     ctx.plan_units(grid.len() * 3 * ctx.runs);
     for &(blocks, l) in &grid {
         for kind in [Kind::Plain, Kind::ResNet, Kind::CaRes] {
-            let name = format!("{} {blocks} block{} × {l} sublayers", kind.label(), if blocks == 1 { "" } else { "s" });
+            let name = kind.cell(blocks, l);
             let mut accs = Vec::new();
             let mut cs = Vec::new();
             let mut params = 0;
@@ -253,17 +258,15 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     if !ctx.quick {
         // The paper's trend (§4.7.2: more blocks and more sublayers help CA-RES), paired over runs,
         // beside the same comparison for the other two blocks.
-        let name = |k: Kind, b: usize, l: usize| format!("{} {b} block{} × {l} sublayers", k.label(), if b == 1 { "" } else { "s" });
         for kind in [Kind::CaRes, Kind::ResNet, Kind::Plain] {
             let source = (kind == Kind::CaRes).then_some("paper §4.7.2: deeper CA-RES is better");
-            super::ca_compare::push_claim(&mut rep, m, &name(kind, 2, 3), &name(kind, 1, 2), source);
+            super::ca_compare::push_claim(&mut rep, m, &kind.cell(2, 3), &kind.cell(1, 2), source);
         }
     }
     super::ca_compare::summaries(&mut rep, m);
     for &(b, l) in &grid {
-        let name = |k: Kind| format!("{} {b} block{} × {l} sublayers", k.label(), if b == 1 { "" } else { "s" });
-        super::ca_compare::push_claim(&mut rep, m, &name(Kind::CaRes), &name(Kind::ResNet), None);
-        super::ca_compare::push_claim(&mut rep, m, &name(Kind::CaRes), &name(Kind::Plain), Some("paper §4.7.2 (CIFAR-10)"));
+        super::ca_compare::push_claim(&mut rep, m, &Kind::CaRes.cell(b, l), &Kind::ResNet.cell(b, l), None);
+        super::ca_compare::push_claim(&mut rep, m, &Kind::CaRes.cell(b, l), &Kind::Plain.cell(b, l), Some("paper §4.7.2 (CIFAR-10)"));
     }
     rep.config = vec![("steps".into(), steps.to_string()), ("channels".into(), C.to_string()), ("optimizer".into(), format!("adagrad lr {LR}, batch {BATCH}"))];
     Ok(rep)
