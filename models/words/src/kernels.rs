@@ -415,4 +415,33 @@ mod tests {
         let exact: f64 = a.iter().map(|x| x * x).sum();
         assert!((f64::dot_portable(&a, &a) - exact).abs() < 1e-12);
     }
+
+    /// The f32 kernels' scalar tails touch exactly the row's elements: every length from 0 to
+    /// 40 inside a longer buffer whose guard elements must stay as they were.
+    #[test]
+    fn f32_avx2_tails_equal_portable_and_leave_neighbours_alone() {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(_k) = Avx2::detect() {
+            let f = |v: Vec<f64>| -> Vec<f32> { v.iter().map(|&x| x as f32).collect() };
+            for n in 0..40 {
+                let (a, b, c) = (f(data(n + 8, 5)), f(data(n + 8, 6)), f(data(n + 8, 7)));
+                let (mut r0, mut e0) = (b.clone(), c.clone());
+                let (mut r1, mut e1) = (b.clone(), c.clone());
+                f32::update_portable(0.3, &a[..n], &mut r0[..n], &mut e0[..n]);
+                <Avx2 as Kernel>::update(0.3f32, &a[..n], &mut r1[..n], &mut e1[..n]);
+                let mut y0 = c.clone();
+                let mut y1 = c.clone();
+                f32::axpy_portable(-0.7, &a[..n], &mut y0[..n]);
+                <Avx2 as Kernel>::axpy(-0.7f32, &a[..n], &mut y1[..n]);
+                for i in 0..n + 8 {
+                    // One rounding per operation on both sides, fused or not: a few ulp apart.
+                    assert!((r0[i] - r1[i]).abs() <= 1e-6 && (e0[i] - e1[i]).abs() <= 1e-6, "n={n} i={i}");
+                    assert!((y0[i] - y1[i]).abs() <= 1e-6, "n={n} i={i}");
+                    if i >= n {
+                        assert_eq!((r1[i], e1[i], y1[i]), (b[i], c[i], c[i]), "n={n}: element {i} past the row changed");
+                    }
+                }
+            }
+        }
+    }
 }

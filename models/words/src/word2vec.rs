@@ -240,7 +240,7 @@ pub enum Targets<'a> {
 
 impl<'a> Targets<'a> {
     /// The rows of the output matrix the example updates.
-    pub(crate) fn output_rows(self) -> &'a [u32] {
+    pub fn output_rows(self) -> &'a [u32] {
         match self {
             Targets::Negative(ids) => ids,
             Targets::Path { points, .. } => points,
@@ -264,36 +264,70 @@ fn neg_log_sigmoid(x: f64) -> f64 {
 }
 
 /// The output half of one example: for each target row `u` with label `y` (1 for the positive
-/// word or a 0-bit, 0 otherwise), `g = α·(y − σ(u·h))`, `e += g·u`, `u += g·h`. Afterwards `e`
-/// holds `−α·∂L/∂h`. Returns the example's loss when `LOSS`.
+/// word or a 0-bit, 0 otherwise), `g = α·(y − σ(u·h))`, `e += g·u`, `u += g·h`, row after row
+/// as in word2vec. Afterwards `e` holds `−α·∂L/∂h`. Returns the example's loss when `LOSS`.
+///
+/// When the rows are distinct (always on a Huffman path; for negative sampling unless the same
+/// noise word was drawn twice) a row's update changes no other row's dot product, so all the
+/// dot products are taken first, then all the sigmoids, then all the updates. The result is the
+/// same, bit for bit, as row after row, but the sigmoids no longer wait one behind the other on
+/// each row's update.
 ///
 /// # Safety
 /// `out` must point to a matrix holding every target row (`row·d .. row·d + d`), none of which
 /// overlaps `h` or `e`.
 #[inline(always)]
 unsafe fn output_step<T: Scalar, K: Kernel, const LOSS: bool>(h: &[T], out: *mut T, d: usize, t: Targets, alpha: T, e: &mut [T]) -> f64 {
+    match t {
+        Targets::Negative(ids) => output_rows_step::<T, K, LOSS>(h, out, d, ids, |k| k == 0, alpha, e),
+        Targets::Path { points, codes } => output_rows_step::<T, K, LOSS>(h, out, d, points, |k| codes[k] == 0, alpha, e),
+    }
+}
+
+/// [`output_step`] over the target rows `rows`, `label(k)` saying whether row `k` has label 1.
+///
+/// # Safety
+/// As [`output_step`].
+#[inline(always)]
+unsafe fn output_rows_step<T: Scalar, K: Kernel, const LOSS: bool>(
+    h: &[T],
+    out: *mut T,
+    d: usize,
+    rows: &[u32],
+    label: impl Fn(usize) -> bool,
+    alpha: T,
+    e: &mut [T],
+) -> f64 {
+    const CHUNK: usize = 64;
+    let row = |r: u32| std::slice::from_raw_parts_mut(out.add(r as usize * d), d);
     let mut loss = 0.0;
-    let mut one = |row: u32, label: bool| {
-        let u = std::slice::from_raw_parts_mut(out.add(row as usize * d), d);
-        let f = K::dot(h, u);
-        let y = if label { T::ONE } else { T::ZERO };
-        let g = (y - f.sigmoid()) * alpha;
+    let mut gradient = |k: usize, f: T| {
+        let y = label(k);
         if LOSS {
             let f = f.to_f64();
-            loss += neg_log_sigmoid(if label { f } else { -f });
+            loss += neg_log_sigmoid(if y { f } else { -f });
         }
-        K::update(g, h, u, e);
+        (if y { T::ONE } else { T::ZERO } - f.sigmoid()) * alpha
     };
-    match t {
-        Targets::Negative(ids) => {
-            for (k, &w) in ids.iter().enumerate() {
-                one(w, k == 0);
-            }
+    let distinct = rows.iter().enumerate().all(|(k, r)| !rows[..k].contains(r));
+    if !distinct {
+        for (k, &r) in rows.iter().enumerate() {
+            let u = row(r);
+            let g = gradient(k, K::dot(h, u));
+            K::update(g, h, u, e);
         }
-        Targets::Path { points, codes } => {
-            for (&p, &c) in points.iter().zip(codes) {
-                one(p, c == 0);
-            }
+        return loss;
+    }
+    let mut g = [T::ZERO; CHUNK];
+    for (c, chunk) in rows.chunks(CHUNK).enumerate() {
+        for (gk, &r) in g.iter_mut().zip(chunk) {
+            *gk = K::dot(h, row(r));
+        }
+        for (k, gk) in g.iter_mut().enumerate().take(chunk.len()) {
+            *gk = gradient(c * CHUNK + k, *gk);
+        }
+        for (&gk, &r) in g.iter().zip(chunk) {
+            K::update(gk, h, row(r), e);
         }
     }
     loss

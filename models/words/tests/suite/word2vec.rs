@@ -3,7 +3,9 @@
 use chi_autodiff::{gradcheck, gradgradcheck, GradcheckOptions, Rng, Tensor};
 use chi_words::eval;
 use chi_words::huffman::Huffman;
-use chi_words::kernels::KernelChoice;
+#[cfg(target_arch = "x86_64")]
+use chi_words::kernels::Avx2;
+use chi_words::kernels::{Kernel, KernelChoice, Portable, Scalar};
 use chi_words::noise::NoiseTable;
 use chi_words::tape;
 use chi_words::vocab::{Corpus, Text, Vocab};
@@ -202,6 +204,55 @@ fn skipgram_fused_step_equals_tape_gradient() {
             assert_close("output", &dout, &go, 1e-12);
             assert!(gi.iter().any(|&g| g != 0.0) && go.iter().any(|&g| g != 0.0));
         }
+    }
+}
+
+/// word2vec's row-after-row step, written out: the reference for the trainer's order of
+/// evaluation (all dot products first when the rows are distinct).
+fn sequential_skipgram_step<T: Scalar, K: Kernel>(input: &mut [T], output: &mut [T], d: usize, context: usize, rows: &[u32], labels: &[bool], alpha: T) {
+    let mut e = vec![T::ZERO; d];
+    let h = input[context * d..(context + 1) * d].to_vec();
+    for (&r, &y) in rows.iter().zip(labels) {
+        let u = &mut output[r as usize * d..(r as usize + 1) * d];
+        let g = (if y { T::ONE } else { T::ZERO } - K::dot(&h, u).sigmoid()) * alpha;
+        K::update(g, &h, u, &mut e);
+    }
+    K::axpy(T::ONE, &e, &mut input[context * d..(context + 1) * d]);
+}
+
+fn step_order_case<T: Scalar, K: Kernel>(choice: KernelChoice) {
+    let h = Huffman::build(&vocab().counts);
+    let (v, d) = (h.codes.len(), 13);
+    let word = 17usize;
+    let distinct: Vec<u32> = vec![4, 9, 30, 2, 55, 41];
+    let repeated: Vec<u32> = vec![4, 9, 30, 9, 55, 4]; // the same noise word drawn twice
+    let path_labels: Vec<bool> = h.codes[word].iter().map(|&c| c == 0).collect();
+    let cases: [(Targets, Vec<bool>); 3] = [
+        (Targets::Negative(&distinct), (0..6).map(|k| k == 0).collect()),
+        (Targets::Negative(&repeated), (0..6).map(|k| k == 0).collect()),
+        (Targets::Path { points: &h.points[word], codes: &h.codes[word] }, path_labels),
+    ];
+    for (t, labels) in cases {
+        let (input, output) = tables(v, v, d, 5);
+        let input: Vec<T> = input.iter().map(|&x| T::from_f64(x)).collect();
+        let output: Vec<T> = output.iter().map(|&x| T::from_f64(x)).collect();
+        let (mut i1, mut o1) = (input.clone(), output.clone());
+        let (mut i2, mut o2) = (input.clone(), output.clone());
+        skipgram_step(&mut i1, &mut o1, d, 21, t, T::from_f64(0.7), choice).unwrap();
+        sequential_skipgram_step::<T, K>(&mut i2, &mut o2, d, 21, t.output_rows(), &labels, T::from_f64(0.7));
+        assert!(i1 == i2 && o1 == o2, "{t:?}: the step differs from the row-after-row reference");
+        assert!(o1 != output);
+    }
+}
+
+#[test]
+fn skipgram_step_equals_word2vec_row_after_row_order_bit_for_bit() {
+    step_order_case::<f32, Portable>(KernelChoice::Portable);
+    step_order_case::<f64, Portable>(KernelChoice::Portable);
+    #[cfg(target_arch = "x86_64")]
+    if Avx2::detect().is_some() {
+        step_order_case::<f32, Avx2>(KernelChoice::Auto);
+        step_order_case::<f64, Avx2>(KernelChoice::Auto);
     }
 }
 
