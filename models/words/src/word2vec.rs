@@ -28,7 +28,9 @@
 //! words more); the learning rate decays linearly from `alpha` to `min_alpha` over the
 //! words of all epochs. `threads` workers each take a contiguous slice of the corpus and update
 //! the shared matrices without locks (Hogwild: rows touched by two threads at once may lose an
-//! update; word2vec and gensim accept the same races). Each worker draws from its own
+//! update; word2vec and gensim accept the same races), except for the few rows every example
+//! touches (the most frequent words, the top of the Huffman tree), which each worker updates in
+//! a private copy and merges every 10,000 words ([`HotRows`]). Each worker draws from its own
 //! generator seeded from `seed` and its index, so with one thread training is reproducible
 //! bit for bit.
 
@@ -41,6 +43,7 @@ use crate::vectors::Vectors;
 use crate::vocab::{Corpus, Text, Vocab};
 use chi_autodiff::Rng;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Skip-gram or CBOW.
@@ -274,10 +277,9 @@ fn neg_log_sigmoid(x: f64) -> f64 {
 /// each row's update.
 ///
 /// # Safety
-/// `out` must point to a matrix holding every target row (`row·d .. row·d + d`), none of which
-/// overlaps `h` or `e`.
+/// `out` must hold every target row, none of which overlaps `h` or `e`.
 #[inline(always)]
-unsafe fn output_step<T: Scalar, K: Kernel, const LOSS: bool>(h: &[T], out: *mut T, d: usize, t: Targets, alpha: T, e: &mut [T]) -> f64 {
+unsafe fn output_step<T: Scalar, K: Kernel, const LOSS: bool>(h: &[T], out: Rows<T>, d: usize, t: Targets, alpha: T, e: &mut [T]) -> f64 {
     match t {
         Targets::Negative(ids) => output_rows_step::<T, K, LOSS>(h, out, d, ids, |k| k == 0, alpha, e),
         Targets::Path { points, codes } => output_rows_step::<T, K, LOSS>(h, out, d, points, |k| codes[k] == 0, alpha, e),
@@ -291,7 +293,7 @@ unsafe fn output_step<T: Scalar, K: Kernel, const LOSS: bool>(h: &[T], out: *mut
 #[inline(always)]
 unsafe fn output_rows_step<T: Scalar, K: Kernel, const LOSS: bool>(
     h: &[T],
-    out: *mut T,
+    out: Rows<T>,
     d: usize,
     rows: &[u32],
     label: impl Fn(usize) -> bool,
@@ -299,7 +301,7 @@ unsafe fn output_rows_step<T: Scalar, K: Kernel, const LOSS: bool>(
     e: &mut [T],
 ) -> f64 {
     const CHUNK: usize = 64;
-    let row = |r: u32| std::slice::from_raw_parts_mut(out.add(r as usize * d), d);
+    let row = |r: u32| std::slice::from_raw_parts_mut(out.row(r), d);
     let mut loss = 0.0;
     let mut gradient = |k: usize, f: T| {
         let y = label(k);
@@ -374,7 +376,7 @@ pub fn skipgram_step<T: Scalar>(
             let mut e = vec![T::ZERO; d];
             let h = &mut self.input[self.context as usize * d..][..d];
             // SAFETY: targets were bounds-checked; `output` is a distinct slice from `h` and `e`.
-            let loss = unsafe { output_step::<T, K, true>(h, self.output.as_mut_ptr(), d, self.targets, self.alpha, &mut e) };
+            let loss = unsafe { output_step::<T, K, true>(h, Rows::plain(self.output.as_mut_ptr(), d), d, self.targets, self.alpha, &mut e) };
             K::axpy(T::ONE, &e, h);
             loss
         }
@@ -416,7 +418,7 @@ pub fn cbow_step<T: Scalar>(
             let mut h = vec![T::ZERO; d];
             let mut e = vec![T::ZERO; d];
             // SAFETY: ids bounds-checked; `h`, `e` are local buffers.
-            unsafe { cbow_core::<T, K, true>(self.input.as_mut_ptr(), self.output.as_mut_ptr(), d, self.context, self.targets, self.alpha, self.update, &mut h, &mut e) }
+            unsafe { cbow_core::<T, K, true>(Rows::plain(self.input.as_mut_ptr(), d), Rows::plain(self.output.as_mut_ptr(), d), d, self.context, self.targets, self.alpha, self.update, &mut h, &mut e) }
         }
     }
     Ok(dispatch(kernel, Step { input, output, dim, context, targets, alpha, update }))
@@ -429,8 +431,8 @@ pub fn cbow_step<T: Scalar>(
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn cbow_core<T: Scalar, K: Kernel, const LOSS: bool>(
-    input: *mut T,
-    output: *mut T,
+    input: Rows<T>,
+    output: Rows<T>,
     d: usize,
     context: &[u32],
     targets: Targets,
@@ -442,7 +444,7 @@ unsafe fn cbow_core<T: Scalar, K: Kernel, const LOSS: bool>(
     h.fill(T::ZERO);
     e.fill(T::ZERO);
     for &c in context {
-        K::axpy(T::ONE, std::slice::from_raw_parts(input.add(c as usize * d), d), h);
+        K::axpy(T::ONE, std::slice::from_raw_parts(input.row(c), d), h);
     }
     let inv = T::from_f64(1.0 / context.len() as f64);
     for x in h.iter_mut() {
@@ -454,9 +456,112 @@ unsafe fn cbow_core<T: Scalar, K: Kernel, const LOSS: bool>(
         CbowInputUpdate::Gradient => inv,
     };
     for &c in context {
-        K::axpy(scale, e, std::slice::from_raw_parts_mut(input.add(c as usize * d), d));
+        K::axpy(scale, e, std::slice::from_raw_parts_mut(input.row(c), d));
     }
     loss
+}
+
+/// Row lookup in a matrix of `d`-long rows, some of which (`hot`) may live in a worker-private
+/// copy ([`HotRows`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Rows<T> {
+    base: *mut T,
+    d: usize,
+    hot_lo: u32,
+    hot_len: u32,
+    hot: *mut T,
+}
+
+impl<T> Rows<T> {
+    /// The matrix at `base`, every row in place.
+    fn plain(base: *mut T, d: usize) -> Rows<T> {
+        Rows { base, d, hot_lo: 0, hot_len: 0, hot: std::ptr::null_mut() }
+    }
+
+    /// Start of row `r`.
+    ///
+    /// # Safety
+    /// `r` must be a row of the matrix.
+    #[inline(always)]
+    unsafe fn row(self, r: u32) -> *mut T {
+        let k = r.wrapping_sub(self.hot_lo);
+        if k < self.hot_len {
+            self.hot.add(k as usize * self.d)
+        } else {
+            self.base.add(r as usize * self.d)
+        }
+    }
+}
+
+/// How many of the most contended rows of each matrix a worker copies when several share them.
+const HOT_ROWS: u32 = 64;
+
+/// The rows every example competes for: the most frequent words' input rows (the vocabulary is
+/// sorted by count) and, at the output, the most frequent words' rows for negative sampling or
+/// the inner nodes nearest the root for hierarchical softmax (the Huffman construction numbers
+/// them last).
+fn hot_ranges(cfg: &Word2VecConfig, v: usize, out_rows: usize) -> (std::ops::Range<u32>, std::ops::Range<u32>) {
+    let input = 0..HOT_ROWS.min(v as u32);
+    let n = HOT_ROWS.min(out_rows as u32);
+    let output = match cfg.objective {
+        Objective::HierarchicalSoftmax => out_rows as u32 - n..out_rows as u32,
+        Objective::NegativeSampling { .. } => 0..n,
+    };
+    (input, output)
+}
+
+/// A worker's private copy of the hot rows of one shared matrix.
+///
+/// Under Hogwild every worker writes the rows of the most frequent words (and the root of the
+/// Huffman tree) many times per sentence; with two workers on two cores each such write moves
+/// the row's cache lines from one core to the other, and skip-gram with hierarchical softmax
+/// ran no faster on two threads than on one. So each worker updates its own copy of those rows
+/// and, every [`ALPHA_EVERY`] words, adds what it changed to the shared rows (one worker at a
+/// time) and takes the result as its new copy: the sum of all workers' changes, as a
+/// synchronous step would give, only later. The other rows stay Hogwild. With one worker the
+/// range is empty and training is word2vec's, bit for bit.
+struct HotRows {
+    /// The shared matrix.
+    shared: *mut f32,
+    range: std::ops::Range<u32>,
+    d: usize,
+    /// The worker's rows.
+    local: Vec<f32>,
+    /// The shared rows as of the last merge.
+    base: Vec<f32>,
+}
+
+impl HotRows {
+    /// Copies the rows `range` of the shared matrix at `shared`.
+    ///
+    /// # Safety
+    /// `range` must be rows of that matrix.
+    unsafe fn new(shared: *mut f32, range: std::ops::Range<u32>, d: usize) -> HotRows {
+        let n = (range.end - range.start) as usize * d;
+        let base = std::slice::from_raw_parts(shared.add(range.start as usize * d), n).to_vec();
+        HotRows { shared, range, d, local: base.clone(), base }
+    }
+
+    /// Row lookup in the shared matrix that finds the hot rows in this copy.
+    fn rows(&mut self) -> Rows<f32> {
+        Rows { base: self.shared, d: self.d, hot_lo: self.range.start, hot_len: self.range.end - self.range.start, hot: self.local.as_mut_ptr() }
+    }
+
+    /// Adds this worker's changes since the last merge to the shared rows and copies them back.
+    fn sync(&mut self, lock: &Mutex<()>) {
+        if self.local.is_empty() {
+            return;
+        }
+        let _one_at_a_time = lock.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: the range was checked against the matrix in `new`; under the lock no other
+        // worker merges, and the rows are outside every worker's Hogwild writes.
+        let s = unsafe { std::slice::from_raw_parts_mut(self.shared.add(self.range.start as usize * self.d), self.local.len()) };
+        for ((sv, lv), bv) in s.iter_mut().zip(&mut self.local).zip(&mut self.base) {
+            *sv += *lv - *bv;
+            *lv = *sv;
+            *bv = *sv;
+        }
+    }
 }
 
 /// A matrix shared by the Hogwild workers.
@@ -477,6 +582,12 @@ struct Job<'a> {
     noise: Option<&'a NoiseTable>,
     input: Shared<f32>,
     output: Shared<f32>,
+    /// Rows of the input and output matrices each worker keeps a private copy of
+    /// ([`HotRows`]); empty with one worker or across ranks.
+    hot_input: std::ops::Range<u32>,
+    hot_output: std::ops::Range<u32>,
+    /// Serialises the workers' merges of their hot rows.
+    hot_lock: Mutex<()>,
     words_done: &'a AtomicU64,
     words_total: u64,
     start: Instant,
@@ -545,6 +656,8 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
     let mut e = vec![0f32; d];
     let (mut report_loss, mut report_n) = (0.0f64, 0u64);
     let (input, output) = (job.input.0, job.output.0);
+    // SAFETY: the hot ranges lie inside the matrices (`Job::hot_input`, `Job::hot_output`).
+    let (mut hot_in, mut hot_out) = unsafe { (HotRows::new(input, job.hot_input.clone(), d), HotRows::new(output, job.hot_output.clone(), d)) };
     'epochs: for _epoch in 0..cfg.epochs {
         for s in sentences.clone() {
             let sent = job.corpus.sentence(s);
@@ -603,8 +716,8 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
                             // SAFETY: ids come from the vocabulary, rows are in bounds; input and
                             // output are different matrices and `e` is local.
                             unsafe {
-                                let hrow = std::slice::from_raw_parts_mut(input.add(c * d), d);
-                                let l = output_step::<f32, K, LOSS>(hrow, output, d, tt, alpha, &mut e);
+                                let hrow = std::slice::from_raw_parts_mut(hot_in.rows().row(c as u32), d);
+                                let l = output_step::<f32, K, LOSS>(hrow, hot_out.rows(), d, tt, alpha, &mut e);
                                 K::axpy(1.0, &e, hrow);
                                 if LOSS {
                                     st.loss += l;
@@ -634,7 +747,7 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
                             m.mark_output(tt.output_rows());
                         }
                         // SAFETY: as above.
-                        let l = unsafe { cbow_core::<f32, K, LOSS>(input, output, d, &ctx, tt, alpha, cfg.cbow_update, &mut h, &mut e) };
+                        let l = unsafe { cbow_core::<f32, K, LOSS>(hot_in.rows(), hot_out.rows(), d, &ctx, tt, alpha, cfg.cbow_update, &mut h, &mut e) };
                         if LOSS {
                             st.loss += l;
                             report_loss += l;
@@ -647,6 +760,8 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
             }
             local += sent.len() as u64;
             if local >= ALPHA_EVERY {
+                hot_in.sync(&job.hot_lock);
+                hot_out.sync(&job.hot_lock);
                 let done = job.words_done.fetch_add(local, Ordering::Relaxed) + local;
                 local = 0;
                 // Across ranks the schedule follows the estimated progress of all ranks.
@@ -674,6 +789,8 @@ fn worker<K: Kernel, const LOSS: bool>(job: &Job, index: usize, sentences: std::
             }
         }
     }
+    hot_in.sync(&job.hot_lock);
+    hot_out.sync(&job.hot_lock);
     job.words_done.fetch_add(local, Ordering::Relaxed);
     st
 }
@@ -782,6 +899,7 @@ pub(crate) fn train_impl(
         None => Vec::new(),
     };
     let link = dist.map(|c| RankLink { gate: c.gate(), marks: &marks, first_worker: c.rank() * cfg.threads });
+    let (hot_input, hot_output) = if threads > 1 && dist.is_none() { hot_ranges(cfg, v, out_rows) } else { (0..0, 0..0) };
     let start = Instant::now();
     let (input_ptr, output_ptr) = (Shared(input.as_mut_ptr()), Shared(output.as_mut_ptr()));
     let job = Job {
@@ -792,6 +910,9 @@ pub(crate) fn train_impl(
         noise: noise.as_ref(),
         input: input_ptr,
         output: output_ptr,
+        hot_input,
+        hot_output,
+        hot_lock: Mutex::new(()),
         words_done: &words_done,
         words_total,
         start,
@@ -851,4 +972,40 @@ pub(crate) fn train_impl(
         mean_loss: if cfg.compute_loss && examples > 0 { loss / examples as f64 } else { f64::NAN },
     };
     Ok((Word2Vec { vocab, dim: d, input, output, config: cfg.clone() }, st))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two workers' merges leave the shared rows at the start plus both workers' changes, each
+    /// worker's copy equal to the shared rows, and the rows outside the range untouched.
+    #[test]
+    fn hot_row_merges_add_every_workers_changes() {
+        let d = 3;
+        let mut shared: Vec<f32> = (0..5 * d).map(|k| k as f32).collect();
+        let start = shared.clone();
+        let lock = Mutex::new(());
+        let p = shared.as_mut_ptr();
+        // SAFETY: rows 1..3 of a 5-row matrix.
+        let (mut a, mut b) = unsafe { (HotRows::new(p, 1..3, d), HotRows::new(p, 1..3, d)) };
+        // SAFETY: row 1 and row 2 are in the hot range, row 4 is a plain row of the matrix.
+        unsafe {
+            assert_eq!(a.rows().row(4), p.add(4 * d));
+            *a.rows().row(1) += 10.0;
+            *b.rows().row(1) += 100.0;
+            *b.rows().row(2).add(2) -= 1.0;
+            // Before any merge the shared matrix has not moved.
+            assert_eq!(*p.add(d), start[d]);
+        }
+        a.sync(&lock);
+        b.sync(&lock);
+        a.sync(&lock);
+        let mut expect = start.clone();
+        expect[d] += 110.0;
+        expect[2 * d + 2] -= 1.0;
+        assert_eq!(shared, expect);
+        assert_eq!(a.local, expect[d..3 * d]);
+        assert_eq!(b.local, expect[d..3 * d]);
+    }
 }
