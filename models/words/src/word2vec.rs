@@ -30,7 +30,7 @@
 //! the shared matrices without locks (Hogwild: rows touched by two threads at once may lose an
 //! update; word2vec and gensim accept the same races), except for the few rows every example
 //! touches (the most frequent words, the top of the Huffman tree), which each worker updates in
-//! a private copy and merges every 10,000 words ([`HotRows`]). Each worker draws from its own
+//! a private copy and merges every 10,000 words. Each worker draws from its own
 //! generator seeded from `seed` and its index, so with one thread training is reproducible
 //! bit for bit.
 
