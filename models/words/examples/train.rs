@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run -p chi-words --release --example train -- --corpus brown.txt --model sgns \
 //!     [--dim 100] [--window 5] [--min-count 5] [--sample 1e-3] [--epochs 5] [--negative 5] \
-//!     [--threads 1] [--seed 1] [--alpha A] [--lowercase] [--out vectors.txt] \
+//!     [--threads 1] [--seed 1] [--alpha A] [--x-max 100] [--lowercase] [--out vectors.txt] \
 //!     [--wordsim wordsim353.tsv] [--simlex simlex999.txt] [--analogies questions-words.txt]
 //! ```
 //! With `--vectors FILE` instead of `--corpus`, it only scores a word2vec text file.
@@ -71,6 +71,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             seed,
             cooc: CoocConfig { window, ..Default::default() },
             eta: num("alpha", "0.05")?,
+            x_max: num("x-max", "100")?,
             ..Default::default()
         };
         let prep = t0.elapsed().as_secs_f64();

@@ -47,6 +47,17 @@ fn train_eval_neighbours_end_to_end() {
     }
 }
 
+/// `--x-max` reaches GloVe: two cut-offs give different vectors from the same seed.
+#[test]
+fn glove_x_max_changes_the_vectors() {
+    let (a, b) = (tmp("x100.txt"), tmp("x2.txt"));
+    for (p, x) in [(&a, "100"), (&b, "2")] {
+        let o = chi(&["--seed", "3", "--threads", "1", "embed", "train", "--model", "glove", "--corpus", &corpus(), "--dim", "8", "--min-count", "2", "--epochs", "2", "--x-max", x, "--quiet", "--vectors-out", p.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_ne!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}
+
 #[test]
 fn one_thread_training_is_reproducible() {
     let (a, b) = (tmp("r1.txt"), tmp("r2.txt"));
@@ -86,6 +97,9 @@ fn bad_inputs_fail_cleanly() {
     fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--dim", "0", "--vectors-out", o]), "--dim 0 is out of range");
     fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--dim", "100000000", "--vectors-out", o]), "out of range");
     fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--min-count", "100000", "--vectors-out", o]), "min_count");
+    fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--x-max", "10", "--vectors-out", o]), "--x-max sets GloVe's");
+    fails_with(&chi(&["embed", "train", "--model", "glove", "--corpus", &corpus(), "--x-max", "0", "--vectors-out", o]), "--x-max 0 is out of range");
+    fails_with(&chi(&["embed", "train", "--model", "glove", "--corpus", &corpus(), "--x-max", "NaN", "--vectors-out", o]), "out of range");
     let bad = tmp("malformed.txt");
     std::fs::write(&bad, "2 3\nfoo 1 2 3\nbar 1 x 3\n").unwrap();
     fails_with(&chi(&["embed", "eval", bad.to_str().unwrap()]), "malformed.txt:3:");

@@ -112,6 +112,41 @@ fn glove_fused_step_equals_tape_gradient() {
     }
 }
 
+/// The accumulator sums squares of the η-scaled gradient, as glove.c does: after one step at
+/// η = 0.5 from accumulators of 1, the step is 0.5·g and the accumulator 1 + (0.5·g)²; a second
+/// step divides by its square root.
+#[test]
+fn glove_adagrad_accumulates_the_scaled_gradient_as_glove_c() {
+    let (v, d) = (9, 11);
+    let (i, j, x, eta) = (2u32, 5u32, 3.5f64, 0.5f64);
+    for k in [KernelChoice::Auto, KernelChoice::Portable] {
+        let p0 = params(v, d, 23);
+        let t = |a: &[f64], r: usize| Tensor::from_vec(a.to_vec(), &[a.len() / r, r]).requires_grad();
+        let (w, wc, b, bc) = (t(&p0.w, d), t(&p0.wc, d), t(&p0.b, 1), t(&p0.bc, 1));
+        tape::glove_loss(&w, &wc, &b, &bc, &[(i, j, x)], 100.0, 0.75).backward();
+        let (gw, gb) = (w.grad().unwrap().to_vec(), b.grad().unwrap().to_vec());
+        let mut p = p0.clone();
+        glove_step(&mut p, i, j, x, 100.0, 0.75, eta, k).unwrap();
+        let row = i as usize * d..(i as usize + 1) * d;
+        for q in row.clone() {
+            assert!((p0.w[q] - p.w[q] - eta * gw[q]).abs() < 1e-12);
+            assert!((p.gw[q] - (1.0 + (eta * gw[q]).powi(2))).abs() < 1e-12, "accumulator {}", p.gw[q]);
+        }
+        let bi = i as usize;
+        assert!((p.gb[bi] - (1.0 + (eta * gb[bi]).powi(2))).abs() < 1e-12);
+        assert!(gw[row.clone()].iter().any(|&g| g != 0.0));
+        // The second step on the same entry: its gradient at the new point, over √G.
+        let (w2, wc2, b2, bc2) = (t(&p.w, d), t(&p.wc, d), t(&p.b, 1), t(&p.bc, 1));
+        tape::glove_loss(&w2, &wc2, &b2, &bc2, &[(i, j, x)], 100.0, 0.75).backward();
+        let g2 = w2.grad().unwrap().to_vec();
+        let p1 = p.clone();
+        glove_step(&mut p, i, j, x, 100.0, 0.75, eta, k).unwrap();
+        for q in row {
+            assert!((p1.w[q] - p.w[q] - eta * g2[q] / p1.gw[q].sqrt()).abs() < 1e-12);
+        }
+    }
+}
+
 #[test]
 fn glove_tape_loss_passes_gradcheck() {
     let p = params(5, 3, 4);
