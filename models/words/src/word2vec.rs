@@ -29,7 +29,7 @@
 //! words of all epochs. `threads` workers each take a contiguous slice of the corpus and update
 //! the shared matrices without locks (Hogwild: rows touched by two threads at once may lose an
 //! update; word2vec and gensim accept the same races), except for the few rows every example
-//! touches (the most frequent words, the top of the Huffman tree), which each worker updates in
+//! touches (the 1,024 most frequent words, the top of the Huffman tree), which each worker updates in
 //! a private copy and merges every 10,000 words. Each worker draws from its own
 //! generator seeded from `seed` and its index, so with one thread training is reproducible
 //! bit for bit.
@@ -494,7 +494,11 @@ impl<T> Rows<T> {
 }
 
 /// How many of the most contended rows of each matrix a worker copies when several share them.
-const HOT_ROWS: u32 = 64;
+/// With 64, two-thread skip-gram with negative sampling on Brown + SOTU + Shakespeare still took
+/// 7–8 s in some runs and 2.8 s in others (noise words beyond the top 64 are drawn often enough
+/// to keep cache lines moving between the cores); with 1,024 every run took 2.6–2.9 s. The
+/// copies cost 2 × 1,024 × d floats per matrix and worker.
+const HOT_ROWS: u32 = 1024;
 
 /// The rows every example competes for: the most frequent words' input rows (the vocabulary is
 /// sorted by count) and, at the output, the most frequent words' rows for negative sampling or

@@ -375,9 +375,10 @@ pub fn planted_text(seed: u64) -> (Text, Vec<Vec<String>>) {
 #[test]
 fn planted_groups_are_recovered() {
     let (text, groups) = planted_text(5);
-    for arch in [Architecture::SkipGram, Architecture::Cbow] {
+    // Two threads: every worker keeps private copies of the most contended rows and merges them.
+    for (arch, threads) in [(Architecture::SkipGram, 1), (Architecture::Cbow, 1), (Architecture::SkipGram, 2), (Architecture::Cbow, 2)] {
         for obj in [Objective::NegativeSampling { negative: 5, power: 0.75 }, Objective::HierarchicalSoftmax] {
-            let cfg = Word2VecConfig { arch, objective: obj, dim: 20, window: 3, min_count: 1, epochs: 5, sample: 0.0, ..Default::default() };
+            let cfg = Word2VecConfig { arch, objective: obj, dim: 20, window: 3, min_count: 1, epochs: 5, sample: 0.0, threads, ..Default::default() };
             let (m, _) = word2vec::train(&text, &cfg).unwrap();
             let v = m.vectors();
             let (same, diff) = eval::group_separation(&groups, |a, b| v.similarity(a, b).unwrap());
