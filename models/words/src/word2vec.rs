@@ -28,9 +28,9 @@
 //! words more); the learning rate decays linearly from `alpha` to `min_alpha` over the
 //! words of all epochs. `threads` workers each take a contiguous slice of the corpus and update
 //! the shared matrices without locks (Hogwild: rows touched by two threads at once may lose an
-//! update; word2vec and gensim accept the same races), except for the few rows every example
-//! touches (the 1,024 most frequent words, the top of the Huffman tree), which each worker updates in
-//! a private copy and merges every 10,000 words. Each worker draws from its own
+//! update; word2vec and gensim accept the same races), except for the most contended rows
+//! (those of the 1,024 most frequent words, or the 1,024 Huffman nodes nearest the root), which
+//! each worker updates in a private copy and merges every 10,000 words. Each worker draws from its own
 //! generator seeded from `seed` and its index, so with one thread training is reproducible
 //! bit for bit.
 
