@@ -78,6 +78,23 @@ pub enum Unary {
 }
 
 impl Unary {
+    /// One of each kind (`LeakyRelu` with slope 0.01), for the tests and benchmarks that sweep
+    /// every kind.
+    pub const ALL: [Unary; 12] = [
+        Unary::Neg,
+        Unary::Abs,
+        Unary::Exp,
+        Unary::Log,
+        Unary::Log1p,
+        Unary::Sqrt,
+        Unary::Tanh,
+        Unary::Sigmoid,
+        Unary::Relu,
+        Unary::LeakyRelu(0.01),
+        Unary::Softplus,
+        Unary::LogSigmoid,
+    ];
+
     /// Short lowercase name (used in op registries and benchmark labels).
     pub fn name(&self) -> &'static str {
         match self {

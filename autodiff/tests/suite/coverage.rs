@@ -60,20 +60,7 @@ const N_VARIANTS: usize = 33;
 
 /// Every elementwise kind; the matches make adding a kind a compile error here.
 fn unary_kinds() -> Vec<Unary> {
-    let all = vec![
-        Unary::Neg,
-        Unary::Abs,
-        Unary::Exp,
-        Unary::Log,
-        Unary::Log1p,
-        Unary::Sqrt,
-        Unary::Tanh,
-        Unary::Sigmoid,
-        Unary::Relu,
-        Unary::LeakyRelu(0.1),
-        Unary::Softplus,
-        Unary::LogSigmoid,
-    ];
+    let all = Unary::ALL.to_vec();
     for u in &all {
         match u {
             Unary::Neg | Unary::Abs | Unary::Exp | Unary::Log | Unary::Log1p | Unary::Sqrt | Unary::Tanh | Unary::Sigmoid | Unary::Relu => {}

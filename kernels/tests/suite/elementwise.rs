@@ -26,20 +26,6 @@ fn madd<T: Real>(a: T, b: T, y: T) -> T {
     }
 }
 
-const UNARY: [Unary; 12] = [
-    Unary::Neg,
-    Unary::Abs,
-    Unary::Exp,
-    Unary::Log,
-    Unary::Log1p,
-    Unary::Sqrt,
-    Unary::Tanh,
-    Unary::Sigmoid,
-    Unary::Relu,
-    Unary::LeakyRelu(0.01),
-    Unary::Softplus,
-    Unary::LogSigmoid,
-];
 const BINARY: [Binary; 7] = [Binary::Add, Binary::Sub, Binary::Mul, Binary::Div, Binary::Max, Binary::Min, Binary::Pow];
 
 /// Relative closeness with an absolute floor, NaN == NaN, equal infinities.
@@ -71,7 +57,7 @@ fn domain(op: Unary, x: f64) -> f64 {
 }
 
 fn check_unary<T: Real>(xs: &[f64]) {
-    for op in UNARY {
+    for op in Unary::ALL {
         let x: Vec<T> = xs.iter().map(|&v| T::from_f64(domain(op, v))).collect();
         let mut y = vec![T::ZERO; x.len()];
         unary(op, &x, &mut y);
@@ -427,4 +413,27 @@ fn mul_acc_len_mismatch() {
 #[should_panic(expected = "binary_broadcast: input b has 2 elements")]
 fn broadcast_short_input() {
     binary_broadcast(Binary::Add, &[1f32; 6], &[3, 1], &[1f32; 2], &[0, 1], &mut [0f32; 6], &[2, 3]);
+}
+
+/// `Unary::ALL` holds every kind exactly once: the match gives each kind an index, so a new kind
+/// does not compile here until it has one, and the test fails until `ALL` lists it.
+#[test]
+fn unary_all_lists_every_kind_once() {
+    let index = |u: &Unary| match u {
+        Unary::Neg => 0,
+        Unary::Abs => 1,
+        Unary::Exp => 2,
+        Unary::Log => 3,
+        Unary::Log1p => 4,
+        Unary::Sqrt => 5,
+        Unary::Tanh => 6,
+        Unary::Sigmoid => 7,
+        Unary::Relu => 8,
+        Unary::LeakyRelu(_) => 9,
+        Unary::Softplus => 10,
+        Unary::LogSigmoid => 11,
+    };
+    let mut seen: Vec<usize> = Unary::ALL.iter().map(index).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..12).collect::<Vec<_>>());
 }

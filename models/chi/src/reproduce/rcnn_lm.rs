@@ -100,7 +100,10 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         (LmKind::Rcnn(Decay::AdaptiveXH), "RCNN, 2-gram, λ adaptive on x and h", Some(103.9)),
     ];
     // Positions in `kinds`, for the claims below.
-    let (constant, learned, adaptive_x, lstm, cnn, adaptive_xh) = (0, 1, 2, 3, 4, 5);
+    let at = |k: LmKind| kinds.iter().position(|x| x.0 == k).expect("every model a claim names is in `kinds`");
+    let (constant, learned) = (at(LmKind::Rcnn(Decay::Constant(0.8))), at(LmKind::Rcnn(Decay::Learned(0.8))));
+    let (adaptive_x, adaptive_xh) = (at(LmKind::Rcnn(Decay::AdaptiveX)), at(LmKind::Rcnn(Decay::AdaptiveXH)));
+    let (lstm, cnn) = (at(LmKind::Lstm), at(LmKind::Cnn));
     ctx.plan_units(kinds.len() * ctx.runs);
     let mut rep = Report::default();
     rep.data = vec![format!(
