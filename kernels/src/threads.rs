@@ -94,3 +94,36 @@ pub fn with_threads<R: Send>(n: usize, f: impl FnOnce() -> R + Send) -> Result<R
     };
     Ok(pool.install(f))
 }
+
+/// Runs `f` on every job, spread over the threads of the current pool: the first job runs on
+/// the calling thread, the others are spawned, and the call returns when all are done (one
+/// fork and join for the whole call). With one job nothing is spawned.
+///
+/// Meant for coarse, independent pieces of work whose split is decided by the caller, such as
+/// the row blocks of a recurrence over a batch (`chi_autodiff`'s whole-sequence LSTM and GRU):
+/// each job owns its part of the output.
+///
+/// ```
+/// use chi_kernels::threads::run_each;
+/// let mut out = vec![0u64; 8];
+/// let jobs: Vec<(u64, &mut [u64])> = out.chunks_mut(4).enumerate().map(|(i, c)| (i as u64, c)).collect();
+/// run_each(jobs, |(i, part)| part.iter_mut().for_each(|v| *v = i + 1));
+/// assert_eq!(out, [1, 1, 1, 1, 2, 2, 2, 2]);
+/// ```
+pub fn run_each<J: Send>(jobs: Vec<J>, f: impl Fn(J) + Sync) {
+    if jobs.len() <= 1 {
+        jobs.into_iter().for_each(f);
+        return;
+    }
+    let f = &f;
+    rayon::scope(|s| {
+        let mut it = jobs.into_iter();
+        let first = it.next();
+        for job in it {
+            s.spawn(move |_| f(job));
+        }
+        if let Some(job) = first {
+            f(job);
+        }
+    });
+}

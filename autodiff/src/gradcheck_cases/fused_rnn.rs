@@ -1,4 +1,5 @@
-//! Fused recurrent steps ([`Tensor::lstm_cell`], [`Tensor::gru_cell`]). Second order runs
+//! Fused recurrent steps and sequences ([`Tensor::lstm_cell`], [`Tensor::gru_cell`],
+//! [`Tensor::lstm_sequence`], [`Tensor::gru_sequence`]). Second order runs
 //! through the composed rules the fused ops use under `create_graph`.
 
 use super::*;
@@ -55,20 +56,50 @@ pub(super) fn cases() -> Vec<OpCase> {
     ]
 }
 
-/// The whole-sequence LSTM ([`Tensor::lstm_sequence`]), with peepholes and ragged lengths.
+/// Ragged lengths for `b` rows over `t` steps (every row runs at least one step), as the
+/// `keep[t·B + b]` flags of the whole-sequence ops.
+fn ragged(r: &mut Rng, b: usize, t: usize) -> std::rc::Rc<Vec<bool>> {
+    let lens: Vec<usize> = (0..b).map(|_| 1 + r.below(t)).collect();
+    std::rc::Rc::new((0..t).flat_map(|ti| lens.iter().map(move |&l| ti < l).collect::<Vec<_>>()).collect())
+}
+
+/// The whole-sequence LSTM and GRU ([`Tensor::lstm_sequence`], [`Tensor::gru_sequence`]), with
+/// peepholes, both GRU reset forms and ragged lengths.
 pub(super) fn sequence_cases() -> Vec<OpCase> {
-    vec![OpCase {
-        name: "lstm_sequence",
-        order2: true,
-        make: |r| {
-            let (b, h) = dims(r);
-            let t = 1 + r.below(3);
-            let mut ins = vec![small(r, &[b, t, 4 * h]), small(r, &[b, h]), small(r, &[b, h]), small(r, &[h, 4 * h])];
-            ins.extend((0..3).map(|_| small(r, &[h])));
-            let lens: Vec<usize> = (0..b).map(|_| 1 + r.below(t)).collect();
-            let keep: Vec<bool> = (0..t).flat_map(|ti| lens.iter().map(move |&l| ti < l).collect::<Vec<_>>()).collect();
-            let keep = std::rc::Rc::new(keep);
-            case(ins, move |x| Tensor::lstm_sequence(&x[0], &x[1], &x[2], &x[3], Some([&x[4], &x[5], &x[6]]), Some(keep.clone())))
+    vec![
+        OpCase {
+            name: "gru_sequence_reset_after",
+            order2: true,
+            make: |r| {
+                let (b, h) = dims(r);
+                let t = 1 + r.below(3);
+                let ins = vec![small(r, &[b, t, 3 * h]), small(r, &[b, h]), small(r, &[h, 2 * h]), small(r, &[h, h]), small(r, &[h])];
+                let keep = ragged(r, b, t);
+                case(ins, move |x| Tensor::gru_sequence(&x[0], &x[1], &x[2], &x[3], Some(&x[4]), Some(keep.clone())))
+            },
         },
-    }]
+        OpCase {
+            name: "gru_sequence_reset_before",
+            order2: true,
+            make: |r| {
+                let (b, h) = dims(r);
+                let t = 1 + r.below(3);
+                let ins = vec![small(r, &[b, t, 3 * h]), small(r, &[b, h]), small(r, &[h, 2 * h]), small(r, &[h, h])];
+                let keep = ragged(r, b, t);
+                case(ins, move |x| Tensor::gru_sequence(&x[0], &x[1], &x[2], &x[3], None, Some(keep.clone())))
+            },
+        },
+        OpCase {
+            name: "lstm_sequence",
+            order2: true,
+            make: |r| {
+                let (b, h) = dims(r);
+                let t = 1 + r.below(3);
+                let mut ins = vec![small(r, &[b, t, 4 * h]), small(r, &[b, h]), small(r, &[b, h]), small(r, &[h, 4 * h])];
+                ins.extend((0..3).map(|_| small(r, &[h])));
+                let keep = ragged(r, b, t);
+                case(ins, move |x| Tensor::lstm_sequence(&x[0], &x[1], &x[2], &x[3], Some([&x[4], &x[5], &x[6]]), Some(keep.clone())))
+            },
+        },
+    ]
 }

@@ -1,4 +1,5 @@
-//! Fused recurrent steps: one LSTM or GRU time step as one tape node.
+//! Fused recurrent steps: one LSTM or GRU time step, or a whole LSTM or GRU sequence, as one tape
+//! node.
 //!
 //! Composed of single ops, an LSTM step records about fifteen nodes (a matmul, an add, four
 //! narrows, five nonlinearities, products and sums), each with its own output buffer and, in
@@ -15,9 +16,11 @@ use crate::ops::Op;
 use crate::tape::record;
 use crate::tensor::Tensor;
 use crate::{Float, Shape};
-use chi_kernels::gemm::{self, MatMut, MatRef};
+use chi_kernels::gemm::{self, MatMut, MatRef, Par};
 use chi_kernels::rnn as k;
+use std::ops::Range;
 use std::panic::Location;
+use std::rc::Rc;
 
 /// Saved state of a fused LSTM step ([`Tensor::lstm_cell`]).
 #[derive(Clone)]
@@ -410,6 +413,79 @@ fn gru_cell_composed_backward<T: Float>(ins: &[Tensor<T>], g: &Tensor<T>, need: 
     grads
 }
 
+// ------------------------------------------------------------------ recurrences over a sequence
+
+/// Forward work (flops of the recurrent products over all steps) from which a whole-sequence
+/// op splits its batch over the pool's threads.
+///
+/// Rows of a batch never interact inside a recurrent layer, so each row block can run the whole
+/// sequence on its own thread: one fork and join per op instead of one per step (one step's
+/// product, e.g. `[16, 128]·[128, 512]`, is far below the size where splitting a GEMM pays).
+/// Waking a sleeping worker costs about 30 µs on this workplace's 2-core VMs; 8 Mflop is about
+/// 80 µs of one core's work, so halving it repays the wake-up.
+pub const SEQ_SPLIT_MIN_FLOPS: usize = 1 << 23;
+
+/// The row blocks a recurrence over `b` rows with `flops` of forward work is split into (one
+/// block below [`SEQ_SPLIT_MIN_FLOPS`] or on one thread), and the parallelism of each block's
+/// own products: single-threaded when there are several blocks, so that splits do not nest.
+///
+/// Rows get the same arithmetic whichever block they fall in, so the states and the input and
+/// state gradients do not depend on the thread count; sums over the batch (the LSTM's peephole
+/// gradients) add the blocks' partial sums, so they agree to rounding.
+fn row_blocks(b: usize, flops: usize) -> (Vec<Range<usize>>, Par) {
+    let parts = if flops >= SEQ_SPLIT_MIN_FLOPS { chi_kernels::threads::num_threads().min(b).max(1) } else { 1 };
+    let blocks = (0..parts).map(|p| p * b / parts..(p + 1) * b / parts).collect();
+    (blocks, if parts > 1 { Par::Seq } else { Par::Auto })
+}
+
+/// Splits a time-major `[T, B, w]` buffer by row blocks: `out[p][t]` is rows `blocks[p]` of step
+/// `t`, so each block's job owns its part of every step. The blocks must tile `0..B` in order.
+fn split_steps<'a, T>(buf: &'a mut [T], t_len: usize, w: usize, blocks: &[Range<usize>]) -> Vec<Vec<&'a mut [T]>> {
+    let mut out: Vec<Vec<&'a mut [T]>> = blocks.iter().map(|_| Vec::with_capacity(t_len)).collect();
+    let mut rest = buf;
+    for _ in 0..t_len {
+        for (p, r) in blocks.iter().enumerate() {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(r.len() * w);
+            out[p].push(head);
+            rest = tail;
+        }
+    }
+    out
+}
+
+/// Splits a `[B, w]` buffer by row blocks.
+fn split_rows<'a, T>(buf: &'a mut [T], w: usize, blocks: &[Range<usize>]) -> Vec<&'a mut [T]> {
+    split_steps(buf, 1, w, blocks).into_iter().map(|mut v| v.pop().expect("one step")).collect()
+}
+
+/// Reorders a time-major `[T, B, w]` buffer into batch-major `[B, T, w]`: the gradient of the
+/// projected inputs, which the ops read at `(r·T + t)·w` for row `r`, step `t`.
+fn to_batch_major<T: Float>(da: &[T], b: usize, t_len: usize, w: usize) -> Vec<T> {
+    let mut d = vec![T::ZERO; da.len()];
+    for t in 0..t_len {
+        for r in 0..b {
+            d[(r * t_len + t) * w..(r * t_len + t + 1) * w].copy_from_slice(&da[(t * b + r) * w..(t * b + r + 1) * w]);
+        }
+    }
+    d
+}
+
+/// Under `create_graph`: the sequence is recomputed with single ops (`composed`) on fresh
+/// aliases of the inputs (one reshape node each, so the inner pass stops there) and
+/// differentiated with a recorded inner pass; the gradients are differentiable functions of the
+/// inputs and of `g`.
+fn sequence_recorded_backward<T: Float>(op: &str, inputs: &[Tensor<T>], g: &Tensor<T>, composed: impl Fn(&[Tensor<T>]) -> Tensor<T>) -> Vec<Option<Tensor<T>>> {
+    // Constants (inputs that do not require grad) are used as they are and get no gradient.
+    let tracked: Vec<bool> = inputs.iter().map(|x| x.requires_grad_flag()).collect();
+    let alias: Vec<Tensor<T>> = inputs.iter().zip(&tracked).map(|(x, &t)| if t { x.unsqueeze(0).reshape(x.shape()) } else { x.clone() }).collect();
+    let y = composed(&alias);
+    let refs: Vec<&Tensor<T>> = alias.iter().zip(&tracked).filter(|(_, &t)| t).map(|(a, _)| a).collect();
+    let mut gs = crate::grad(&[&y], &refs, Some(&[g.clone()]), crate::GradOptions::create_graph())
+        .unwrap_or_else(|e| panic!("{op}: recorded backward of the composed sequence: {e}"))
+        .into_iter();
+    tracked.iter().map(|&t| if t { gs.next() } else { None }).collect()
+}
+
 // ------------------------------------------------------------------------ LSTM over a sequence
 
 /// Saved state of a fused LSTM sequence ([`Tensor::lstm_sequence`]).
@@ -418,19 +494,93 @@ pub struct LstmSeqSaved<T: Float> {
     /// `xp, h0, c0, w_hh` and, with peepholes, `p_i, p_f, p_o`.
     pub inputs: Vec<Tensor<T>>,
     /// `keep[t·B + b]`: whether row `b` steps at time `t` (else its state is carried).
-    pub keep: Option<std::rc::Rc<Vec<bool>>>,
+    pub keep: Option<Rc<Vec<bool>>>,
     /// Gate activations of every step, `[T, B, 4H]`.
     pub gates: Vec<T>,
     /// `tanh(c_t)` of every step, `[T, B, H]`.
     pub tanh_c: Vec<T>,
 }
 
+/// What every row block of an LSTM sequence reads.
+struct LstmArgs<'a, T> {
+    b: usize,
+    hd: usize,
+    t_len: usize,
+    /// `[B, T, 4H]`.
+    xp: &'a [T],
+    h0: &'a [T],
+    c0: &'a [T],
+    peep: k::Peepholes<'a, T>,
+    keep: Option<&'a [bool]>,
+    par: Par,
+}
+
+impl<'a, T: Float> LstmArgs<'a, T> {
+    fn new(s: &'a [Tensor<T>], keep: &'a Option<Rc<Vec<bool>>>, par: Par) -> Self {
+        let (xp, h0) = (&s[0], &s[1]);
+        LstmArgs {
+            b: h0.shape()[0],
+            hd: h0.shape()[1],
+            t_len: xp.shape()[1],
+            xp: &xp.data,
+            h0: &h0.data,
+            c0: &s[2].data,
+            peep: (s.len() == 7).then(|| [&s[4].data[..], &s[5].data[..], &s[6].data[..]]),
+            keep: keep.as_deref().map(|k| &k[..]),
+            par,
+        }
+    }
+}
+
+/// One row block's part of the forward pass: its rows of every step's gates, `tanh(c)` and
+/// output.
+struct LstmFwdJob<'a, T> {
+    rows: Range<usize>,
+    gates: Vec<&'a mut [T]>,
+    tanh_c: Vec<&'a mut [T]>,
+    out: Vec<&'a mut [T]>,
+}
+
+fn lstm_forward_rows<T: Float>(a: &LstmArgs<T>, w: &gemm::PackedB<T>, job: LstmFwdJob<T>) {
+    let LstmFwdJob { rows, mut gates, mut tanh_c, mut out } = job;
+    let (hd, g4, nb) = (a.hd, 4 * a.hd, rows.len());
+    let mut c_prev = a.c0[rows.start * hd..rows.end * hd].to_vec();
+    for t in 0..a.t_len {
+        let gt = &mut *gates[t];
+        for (i, r) in rows.clone().enumerate() {
+            let src = (r * a.t_len + t) * g4;
+            gt[i * g4..(i + 1) * g4].copy_from_slice(&a.xp[src..src + g4]);
+        }
+        let (done, rest) = out.split_at_mut(t);
+        let hc = &mut *rest[0];
+        let h_prev = if t == 0 { MatRef::row_major(&a.h0[rows.start * hd..rows.end * hd], nb, hd) } else { cols_of(&*done[t - 1], nb, 2 * hd, 0, hd) };
+        gemm::gemm_packed_par(a.par, T::ONE, h_prev, w, T::ONE, MatMut::row_major(gt, nb, g4));
+        k::lstm_forward(nb, hd, gt, &c_prev, a.peep, hc, &mut *tanh_c[t]);
+        if let Some(kp) = a.keep {
+            for (i, r) in rows.clone().enumerate().filter(|&(_, r)| !kp[t * a.b + r]) {
+                let row = &mut hc[i * 2 * hd..(i + 1) * 2 * hd];
+                if t == 0 {
+                    row[..hd].copy_from_slice(&a.h0[r * hd..(r + 1) * hd]);
+                    row[hd..].copy_from_slice(&a.c0[r * hd..(r + 1) * hd]);
+                } else {
+                    row.copy_from_slice(&done[t - 1][i * 2 * hd..(i + 1) * 2 * hd]);
+                }
+            }
+        }
+        for i in 0..nb {
+            c_prev[i * hd..(i + 1) * hd].copy_from_slice(&hc[i * 2 * hd + hd..(i + 1) * 2 * hd]);
+        }
+    }
+}
+
 impl<T: Float> Tensor<T> {
     /// A whole LSTM sequence as one op: the step of [`Tensor::lstm_cell`] applied for
     /// `t = 0 … T−1` to `xp [B, T, 4H]` (the projected inputs of all steps, batch-major, as one
     /// matmul `x·W_ih + b` gives them), from the state `h0, c0 [B, H]`. The recurrent weight is
-    /// packed once for all steps (and its transpose once for the backward pass), and the weight
-    /// gradient is one product over all steps.
+    /// packed once for all steps (and its transpose once for the backward pass), the weight
+    /// gradient is one product over all steps, and with more than one thread a large enough
+    /// batch is split into row blocks that each run the whole sequence on their own thread
+    /// ([`SEQ_SPLIT_MIN_FLOPS`]).
     ///
     /// With `keep` (`T·B` flags, `keep[t·B + b]`), a row whose flag is false at step `t` keeps
     /// its previous state (no gradient flows through the padding).
@@ -440,14 +590,7 @@ impl<T: Float> Tensor<T> {
     /// # Panics
     /// If a shape disagrees or `keep` has the wrong length (the message names `lstm_sequence`).
     #[track_caller]
-    pub fn lstm_sequence(
-        xp: &Tensor<T>,
-        h0: &Tensor<T>,
-        c0: &Tensor<T>,
-        w_hh: &Tensor<T>,
-        peephole: Option<[&Tensor<T>; 3]>,
-        keep: Option<std::rc::Rc<Vec<bool>>>,
-    ) -> Tensor<T> {
+    pub fn lstm_sequence(xp: &Tensor<T>, h0: &Tensor<T>, c0: &Tensor<T>, w_hh: &Tensor<T>, peephole: Option<[&Tensor<T>; 3]>, keep: Option<Rc<Vec<bool>>>) -> Tensor<T> {
         let op = "lstm_sequence";
         let loc = Location::caller();
         assert!(h0.rank() == 2, "{op}: h0 must be [batch, hidden], got {:?}", h0.shape());
@@ -464,46 +607,28 @@ impl<T: Float> Tensor<T> {
         if let Some(k) = &keep {
             assert!(k.len() == t_len * b, "{op}: keep has {} flags for {t_len} steps × batch {b}", k.len());
         }
-        let (g4, bh) = (4 * hd, b * hd);
+        let mut inputs: Vec<Tensor<T>> = vec![xp.clone(), h0.clone(), c0.clone(), w_hh.clone()];
+        if let Some(p) = &peephole {
+            inputs.extend(p.iter().map(|&q| q.clone()));
+        }
+        let g4 = 4 * hd;
         let packed = gemm::PackedB::new(row_major(w_hh));
         let mut gates = vec![T::ZERO; t_len * b * g4];
-        let mut tanh_c = vec![T::ZERO; t_len * bh];
-        let mut out = vec![T::ZERO; t_len * 2 * bh];
-        let mut c_prev = c0.data.to_vec();
-        let pk = peephole.as_ref().map(|p| p.map(|q| &q.data[..]));
-        for t in 0..t_len {
-            let gt = &mut gates[t * b * g4..(t + 1) * b * g4];
-            for r in 0..b {
-                gt[r * g4..(r + 1) * g4].copy_from_slice(&xp.data[(r * t_len + t) * g4..(r * t_len + t + 1) * g4]);
-            }
-            let (done, rest) = out.split_at_mut(t * 2 * bh);
-            let hc = &mut rest[..2 * bh];
-            let h_prev = if t == 0 { row_major(h0) } else { cols_of(&done[(t - 1) * 2 * bh..], b, 2 * hd, 0, hd) };
-            gemm::gemm_packed(T::ONE, h_prev, &packed, T::ONE, MatMut::row_major(gt, b, g4));
-            k::lstm_forward(b, hd, gt, &c_prev, pk, hc, &mut tanh_c[t * bh..(t + 1) * bh]);
-            if let Some(kp) = &keep {
-                for r in (0..b).filter(|&r| !kp[t * b + r]) {
-                    let row = &mut hc[r * 2 * hd..(r + 1) * 2 * hd];
-                    if t == 0 {
-                        row[..hd].copy_from_slice(&h0.data[r * hd..(r + 1) * hd]);
-                        row[hd..].copy_from_slice(&c0.data[r * hd..(r + 1) * hd]);
-                    } else {
-                        row.copy_from_slice(&done[(t - 1) * 2 * bh + r * 2 * hd..(t - 1) * 2 * bh + (r + 1) * 2 * hd]);
-                    }
-                }
-            }
-            for r in 0..b {
-                c_prev[r * hd..(r + 1) * hd].copy_from_slice(&hc[r * 2 * hd + hd..(r + 1) * 2 * hd]);
-            }
-        }
-        let mut inputs: Vec<&Tensor<T>> = vec![xp, h0, c0, w_hh];
-        if let Some(p) = &peephole {
-            inputs.extend(p.iter().copied());
-        }
-        let ins = inputs.clone();
-        record(out, Shape::new(&[t_len, b, 2 * hd]), &inputs, loc, move |_| {
-            Op::LstmSequence(Box::new(LstmSeqSaved { inputs: ins.into_iter().cloned().collect(), keep, gates, tanh_c }))
-        })
+        let mut tanh_c = vec![T::ZERO; t_len * b * hd];
+        let mut out = vec![T::ZERO; t_len * 2 * b * hd];
+        let (blocks, par) = row_blocks(b, 2 * t_len * b * hd * g4);
+        let args = LstmArgs::new(&inputs, &keep, par);
+        let jobs: Vec<LstmFwdJob<T>> = split_steps(&mut gates, t_len, g4, &blocks)
+            .into_iter()
+            .zip(split_steps(&mut tanh_c, t_len, hd, &blocks))
+            .zip(split_steps(&mut out, t_len, 2 * hd, &blocks))
+            .zip(&blocks)
+            .map(|(((gates, tanh_c), out), rows)| LstmFwdJob { rows: rows.clone(), gates, tanh_c, out })
+            .collect();
+        chi_kernels::threads::run_each(jobs, |job| lstm_forward_rows(&args, &packed, job));
+        let refs: Vec<&Tensor<T>> = inputs.iter().collect();
+        let saved = inputs.clone();
+        record(out, Shape::new(&[t_len, b, 2 * hd]), &refs, loc, move |_| Op::LstmSequence(Box::new(LstmSeqSaved { inputs: saved, keep, gates, tanh_c })))
     }
 }
 
@@ -537,61 +662,94 @@ pub fn lstm_sequence_composed<T: Float>(
     Tensor::stack(&states, 0)
 }
 
+/// One row block's part of the backward pass: its rows of every step's pre-activation
+/// gradient, the gradient carried to the previous state (`[rows, 2H]`; on return that of
+/// `[h0, c0]`), and its share of the peephole gradients (`[3H]`).
+struct LstmBackJob<'a, T> {
+    rows: Range<usize>,
+    da: Vec<&'a mut [T]>,
+    carry: &'a mut [T],
+    dp: &'a mut [T],
+}
+
+/// `saved` holds the forward pass's gate activations and `tanh(c)` (`[T, B, 4H]`, `[T, B, H]`).
+fn lstm_backward_rows<T: Float>(a: &LstmArgs<T>, saved: [&[T]; 2], out: &[T], g: &[T], wt: &gemm::PackedB<T>, job: LstmBackJob<T>) {
+    let LstmBackJob { rows, mut da, carry, dp } = job;
+    let (hd, g4, nb, b) = (a.hd, 4 * a.hd, rows.len(), a.b);
+    let (r0, r1) = (rows.start, rows.end);
+    let (dpi, rest) = dp.split_at_mut(hd.min(dp.len()));
+    let (dpf, dpo) = rest.split_at_mut(hd.min(rest.len()));
+    let mut gt = vec![T::ZERO; 2 * nb * hd];
+    let mut c_prev = vec![T::ZERO; nb * hd];
+    let mut dc = vec![T::ZERO; nb * hd];
+    let mut dh = vec![T::ZERO; nb * hd];
+    let mut carried: Vec<usize> = Vec::new();
+    for t in (0..a.t_len).rev() {
+        let s2 = t * 2 * b * hd;
+        gt.copy_from_slice(&g[s2 + r0 * 2 * hd..s2 + r1 * 2 * hd]);
+        chi_kernels::elementwise::axpy(T::ONE, carry, &mut gt);
+        // Carried rows pass their whole gradient to the previous state; the step sees zero.
+        carried.clear();
+        if let Some(kp) = a.keep {
+            carried.extend((0..nb).filter(|&i| !kp[t * b + r0 + i]));
+        }
+        for &i in &carried {
+            carry[i * 2 * hd..(i + 1) * 2 * hd].copy_from_slice(&gt[i * 2 * hd..(i + 1) * 2 * hd]);
+            gt[i * 2 * hd..(i + 1) * 2 * hd].fill(T::ZERO);
+        }
+        for i in 0..nb {
+            let r = r0 + i;
+            let src = if t == 0 { &a.c0[r * hd..(r + 1) * hd] } else { &out[s2 - 2 * b * hd + r * 2 * hd + hd..s2 - 2 * b * hd + (r + 1) * 2 * hd] };
+            c_prev[i * hd..(i + 1) * hd].copy_from_slice(src);
+        }
+        let dat = &mut *da[t];
+        let dpk = a.peep.is_some().then(|| [&mut dpi[..], &mut dpf[..], &mut dpo[..]]);
+        let (gates, tanh_c) = (&saved[0][(t * b + r0) * g4..(t * b + r1) * g4], &saved[1][(t * b + r0) * hd..(t * b + r1) * hd]);
+        k::lstm_backward(nb, hd, gates, &c_prev, &out[s2 + r0 * 2 * hd..s2 + r1 * 2 * hd], tanh_c, a.peep, &gt, dat, &mut dc, dpk);
+        // New carry for stepped rows: [da·W_hhᵀ, dc]; carried rows keep theirs.
+        gemm::gemm_packed_par(a.par, T::ONE, MatRef::row_major(dat, nb, g4), wt, T::ZERO, MatMut::row_major(&mut dh, nb, hd));
+        for i in (0..nb).filter(|i| !carried.contains(i)) {
+            carry[i * 2 * hd..i * 2 * hd + hd].copy_from_slice(&dh[i * hd..(i + 1) * hd]);
+            carry[i * 2 * hd + hd..(i + 1) * 2 * hd].copy_from_slice(&dc[i * hd..(i + 1) * hd]);
+        }
+    }
+}
+
 /// Backward of [`Tensor::lstm_sequence`]. Gradients in input order (`xp, h0, c0, w_hh`,
 /// peepholes).
 pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Vec<Option<Tensor<T>>> {
     if !fast {
-        return lstm_sequence_recorded_backward(s, g);
+        return sequence_recorded_backward("lstm_sequence", &s.inputs, g, |x| {
+            let p = (x.len() == 7).then(|| [&x[4], &x[5], &x[6]]);
+            lstm_sequence_composed(&x[0], &x[1], &x[2], &x[3], p, s.keep.as_deref().map(|k| &k[..]))
+        });
     }
     let (xp, h0, c0, w) = (&s.inputs[0], &s.inputs[1], &s.inputs[2], &s.inputs[3]);
     let (b, hd, t_len) = (h0.shape()[0], h0.shape()[1], xp.shape()[1]);
     let (g4, bh) = (4 * hd, b * hd);
     let peep = s.inputs.len() == 7;
-    let pk = peep.then(|| [&s.inputs[4].data[..], &s.inputs[5].data[..], &s.inputs[6].data[..]]);
-    let mut dp = [vec![T::ZERO; hd], vec![T::ZERO; hd], vec![T::ZERO; hd]];
     let wt = gemm::PackedB::new(row_major(w).t());
     let mut da = vec![T::ZERO; t_len * b * g4];
     // Gradient reaching the state of step t from later steps, [B, 2H] as [h, c] per row.
     let mut carry = vec![T::ZERO; 2 * bh];
-    let mut gt = vec![T::ZERO; 2 * bh];
-    let mut c_prev = vec![T::ZERO; bh];
-    let mut dc = vec![T::ZERO; bh];
-    for t in (0..t_len).rev() {
-        gt.copy_from_slice(&g.data[t * 2 * bh..(t + 1) * 2 * bh]);
-        chi_kernels::elementwise::axpy(T::ONE, &carry, &mut gt);
-        // Carried rows pass their whole gradient to the previous state; the step sees zero.
-        let mut carried: Vec<usize> = Vec::new();
-        if let Some(kp) = &s.keep {
-            carried.extend((0..b).filter(|&r| !kp[t * b + r]));
-        }
-        for &r in &carried {
-            carry[r * 2 * hd..(r + 1) * 2 * hd].copy_from_slice(&gt[r * 2 * hd..(r + 1) * 2 * hd]);
-            gt[r * 2 * hd..(r + 1) * 2 * hd].fill(T::ZERO);
-        }
-        for r in 0..b {
-            let src = if t == 0 { &c0.data[r * hd..(r + 1) * hd] } else { &out.data[(t - 1) * 2 * bh + r * 2 * hd + hd..(t - 1) * 2 * bh + (r + 1) * 2 * hd] };
-            c_prev[r * hd..(r + 1) * hd].copy_from_slice(src);
-        }
-        let dat = &mut da[t * b * g4..(t + 1) * b * g4];
-        let dpk = peep.then(|| {
-            let [a, bb, cc] = &mut dp;
-            [&mut a[..], &mut bb[..], &mut cc[..]]
-        });
-        k::lstm_backward(b, hd, &s.gates[t * b * g4..(t + 1) * b * g4], &c_prev, &out.data[t * 2 * bh..(t + 1) * 2 * bh], &s.tanh_c[t * bh..(t + 1) * bh], pk, &gt, dat, &mut dc, dpk);
-        // New carry for stepped rows: [da·W_hhᵀ, dc]; carried rows keep theirs.
-        let mut dh = vec![T::ZERO; bh];
-        gemm::gemm_packed(T::ONE, MatRef::row_major(dat, b, g4), &wt, T::ZERO, MatMut::row_major(&mut dh, b, hd));
-        for r in (0..b).filter(|r| !carried.contains(r)) {
-            carry[r * 2 * hd..r * 2 * hd + hd].copy_from_slice(&dh[r * hd..(r + 1) * hd]);
-            carry[r * 2 * hd + hd..(r + 1) * 2 * hd].copy_from_slice(&dc[r * hd..(r + 1) * hd]);
-        }
-    }
+    let (blocks, par) = row_blocks(b, 2 * t_len * b * hd * g4);
+    let mut dps: Vec<Vec<T>> = blocks.iter().map(|_| vec![T::ZERO; if peep { 3 * hd } else { 0 }]).collect();
+    let args = LstmArgs::new(&s.inputs, &s.keep, par);
+    let jobs: Vec<LstmBackJob<T>> = split_steps(&mut da, t_len, g4, &blocks)
+        .into_iter()
+        .zip(split_rows(&mut carry, 2 * hd, &blocks))
+        .zip(dps.iter_mut())
+        .zip(&blocks)
+        .map(|(((da, carry), dp), rows)| LstmBackJob { rows: rows.clone(), da, carry, dp })
+        .collect();
+    let (outd, gd, saved): (&[T], &[T], [&[T]; 2]) = (&out.data, &g.data, [&s.gates, &s.tanh_c]);
+    chi_kernels::threads::run_each(jobs, |job| lstm_backward_rows(&args, saved, outd, gd, &wt, job));
     let dh0 = need[1].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * hd..r * 2 * hd + hd].to_vec()).collect(), h0.shape()));
     let dc0 = need[2].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * hd + hd..(r + 1) * 2 * hd].to_vec()).collect(), c0.shape()));
     // dW = Σ_t h_{t−1}ᵀ·da_t: one product over the stacked previous states [T·B, H].
     let dw = need[3].then(|| {
         let mut hprev = vec![T::ZERO; t_len * bh];
-        hprev[..bh].copy_from_slice(&h0.data);
+        hprev[..bh.min(t_len * bh)].copy_from_slice(&h0.data[..bh.min(t_len * bh)]);
         for t in 1..t_len {
             for r in 0..b {
                 let src = (t - 1) * 2 * bh + r * 2 * hd;
@@ -600,36 +758,319 @@ pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor
         }
         Tensor::from_vec(at_b(MatRef::row_major(&hprev, t_len * b, hd), MatRef::row_major(&da, t_len * b, g4)), w.shape())
     });
-    let dxp = need[0].then(|| {
-        let mut d = vec![T::ZERO; xp.numel()];
-        for t in 0..t_len {
-            for r in 0..b {
-                d[(r * t_len + t) * g4..(r * t_len + t + 1) * g4].copy_from_slice(&da[(t * b + r) * g4..(t * b + r + 1) * g4]);
-            }
-        }
-        Tensor::from_vec(d, xp.shape())
-    });
+    let dxp = need[0].then(|| Tensor::from_vec(to_batch_major(&da, b, t_len, g4), xp.shape()));
     let mut grads = vec![dxp, dh0, dc0, dw];
     if peep {
-        for (q, d) in dp.into_iter().enumerate() {
+        for q in 0..3 {
+            let mut d = vec![T::ZERO; hd];
+            for dp in &dps {
+                chi_kernels::elementwise::axpy(T::ONE, &dp[q * hd..(q + 1) * hd], &mut d);
+            }
             grads.push(need[4 + q].then(|| Tensor::from_vec(d, &[hd])));
         }
     }
     grads
 }
 
-/// Under `create_graph`: the sequence is recomputed with single ops on fresh aliases of the
-/// inputs (one reshape node each, so the inner pass stops there) and differentiated with a
-/// recorded inner pass; the gradients are differentiable functions of the inputs and of `g`.
-fn lstm_sequence_recorded_backward<T: Float>(s: &LstmSeqSaved<T>, g: &Tensor<T>) -> Vec<Option<Tensor<T>>> {
-    // Constants (inputs that do not require grad) are used as they are and get no gradient.
-    let tracked: Vec<bool> = s.inputs.iter().map(|x| x.requires_grad_flag()).collect();
-    let alias: Vec<Tensor<T>> = s.inputs.iter().zip(&tracked).map(|(x, &t)| if t { x.unsqueeze(0).reshape(x.shape()) } else { x.clone() }).collect();
-    let p = (alias.len() == 7).then(|| [&alias[4], &alias[5], &alias[6]]);
-    let y = lstm_sequence_composed(&alias[0], &alias[1], &alias[2], &alias[3], p, s.keep.as_deref().map(|k| &k[..]));
-    let refs: Vec<&Tensor<T>> = alias.iter().zip(&tracked).filter(|(_, &t)| t).map(|(a, _)| a).collect();
-    let mut gs = crate::grad(&[&y], &refs, Some(&[g.clone()]), crate::GradOptions::create_graph())
-        .expect("lstm_sequence: recorded backward of the composed sequence")
-        .into_iter();
-    tracked.iter().map(|&t| if t { gs.next() } else { None }).collect()
+// ------------------------------------------------------------------------- GRU over a sequence
+
+/// Saved state of a fused GRU sequence ([`Tensor::gru_sequence`]).
+#[derive(Clone)]
+pub struct GruSeqSaved<T: Float> {
+    /// `xp, h0, w_hh, w_hn` and, with the reset after the product, `b_hn`.
+    pub inputs: Vec<Tensor<T>>,
+    /// `keep[t·B + b]`: whether row `b` steps at time `t` (else its state is carried).
+    pub keep: Option<Rc<Vec<bool>>>,
+    /// Gates `r, z` of every step, `[T, B, 2H]`.
+    pub rz: Vec<T>,
+    /// Candidates `n` of every step, `[T, B, H]`.
+    pub n: Vec<T>,
+    /// `h·W_hn + b_hn` (reset after) or `r⊙h` (reset before) of every step, `[T, B, H]`.
+    pub hn: Vec<T>,
+}
+
+/// What every row block of a GRU sequence reads.
+struct GruArgs<'a, T> {
+    b: usize,
+    hd: usize,
+    t_len: usize,
+    /// `[B, T, 3H]`.
+    xp: &'a [T],
+    h0: &'a [T],
+    /// `Some` for the reset after the candidate's product.
+    b_hn: Option<&'a [T]>,
+    keep: Option<&'a [bool]>,
+    par: Par,
+}
+
+impl<'a, T: Float> GruArgs<'a, T> {
+    fn new(s: &'a [Tensor<T>], keep: &'a Option<Rc<Vec<bool>>>, par: Par) -> Self {
+        let (xp, h0) = (&s[0], &s[1]);
+        GruArgs {
+            b: h0.shape()[0],
+            hd: h0.shape()[1],
+            t_len: xp.shape()[1],
+            xp: &xp.data,
+            h0: &h0.data,
+            b_hn: s.get(4).map(|t| &t.data[..]),
+            keep: keep.as_deref().map(|k| &k[..]),
+            par,
+        }
+    }
+}
+
+/// One row block's part of the forward pass: its rows of every step's gates, candidate, `hn`
+/// and output.
+struct GruFwdJob<'a, T> {
+    rows: Range<usize>,
+    rz: Vec<&'a mut [T]>,
+    n: Vec<&'a mut [T]>,
+    hn: Vec<&'a mut [T]>,
+    out: Vec<&'a mut [T]>,
+}
+
+fn gru_forward_rows<T: Float>(a: &GruArgs<T>, w_hh: &gemm::PackedB<T>, w_hn: &gemm::PackedB<T>, job: GruFwdJob<T>) {
+    let GruFwdJob { rows, mut rz, mut n, mut hn, mut out } = job;
+    let (hd, g3, nb) = (a.hd, 3 * a.hd, rows.len());
+    let mut xt = vec![T::ZERO; nb * g3];
+    let mut un = vec![T::ZERO; if a.b_hn.is_some() { 0 } else { nb * hd }];
+    for t in 0..a.t_len {
+        for (i, r) in rows.clone().enumerate() {
+            let src = (r * a.t_len + t) * g3;
+            xt[i * g3..(i + 1) * g3].copy_from_slice(&a.xp[src..src + g3]);
+        }
+        let (done, rest) = out.split_at_mut(t);
+        let h_new = &mut *rest[0];
+        let h_prev: &[T] = if t == 0 { &a.h0[rows.start * hd..rows.end * hd] } else { &*done[t - 1] };
+        let (rzt, nt, hnt) = (&mut *rz[t], &mut *n[t], &mut *hn[t]);
+        let hm = MatRef::row_major(h_prev, nb, hd);
+        gemm::gemm_packed_par(a.par, T::ONE, hm, w_hh, T::ZERO, MatMut::row_major(rzt, nb, 2 * hd));
+        if let Some(bn) = a.b_hn {
+            for row in hnt.chunks_exact_mut(hd.max(1)) {
+                row.copy_from_slice(bn);
+            }
+            gemm::gemm_packed_par(a.par, T::ONE, hm, w_hn, T::ONE, MatMut::row_major(hnt, nb, hd));
+            k::gru_forward(nb, hd, true, &xt, rzt, hnt, h_prev, nt, h_new);
+        } else {
+            // hn holds u = r⊙h; the candidate's product goes to `un`.
+            k::gru_reset(nb, hd, &xt, rzt, h_prev, hnt);
+            gemm::gemm_packed_par(a.par, T::ONE, MatRef::row_major(hnt, nb, hd), w_hn, T::ZERO, MatMut::row_major(&mut un, nb, hd));
+            k::gru_forward(nb, hd, false, &xt, rzt, &un, h_prev, nt, h_new);
+        }
+        if let Some(kp) = a.keep {
+            for (i, _) in rows.clone().enumerate().filter(|&(_, r)| !kp[t * a.b + r]) {
+                h_new[i * hd..(i + 1) * hd].copy_from_slice(&h_prev[i * hd..(i + 1) * hd]);
+            }
+        }
+    }
+}
+
+impl<T: Float> Tensor<T> {
+    /// A whole GRU sequence as one op: the step of [`Tensor::gru_cell`] (either reset form:
+    /// `b_hn = Some` for PyTorch's reset after the product, `None` for the seeds' reset before
+    /// it) applied for `t = 0 … T−1` to `xp [B, T, 3H]` (the projected inputs of all steps,
+    /// batch-major), from `h0 [B, H]`. As [`Tensor::lstm_sequence`]: both recurrent weights are
+    /// packed once (their transposes once for the backward pass), each weight gradient is one
+    /// product over all steps, and a large enough batch is split into row blocks over the
+    /// pool's threads.
+    ///
+    /// With `keep` (`T·B` flags, `keep[t·B + b]`), a row whose flag is false at step `t` keeps
+    /// its previous state (no gradient flows through the padding).
+    ///
+    /// Returns the state of every step, time-major `[T, B, H]`.
+    ///
+    /// ```
+    /// use chi_autodiff::Tensor;
+    /// let (b, t, h) = (2, 3, 4);
+    /// let xp = Tensor::<f64>::full(&[b, t, 3 * h], 0.1);
+    /// let (w_hh, w_hn) = (Tensor::full(&[h, 2 * h], 0.2), Tensor::full(&[h, h], -0.1));
+    /// let hs = Tensor::gru_sequence(&xp, &Tensor::zeros(&[b, h]), &w_hh, &w_hn, None, None);
+    /// assert_eq!(hs.shape(), [t, b, h]);
+    /// // Step 0 from h = 0: z = σ(0.1), n = tanh(0.1), h1 = (1 − z)·n.
+    /// let z = 1.0 / (1.0 + (-0.1f64).exp());
+    /// assert!((hs.data()[0] - (1.0 - z) * 0.1f64.tanh()).abs() < 1e-15);
+    /// ```
+    ///
+    /// # Panics
+    /// If a shape disagrees or `keep` has the wrong length (the message names `gru_sequence`).
+    #[track_caller]
+    pub fn gru_sequence(xp: &Tensor<T>, h0: &Tensor<T>, w_hh: &Tensor<T>, w_hn: &Tensor<T>, b_hn: Option<&Tensor<T>>, keep: Option<Rc<Vec<bool>>>) -> Tensor<T> {
+        let op = "gru_sequence";
+        let loc = Location::caller();
+        assert!(h0.rank() == 2, "{op}: h0 must be [batch, hidden], got {:?}", h0.shape());
+        let (b, hd) = (h0.shape()[0], h0.shape()[1]);
+        assert!(xp.rank() == 3 && xp.shape()[0] == b && xp.shape()[2] == 3 * hd, "{op}: xp has shape {:?}, expected [{b}, T, {}]", xp.shape(), 3 * hd);
+        let t_len = xp.shape()[1];
+        check_2d(op, "w_hh", w_hh, [hd, 2 * hd]);
+        check_2d(op, "w_hn", w_hn, [hd, hd]);
+        if let Some(bn) = b_hn {
+            assert!(bn.shape() == [hd], "{op}: b_hn has shape {:?}, expected [{hd}]", bn.shape());
+        }
+        if let Some(k) = &keep {
+            assert!(k.len() == t_len * b, "{op}: keep has {} flags for {t_len} steps × batch {b}", k.len());
+        }
+        let mut inputs: Vec<Tensor<T>> = vec![xp.clone(), h0.clone(), w_hh.clone(), w_hn.clone()];
+        inputs.extend(b_hn.cloned());
+        let (p_hh, p_hn) = (gemm::PackedB::new(row_major(w_hh)), gemm::PackedB::new(row_major(w_hn)));
+        let bh = b * hd;
+        let (mut rz, mut n, mut hn, mut out) = (vec![T::ZERO; t_len * 2 * bh], vec![T::ZERO; t_len * bh], vec![T::ZERO; t_len * bh], vec![T::ZERO; t_len * bh]);
+        let (blocks, par) = row_blocks(b, 2 * t_len * b * hd * 3 * hd);
+        let args = GruArgs::new(&inputs, &keep, par);
+        let jobs: Vec<GruFwdJob<T>> = split_steps(&mut rz, t_len, 2 * hd, &blocks)
+            .into_iter()
+            .zip(split_steps(&mut n, t_len, hd, &blocks))
+            .zip(split_steps(&mut hn, t_len, hd, &blocks))
+            .zip(split_steps(&mut out, t_len, hd, &blocks))
+            .zip(&blocks)
+            .map(|((((rz, n), hn), out), rows)| GruFwdJob { rows: rows.clone(), rz, n, hn, out })
+            .collect();
+        chi_kernels::threads::run_each(jobs, |job| gru_forward_rows(&args, &p_hh, &p_hn, job));
+        let refs: Vec<&Tensor<T>> = inputs.iter().collect();
+        let saved = inputs.clone();
+        record(out, Shape::new(&[t_len, b, hd]), &refs, loc, move |_| Op::GruSequence(Box::new(GruSeqSaved { inputs: saved, keep, rz, n, hn })))
+    }
+}
+
+/// The GRU sequence composed of single ops (per-step [`gru_cell_composed`], carried rows by
+/// `where_`, states stacked time-major): the reference of [`Tensor::gru_sequence`] and its
+/// second-order rule.
+pub fn gru_sequence_composed<T: Float>(xp: &Tensor<T>, h0: &Tensor<T>, w_hh: &Tensor<T>, w_hn: &Tensor<T>, b_hn: Option<&Tensor<T>>, keep: Option<&[bool]>) -> Tensor<T> {
+    let (b, hd, t_len) = (h0.shape()[0], h0.shape()[1], xp.shape()[1]);
+    let mut h = h0.clone();
+    let mut states = Vec::with_capacity(t_len);
+    for t in 0..t_len {
+        let xt = xp.narrow(1, t, 1).reshape(&[b, 3 * hd]);
+        let hn = gru_cell_composed(&xt, &h, w_hh, w_hn, b_hn);
+        h = match keep {
+            Some(k) if !k[t * b..(t + 1) * b].iter().all(|&v| v) => {
+                let m: Vec<bool> = k[t * b..(t + 1) * b].iter().flat_map(|&v| std::iter::repeat_n(v, hd)).collect();
+                Tensor::where_(&m, &[b, hd], &hn, &h)
+            }
+            _ => hn,
+        };
+        states.push(h.clone());
+    }
+    Tensor::stack(&states, 0)
+}
+
+/// One row block's part of the backward pass: its rows of every step's pre-activation
+/// gradient and (reset after) of `∂L/∂hn`, and the gradient carried to the previous state
+/// (`[rows, H]`; on return that of `h0`).
+struct GruBackJob<'a, T> {
+    rows: Range<usize>,
+    da: Vec<&'a mut [T]>,
+    dhn: Vec<&'a mut [T]>,
+    carry: &'a mut [T],
+}
+
+/// The transposed recurrent weights a GRU's backward pass multiplies by.
+struct GruWeightsT<T> {
+    w_hh: gemm::PackedB<T>,
+    w_hn: gemm::PackedB<T>,
+}
+
+/// `saved` holds the forward pass's `rz`, `n` and `hn` (`[T, B, 2H]`, `[T, B, H]`, `[T, B, H]`).
+fn gru_backward_rows<T: Float>(a: &GruArgs<T>, saved: [&[T]; 3], out: &[T], g: &[T], wt: &GruWeightsT<T>, job: GruBackJob<T>) {
+    let GruBackJob { rows, mut da, mut dhn, carry } = job;
+    let ra = a.b_hn.is_some();
+    let (hd, g3, nb, b) = (a.hd, 3 * a.hd, rows.len(), a.b);
+    let (r0, r1) = (rows.start, rows.end);
+    let mut gt = vec![T::ZERO; nb * hd];
+    let mut dh = vec![T::ZERO; nb * hd];
+    let mut du = vec![T::ZERO; if ra { 0 } else { nb * hd }];
+    let mut dhn_scratch = vec![T::ZERO; if ra { 0 } else { nb * hd }];
+    let mut carried: Vec<usize> = Vec::new();
+    for t in (0..a.t_len).rev() {
+        let st = t * b * hd;
+        gt.copy_from_slice(&g[st + r0 * hd..st + r1 * hd]);
+        chi_kernels::elementwise::axpy(T::ONE, carry, &mut gt);
+        // Carried rows pass their whole gradient to the previous state; the step sees zero.
+        carried.clear();
+        if let Some(kp) = a.keep {
+            carried.extend((0..nb).filter(|&i| !kp[t * b + r0 + i]));
+        }
+        for &i in &carried {
+            carry[i * hd..(i + 1) * hd].copy_from_slice(&gt[i * hd..(i + 1) * hd]);
+            gt[i * hd..(i + 1) * hd].fill(T::ZERO);
+        }
+        let h_prev: &[T] = if t == 0 { &a.h0[r0 * hd..r1 * hd] } else { &out[st - b * hd + r0 * hd..st - b * hd + r1 * hd] };
+        let rzt = &saved[0][(t * b + r0) * 2 * hd..(t * b + r1) * 2 * hd];
+        let (nt, hnt) = (&saved[1][st + r0 * hd..st + r1 * hd], &saved[2][st + r0 * hd..st + r1 * hd]);
+        let dat = &mut *da[t];
+        let dhnt: &mut [T] = if ra { &mut *dhn[t] } else { &mut dhn_scratch };
+        k::gru_backward(nb, hd, ra, rzt, nt, h_prev, hnt, &gt, dat, dhnt, &mut dh);
+        if ra {
+            gemm::gemm_packed_par(a.par, T::ONE, MatRef::row_major(dhnt, nb, hd), &wt.w_hn, T::ONE, MatMut::row_major(&mut dh, nb, hd));
+        } else {
+            // u = r⊙h feeds the candidate's product: du = da_n·W_hnᵀ, then the r block.
+            gemm::gemm_packed_par(a.par, T::ONE, cols_of(dat, nb, g3, 2 * hd, hd), &wt.w_hn, T::ZERO, MatMut::row_major(&mut du, nb, hd));
+            k::gru_backward_reset(nb, hd, rzt, h_prev, &du, dat, &mut dh);
+        }
+        gemm::gemm_packed_par(a.par, T::ONE, cols_of(dat, nb, g3, 0, 2 * hd), &wt.w_hh, T::ONE, MatMut::row_major(&mut dh, nb, hd));
+        for i in (0..nb).filter(|i| !carried.contains(i)) {
+            carry[i * hd..(i + 1) * hd].copy_from_slice(&dh[i * hd..(i + 1) * hd]);
+        }
+    }
+}
+
+/// Backward of [`Tensor::gru_sequence`]. Gradients in input order (`xp, h0, w_hh, w_hn`,
+/// `b_hn`).
+pub(crate) fn gru_sequence_backward<T: Float>(s: &GruSeqSaved<T>, out: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Vec<Option<Tensor<T>>> {
+    if !fast {
+        return sequence_recorded_backward("gru_sequence", &s.inputs, g, |x| gru_sequence_composed(&x[0], &x[1], &x[2], &x[3], x.get(4), s.keep.as_deref().map(|k| &k[..])));
+    }
+    let (xp, h0, w_hh, w_hn) = (&s.inputs[0], &s.inputs[1], &s.inputs[2], &s.inputs[3]);
+    let (b, hd, t_len) = (h0.shape()[0], h0.shape()[1], xp.shape()[1]);
+    let (g3, bh) = (3 * hd, b * hd);
+    let ra = s.inputs.len() == 5;
+    let wt = GruWeightsT { w_hh: gemm::PackedB::new(row_major(w_hh).t()), w_hn: gemm::PackedB::new(row_major(w_hn).t()) };
+    let mut da = vec![T::ZERO; t_len * b * g3];
+    let mut dhn = vec![T::ZERO; if ra { t_len * bh } else { 0 }];
+    // Gradient reaching the state of step t from later steps, [B, H].
+    let mut carry = vec![T::ZERO; bh];
+    let (blocks, par) = row_blocks(b, 2 * t_len * b * hd * g3);
+    let args = GruArgs::new(&s.inputs, &s.keep, par);
+    let jobs: Vec<GruBackJob<T>> = split_steps(&mut da, t_len, g3, &blocks)
+        .into_iter()
+        .zip(split_steps(&mut dhn, t_len, if ra { hd } else { 0 }, &blocks))
+        .zip(split_rows(&mut carry, hd, &blocks))
+        .zip(&blocks)
+        .map(|(((da, dhn), carry), rows)| GruBackJob { rows: rows.clone(), da, dhn, carry })
+        .collect();
+    let (outd, gd, saved): (&[T], &[T], [&[T]; 3]) = (&out.data, &g.data, [&s.rz, &s.n, &s.hn]);
+    chi_kernels::threads::run_each(jobs, |job| gru_backward_rows(&args, saved, outd, gd, &wt, job));
+    // The previous states [T·B, H]: h0, then the outputs of steps 0 … T−2.
+    let hprev = || {
+        let mut v = Vec::with_capacity(t_len * bh);
+        if t_len > 0 {
+            v.extend_from_slice(&h0.data);
+            v.extend_from_slice(&out.data[..(t_len - 1) * bh]);
+        }
+        v
+    };
+    let tb = t_len * b;
+    let mut dw_hh = None;
+    let mut dw_hn = None;
+    if need[2] || (need[3] && ra) {
+        let hp = hprev();
+        let hm = MatRef::row_major(&hp, tb, hd);
+        dw_hh = need[2].then(|| Tensor::from_vec(at_b(hm, cols_of(&da, tb, g3, 0, 2 * hd)), w_hh.shape()));
+        if ra && need[3] {
+            dw_hn = Some(Tensor::from_vec(at_b(hm, MatRef::row_major(&dhn, tb, hd)), w_hn.shape()));
+        }
+    }
+    if !ra && need[3] {
+        dw_hn = Some(Tensor::from_vec(at_b(MatRef::row_major(&s.hn, tb, hd), cols_of(&da, tb, g3, 2 * hd, hd)), w_hn.shape()));
+    }
+    let mut grads = vec![need[0].then(|| Tensor::from_vec(to_batch_major(&da, b, t_len, g3), xp.shape())), need[1].then(|| Tensor::from_vec(carry, h0.shape())), dw_hh, dw_hn];
+    if ra {
+        grads.push(need[4].then(|| {
+            let mut d = vec![T::ZERO; hd];
+            for row in dhn.chunks_exact(hd.max(1)) {
+                chi_kernels::elementwise::axpy(T::ONE, row, &mut d);
+            }
+            Tensor::from_vec(d, &[hd])
+        }));
+    }
+    grads
 }

@@ -178,6 +178,8 @@ pub enum Op<T: Float> {
     GruCell(Box<fused_rnn::GruSaved<T>>),
     /// A whole LSTM sequence as one node ([`fused_rnn`]).
     LstmSequence(Box<fused_rnn::LstmSeqSaved<T>>),
+    /// A whole GRU sequence as one node ([`fused_rnn`]).
+    GruSequence(Box<fused_rnn::GruSeqSaved<T>>),
     /// A user-defined op ([`custom`]).
     Custom { f: Rc<dyn custom::CustomOp<T>>, inputs: Vec<Tensor<T>> },
 }
@@ -225,6 +227,7 @@ impl<T: Float> Op<T> {
             Op::LstmCell(_) => "lstm_cell".into(),
             Op::GruCell(_) => "gru_cell".into(),
             Op::LstmSequence(_) => "lstm_sequence".into(),
+            Op::GruSequence(_) => "gru_sequence".into(),
             Op::Custom { f, .. } => f.name().to_string(),
         }
     }
@@ -266,6 +269,7 @@ impl<T: Float> Op<T> {
             Op::LstmCell(s) => Inputs::Heap(s.inputs.iter().collect()),
             Op::GruCell(s) => Inputs::Heap(s.inputs.iter().collect()),
             Op::LstmSequence(s) => Inputs::Heap(s.inputs.iter().collect()),
+            Op::GruSequence(s) => Inputs::Heap(s.inputs.iter().collect()),
         }
     }
 
@@ -307,6 +311,7 @@ impl<T: Float> Op<T> {
             Op::LstmCell(s) => fused_rnn::lstm_cell_backward(s, out, g, need, fast).into(),
             Op::GruCell(s) => fused_rnn::gru_cell_backward(s, g, need, fast).into(),
             Op::LstmSequence(s) => fused_rnn::lstm_sequence_backward(s, out, g, need, fast).into(),
+            Op::GruSequence(s) => fused_rnn::gru_sequence_backward(s, out, g, need, fast).into(),
             Op::Custom { f, inputs } => {
                 let refs: Vec<&Tensor<T>> = inputs.iter().collect();
                 let grads = f.backward(&refs, out, g);

@@ -3,7 +3,8 @@
 //! steps (state carried through the fused output) as well; and the `create_graph` rule (the
 //! composed adjoint) gives the same first-order gradients as the fast one.
 
-use chi_autodiff::ops::fused_rnn::{gru_cell_composed, lstm_cell_composed, lstm_sequence_composed};
+use chi_autodiff::ops::fused_rnn::{gru_cell_composed, gru_sequence_composed, lstm_cell_composed, lstm_sequence_composed, SEQ_SPLIT_MIN_FLOPS};
+use std::rc::Rc;
 use chi_autodiff::{grad, Float, GradOptions, Rng, Tensor};
 
 const SHAPES: [(usize, usize); 8] = [(1, 1), (1, 7), (2, 1), (3, 5), (2, 13), (5, 2), (16, 11), (7, 17)];
@@ -181,4 +182,86 @@ fn fused_sequence_equals_composed_f64() {
 #[test]
 fn fused_sequence_equals_composed_f32() {
     sequences::<f32>(1e-5);
+}
+
+fn gru_sequences<T: Float>(tol: f64) {
+    let mut r = Rng::new(29);
+    for &(b, h) in &SHAPES {
+        for t in [1, 2, 5] {
+            for (after, masked) in [(false, false), (true, false), (false, true), (true, true)] {
+                let mut x = vec![rand::<T>(&mut r, &[b, t, 3 * h]), rand(&mut r, &[b, h]), rand(&mut r, &[h, 2 * h]), rand(&mut r, &[h, h])];
+                if after {
+                    x.push(rand(&mut r, &[h]));
+                }
+                let keep = masked.then(|| keep_flags(&mut r, t, b));
+                let k2 = keep.clone();
+                let fused = move |x: &[Tensor<T>]| Tensor::gru_sequence(&x[0], &x[1], &x[2], &x[3], x.get(4), k2.clone().map(Rc::new));
+                let composed = move |x: &[Tensor<T>]| gru_sequence_composed(&x[0], &x[1], &x[2], &x[3], x.get(4), keep.as_deref());
+                compare(&x, &fused, &composed, tol, &format!("gru_sequence B={b} H={h} T={t} reset after {after} masked {masked}"), &mut r);
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_gru_sequence_equals_composed_f64() {
+    gru_sequences::<f64>(1e-12);
+}
+
+#[test]
+fn fused_gru_sequence_equals_composed_f32() {
+    gru_sequences::<f32>(1e-5);
+}
+
+/// Values and gradients of every input (one fixed seed) of `op` on `x`, in a pool of `threads`.
+fn run_in_pool(threads: usize, op: fn(&[Tensor<f64>]) -> Tensor<f64>, make: fn() -> Vec<Tensor<f64>>) -> Vec<Vec<f64>> {
+    chi_kernels::threads::with_threads(threads, move || {
+        let x = make();
+        let y = op(&x);
+        let seed: Tensor<f64> = Tensor::rand_uniform(y.shape(), -1.0, 1.0, &mut Rng::new(5));
+        let refs: Vec<&Tensor<f64>> = x.iter().collect();
+        let gs = grad(&[&y], &refs, Some(&[seed]), GradOptions::default()).unwrap();
+        std::iter::once(y.data().to_vec()).chain(gs.iter().map(|g| g.data().to_vec())).collect()
+    })
+    .unwrap()
+}
+
+fn max_abs_diff(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
+    a.iter().zip(b).flat_map(|(u, v)| u.iter().zip(v).map(|(p, q)| (p - q).abs() / (1.0 + q.abs()))).fold(0.0, f64::max)
+}
+
+/// Above [`SEQ_SPLIT_MIN_FLOPS`] of forward work, in a 2-thread pool, the sequence ops split the
+/// batch into one row block per thread. The blocked run equals a 1-thread run (every row gets
+/// the same arithmetic; only sums over the batch change their order) and the composed
+/// reference, with ragged lengths so that carried rows fall in both blocks.
+#[test]
+fn sequences_split_over_threads_equal_one_thread_and_composed() {
+    const B: usize = 7;
+    const H: usize = 64;
+    fn inputs(widths: &[&[usize]], seed: u64) -> Vec<Tensor<f64>> {
+        let mut r = Rng::new(seed);
+        widths.iter().map(|s| Tensor::rand_uniform(s, -0.5, 0.5, &mut r).requires_grad()).collect()
+    }
+    fn keep(t: usize) -> Rc<Vec<bool>> {
+        // Row b runs t − 3·b steps (at least 1).
+        Rc::new((0..t).flat_map(|ti| (0..B).map(move |b| ti + 3 * b < t.max(3 * b + 1))).collect())
+    }
+    // LSTM with peepholes, 40 steps.
+    let lstm_in = || inputs(&[&[B, 40, 4 * H], &[B, H], &[B, H], &[H, 4 * H], &[H], &[H], &[H]], 1);
+    let lstm: fn(&[Tensor<f64>]) -> Tensor<f64> = |x| Tensor::lstm_sequence(&x[0], &x[1], &x[2], &x[3], Some([&x[4], &x[5], &x[6]]), Some(keep(40)));
+    let lstm_ref: fn(&[Tensor<f64>]) -> Tensor<f64> = |x| lstm_sequence_composed(&x[0], &x[1], &x[2], &x[3], Some([&x[4], &x[5], &x[6]]), Some(&keep(40)));
+    assert!(2 * 40 * B * H * 4 * H >= SEQ_SPLIT_MIN_FLOPS, "the LSTM case must be large enough to split");
+    // GRU, both reset forms, 50 steps.
+    let gru_after_in = || inputs(&[&[B, 50, 3 * H], &[B, H], &[H, 2 * H], &[H, H], &[H]], 2);
+    let gru_before_in = || inputs(&[&[B, 50, 3 * H], &[B, H], &[H, 2 * H], &[H, H]], 3);
+    let gru: fn(&[Tensor<f64>]) -> Tensor<f64> = |x| Tensor::gru_sequence(&x[0], &x[1], &x[2], &x[3], x.get(4), Some(keep(50)));
+    let gru_ref: fn(&[Tensor<f64>]) -> Tensor<f64> = |x| gru_sequence_composed(&x[0], &x[1], &x[2], &x[3], x.get(4), Some(&keep(50)));
+    assert!(2 * 50 * B * H * 3 * H >= SEQ_SPLIT_MIN_FLOPS, "the GRU case must be large enough to split");
+    for (what, op, reference, make) in [("lstm", lstm, lstm_ref, lstm_in as fn() -> Vec<Tensor<f64>>), ("gru reset after", gru, gru_ref, gru_after_in), ("gru reset before", gru, gru_ref, gru_before_in)] {
+        let (two, one, composed) = (run_in_pool(2, op, make), run_in_pool(1, op, make), run_in_pool(1, reference, make));
+        let e1 = max_abs_diff(&two, &one);
+        assert!(e1 <= 1e-13, "{what}: 2 threads differ from 1 thread by {e1}");
+        let ec = max_abs_diff(&two, &composed);
+        assert!(ec <= 1e-12, "{what}: 2 threads differ from the composed reference by {ec}");
+    }
 }

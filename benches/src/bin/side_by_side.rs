@@ -84,9 +84,9 @@ fn grad_stats(p: &Param<f32>) -> (f64, f64) {
     (g.iter().map(|x| *x as f64).sum(), g.iter().map(|x| (*x as f64).powi(2)).sum())
 }
 
-/// The recurrent cell of a workload: an LSTM (the whole sequence as one fused op) or a GRU
-/// (PyTorch's reset-after form, one fused op per step), or with `composed` either cell with its
-/// step composed of single ops.
+/// The recurrent cell of a workload: an LSTM or a GRU (PyTorch's reset-after form), each running
+/// the whole sequence as one fused op, or with `composed` either cell with its step composed of
+/// single ops.
 struct BenchCell {
     lstm: Option<LstmCell<f32>>,
     gru: Option<GruCell<f32>>,
@@ -114,8 +114,9 @@ impl RecurrentCell<f32> for BenchCell {
         self.lstm.as_ref().map_or_else(|| self.gru.as_ref().unwrap().project_inputs(xs), |c| c.project_inputs(xs))
     }
     fn run_projected(&self, xp: &Tensor<f32>, state: &[Tensor<f32>], keep: Option<std::rc::Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<f32>>>> {
-        match (&self.lstm, self.composed) {
-            (Some(c), false) => c.run_projected(xp, state, keep),
+        match (&self.lstm, &self.gru, self.composed) {
+            (Some(c), _, false) => c.run_projected(xp, state, keep),
+            (None, Some(c), false) => c.run_projected(xp, state, keep),
             _ => None,
         }
     }

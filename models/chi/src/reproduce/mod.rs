@@ -513,7 +513,7 @@ pub fn registry() -> Vec<Experiment> {
             run: seq2seq_nmt::run_attention,
             fixed_runs: None,
             batch: Some(seq2seq_nmt::SMALLEST_BATCH),
-            options: &[],
+            options: seq2seq_nmt::OPTIONS,
         },
         Experiment {
             name: "nmt-cells",
@@ -524,7 +524,7 @@ pub fn registry() -> Vec<Experiment> {
             run: seq2seq_nmt::run_cells,
             fixed_runs: None,
             batch: Some(seq2seq_nmt::SMALLEST_BATCH),
-            options: &[],
+            options: seq2seq_nmt::OPTIONS,
         },
         Experiment {
             name: "g2p-cmudict",
@@ -535,7 +535,7 @@ pub fn registry() -> Vec<Experiment> {
             run: seq2seq_nmt::run_g2p,
             fixed_runs: None,
             batch: Some(seq2seq_nmt::SMALLEST_BATCH),
-            options: &[],
+            options: seq2seq_nmt::OPTIONS,
         },
         Experiment {
             name: "word-vectors",

@@ -28,6 +28,7 @@
 //! t-test over the seeds (α = 0.05); with 3 runs only large differences can be detected, which
 //! the notes say.
 
+use super::options::OptionSpec;
 use super::units::UnitData;
 use super::util::{mean_curve, write_curves};
 use super::{Ctx, Report, Row};
@@ -62,12 +63,16 @@ const METRICS: [(&str, &str); 8] = [
 /// share one.
 pub(super) const SMALLEST_BATCH: usize = 8;
 
-fn options(ctx: &Ctx, seed: u64) -> TrainOptions {
-    if ctx.quick {
-        TrainOptions { steps: 20, batch: SMALLEST_BATCH, eval_every: 10, eval_pairs: 16, decode_pairs: 6, beam: 3, max_len: 20, seed, ..TrainOptions::default() }
+/// The options of the three experiments.
+pub const OPTIONS: &[OptionSpec] = &[OptionSpec { key: "steps", help: "training steps of every unit, 1 to 1000000 (default 1500; quick 20); validation every steps/6" }];
+
+fn options(ctx: &Ctx, seed: u64) -> Result<TrainOptions, String> {
+    let steps = ctx.option("steps", if ctx.quick { 20 } else { FULL_STEPS }, "a step count from 1 to 1000000", |n: u64| (1..=1_000_000).contains(&n))?;
+    Ok(if ctx.quick {
+        TrainOptions { steps, batch: SMALLEST_BATCH, eval_every: steps.min(10), eval_pairs: 16, decode_pairs: 6, beam: 3, max_len: 20, seed, ..TrainOptions::default() }
     } else {
-        TrainOptions { steps: FULL_STEPS, batch: 16, eval_every: 250, eval_pairs: 189, decode_pairs: 297, beam: 5, max_len: 50, src_vocab_cap: Some(FULL_VOCAB), tgt_vocab_cap: Some(FULL_VOCAB), seed, ..TrainOptions::default() }
-    }
+        TrainOptions { steps, batch: 16, eval_pairs: 189, decode_pairs: 297, beam: 5, max_len: 50, src_vocab_cap: Some(FULL_VOCAB), tgt_vocab_cap: Some(FULL_VOCAB), seed, eval_every: (steps / 6).max(1), ..TrainOptions::default() }
+    })
 }
 
 fn model_config(ctx: &Ctx, cell: CellKind, attention: AttentionKind) -> Seq2SeqConfig {
@@ -133,7 +138,7 @@ fn run_variants(ctx: &Ctx, corpus: &Corpus, variants: &[(String, Seq2SeqConfig)]
             let key = format!("{}-run{r}", label.to_lowercase().replace(' ', "-"));
             let models = ctx.dir.join("models");
             std::fs::create_dir_all(&models).map_err(|e| format!("{}: {e}", models.display()))?;
-            let opts = TrainOptions { save_to: Some(models.join(format!("{key}.safetensors"))), tokenizer, ..options(ctx, seed) };
+            let opts = TrainOptions { save_to: Some(models.join(format!("{key}.safetensors"))), tokenizer, ..options(ctx, seed)? };
             let config = format!("{cfg:?} steps={} batch={} optim={:?} max_len={} seed={seed}", opts.steps, opts.batch, opts.optim, opts.max_len);
             let (scalars, cs) = ctx.unit(
                 &key,
@@ -208,10 +213,10 @@ fn judge(all: &[(String, Vec<Vec<(String, f64)>>)], reference: &str, metrics: &[
     notes
 }
 
-fn config_rows(ctx: &Ctx) -> Vec<(String, String)> {
-    let o = options(ctx, 0);
+fn config_rows(ctx: &Ctx) -> Result<Vec<(String, String)>, String> {
+    let o = options(ctx, 0)?;
     let c = model_config(ctx, CellKind::Lstm, AttentionKind::LuongGeneral);
-    vec![
+    Ok(vec![
         ("steps".into(), o.steps.to_string()),
         ("batch".into(), o.batch.to_string()),
         ("optimizer".into(), format!("{:?} lr {}", o.optim.name, o.optim.lr)),
@@ -222,7 +227,7 @@ fn config_rows(ctx: &Ctx) -> Vec<(String, String)> {
         ("max_len".into(), o.max_len.to_string()),
         ("beam".into(), o.beam.to_string()),
         ("vocabulary".into(), match o.tgt_vocab_cap { Some(c) => format!("the {c} most frequent training tokens per side, the rest <unk>"), None => "every training token (dictionary-free)".into() }),
-    ]
+    ])
 }
 
 /// `nmt-attention`.
@@ -230,7 +235,7 @@ pub fn run_attention(ctx: &Ctx) -> Result<Report, String> {
     let (corpus, info) = bible(ctx)?;
     let kinds = [AttentionKind::Bahdanau, AttentionKind::LuongGeneral, AttentionKind::LocalP { d: 5 }, AttentionKind::CaAttLuong, AttentionKind::CaAttBahdanau];
     let variants: Vec<(String, Seq2SeqConfig)> = kinds.iter().map(|&k| (k.name().to_string(), model_config(ctx, CellKind::Lstm, k))).collect();
-    let mut rep = Report { data: info, config: config_rows(ctx), ..Report::default() };
+    let mut rep = Report { data: info, config: config_rows(ctx)?, ..Report::default() };
     let all = run_variants(ctx, &corpus, &variants, Tokenizer::Words, &[], &mut rep)?;
     rep.notes.push("paper (§4.3, WMT'16 en-de): \"no significant performance gain: all three attention mechanisms are quite comparable\"; here EN→ES Bible verses, our step budget".into());
     rep.notes.extend(judge(&all, "ca-att-luong", &["top1", "top5", "greedy_bleu"]));
@@ -242,7 +247,7 @@ pub fn run_attention(ctx: &Ctx) -> Result<Report, String> {
 pub fn run_cells(ctx: &Ctx) -> Result<Report, String> {
     let (corpus, info) = bible(ctx)?;
     let variants: Vec<(String, Seq2SeqConfig)> = [("LSTM", CellKind::Lstm), ("GRU", CellKind::Gru), ("CA-RNN", CellKind::CaRnn)].iter().map(|&(l, c)| (l.to_string(), model_config(ctx, c, AttentionKind::LuongGeneral))).collect();
-    let mut rep = Report { data: info, config: config_rows(ctx), ..Report::default() };
+    let mut rep = Report { data: info, config: config_rows(ctx)?, ..Report::default() };
     let all = run_variants(ctx, &corpus, &variants, Tokenizer::Words, &[], &mut rep)?;
     rep.notes.push("paper (§4.4.2): \"CA-RNN consistently higher top-k accuracy in the first 1M steps\" (LSTM, GRU, CA-RNN with Luong attention)".into());
     rep.notes.extend(judge(&all, "CA-RNN", &["top1", "top5", "top10"]));
@@ -257,7 +262,7 @@ pub fn run_g2p(ctx: &Ctx) -> Result<Report, String> {
         .iter()
         .map(|&(l, c)| (l.to_string(), Seq2SeqConfig { bidirectional: true, ..model_config(ctx, c, AttentionKind::LuongGeneral) }))
         .collect();
-    let mut rep = Report { data: info, config: config_rows(ctx), ..Report::default() };
+    let mut rep = Report { data: info, config: config_rows(ctx)?, ..Report::default() };
     rep.config.push(("encoder".into(), "bidirectional".into()));
     let extra = [("greedy_sequence_error", "test word error rate, greedy"), ("greedy_token_error", "test phoneme error rate, greedy"), ("beam_sequence_error", "test word error rate, beam 5"), ("beam_token_error", "test phoneme error rate, beam 5")];
     let all = run_variants(ctx, &corpus, &variants, Tokenizer::Chars, &extra, &mut rep)?;

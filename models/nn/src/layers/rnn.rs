@@ -22,7 +22,7 @@ thread_local! {
 }
 
 /// Runs `f` with every sequence runner of this thread stepping through time with one node per
-/// step, instead of a cell's whole-sequence op (the LSTM's [`Tensor::lstm_sequence`]).
+/// step, instead of a cell's whole-sequence op ([`Tensor::lstm_sequence`], [`Tensor::gru_sequence`]).
 ///
 /// Why it exists: a whole-sequence op is one node, so the per-step states it hands back are
 /// *outputs* of that node, and the gradient retained on such an `h_t` holds only what flows
@@ -327,6 +327,15 @@ impl<T: Float> RecurrentCell<T> for GruCell<T> {
             GruVariant::ResetAfterMatmul => Some(self.b_hn.as_ref().expect("GRU reset-after needs b_hn").get()),
         };
         vec![Tensor::gru_cell(xp, &state[0], &self.w_hh.get(), &self.w_hn.get(), b_hn.as_ref())]
+    }
+    /// The whole sequence as one fused op ([`Tensor::gru_sequence`]: both recurrent weights
+    /// packed once for all steps, backward one node). As for the LSTM, the per-step states are
+    /// outputs of that node; see [`with_stepwise_recurrence`] for the total ∂L/∂h_t.
+    fn run_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
+        let (hs, b, t) = (self.hidden, xp.dim(0), xp.dim(1));
+        let b_hn = self.b_hn.as_ref().map(|p| p.get());
+        let y = Tensor::gru_sequence(xp, &state[0], &self.w_hh.get(), &self.w_hn.get(), b_hn.as_ref(), keep);
+        Some((0..t).map(|i| vec![y.narrow(0, i, 1).reshape(&[b, hs])]).collect())
     }
 }
 

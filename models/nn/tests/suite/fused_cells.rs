@@ -1,4 +1,4 @@
-//! `LstmCell` and `GruCell` run each step as one fused op; their composed steps
+//! `LstmCell` and `GruCell` run a whole sequence as one fused op; their composed steps
 //! (`step_projected_composed`) are the reference. Over whole masked sequences, for sizes
 //! including 1 and primes: outputs, final states and every parameter's and the input's gradient
 //! agree to 1e-12 in float64.
