@@ -39,7 +39,7 @@ except ImportError:
     sys.exit(3)
 
 WORKLOADS = ["scalar_chain", "lstm_h128_b16", "lstm_h512_b16", "lstm_h512_b64", "gru_h128_b16", "gru_h512_b16",
-             "gru_h512_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"]
+             "gru_h512_b64", "bilstm_h256_b16", "bilstm_h256_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"]
 
 
 def fill(tag, shape, scale):
@@ -88,6 +88,54 @@ def lstm(hidden, inp, batch, steps, gru=False):
         if not gru:
             h = h[0]
         return torch.nn.functional.mse_loss(head(h[0]), y)
+
+    cell, head, x, y, params = build()
+
+    def step():
+        for p in params:
+            p.grad = None
+        l = loss(cell, head, x, y)
+        l.backward()
+        sgd(params, 0.01)
+        return float(l)
+
+    def check():
+        cell, head, x, y, params = build()
+        l = loss(cell, head, x, y)
+        l0 = float(l)
+        l.backward()
+        gs, gq = grad_stats(cell.weight_ih_l0)
+        sgd(params, 0.01)
+        with torch.no_grad():
+            l1 = float(loss(cell, head, x, y))
+        return [l0, l1, gs, gq]
+
+    return step, check, 0
+
+
+def bilstm(hidden, inp, batch, steps):
+    """Bidirectional LSTM over `steps` steps, linear head on both final states, MSE."""
+
+    def build():
+        s = 1.0 / math.sqrt(hidden)
+        cell = torch.nn.LSTM(inp, hidden, batch_first=True, bidirectional=True)
+        head = torch.nn.Linear(2 * hidden, 1)
+        with torch.no_grad():
+            for sfx, tag in (("", 1.0), ("_reverse", 11.0)):
+                getattr(cell, "weight_ih_l0" + sfx).copy_(fill(tag, (4 * hidden, inp), s))
+                getattr(cell, "weight_hh_l0" + sfx).copy_(fill(tag + 1.0, (4 * hidden, hidden), s))
+                getattr(cell, "bias_ih_l0" + sfx).copy_(fill(tag + 2.0, (4 * hidden,), s))
+                getattr(cell, "bias_hh_l0" + sfx).zero_()
+            head.weight.copy_(fill(4.0, (1, 2 * hidden), s))
+            head.bias.copy_(fill(5.0, (1,), s))
+        x = fill(6.0, (batch, steps, inp), 1.0)
+        y = fill(7.0, (batch, 1), 1.0)
+        params = list(cell.parameters()) + list(head.parameters())
+        return cell, head, x, y, params
+
+    def loss(cell, head, x, y):
+        _, (h, _) = cell(x)
+        return torch.nn.functional.mse_loss(head(torch.cat([h[0], h[1]], 1)), y)
 
     cell, head, x, y, params = build()
 
@@ -265,6 +313,8 @@ def workload(name):
         "gru_h128_b16": lambda: lstm(128, 64, 16, 35, gru=True),
         "gru_h512_b16": lambda: lstm(512, 512, 16, 25, gru=True),
         "gru_h512_b64": lambda: lstm(512, 512, 64, 25, gru=True),
+        "bilstm_h256_b16": lambda: bilstm(256, 128, 16, 35),
+        "bilstm_h256_b64": lambda: bilstm(256, 128, 64, 35),
         "mlp": mlp,
         "textcnn": textcnn,
         "sgemm256": lambda: sgemm(256),

@@ -10,13 +10,13 @@
 //! layout, so no files need to be exchanged. `side_by_side --list` prints the workloads.
 
 use chi_autodiff::{no_grad, Tensor};
-use chi_nn::layers::{run_sequence_batch, Activation, Conv1dText, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell};
+use chi_nn::layers::{run_sequence_batch, Activation, Bidirectional, Conv1dText, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell};
 use chi_nn::params::{Param, ParamStore};
 use chi_autodiff::Rng;
 use std::time::Instant;
 
-/// Every recurrent workload also exists as `NAME_composed` (the unfused cell step).
-const WORKLOADS: [&str; 13] = [
+/// Every `lstm_*` and `gru_*` workload also exists as `NAME_composed` (the unfused cell step).
+const WORKLOADS: [&str; 15] = [
     "scalar_chain",
     "lstm_h128_b16",
     "lstm_h512_b16",
@@ -24,6 +24,8 @@ const WORKLOADS: [&str; 13] = [
     "gru_h128_b16",
     "gru_h512_b16",
     "gru_h512_b64",
+    "bilstm_h256_b16",
+    "bilstm_h256_b64",
     "mlp",
     "textcnn",
     "sgemm256",
@@ -201,6 +203,57 @@ fn rnn(gru: bool, hidden: usize, input: usize, batch: usize, steps: usize, compo
     Work { step, check, ops: 0 }
 }
 
+/// A bidirectional LSTM (the encoder of the NMT models of seeds 002 and 004): both directions
+/// over `[batch, steps, input]`, a linear head on the two final states, MSE. PyTorch:
+/// `nn.LSTM(bidirectional=True)`, head on `cat(h_n[0], h_n[1])`.
+fn bilstm(hidden: usize, input: usize, batch: usize, steps: usize) -> Work {
+    let build = move || {
+        let mut store = ParamStore::<f32>::new();
+        let mut rng = Rng::new(0);
+        let s = 1.0 / (hidden as f64).sqrt();
+        let mut direction = |name: &str, tag: f64| {
+            let c = LstmCell::new(&mut store, name, "g", input, hidden, false, &mut rng);
+            set_transposed(&c.w_ih, tag, s);
+            set_transposed(&c.w_hh, tag + 1.0, s);
+            set_same(&c.bias, tag + 2.0, s);
+            c
+        };
+        // PyTorch: weight_ih_l0 = fill(1), weight_hh_l0 = fill(2), bias_ih_l0 = fill(3) and the
+        // `_reverse` ones fill(11), fill(12), fill(13); bias_hh = 0.
+        let bi = Bidirectional::new(direction("fwd", 1.0), direction("bwd", 11.0));
+        let head = Linear::in_store(&mut store, "head", "g", 2 * hidden, 1, true, &mut rng);
+        set_transposed(&head.weight, 4.0, s);
+        set_same(head.bias.as_ref().unwrap(), 5.0, s);
+        let x = Tensor::from_vec(fill(6.0, batch * steps * input, 1.0), &[batch, steps, input]);
+        let y = Tensor::from_vec(fill(7.0, batch, 1.0), &[batch, 1]);
+        (store, bi, head, x, y)
+    };
+    let loss = |bi: &Bidirectional<LstmCell<f32>>, head: &Linear<f32>, x: &Tensor<f32>, y: &Tensor<f32>| {
+        let out = bi.forward(x, None);
+        head.forward(&Tensor::concat(&[out.fwd_state[0].clone(), out.bwd_state[0].clone()], 1)).mse_loss(y)
+    };
+    let (store, bi, head, x, y) = build();
+    let step = Box::new(move || {
+        store.zero_grad();
+        let l = loss(&bi, &head, &x, &y);
+        let v = l.item() as f64;
+        l.backward();
+        sgd(&store, 0.01);
+        v
+    });
+    let check = Box::new(move || {
+        let (store, bi, head, x, y) = build();
+        let l = loss(&bi, &head, &x, &y);
+        let l0 = l.item() as f64;
+        l.backward();
+        let (gs, gq) = grad_stats(&bi.fwd.w_ih);
+        sgd(&store, 0.01);
+        let l1 = no_grad(|| loss(&bi, &head, &x, &y).item() as f64);
+        [l0, l1, gs, gq]
+    });
+    Work { step, check, ops: 0 }
+}
+
 fn mlp() -> Work {
     let build = || {
         let mut store = ParamStore::<f32>::new();
@@ -355,6 +408,8 @@ fn workload(name: &str) -> Option<Work> {
                 _ => return None,
             }
         }
+        "bilstm_h256_b16" => bilstm(256, 128, 16, 35),
+        "bilstm_h256_b64" => bilstm(256, 128, 64, 35),
         "mlp" => mlp(),
         "textcnn" => textcnn(),
         "sgemm256" => sgemm(256),
