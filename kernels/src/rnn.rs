@@ -1,14 +1,17 @@
-//! Pointwise passes of fused recurrent cells (LSTM and GRU): the gate nonlinearities and the state
-//! update of one time step in one SIMD pass over the gate pre-activations, and the matching
-//! backward passes. The matrix products of a step (`h·W_hh` and its adjoints) are left to
+//! Pointwise passes of fused recurrent cells (LSTM, GRU and CA-RNN): the gate nonlinearities and
+//! the state update of one time step in one SIMD pass over the gate pre-activations, and the
+//! matching backward passes. The matrix products of a step (`h·W_hh` and its adjoints) are left to
 //! [`crate::gemm`]; these kernels only see row-major `[batch, ·]` buffers.
 //!
 //! Layouts (row-major, `H` = hidden size, `B` = batch):
 //! * LSTM gates `[B, 4H]`, blocks `i, f, g, o` (PyTorch's order); state output `hc [B, 2H]`,
 //!   row `b` holding `h_b` then `c_b`.
 //! * GRU projected input `xp [B, 3H]`, blocks `r, z, n`; gates `rz [B, 2H]`.
+//! * CA-RNN pre-activations `[B, 4n + 2]`, blocks `f (1), v (n), c' (n), o (1), vᵒ (n), cᵒ (n)`
+//!   (the two scalar gates of its cell state and output, [`ca_rnn_width`]).
 //!
-//! The functions are the ones of the cells in `chi-nn` (`LstmCell`, `GruCell`), with the same
+//! The functions are the ones of the cells in `chi-nn` (`LstmCell`, `GruCell`) and `chi-ca`
+//! (`CaRnnCell` with tanh activations and a vector peephole), with the same
 //! SIMD `sigmoid`/`tanh` as [`crate::elementwise::unary`], so a fused step and the same step
 //! composed of single ops agree to a few ulps.
 
@@ -387,4 +390,192 @@ fn gru_backward_reset_simd<V: SimdVec>(batch: usize, hd: usize, rz: &[V::S], h: 
         st(duv * hp * (r * (one - r)), &mut da[b * 3 * hd + j..], w);
         st(ld::<V>(&dh[s..], w) + duv * r, &mut dh[s..], w);
     });
+}
+
+// ----------------------------------------------------------------------------------- CA-RNN
+
+/// Sum of the lanes of `v`.
+#[inline(always)]
+fn hsum<V: SimdVec>(v: V) -> V::S {
+    let mut b = [<V::S as Real>::ZERO; 8];
+    v.store(&mut b);
+    b[..V::LANES].iter().fold(<V::S as Real>::ZERO, |a, &x| a + x)
+}
+
+/// `σ(x)` of one scalar.
+#[inline(always)]
+fn sigmoid1<S: Real>(x: S) -> S {
+    S::ONE / (S::ONE + (-x).exp())
+}
+
+/// Width of a CA-RNN pre-activation row for hidden size `n`: blocks `f (1), v (n), c' (n),
+/// o (1), vᵒ (n), cᵒ (n)`.
+pub const fn ca_rnn_width(n: usize) -> usize {
+    4 * n + 2
+}
+
+/// CA-RNN step, cell-state part (Eq. 34 of *Context Aware Machine Learning*, with `h_v = h_c = tanh` and a vector peephole).
+/// `a [B, 4n+2]` holds the pre-activations (blocks as in [`ca_rnn_width`]); on return its `f`,
+/// `v` and `c'` blocks hold `f = σ(a_f)`, `v = tanh(a_v + p_v⊙c)`, `c' = tanh(a_c)`, and
+/// `c_new = f·v + (1 − f)·c'` is written (`f` a scalar per row).
+///
+/// # Panics
+/// If a buffer's length disagrees with `batch` and `hidden`.
+pub fn ca_rnn_forward_cell<T: Real>(batch: usize, hidden: usize, a: &mut [T], c: &[T], p_v: &[T], c_new: &mut [T]) {
+    let k = "ca_rnn_forward_cell";
+    check_len(k, "a", a.len(), batch * ca_rnn_width(hidden));
+    check_len(k, "p_v", p_v.len(), hidden);
+    for (name, len) in [("c", c.len()), ("c_new", c_new.len())] {
+        check_len(k, name, len, batch * hidden);
+    }
+    dispatch!(T, V => ca_rnn_forward_cell_simd::<V>(batch, hidden, cast_mut(a), cast(c), cast(p_v), cast_mut(c_new)),
+        else => panic!("{k}: element type {} is not supported", T::NAME))
+}
+
+#[inline(always)]
+fn ca_rnn_forward_cell_simd<V: SimdVec>(batch: usize, n: usize, a: &mut [V::S], c: &[V::S], p_v: &[V::S], c_new: &mut [V::S]) {
+    let w = ca_rnn_width(n);
+    for b in 0..batch {
+        let row = b * w;
+        let f = sigmoid1(a[row]);
+        a[row] = f;
+        let (fv, one) = (V::splat(f), V::c(1.0));
+        let mut j = 0;
+        while j < n {
+            let l = (n - j).min(V::LANES);
+            let s = b * n + j;
+            let cp: V = ld(&c[s..], l);
+            let v = sm::tanh(ld::<V>(&a[row + 1 + j..], l) + ld::<V>(&p_v[j..], l) * cp);
+            let cc = sm::tanh(ld::<V>(&a[row + 1 + n + j..], l));
+            st(v, &mut a[row + 1 + j..], l);
+            st(cc, &mut a[row + 1 + n + j..], l);
+            st(fv * v + (one - fv) * cc, &mut c_new[s..], l);
+            j += l;
+        }
+    }
+}
+
+/// CA-RNN step, output part (Eq. 36 of the same paper, with `hᵒ_v = hᵒ_c = tanh`). On entry the `o`, `vᵒ`,
+/// `cᵒ` blocks of `a [B, 4n+2]` hold their full pre-activations (including the `c_t` terms); on
+/// return they hold `o = σ(a_o)`, `vᵒ = tanh(a_vᵒ)`, `cᵒ = tanh(a_cᵒ)`, and
+/// `y = o·vᵒ + (1 − o)·cᵒ` is written.
+///
+/// # Panics
+/// If a buffer's length disagrees with `batch` and `hidden`.
+pub fn ca_rnn_forward_output<T: Real>(batch: usize, hidden: usize, a: &mut [T], y: &mut [T]) {
+    let k = "ca_rnn_forward_output";
+    check_len(k, "a", a.len(), batch * ca_rnn_width(hidden));
+    check_len(k, "y", y.len(), batch * hidden);
+    dispatch!(T, V => ca_rnn_forward_output_simd::<V>(batch, hidden, cast_mut(a), cast_mut(y)),
+        else => panic!("{k}: element type {} is not supported", T::NAME))
+}
+
+#[inline(always)]
+fn ca_rnn_forward_output_simd<V: SimdVec>(batch: usize, n: usize, a: &mut [V::S], y: &mut [V::S]) {
+    let w = ca_rnn_width(n);
+    for b in 0..batch {
+        let o0 = b * w + 2 * n + 1;
+        let o = sigmoid1(a[o0]);
+        a[o0] = o;
+        let (ov, one) = (V::splat(o), V::c(1.0));
+        let mut j = 0;
+        while j < n {
+            let l = (n - j).min(V::LANES);
+            let vo = sm::tanh(ld::<V>(&a[o0 + 1 + j..], l));
+            let co = sm::tanh(ld::<V>(&a[o0 + 1 + n + j..], l));
+            st(vo, &mut a[o0 + 1 + j..], l);
+            st(co, &mut a[o0 + 1 + n + j..], l);
+            st(ov * vo + (one - ov) * co, &mut y[b * n + j..], l);
+            j += l;
+        }
+    }
+}
+
+/// Backward of [`ca_rnn_forward_output`]. Given the saved activations `act [B, 4n+2]` and the
+/// gradient `gy [B, n]` of `y`, writes the gradients of the `o`, `vᵒ` and `cᵒ` pre-activations
+/// into the same blocks of `da [B, 4n+2]` (the other blocks are untouched).
+///
+/// # Panics
+/// If a buffer's length disagrees with `batch` and `hidden`.
+pub fn ca_rnn_backward_output<T: Real>(batch: usize, hidden: usize, act: &[T], gy: &[T], da: &mut [T]) {
+    let k = "ca_rnn_backward_output";
+    check_len(k, "act", act.len(), batch * ca_rnn_width(hidden));
+    check_len(k, "da", da.len(), batch * ca_rnn_width(hidden));
+    check_len(k, "gy", gy.len(), batch * hidden);
+    dispatch!(T, V => ca_rnn_backward_output_simd::<V>(batch, hidden, cast(act), cast(gy), cast_mut(da)),
+        else => panic!("{k}: element type {} is not supported", T::NAME))
+}
+
+#[inline(always)]
+fn ca_rnn_backward_output_simd<V: SimdVec>(batch: usize, n: usize, act: &[V::S], gy: &[V::S], da: &mut [V::S]) {
+    let w = ca_rnn_width(n);
+    for b in 0..batch {
+        let o0 = b * w + 2 * n + 1;
+        let o = act[o0];
+        let (ov, one) = (V::splat(o), V::c(1.0));
+        let mut acc = V::c(0.0);
+        let mut j = 0;
+        while j < n {
+            let l = (n - j).min(V::LANES);
+            let g: V = ld(&gy[b * n + j..], l);
+            let (vo, co): (V, V) = (ld(&act[o0 + 1 + j..], l), ld(&act[o0 + 1 + n + j..], l));
+            // y = o·vᵒ + (1 − o)·cᵒ
+            acc = acc + g * (vo - co);
+            st(g * ov * (one - vo * vo), &mut da[o0 + 1 + j..], l);
+            st(g * (one - ov) * (one - co * co), &mut da[o0 + 1 + n + j..], l);
+            j += l;
+        }
+        da[o0] = hsum(acc) * o * (<V::S as Real>::ONE - o);
+    }
+}
+
+/// Backward of [`ca_rnn_forward_cell`]. Given the saved activations `act [B, 4n+2]`, the
+/// previous cell state `c`, the peephole `p_v` and the total gradient `gc [B, n]` of `c_new`,
+/// writes the gradients of the `f`, `v` and `c'` pre-activations into those blocks of
+/// `da [B, 4n+2]`, the direct (peephole) part of the gradient of `c` into `dc [B, n]`, and *adds*
+/// the peephole gradient, summed over the batch, into `dp_v [n]`.
+///
+/// # Panics
+/// If a buffer's length disagrees with `batch` and `hidden`.
+#[allow(clippy::too_many_arguments)]
+pub fn ca_rnn_backward_cell<T: Real>(batch: usize, hidden: usize, act: &[T], c: &[T], p_v: &[T], gc: &[T], da: &mut [T], dc: &mut [T], dp_v: &mut [T]) {
+    let k = "ca_rnn_backward_cell";
+    check_len(k, "act", act.len(), batch * ca_rnn_width(hidden));
+    check_len(k, "da", da.len(), batch * ca_rnn_width(hidden));
+    for (name, len) in [("c", c.len()), ("gc", gc.len()), ("dc", dc.len())] {
+        check_len(k, name, len, batch * hidden);
+    }
+    for (name, len) in [("p_v", p_v.len()), ("dp_v", dp_v.len())] {
+        check_len(k, name, len, hidden);
+    }
+    dispatch!(T, V => ca_rnn_backward_cell_simd::<V>(batch, hidden, cast(act), cast(c), cast(p_v), cast(gc), cast_mut(da), cast_mut(dc), cast_mut(dp_v)),
+        else => panic!("{k}: element type {} is not supported", T::NAME))
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn ca_rnn_backward_cell_simd<V: SimdVec>(batch: usize, n: usize, act: &[V::S], c: &[V::S], p_v: &[V::S], gc: &[V::S], da: &mut [V::S], dc: &mut [V::S], dp_v: &mut [V::S]) {
+    let w = ca_rnn_width(n);
+    for b in 0..batch {
+        let row = b * w;
+        let f = act[row];
+        let (fv, one) = (V::splat(f), V::c(1.0));
+        let mut acc = V::c(0.0);
+        let mut j = 0;
+        while j < n {
+            let l = (n - j).min(V::LANES);
+            let s = b * n + j;
+            let g: V = ld(&gc[s..], l);
+            let (v, cc): (V, V) = (ld(&act[row + 1 + j..], l), ld(&act[row + 1 + n + j..], l));
+            // c_new = f·v + (1 − f)·c'
+            acc = acc + g * (v - cc);
+            let dav = g * fv * (one - v * v);
+            st(dav, &mut da[row + 1 + j..], l);
+            st(g * (one - fv) * (one - cc * cc), &mut da[row + 1 + n + j..], l);
+            st(dav * ld::<V>(&p_v[j..], l), &mut dc[s..], l);
+            st(ld::<V>(&dp_v[j..], l) + dav * ld::<V>(&c[s..], l), &mut dp_v[j..], l);
+            j += l;
+        }
+        da[row] = hsum(acc) * f * (<V::S as Real>::ONE - f);
+    }
 }

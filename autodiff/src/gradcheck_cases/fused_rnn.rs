@@ -1,5 +1,5 @@
 //! Fused recurrent steps and sequences ([`Tensor::lstm_cell`], [`Tensor::gru_cell`],
-//! [`Tensor::lstm_sequence`], [`Tensor::gru_sequence`]). Second order runs
+//! [`Tensor::lstm_sequence`], [`Tensor::gru_sequence`], [`Tensor::ca_rnn_sequence`]). Second order runs
 //! through the composed rules the fused ops use under `create_graph`.
 
 use super::*;
@@ -63,8 +63,8 @@ fn ragged(r: &mut Rng, b: usize, t: usize) -> std::rc::Rc<Vec<bool>> {
     std::rc::Rc::new((0..t).flat_map(|ti| lens.iter().map(move |&l| ti < l).collect::<Vec<_>>()).collect())
 }
 
-/// The whole-sequence LSTM and GRU ([`Tensor::lstm_sequence`], [`Tensor::gru_sequence`]), with
-/// peepholes, both GRU reset forms and ragged lengths.
+/// The whole-sequence LSTM, GRU and CA-RNN ([`Tensor::lstm_sequence`], [`Tensor::gru_sequence`],
+/// [`Tensor::ca_rnn_sequence`]), with peepholes, both GRU reset forms and ragged lengths.
 pub(super) fn sequence_cases() -> Vec<OpCase> {
     vec![
         OpCase {
@@ -87,6 +87,18 @@ pub(super) fn sequence_cases() -> Vec<OpCase> {
                 let ins = vec![small(r, &[b, t, 3 * h]), small(r, &[b, h]), small(r, &[h, 2 * h]), small(r, &[h, h])];
                 let keep = ragged(r, b, t);
                 case(ins, move |x| Tensor::gru_sequence(&x[0], &x[1], &x[2], &x[3], None, Some(keep.clone())))
+            },
+        },
+        OpCase {
+            name: "ca_rnn_sequence",
+            order2: true,
+            make: |r| {
+                let (b, n) = dims(r);
+                let t = 1 + r.below(3);
+                let w = 4 * n + 2;
+                let ins = vec![small(r, &[b, t, w]), small(r, &[b, n]), small(r, &[b, n]), small(r, &[2 * n, w]), small(r, &[n, n + 1]), small(r, &[n])];
+                let keep = ragged(r, b, t);
+                case(ins, move |x| Tensor::ca_rnn_sequence(&x[0], &x[1], &x[2], &x[3], &x[4], &x[5], Some(keep.clone())))
             },
         },
         OpCase {

@@ -1,5 +1,5 @@
-//! Fused recurrent steps: one LSTM or GRU time step, or a whole LSTM or GRU sequence, as one tape
-//! node.
+//! Fused recurrent steps: one LSTM or GRU time step, or a whole LSTM, GRU or CA-RNN sequence, as
+//! one tape node.
 //!
 //! Composed of single ops, an LSTM step records about fifteen nodes (a matmul, an add, four
 //! narrows, five nonlinearities, products and sums), each with its own output buffer and, in
@@ -1073,4 +1073,293 @@ pub(crate) fn gru_sequence_backward<T: Float>(s: &GruSeqSaved<T>, out: &Tensor<T
         }));
     }
     grads
+}
+
+// ---------------------------------------------------------------------- CA-RNN over a sequence
+
+/// Saved state of a fused CA-RNN sequence ([`Tensor::ca_rnn_sequence`]).
+#[derive(Clone)]
+pub struct CaRnnSeqSaved<T: Float> {
+    /// `xp, y0, c0, w_r, w_z, p_v`.
+    pub inputs: Vec<Tensor<T>>,
+    /// `keep[t·B + b]`: whether row `b` steps at time `t` (else its state is carried).
+    pub keep: Option<Rc<Vec<bool>>>,
+    /// Activations of every step, `[T, B, 4n+2]` (blocks as in [`chi_kernels::rnn::ca_rnn_width`]).
+    pub act: Vec<T>,
+}
+
+/// What every row block of a CA-RNN sequence reads.
+struct CaArgs<'a, T> {
+    b: usize,
+    n: usize,
+    t_len: usize,
+    /// `[B, T, 4n+2]`.
+    xp: &'a [T],
+    y0: &'a [T],
+    c0: &'a [T],
+    p_v: &'a [T],
+    keep: Option<&'a [bool]>,
+    par: Par,
+}
+
+impl<'a, T: Float> CaArgs<'a, T> {
+    fn new(s: &'a [Tensor<T>], keep: &'a Option<Rc<Vec<bool>>>, par: Par) -> Self {
+        let (xp, y0) = (&s[0], &s[1]);
+        CaArgs { b: y0.shape()[0], n: y0.shape()[1], t_len: xp.shape()[1], xp: &xp.data, y0: &y0.data, c0: &s[2].data, p_v: &s[5].data, keep: keep.as_deref().map(|k| &k[..]), par }
+    }
+
+    /// The initial states `[y0, c0]` of `rows`, `[rows, 2n]`.
+    fn initial(&self, rows: &Range<usize>) -> Vec<T> {
+        let n = self.n;
+        let mut s = Vec::with_capacity(rows.len() * 2 * n);
+        for r in rows.clone() {
+            s.extend_from_slice(&self.y0[r * n..(r + 1) * n]);
+            s.extend_from_slice(&self.c0[r * n..(r + 1) * n]);
+        }
+        s
+    }
+}
+
+/// One row block's part of the forward pass: its rows of every step's activations and output.
+struct CaFwdJob<'a, T> {
+    rows: Range<usize>,
+    act: Vec<&'a mut [T]>,
+    out: Vec<&'a mut [T]>,
+}
+
+/// The columns `o, vᵒ` of a `[rows, 4n+2]` pre-activation buffer: where `c_t·W_z` lands.
+fn o_cols<T>(a: &mut [T], rows: usize, n: usize) -> MatMut<'_, T> {
+    MatMut { data: &mut a[2 * n + 1..], rows, cols: n + 1, rs: k::ca_rnn_width(n), cs: 1 }
+}
+
+fn ca_rnn_forward_rows<T: Float>(a: &CaArgs<T>, w: &[gemm::PackedB<T>; 2], job: CaFwdJob<T>) {
+    let CaFwdJob { rows, mut act, mut out } = job;
+    let (n, width, nb) = (a.n, k::ca_rnn_width(a.n), rows.len());
+    if nb == 0 {
+        return;
+    }
+    let s0 = a.initial(&rows);
+    let mut c_prev = a.c0[rows.start * n..rows.end * n].to_vec();
+    let (mut c_new, mut y_new) = (vec![T::ZERO; nb * n], vec![T::ZERO; nb * n]);
+    for t in 0..a.t_len {
+        let at = &mut *act[t];
+        for (i, r) in rows.clone().enumerate() {
+            let src = (r * a.t_len + t) * width;
+            at[i * width..(i + 1) * width].copy_from_slice(&a.xp[src..src + width]);
+        }
+        let (done, rest) = out.split_at_mut(t);
+        let o = &mut *rest[0];
+        let s_prev: &[T] = if t == 0 { &s0 } else { &*done[t - 1] };
+        gemm::gemm_packed_par(a.par, T::ONE, MatRef::row_major(s_prev, nb, 2 * n), &w[0], T::ONE, MatMut::row_major(at, nb, width));
+        k::ca_rnn_forward_cell(nb, n, at, &c_prev, a.p_v, &mut c_new);
+        gemm::gemm_packed_par(a.par, T::ONE, MatRef::row_major(&c_new, nb, n), &w[1], T::ONE, o_cols(at, nb, n));
+        k::ca_rnn_forward_output(nb, n, at, &mut y_new);
+        for (i, r) in rows.clone().enumerate() {
+            let row = &mut o[i * 2 * n..(i + 1) * 2 * n];
+            if a.keep.is_some_and(|kp| !kp[t * a.b + r]) {
+                row.copy_from_slice(&s_prev[i * 2 * n..(i + 1) * 2 * n]);
+            } else {
+                row[..n].copy_from_slice(&y_new[i * n..(i + 1) * n]);
+                row[n..].copy_from_slice(&c_new[i * n..(i + 1) * n]);
+            }
+            c_prev[i * n..(i + 1) * n].copy_from_slice(&row[n..]);
+        }
+    }
+}
+
+impl<T: Float> Tensor<T> {
+    /// A whole CA-RNN sequence as one op (*Context Aware Machine Learning*, Eqs. 34 and 36, with
+    /// every activation `tanh` and a vector peephole), from the state `y0, c0 [B, n]`:
+    ///
+    /// ```text
+    /// a_t = xp_t + [y_{t−1}, c_{t−1}]·W_r            (blocks f, v, c', o, vᵒ, cᵒ; width 4n+2)
+    /// f = σ(a_f)   v = tanh(a_v + p_v⊙c_{t−1})   c' = tanh(a_c')
+    /// c_t = f·v + (1 − f)·c'                        (f a scalar per row)
+    /// [z_o, z_v] = c_t·W_z
+    /// o = σ(a_o + z_o)   vᵒ = tanh(a_vᵒ + z_v)   cᵒ = tanh(a_cᵒ)
+    /// y_t = o·vᵒ + (1 − o)·cᵒ
+    /// ```
+    ///
+    /// `xp [B, T, 4n+2]` holds the input terms of all steps (`x_t·W_x + b`, one matmul),
+    /// `w_r [2n, 4n+2]` the recurrent weights over `[y, c]`, `w_z [n, n+1]` the weights of the
+    /// new cell state in the output (`[z_o | Z_v]`), `p_v [n]` the peephole. As
+    /// [`Tensor::lstm_sequence`]: both weights packed once, one product per weight gradient,
+    /// row blocks over the pool's threads for a large enough batch, and `keep` for ragged
+    /// lengths. `chi-ca`'s `CaRnnCell` builds these operands from its parameters.
+    ///
+    /// Returns the states of every step, time-major `[T, B, 2n]`: `out[t, b] = [y_t, c_t]`.
+    ///
+    /// # Panics
+    /// If a shape disagrees or `keep` has the wrong length (the message names `ca_rnn_sequence`).
+    #[track_caller]
+    pub fn ca_rnn_sequence(xp: &Tensor<T>, y0: &Tensor<T>, c0: &Tensor<T>, w_r: &Tensor<T>, w_z: &Tensor<T>, p_v: &Tensor<T>, keep: Option<Rc<Vec<bool>>>) -> Tensor<T> {
+        let op = "ca_rnn_sequence";
+        let loc = Location::caller();
+        assert!(y0.rank() == 2, "{op}: y0 must be [batch, hidden], got {:?}", y0.shape());
+        let (b, n) = (y0.shape()[0], y0.shape()[1]);
+        let width = k::ca_rnn_width(n);
+        assert!(xp.rank() == 3 && xp.shape()[0] == b && xp.shape()[2] == width, "{op}: xp has shape {:?}, expected [{b}, T, {width}]", xp.shape());
+        let t_len = xp.shape()[1];
+        check_2d(op, "c0", c0, [b, n]);
+        check_2d(op, "w_r", w_r, [2 * n, width]);
+        check_2d(op, "w_z", w_z, [n, n + 1]);
+        assert!(p_v.shape() == [n], "{op}: p_v has shape {:?}, expected [{n}]", p_v.shape());
+        if let Some(k) = &keep {
+            assert!(k.len() == t_len * b, "{op}: keep has {} flags for {t_len} steps × batch {b}", k.len());
+        }
+        let inputs: Vec<Tensor<T>> = [xp, y0, c0, w_r, w_z, p_v].into_iter().cloned().collect();
+        let packed = [gemm::PackedB::new(row_major(w_r)), gemm::PackedB::new(row_major(w_z))];
+        let mut act = vec![T::ZERO; t_len * b * width];
+        let mut out = vec![T::ZERO; t_len * 2 * b * n];
+        let (blocks, par) = row_blocks(b, 2 * t_len * b * (2 * n * width + n * (n + 1)));
+        let args = CaArgs::new(&inputs, &keep, par);
+        let jobs: Vec<CaFwdJob<T>> = split_steps(&mut act, t_len, width, &blocks)
+            .into_iter()
+            .zip(split_steps(&mut out, t_len, 2 * n, &blocks))
+            .zip(&blocks)
+            .map(|((act, out), rows)| CaFwdJob { rows: rows.clone(), act, out })
+            .collect();
+        chi_kernels::threads::run_each(jobs, |job| ca_rnn_forward_rows(&args, &packed, job));
+        let refs: Vec<&Tensor<T>> = inputs.iter().collect();
+        let saved = inputs.clone();
+        record(out, Shape::new(&[t_len, b, 2 * n]), &refs, loc, move |_| Op::CaRnnSequence(Box::new(CaRnnSeqSaved { inputs: saved, keep, act })))
+    }
+}
+
+/// The CA-RNN sequence composed of single ops: the reference of [`Tensor::ca_rnn_sequence`] and
+/// its second-order rule.
+pub fn ca_rnn_sequence_composed<T: Float>(xp: &Tensor<T>, y0: &Tensor<T>, c0: &Tensor<T>, w_r: &Tensor<T>, w_z: &Tensor<T>, p_v: &Tensor<T>, keep: Option<&[bool]>) -> Tensor<T> {
+    let (b, n, t_len) = (y0.shape()[0], y0.shape()[1], xp.shape()[1]);
+    let width = k::ca_rnn_width(n);
+    let (mut y, mut c) = (y0.clone(), c0.clone());
+    let mut states = Vec::with_capacity(t_len);
+    for t in 0..t_len {
+        let a = xp.narrow(1, t, 1).reshape(&[b, width]).add(&Tensor::concat(&[y.clone(), c.clone()], 1).matmul(w_r));
+        let f = a.narrow(1, 0, 1).sigmoid();
+        let v = a.narrow(1, 1, n).add(&c.mul(p_v)).tanh();
+        let cp = a.narrow(1, n + 1, n).tanh();
+        let c_new = cp.add(&f.mul(&v.sub(&cp)));
+        let z = c_new.matmul(w_z);
+        let o = a.narrow(1, 2 * n + 1, 1).add(&z.narrow(1, 0, 1)).sigmoid();
+        let vo = a.narrow(1, 2 * n + 2, n).add(&z.narrow(1, 1, n)).tanh();
+        let co = a.narrow(1, 3 * n + 2, n).tanh();
+        let y_new = co.add(&o.mul(&vo.sub(&co)));
+        match keep {
+            Some(kp) if !kp[t * b..(t + 1) * b].iter().all(|&v| v) => {
+                let m: Vec<bool> = kp[t * b..(t + 1) * b].iter().flat_map(|&v| std::iter::repeat_n(v, n)).collect();
+                y = Tensor::where_(&m, &[b, n], &y_new, &y);
+                c = Tensor::where_(&m, &[b, n], &c_new, &c);
+            }
+            _ => (y, c) = (y_new, c_new),
+        }
+        states.push(Tensor::concat(&[y.clone(), c.clone()], 1));
+    }
+    Tensor::stack(&states, 0)
+}
+
+/// One row block's part of the backward pass: its rows of every step's pre-activation
+/// gradient, the gradient carried to the previous state (`[rows, 2n]` as `[y, c]`; on return
+/// that of `[y0, c0]`) and its share of the peephole gradient (`[n]`).
+struct CaBackJob<'a, T> {
+    rows: Range<usize>,
+    da: Vec<&'a mut [T]>,
+    carry: &'a mut [T],
+    dp: &'a mut [T],
+}
+
+/// `saved` is the forward pass's activations `[T, B, 4n+2]`; `wt` the packed `W_rᵀ`, `W_zᵀ`.
+fn ca_rnn_backward_rows<T: Float>(a: &CaArgs<T>, saved: &[T], out: &[T], g: &[T], wt: &[gemm::PackedB<T>; 2], job: CaBackJob<T>) {
+    let CaBackJob { rows, mut da, carry, dp } = job;
+    let (n, width, nb, b) = (a.n, k::ca_rnn_width(a.n), rows.len(), a.b);
+    let (r0, r1) = (rows.start, rows.end);
+    if nb == 0 {
+        return;
+    }
+    let mut gt = vec![T::ZERO; nb * 2 * n];
+    let (mut gy, mut gc, mut c_prev, mut dc) = (vec![T::ZERO; nb * n], vec![T::ZERO; nb * n], vec![T::ZERO; nb * n], vec![T::ZERO; nb * n]);
+    let mut ds = vec![T::ZERO; nb * 2 * n];
+    let mut carried: Vec<usize> = Vec::new();
+    for t in (0..a.t_len).rev() {
+        let s2 = t * 2 * b * n;
+        gt.copy_from_slice(&g[s2 + r0 * 2 * n..s2 + r1 * 2 * n]);
+        chi_kernels::elementwise::axpy(T::ONE, carry, &mut gt);
+        // Carried rows pass their whole gradient to the previous state; the step sees zero.
+        carried.clear();
+        if let Some(kp) = a.keep {
+            carried.extend((0..nb).filter(|&i| !kp[t * b + r0 + i]));
+        }
+        for &i in &carried {
+            carry[i * 2 * n..(i + 1) * 2 * n].copy_from_slice(&gt[i * 2 * n..(i + 1) * 2 * n]);
+            gt[i * 2 * n..(i + 1) * 2 * n].fill(T::ZERO);
+        }
+        for i in 0..nb {
+            gy[i * n..(i + 1) * n].copy_from_slice(&gt[i * 2 * n..i * 2 * n + n]);
+            gc[i * n..(i + 1) * n].copy_from_slice(&gt[i * 2 * n + n..(i + 1) * 2 * n]);
+            let r = r0 + i;
+            let src = if t == 0 { &a.c0[r * n..(r + 1) * n] } else { &out[s2 - 2 * b * n + r * 2 * n + n..s2 - 2 * b * n + (r + 1) * 2 * n] };
+            c_prev[i * n..(i + 1) * n].copy_from_slice(src);
+        }
+        let at = &saved[(t * b + r0) * width..(t * b + r1) * width];
+        let dat = &mut *da[t];
+        k::ca_rnn_backward_output(nb, n, at, &gy, dat);
+        // c_t also feeds the output's o and vᵒ through W_z.
+        gemm::gemm_packed_par(a.par, T::ONE, cols_of(dat, nb, width, 2 * n + 1, n + 1), &wt[1], T::ONE, MatMut::row_major(&mut gc, nb, n));
+        k::ca_rnn_backward_cell(nb, n, at, &c_prev, a.p_v, &gc, dat, &mut dc, dp);
+        gemm::gemm_packed_par(a.par, T::ONE, MatRef::row_major(dat, nb, width), &wt[0], T::ZERO, MatMut::row_major(&mut ds, nb, 2 * n));
+        for i in (0..nb).filter(|i| !carried.contains(i)) {
+            carry[i * 2 * n..(i + 1) * 2 * n].copy_from_slice(&ds[i * 2 * n..(i + 1) * 2 * n]);
+            chi_kernels::elementwise::axpy(T::ONE, &dc[i * n..(i + 1) * n], &mut carry[i * 2 * n + n..(i + 1) * 2 * n]);
+        }
+    }
+}
+
+/// Backward of [`Tensor::ca_rnn_sequence`]. Gradients in input order (`xp, y0, c0, w_r, w_z,
+/// p_v`).
+pub(crate) fn ca_rnn_sequence_backward<T: Float>(s: &CaRnnSeqSaved<T>, out: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Vec<Option<Tensor<T>>> {
+    if !fast {
+        return sequence_recorded_backward("ca_rnn_sequence", &s.inputs, g, |x| ca_rnn_sequence_composed(&x[0], &x[1], &x[2], &x[3], &x[4], &x[5], s.keep.as_deref().map(|k| &k[..])));
+    }
+    let (xp, y0, c0, w_r, w_z) = (&s.inputs[0], &s.inputs[1], &s.inputs[2], &s.inputs[3], &s.inputs[4]);
+    let (b, n, t_len) = (y0.shape()[0], y0.shape()[1], xp.shape()[1]);
+    let width = k::ca_rnn_width(n);
+    let wt = [gemm::PackedB::new(row_major(w_r).t()), gemm::PackedB::new(row_major(w_z).t())];
+    let mut da = vec![T::ZERO; t_len * b * width];
+    let mut carry = vec![T::ZERO; 2 * b * n];
+    let (blocks, par) = row_blocks(b, 2 * t_len * b * (2 * n * width + n * (n + 1)));
+    let mut dps: Vec<Vec<T>> = blocks.iter().map(|_| vec![T::ZERO; n]).collect();
+    let args = CaArgs::new(&s.inputs, &s.keep, par);
+    let jobs: Vec<CaBackJob<T>> = split_steps(&mut da, t_len, width, &blocks)
+        .into_iter()
+        .zip(split_rows(&mut carry, 2 * n, &blocks))
+        .zip(dps.iter_mut())
+        .zip(&blocks)
+        .map(|(((da, carry), dp), rows)| CaBackJob { rows: rows.clone(), da, carry, dp })
+        .collect();
+    let (outd, gd, saved): (&[T], &[T], &[T]) = (&out.data, &g.data, &s.act);
+    chi_kernels::threads::run_each(jobs, |job| ca_rnn_backward_rows(&args, saved, outd, gd, &wt, job));
+    let tb = t_len * b;
+    let dy0 = need[1].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * n..r * 2 * n + n].to_vec()).collect(), y0.shape()));
+    let dc0 = need[2].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * n + n..(r + 1) * 2 * n].to_vec()).collect(), c0.shape()));
+    // dW_r = Σ_t [y_{t−1}, c_{t−1}]ᵀ·da_t over the stacked previous states [T·B, 2n].
+    let dw_r = need[3].then(|| {
+        let mut sprev = Vec::with_capacity(tb * 2 * n);
+        if t_len > 0 {
+            for r in 0..b {
+                sprev.extend_from_slice(&y0.data[r * n..(r + 1) * n]);
+                sprev.extend_from_slice(&c0.data[r * n..(r + 1) * n]);
+            }
+            sprev.extend_from_slice(&out.data[..(t_len - 1) * 2 * b * n]);
+        }
+        Tensor::from_vec(at_b(MatRef::row_major(&sprev, tb, 2 * n), MatRef::row_major(&da, tb, width)), w_r.shape())
+    });
+    // dW_z = Σ_t c_tᵀ·da_t[o, vᵒ], the c_t read in place from the output.
+    let dw_z = need[4].then(|| Tensor::from_vec(at_b(cols_of(&out.data, tb, 2 * n, n, n), cols_of(&da, tb, width, 2 * n + 1, n + 1)), w_z.shape()));
+    let dp_v = need[5].then(|| {
+        let mut d = vec![T::ZERO; n];
+        for dp in &dps {
+            chi_kernels::elementwise::axpy(T::ONE, dp, &mut d);
+        }
+        Tensor::from_vec(d, &[n])
+    });
+    vec![need[0].then(|| Tensor::from_vec(to_batch_major(&da, b, t_len, width), xp.shape())), dy0, dc0, dw_r, dw_z, dp_v]
 }

@@ -180,6 +180,8 @@ pub enum Op<T: Float> {
     LstmSequence(Box<fused_rnn::LstmSeqSaved<T>>),
     /// A whole GRU sequence as one node ([`fused_rnn`]).
     GruSequence(Box<fused_rnn::GruSeqSaved<T>>),
+    /// A whole CA-RNN sequence as one node ([`fused_rnn`]).
+    CaRnnSequence(Box<fused_rnn::CaRnnSeqSaved<T>>),
     /// A user-defined op ([`custom`]).
     Custom { f: Rc<dyn custom::CustomOp<T>>, inputs: Vec<Tensor<T>> },
 }
@@ -228,6 +230,7 @@ impl<T: Float> Op<T> {
             Op::GruCell(_) => "gru_cell".into(),
             Op::LstmSequence(_) => "lstm_sequence".into(),
             Op::GruSequence(_) => "gru_sequence".into(),
+            Op::CaRnnSequence(_) => "ca_rnn_sequence".into(),
             Op::Custom { f, .. } => f.name().to_string(),
         }
     }
@@ -270,6 +273,7 @@ impl<T: Float> Op<T> {
             Op::GruCell(s) => Inputs::Heap(s.inputs.iter().collect()),
             Op::LstmSequence(s) => Inputs::Heap(s.inputs.iter().collect()),
             Op::GruSequence(s) => Inputs::Heap(s.inputs.iter().collect()),
+            Op::CaRnnSequence(s) => Inputs::Heap(s.inputs.iter().collect()),
         }
     }
 
@@ -312,6 +316,7 @@ impl<T: Float> Op<T> {
             Op::GruCell(s) => fused_rnn::gru_cell_backward(s, g, need, fast).into(),
             Op::LstmSequence(s) => fused_rnn::lstm_sequence_backward(s, out, g, need, fast).into(),
             Op::GruSequence(s) => fused_rnn::gru_sequence_backward(s, out, g, need, fast).into(),
+            Op::CaRnnSequence(s) => fused_rnn::ca_rnn_sequence_backward(s, out, g, need, fast).into(),
             Op::Custom { f, inputs } => {
                 let refs: Vec<&Tensor<T>> = inputs.iter().collect();
                 let grads = f.backward(&refs, out, g);

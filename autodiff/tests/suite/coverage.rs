@@ -54,10 +54,11 @@ fn variant(op: &Op<f64>) -> &'static str {
         Op::GruCell(_) => "GruCell",
         Op::LstmSequence(_) => "LstmSequence",
         Op::GruSequence(_) => "GruSequence",
+        Op::CaRnnSequence(_) => "CaRnnSequence",
         Op::Custom { .. } => "Custom",
     }
 }
-const N_VARIANTS: usize = 34;
+const N_VARIANTS: usize = 35;
 
 /// Every elementwise kind; the matches make adding a kind a compile error here.
 fn unary_kinds() -> Vec<Unary> {
@@ -165,6 +166,7 @@ fn one_of_each() -> Vec<Op<f64>> {
         Op::GruCell(Box::new(ops::fused_rnn::GruSaved { inputs: vec![t()], reset_after: true, rz: vec![], n: vec![], hn: vec![] })),
         Op::LstmSequence(Box::new(ops::fused_rnn::LstmSeqSaved { inputs: vec![t()], keep: None, gates: vec![], tanh_c: vec![] })),
         Op::GruSequence(Box::new(ops::fused_rnn::GruSeqSaved { inputs: vec![t()], keep: None, rz: vec![], n: vec![], hn: vec![] })),
+        Op::CaRnnSequence(Box::new(ops::fused_rnn::CaRnnSeqSaved { inputs: vec![t()], keep: None, act: vec![] })),
     ]);
     v
 }

@@ -3,7 +3,7 @@
 //! steps (state carried through the fused output) as well; and the `create_graph` rule (the
 //! composed adjoint) gives the same first-order gradients as the fast one.
 
-use chi_autodiff::ops::fused_rnn::{gru_cell_composed, gru_sequence_composed, lstm_cell_composed, lstm_sequence_composed, SEQ_SPLIT_MIN_FLOPS};
+use chi_autodiff::ops::fused_rnn::{ca_rnn_sequence_composed, gru_cell_composed, gru_sequence_composed, lstm_cell_composed, lstm_sequence_composed, SEQ_SPLIT_MIN_FLOPS};
 use std::rc::Rc;
 use chi_autodiff::{grad, Float, GradOptions, Rng, Tensor};
 
@@ -213,6 +213,37 @@ fn fused_gru_sequence_equals_composed_f32() {
     gru_sequences::<f32>(1e-5);
 }
 
+fn ca_rnn_sequences<T: Float>(tol: f64) {
+    let mut r = Rng::new(31);
+    for &(b, n) in &SHAPES {
+        for t in [1, 2, 5] {
+            for masked in [false, true] {
+                let w = 4 * n + 2;
+                // Recurrent weights at the scale of their initialisation (±1/√fan-in): with
+                // entries of ±1 this cell's recurrence is chaotic, and rounding differences
+                // between two correct orders of summation grow by orders of magnitude per step.
+                let scaled = |r: &mut Rng, shape: &[usize], fan_in: usize| Tensor::<T>::rand_uniform(shape, -1.0 / (fan_in as f64).sqrt(), 1.0 / (fan_in as f64).sqrt(), r).requires_grad();
+                let x = vec![rand::<T>(&mut r, &[b, t, w]), rand(&mut r, &[b, n]), rand(&mut r, &[b, n]), scaled(&mut r, &[2 * n, w], 2 * n), scaled(&mut r, &[n, n + 1], n), rand(&mut r, &[n])];
+                let keep = masked.then(|| keep_flags(&mut r, t, b));
+                let k2 = keep.clone();
+                let fused = move |x: &[Tensor<T>]| Tensor::ca_rnn_sequence(&x[0], &x[1], &x[2], &x[3], &x[4], &x[5], k2.clone().map(Rc::new));
+                let composed = move |x: &[Tensor<T>]| ca_rnn_sequence_composed(&x[0], &x[1], &x[2], &x[3], &x[4], &x[5], keep.as_deref());
+                compare(&x, &fused, &composed, tol, &format!("ca_rnn_sequence B={b} n={n} T={t} masked {masked}"), &mut r);
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_ca_rnn_sequence_equals_composed_f64() {
+    ca_rnn_sequences::<f64>(1e-12);
+}
+
+#[test]
+fn fused_ca_rnn_sequence_equals_composed_f32() {
+    ca_rnn_sequences::<f32>(1e-5);
+}
+
 /// Values and gradients of every input (one fixed seed) of `op` on `x`, in a pool of `threads`.
 fn run_in_pool(threads: usize, op: fn(&[Tensor<f64>]) -> Tensor<f64>, make: fn() -> Vec<Tensor<f64>>) -> Vec<Vec<f64>> {
     chi_kernels::threads::with_threads(threads, move || {
@@ -242,6 +273,13 @@ fn sequences_split_over_threads_equal_one_thread_and_composed() {
         let mut r = Rng::new(seed);
         widths.iter().map(|s| Tensor::rand_uniform(s, -0.5, 0.5, &mut r).requires_grad()).collect()
     }
+    // The CA-RNN's recurrence is chaotic with weights of ±0.5 over 128 inputs (rounding
+    // differences between the fused and composed orders of summation grow to 1e-5 over 40
+    // steps); at ±0.2 it is not.
+    fn ca_inputs(widths: &[&[usize]], seed: u64) -> Vec<Tensor<f64>> {
+        let mut r = Rng::new(seed);
+        widths.iter().map(|s| Tensor::rand_uniform(s, -0.2, 0.2, &mut r).requires_grad()).collect()
+    }
     fn keep(t: usize) -> Rc<Vec<bool>> {
         // Row b runs t − 3·b steps (at least 1).
         Rc::new((0..t).flat_map(|ti| (0..B).map(move |b| ti + 3 * b < t.max(3 * b + 1))).collect())
@@ -257,7 +295,18 @@ fn sequences_split_over_threads_equal_one_thread_and_composed() {
     let gru: fn(&[Tensor<f64>]) -> Tensor<f64> = |x| Tensor::gru_sequence(&x[0], &x[1], &x[2], &x[3], x.get(4), Some(keep(50)));
     let gru_ref: fn(&[Tensor<f64>]) -> Tensor<f64> = |x| gru_sequence_composed(&x[0], &x[1], &x[2], &x[3], x.get(4), Some(&keep(50)));
     assert!(2 * 50 * B * H * 3 * H >= SEQ_SPLIT_MIN_FLOPS, "the GRU case must be large enough to split");
-    for (what, op, reference, make) in [("lstm", lstm, lstm_ref, lstm_in as fn() -> Vec<Tensor<f64>>), ("gru reset after", gru, gru_ref, gru_after_in), ("gru reset before", gru, gru_ref, gru_before_in)] {
+    // CA-RNN, 40 steps (width 4n+2 = 258).
+    let ca_in = || ca_inputs(&[&[B, 40, 4 * H + 2], &[B, H], &[B, H], &[2 * H, 4 * H + 2], &[H, H + 1], &[H]], 4);
+    let ca: fn(&[Tensor<f64>]) -> Tensor<f64> = |x| Tensor::ca_rnn_sequence(&x[0], &x[1], &x[2], &x[3], &x[4], &x[5], Some(keep(40)));
+    let ca_ref: fn(&[Tensor<f64>]) -> Tensor<f64> = |x| ca_rnn_sequence_composed(&x[0], &x[1], &x[2], &x[3], &x[4], &x[5], Some(&keep(40)));
+    assert!(2 * 40 * B * 2 * H * (4 * H + 2) >= SEQ_SPLIT_MIN_FLOPS, "the CA-RNN case must be large enough to split");
+    let cases = [
+        ("lstm", lstm, lstm_ref, lstm_in as fn() -> Vec<Tensor<f64>>),
+        ("gru reset after", gru, gru_ref, gru_after_in),
+        ("gru reset before", gru, gru_ref, gru_before_in),
+        ("ca-rnn", ca, ca_ref, ca_in),
+    ];
+    for (what, op, reference, make) in cases {
         let (two, one, composed) = (run_in_pool(2, op, make), run_in_pool(1, op, make), run_in_pool(1, reference, make));
         let e1 = max_abs_diff(&two, &one);
         assert!(e1 <= 1e-13, "{what}: 2 threads differ from 1 thread by {e1}");

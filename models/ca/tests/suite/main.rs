@@ -6,4 +6,5 @@
 
 mod ca;
 mod ca_formulas;
+mod ca_rnn_fused;
 mod ca_res_conv;
