@@ -39,7 +39,7 @@ except ImportError:
     sys.exit(3)
 
 WORKLOADS = ["scalar_chain", "lstm_h128_b16", "lstm_h512_b16", "lstm_h512_b64", "gru_h128_b16", "gru_h512_b16",
-             "gru_h512_b64", "bilstm_h256_b16", "bilstm_h256_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"]
+             "gru_h512_b64", "ca_rnn_h128_b16", "ca_rnn_h512_b16", "bilstm_h256_b16", "bilstm_h256_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"]
 
 
 def fill(tag, shape, scale):
@@ -108,6 +108,87 @@ def lstm(hidden, inp, batch, steps, gru=False):
         sgd(params, 0.01)
         with torch.no_grad():
             l1 = float(loss(cell, head, x, y))
+        return [l0, l1, gs, gq]
+
+    return step, check, 0
+
+
+def ca_rnn(hidden, inp, batch, steps):
+    """CA-RNN ("Context Aware Machine Learning", Eqs. 34 and 36; every activation tanh, vector
+    peephole) written from its equations with the algorithm of chi's fused op: the input terms
+    of all steps in one matmul, then per step one matmul over [y, c] and one over the new cell
+    state. Parameters are chi's stacked ones, in chi's layout, parameter k = fill(10 + k)."""
+    n, dx = hidden, inp
+    shapes = [("w_f", (2 * n + dx,)), ("b_f", (1,)), ("w_v", (dx + n, n)), ("p_v", (n,)), ("b_v", (n,)),
+              ("w_c", (dx + n, n)), ("b_c", (n,)), ("w_o", (3 * n + dx,)), ("b_o", (1,)),
+              ("w_ov", (3 * n + dx, n)), ("b_ov", (n,)), ("w_oc", (2 * n + dx, n)), ("b_oc", (n,))]
+
+    def build():
+        s = 1.0 / math.sqrt(hidden)
+        p = {k: fill(10.0 + i, shp, s).requires_grad_() for i, (k, shp) in enumerate(shapes)}
+        head = torch.nn.Linear(hidden, 1)
+        with torch.no_grad():
+            head.weight.copy_(fill(4.0, (1, hidden), s))
+            head.bias.copy_(fill(5.0, (1,), s))
+        x = fill(6.0, (batch, steps, inp), 1.0)
+        y = fill(7.0, (batch, 1), 1.0)
+        return p, head, x, y, list(p.values()) + list(head.parameters())
+
+    def operands(p):
+        # Row layouts: w_f over [c_prev, x, y]; w_v, w_c over [x, y]; w_o, w_ov over
+        # [c_t, c_prev, x, y]; w_oc over [c_prev, x, y]. Column blocks f, v, c', o, vo, co.
+        def rows(k, a, m):
+            return p[k][a:a + m]
+
+        def col(k, a, m):
+            return p[k][a:a + m].reshape(m, 1)
+        w_x = torch.cat([col("w_f", n, dx), rows("w_v", 0, dx), rows("w_c", 0, dx), col("w_o", 2 * n, dx),
+                         rows("w_ov", 2 * n, dx), rows("w_oc", n, dx)], 1)
+        bias = torch.cat([p[k] for k in ("b_f", "b_v", "b_c", "b_o", "b_ov", "b_oc")])
+        z = torch.zeros(n, n)
+        w_r = torch.cat([torch.cat([col("w_f", n + dx, n), rows("w_v", dx, n), rows("w_c", dx, n), col("w_o", 2 * n + dx, n),
+                                    rows("w_ov", 2 * n + dx, n), rows("w_oc", n + dx, n)], 1),
+                         torch.cat([col("w_f", 0, n), z, z, col("w_o", n, n), rows("w_ov", n, n), rows("w_oc", 0, n)], 1)], 0)
+        w_z = torch.cat([col("w_o", 0, n), rows("w_ov", 0, n)], 1)
+        return w_x, bias, w_r, w_z
+
+    def loss(p, head, x, y):
+        w_x, bias, w_r, w_z = operands(p)
+        xp = x @ w_x + bias
+        yv = torch.zeros(batch, n)
+        c = torch.zeros(batch, n)
+        for t in range(steps):
+            a = xp[:, t] + torch.cat([yv, c], 1) @ w_r
+            f = torch.sigmoid(a[:, :1])
+            v = torch.tanh(a[:, 1:n + 1] + c * p["p_v"])
+            cp = torch.tanh(a[:, n + 1:2 * n + 1])
+            c = cp + f * (v - cp)
+            zz = c @ w_z
+            o = torch.sigmoid(a[:, 2 * n + 1:2 * n + 2] + zz[:, :1])
+            vo = torch.tanh(a[:, 2 * n + 2:3 * n + 2] + zz[:, 1:])
+            co = torch.tanh(a[:, 3 * n + 2:])
+            yv = co + o * (vo - co)
+        return torch.nn.functional.mse_loss(head(yv), y)
+
+    p, head, x, y, params = build()
+
+    def step():
+        for q in params:
+            q.grad = None
+        l = loss(p, head, x, y)
+        l.backward()
+        sgd(params, 0.01)
+        return float(l)
+
+    def check():
+        p, head, x, y, params = build()
+        l = loss(p, head, x, y)
+        l0 = float(l)
+        l.backward()
+        gs, gq = grad_stats(p["w_v"])
+        sgd(params, 0.01)
+        with torch.no_grad():
+            l1 = float(loss(p, head, x, y))
         return [l0, l1, gs, gq]
 
     return step, check, 0
@@ -313,6 +394,8 @@ def workload(name):
         "gru_h128_b16": lambda: lstm(128, 64, 16, 35, gru=True),
         "gru_h512_b16": lambda: lstm(512, 512, 16, 25, gru=True),
         "gru_h512_b64": lambda: lstm(512, 512, 64, 25, gru=True),
+        "ca_rnn_h128_b16": lambda: ca_rnn(128, 64, 16, 35),
+        "ca_rnn_h512_b16": lambda: ca_rnn(512, 512, 16, 25),
         "bilstm_h256_b16": lambda: bilstm(256, 128, 16, 35),
         "bilstm_h256_b64": lambda: bilstm(256, 128, 64, 35),
         "mlp": mlp,

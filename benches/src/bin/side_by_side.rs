@@ -10,13 +10,14 @@
 //! layout, so no files need to be exchanged. `side_by_side --list` prints the workloads.
 
 use chi_autodiff::{no_grad, Tensor};
+use chi_ca::{CaRnnCell, CaRnnConfig};
 use chi_nn::layers::{run_sequence_batch, Activation, Bidirectional, Conv1dText, Embedding, GruCell, GruVariant, Linear, LstmCell, RecurrentCell};
 use chi_nn::params::{Param, ParamStore};
 use chi_autodiff::Rng;
 use std::time::Instant;
 
 /// Every `lstm_*` and `gru_*` workload also exists as `NAME_composed` (the unfused cell step).
-const WORKLOADS: [&str; 15] = [
+const WORKLOADS: [&str; 17] = [
     "scalar_chain",
     "lstm_h128_b16",
     "lstm_h512_b16",
@@ -24,6 +25,8 @@ const WORKLOADS: [&str; 15] = [
     "gru_h128_b16",
     "gru_h512_b16",
     "gru_h512_b64",
+    "ca_rnn_h128_b16",
+    "ca_rnn_h512_b16",
     "bilstm_h256_b16",
     "bilstm_h256_b64",
     "mlp",
@@ -198,6 +201,54 @@ fn rnn(gru: bool, hidden: usize, input: usize, batch: usize, steps: usize, compo
         let (gs, gq) = grad_stats(&w_ih(&cell));
         sgd(&store, 0.01);
         let l1 = no_grad(|| loss(&cell, &head, &x, &y).item() as f64);
+        [l0, l1, gs, gq]
+    });
+    Work { step, check, ops: 0 }
+}
+
+/// A CA-RNN (*Context Aware Machine Learning*, Eqs. 34 and 36; chi-ca's `CaRnnCell`, its
+/// sequence as one fused op) over `[batch, steps, input]`, a linear head on the last output,
+/// MSE. PyTorch has no CA-RNN: `benches/torch/side_by_side.py` writes it from the equations with
+/// the same algorithm (input terms of all steps in one matmul, per step one matmul over
+/// `[y, c]` and one over the new cell state) and the same stacked parameters.
+fn ca_rnn(hidden: usize, input: usize, batch: usize, steps: usize) -> Work {
+    let build = move || {
+        let mut store = ParamStore::<f32>::new();
+        let mut rng = Rng::new(0);
+        let s = 1.0 / (hidden as f64).sqrt();
+        let c = CaRnnCell::new(&mut store, "ca", input, hidden, CaRnnConfig::default(), &mut rng);
+        // Both sides: parameter k (in this order) is fill(10 + k) in chi's own layout.
+        for (k, p) in [&c.w_f, &c.b_f, &c.w_v, &c.p_v, &c.b_v, &c.w_c, &c.b_c, &c.w_o, &c.b_o, &c.w_ov, &c.b_ov, &c.w_oc, &c.b_oc].into_iter().enumerate() {
+            set_same(p, 10.0 + k as f64, s);
+        }
+        let head = Linear::in_store(&mut store, "head", "g", hidden, 1, true, &mut rng);
+        set_transposed(&head.weight, 4.0, s);
+        set_same(head.bias.as_ref().unwrap(), 5.0, s);
+        let x = Tensor::from_vec(fill(6.0, batch * steps * input, 1.0), &[batch, steps, input]);
+        let y = Tensor::from_vec(fill(7.0, batch, 1.0), &[batch, 1]);
+        (store, c, head, x, y)
+    };
+    let loss = |c: &CaRnnCell<f32>, head: &Linear<f32>, x: &Tensor<f32>, y: &Tensor<f32>| {
+        let (_, state) = run_sequence_batch(c, x, None, None);
+        head.forward(&state[0]).mse_loss(y)
+    };
+    let (store, c, head, x, y) = build();
+    let step = Box::new(move || {
+        store.zero_grad();
+        let l = loss(&c, &head, &x, &y);
+        let v = l.item() as f64;
+        l.backward();
+        sgd(&store, 0.01);
+        v
+    });
+    let check = Box::new(move || {
+        let (store, c, head, x, y) = build();
+        let l = loss(&c, &head, &x, &y);
+        let l0 = l.item() as f64;
+        l.backward();
+        let (gs, gq) = grad_stats(&c.w_v);
+        sgd(&store, 0.01);
+        let l1 = no_grad(|| loss(&c, &head, &x, &y).item() as f64);
         [l0, l1, gs, gq]
     });
     Work { step, check, ops: 0 }
@@ -408,6 +459,8 @@ fn workload(name: &str) -> Option<Work> {
                 _ => return None,
             }
         }
+        "ca_rnn_h128_b16" => ca_rnn(128, 64, 16, 35),
+        "ca_rnn_h512_b16" => ca_rnn(512, 512, 16, 25),
         "bilstm_h256_b16" => bilstm(256, 128, 16, 35),
         "bilstm_h256_b64" => bilstm(256, 128, 64, 35),
         "mlp" => mlp(),
