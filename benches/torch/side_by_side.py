@@ -63,6 +63,35 @@ def grad_stats(p):
     return float(g.sum()), float((g * g).sum())
 
 
+def training(build, loss, probe):
+    """A training workload's `step` (forward, backward, SGD) and `check` (loss before and after one
+    step on a fresh instance, sum and sum of squares of one gradient): `build()` returns
+    `(model, params)`, `loss(model)` the loss, `probe(model)` the parameter whose gradient is
+    compared."""
+    model, params = build()
+
+    def step():
+        for p in params:
+            p.grad = None
+        l = loss(model)
+        l.backward()
+        sgd(params, 0.01)
+        return float(l.detach())
+
+    def check():
+        m, ps = build()
+        l = loss(m)
+        l0 = float(l.detach())
+        l.backward()
+        gs, gq = grad_stats(probe(m))
+        sgd(ps, 0.01)
+        with torch.no_grad():
+            l1 = float(loss(m))
+        return [l0, l1, gs, gq]
+
+    return step, check, 0
+
+
 def lstm(hidden, inp, batch, steps, gru=False):
     """LSTM (or, with `gru`, GRU) over `steps` steps, linear head on the last state, MSE."""
     g = 3 if gru else 4
@@ -81,36 +110,16 @@ def lstm(hidden, inp, batch, steps, gru=False):
         x = fill(6.0, (batch, steps, inp), 1.0)
         y = fill(7.0, (batch, 1), 1.0)
         params = list(cell.parameters()) + list(head.parameters())
-        return cell, head, x, y, params
+        return (cell, head, x, y), params
 
-    def loss(cell, head, x, y):
+    def loss(m):
+        cell, head, x, y = m
         _, h = cell(x)
         if not gru:
             h = h[0]
         return torch.nn.functional.mse_loss(head(h[0]), y)
 
-    cell, head, x, y, params = build()
-
-    def step():
-        for p in params:
-            p.grad = None
-        l = loss(cell, head, x, y)
-        l.backward()
-        sgd(params, 0.01)
-        return float(l)
-
-    def check():
-        cell, head, x, y, params = build()
-        l = loss(cell, head, x, y)
-        l0 = float(l)
-        l.backward()
-        gs, gq = grad_stats(cell.weight_ih_l0)
-        sgd(params, 0.01)
-        with torch.no_grad():
-            l1 = float(loss(cell, head, x, y))
-        return [l0, l1, gs, gq]
-
-    return step, check, 0
+    return training(build, loss, lambda m: m[0].weight_ih_l0)
 
 
 def ca_rnn(hidden, inp, batch, steps):
@@ -132,7 +141,7 @@ def ca_rnn(hidden, inp, batch, steps):
             head.bias.copy_(fill(5.0, (1,), s))
         x = fill(6.0, (batch, steps, inp), 1.0)
         y = fill(7.0, (batch, 1), 1.0)
-        return p, head, x, y, list(p.values()) + list(head.parameters())
+        return (p, head, x, y), list(p.values()) + list(head.parameters())
 
     def operands(p):
         # Row layouts: w_f over [c_prev, x, y]; w_v, w_c over [x, y]; w_o, w_ov over
@@ -152,7 +161,8 @@ def ca_rnn(hidden, inp, batch, steps):
         w_z = torch.cat([col("w_o", 0, n), rows("w_ov", 0, n)], 1)
         return w_x, bias, w_r, w_z
 
-    def loss(p, head, x, y):
+    def loss(m):
+        p, head, x, y = m
         w_x, bias, w_r, w_z = operands(p)
         xp = x @ w_x + bias
         yv = torch.zeros(batch, n)
@@ -170,28 +180,7 @@ def ca_rnn(hidden, inp, batch, steps):
             yv = co + o * (vo - co)
         return torch.nn.functional.mse_loss(head(yv), y)
 
-    p, head, x, y, params = build()
-
-    def step():
-        for q in params:
-            q.grad = None
-        l = loss(p, head, x, y)
-        l.backward()
-        sgd(params, 0.01)
-        return float(l)
-
-    def check():
-        p, head, x, y, params = build()
-        l = loss(p, head, x, y)
-        l0 = float(l)
-        l.backward()
-        gs, gq = grad_stats(p["w_v"])
-        sgd(params, 0.01)
-        with torch.no_grad():
-            l1 = float(loss(p, head, x, y))
-        return [l0, l1, gs, gq]
-
-    return step, check, 0
+    return training(build, loss, lambda m: m[0]["w_v"])
 
 
 def bilstm(hidden, inp, batch, steps):
@@ -212,34 +201,14 @@ def bilstm(hidden, inp, batch, steps):
         x = fill(6.0, (batch, steps, inp), 1.0)
         y = fill(7.0, (batch, 1), 1.0)
         params = list(cell.parameters()) + list(head.parameters())
-        return cell, head, x, y, params
+        return (cell, head, x, y), params
 
-    def loss(cell, head, x, y):
+    def loss(m):
+        cell, head, x, y = m
         _, (h, _) = cell(x)
         return torch.nn.functional.mse_loss(head(torch.cat([h[0], h[1]], 1)), y)
 
-    cell, head, x, y, params = build()
-
-    def step():
-        for p in params:
-            p.grad = None
-        l = loss(cell, head, x, y)
-        l.backward()
-        sgd(params, 0.01)
-        return float(l)
-
-    def check():
-        cell, head, x, y, params = build()
-        l = loss(cell, head, x, y)
-        l0 = float(l)
-        l.backward()
-        gs, gq = grad_stats(cell.weight_ih_l0)
-        sgd(params, 0.01)
-        with torch.no_grad():
-            l1 = float(loss(cell, head, x, y))
-        return [l0, l1, gs, gq]
-
-    return step, check, 0
+    return training(build, loss, lambda m: m[0].weight_ih_l0)
 
 
 def mlp():
@@ -253,32 +222,13 @@ def mlp():
             l2.bias.copy_(fill(4.0, (10,), 0.03))
         x = fill(5.0, (128, 784), 1.0)
         y = torch.arange(128) % 10
-        return l1, l2, x, y, list(l1.parameters()) + list(l2.parameters())
+        return (l1, l2, x, y), list(l1.parameters()) + list(l2.parameters())
 
-    def loss(l1, l2, x, y):
+    def loss(m):
+        l1, l2, x, y = m
         return torch.nn.functional.cross_entropy(l2(torch.relu(l1(x))), y)
 
-    l1, l2, x, y, params = build()
-
-    def step():
-        for p in params:
-            p.grad = None
-        l = loss(l1, l2, x, y)
-        l.backward()
-        sgd(params, 0.01)
-        return float(l)
-
-    def check():
-        l1, l2, x, y, params = build()
-        l = loss(l1, l2, x, y)
-        l0 = float(l)
-        l.backward()
-        gs, gq = grad_stats(l1.weight)
-        sgd(params, 0.01)
-        with torch.no_grad():
-            return [l0, float(loss(l1, l2, x, y)), gs, gq]
-
-    return step, check, 0
+    return training(build, loss, lambda m: m[0].weight)
 
 
 def textcnn():
@@ -298,34 +248,15 @@ def textcnn():
         ids = (torch.arange(50 * 60) * 7919 % V).reshape(50, 60)
         y = torch.arange(50) % 2
         params = list(emb.parameters()) + [p for c in convs for p in c.parameters()] + list(fc.parameters())
-        return emb, convs, fc, ids, y, params
+        return (emb, convs, fc, ids, y), params
 
-    def loss(emb, convs, fc, ids, y):
+    def loss(m):
+        emb, convs, fc, ids, y = m
         x = emb(ids).transpose(1, 2)  # [B, emb, len]
         pooled = [torch.relu(c(x)).max(dim=2).values for c in convs]
         return torch.nn.functional.cross_entropy(fc(torch.cat(pooled, 1)), y)
 
-    emb, convs, fc, ids, y, params = build()
-
-    def step():
-        for p in params:
-            p.grad = None
-        l = loss(emb, convs, fc, ids, y)
-        l.backward()
-        sgd(params, 0.01)
-        return float(l)
-
-    def check():
-        emb, convs, fc, ids, y, params = build()
-        l = loss(emb, convs, fc, ids, y)
-        l0 = float(l)
-        l.backward()
-        gs, gq = grad_stats(convs[0].weight)
-        sgd(params, 0.01)
-        with torch.no_grad():
-            return [l0, float(loss(emb, convs, fc, ids, y)), gs, gq]
-
-    return step, check, 0
+    return training(build, loss, lambda m: m[1][0].weight)
 
 
 def scalar_chain():

@@ -150,6 +150,34 @@ fn set_transposed_block(p: &Param<f32>, tag: f64, scale: f64, total: usize, r0: 
     p.set_values(v);
 }
 
+/// A training workload: `step` runs forward, backward and SGD on one instance; `check` builds a
+/// fresh one and reports the loss before and after one step and the sum and sum of squares of
+/// `probe`'s gradient. `build` returns the parameter store and the model with its data.
+fn training<M: 'static>(build: impl Fn() -> (ParamStore<f32>, M) + 'static, loss: impl Fn(&M) -> Tensor<f32> + 'static, probe: impl Fn(&M) -> Param<f32> + 'static) -> Work {
+    let loss = std::rc::Rc::new(loss);
+    let (store, model) = build();
+    let step_loss = loss.clone();
+    let step = Box::new(move || {
+        store.zero_grad();
+        let l = step_loss(&model);
+        let v = l.item() as f64;
+        l.backward();
+        sgd(&store, 0.01);
+        v
+    });
+    let check = Box::new(move || {
+        let (store, m) = build();
+        let l = loss(&m);
+        let l0 = l.item() as f64;
+        l.backward();
+        let (gs, gq) = grad_stats(&probe(&m));
+        sgd(&store, 0.01);
+        let l1 = no_grad(|| loss(&m).item() as f64);
+        [l0, l1, gs, gq]
+    });
+    Work { step, check, ops: 0 }
+}
+
 /// A recurrent workload: `gru` selects the GRU, `composed` the unfused step.
 fn rnn(gru: bool, hidden: usize, input: usize, batch: usize, steps: usize, composed: bool) -> Work {
     let build = move || {
@@ -177,33 +205,13 @@ fn rnn(gru: bool, hidden: usize, input: usize, batch: usize, steps: usize, compo
         set_same(head.bias.as_ref().unwrap(), 5.0, s);
         let x = Tensor::from_vec(fill(6.0, batch * steps * input, 1.0), &[batch, steps, input]);
         let y = Tensor::from_vec(fill(7.0, batch, 1.0), &[batch, 1]);
-        (store, cell, head, x, y)
+        (store, (cell, head, x, y))
     };
-    let loss = |cell: &BenchCell, head: &Linear<f32>, x: &Tensor<f32>, y: &Tensor<f32>| {
+    let loss = |(cell, head, x, y): &(BenchCell, Linear<f32>, Tensor<f32>, Tensor<f32>)| {
         let (_, state) = run_sequence_batch(cell, x, None, None);
         head.forward(&state[0]).mse_loss(y)
     };
-    let w_ih = |c: &BenchCell| c.lstm.as_ref().map_or_else(|| c.gru.as_ref().unwrap().w_ih.clone(), |l| l.w_ih.clone());
-    let (store, cell, head, x, y) = build();
-    let step = Box::new(move || {
-        store.zero_grad();
-        let l = loss(&cell, &head, &x, &y);
-        let v = l.item() as f64;
-        l.backward();
-        sgd(&store, 0.01);
-        v
-    });
-    let check = Box::new(move || {
-        let (store, cell, head, x, y) = build();
-        let l = loss(&cell, &head, &x, &y);
-        let l0 = l.item() as f64;
-        l.backward();
-        let (gs, gq) = grad_stats(&w_ih(&cell));
-        sgd(&store, 0.01);
-        let l1 = no_grad(|| loss(&cell, &head, &x, &y).item() as f64);
-        [l0, l1, gs, gq]
-    });
-    Work { step, check, ops: 0 }
+    training(build, loss, |(c, ..)| c.lstm.as_ref().map_or_else(|| c.gru.as_ref().unwrap().w_ih.clone(), |l| l.w_ih.clone()))
 }
 
 /// A CA-RNN (*Context Aware Machine Learning*, Eqs. 34 and 36; chi-ca's `CaRnnCell`, its
@@ -226,32 +234,13 @@ fn ca_rnn(hidden: usize, input: usize, batch: usize, steps: usize) -> Work {
         set_same(head.bias.as_ref().unwrap(), 5.0, s);
         let x = Tensor::from_vec(fill(6.0, batch * steps * input, 1.0), &[batch, steps, input]);
         let y = Tensor::from_vec(fill(7.0, batch, 1.0), &[batch, 1]);
-        (store, c, head, x, y)
+        (store, (c, head, x, y))
     };
-    let loss = |c: &CaRnnCell<f32>, head: &Linear<f32>, x: &Tensor<f32>, y: &Tensor<f32>| {
+    let loss = |(c, head, x, y): &(CaRnnCell<f32>, Linear<f32>, Tensor<f32>, Tensor<f32>)| {
         let (_, state) = run_sequence_batch(c, x, None, None);
         head.forward(&state[0]).mse_loss(y)
     };
-    let (store, c, head, x, y) = build();
-    let step = Box::new(move || {
-        store.zero_grad();
-        let l = loss(&c, &head, &x, &y);
-        let v = l.item() as f64;
-        l.backward();
-        sgd(&store, 0.01);
-        v
-    });
-    let check = Box::new(move || {
-        let (store, c, head, x, y) = build();
-        let l = loss(&c, &head, &x, &y);
-        let l0 = l.item() as f64;
-        l.backward();
-        let (gs, gq) = grad_stats(&c.w_v);
-        sgd(&store, 0.01);
-        let l1 = no_grad(|| loss(&c, &head, &x, &y).item() as f64);
-        [l0, l1, gs, gq]
-    });
-    Work { step, check, ops: 0 }
+    training(build, loss, |(c, ..)| c.w_v.clone())
 }
 
 /// A bidirectional LSTM (the encoder of the NMT models of seeds 002 and 004): both directions
@@ -277,32 +266,13 @@ fn bilstm(hidden: usize, input: usize, batch: usize, steps: usize) -> Work {
         set_same(head.bias.as_ref().unwrap(), 5.0, s);
         let x = Tensor::from_vec(fill(6.0, batch * steps * input, 1.0), &[batch, steps, input]);
         let y = Tensor::from_vec(fill(7.0, batch, 1.0), &[batch, 1]);
-        (store, bi, head, x, y)
+        (store, (bi, head, x, y))
     };
-    let loss = |bi: &Bidirectional<LstmCell<f32>>, head: &Linear<f32>, x: &Tensor<f32>, y: &Tensor<f32>| {
+    let loss = |(bi, head, x, y): &(Bidirectional<LstmCell<f32>>, Linear<f32>, Tensor<f32>, Tensor<f32>)| {
         let out = bi.forward(x, None);
         head.forward(&Tensor::concat(&[out.fwd_state[0].clone(), out.bwd_state[0].clone()], 1)).mse_loss(y)
     };
-    let (store, bi, head, x, y) = build();
-    let step = Box::new(move || {
-        store.zero_grad();
-        let l = loss(&bi, &head, &x, &y);
-        let v = l.item() as f64;
-        l.backward();
-        sgd(&store, 0.01);
-        v
-    });
-    let check = Box::new(move || {
-        let (store, bi, head, x, y) = build();
-        let l = loss(&bi, &head, &x, &y);
-        let l0 = l.item() as f64;
-        l.backward();
-        let (gs, gq) = grad_stats(&bi.fwd.w_ih);
-        sgd(&store, 0.01);
-        let l1 = no_grad(|| loss(&bi, &head, &x, &y).item() as f64);
-        [l0, l1, gs, gq]
-    });
-    Work { step, check, ops: 0 }
+    training(build, loss, |(bi, ..)| bi.fwd.w_ih.clone())
 }
 
 fn mlp() -> Work {
@@ -317,28 +287,10 @@ fn mlp() -> Work {
         set_same(l2.bias.as_ref().unwrap(), 4.0, 0.03);
         let x = Tensor::from_vec(fill(5.0, 128 * 784, 1.0), &[128, 784]);
         let y: Vec<usize> = (0..128).map(|i| i % 10).collect();
-        (store, l1, l2, x, y)
+        (store, (l1, l2, x, y))
     };
-    let loss = |l1: &Linear<f32>, l2: &Linear<f32>, x: &Tensor<f32>, y: &[usize]| l2.forward(&l1.forward(x).relu()).cross_entropy(y);
-    let (store, l1, l2, x, y) = build();
-    let step = Box::new(move || {
-        store.zero_grad();
-        let l = loss(&l1, &l2, &x, &y);
-        let v = l.item() as f64;
-        l.backward();
-        sgd(&store, 0.01);
-        v
-    });
-    let check = Box::new(move || {
-        let (store, l1, l2, x, y) = build();
-        let l = loss(&l1, &l2, &x, &y);
-        let l0 = l.item() as f64;
-        l.backward();
-        let (gs, gq) = grad_stats(&l1.weight);
-        sgd(&store, 0.01);
-        [l0, no_grad(|| loss(&l1, &l2, &x, &y).item() as f64), gs, gq]
-    });
-    Work { step, check, ops: 0 }
+    let loss = |(l1, l2, x, y): &(Linear<f32>, Linear<f32>, Tensor<f32>, Vec<usize>)| l2.forward(&l1.forward(x).relu()).cross_entropy(y);
+    training(build, loss, |(l1, ..)| l1.weight.clone())
 }
 
 fn textcnn() -> Work {
@@ -358,30 +310,12 @@ fn textcnn() -> Work {
         set_same(fc.bias.as_ref().unwrap(), 9.0, 0.05);
         let ids: Vec<usize> = (0..50 * 60).map(|i| (i * 7919) % V).collect();
         let y: Vec<usize> = (0..50).map(|i| i % 2).collect();
-        (store, emb, conv, fc, ids, y)
+        (store, (emb, conv, fc, ids, y))
     };
-    let loss = |emb: &Embedding<f32>, conv: &Conv1dText<f32>, fc: &Linear<f32>, ids: &[usize], y: &[usize]| {
+    let loss = |(emb, conv, fc, ids, y): &(Embedding<f32>, Conv1dText<f32>, Linear<f32>, Vec<usize>, Vec<usize>)| {
         fc.forward(&conv.forward(&emb.forward_shaped(ids, &[50, 60]))).cross_entropy(y)
     };
-    let (store, emb, conv, fc, ids, y) = build();
-    let step = Box::new(move || {
-        store.zero_grad();
-        let l = loss(&emb, &conv, &fc, &ids, &y);
-        let v = l.item() as f64;
-        l.backward();
-        sgd(&store, 0.01);
-        v
-    });
-    let check = Box::new(move || {
-        let (store, emb, conv, fc, ids, y) = build();
-        let l = loss(&emb, &conv, &fc, &ids, &y);
-        let l0 = l.item() as f64;
-        l.backward();
-        let (gs, gq) = grad_stats(&conv.filters[0].1);
-        sgd(&store, 0.01);
-        [l0, no_grad(|| loss(&emb, &conv, &fc, &ids, &y).item() as f64), gs, gq]
-    });
-    Work { step, check, ops: 0 }
+    training(build, loss, |(_, conv, ..)| conv.filters[0].1.clone())
 }
 
 fn scalar_chain() -> Work {
