@@ -6,7 +6,8 @@ Usage: .venv-torch/bin/python benches/torch/seq2seq_speed.py [--threads 1,2] [--
 The model is the one of `chi reproduce nmt-cells` (LSTM): source embedding -> LSTM encoder;
 decoder LSTM cell fed [target embedding ; context], the context from Luong "general" attention
 queried by the previous decoder state over the encoder states; o = tanh(W_o [h ; c]); logits =
-W_s o; mean cross-entropy over target tokens; Adagrad lr 0.01. Random token data, all sequences
+W_s o, on both sides as one product over every step after the decoder loop; mean cross-entropy
+over target tokens; Adagrad lr 0.01. Random token data, all sequences
 `len` long (no padding). Each round runs chi's example binary
 (`cargo build --release -p chi-seq2seq --example seq2seq_speed`) and then the same number of steps in
 PyTorch; the table gives the median tokens/s over rounds and the ratio chi / PyTorch (above 1:
@@ -49,16 +50,17 @@ class Seq2Seq(nn.Module):
         h, c = h[0], c[0]
         b, t = tgt.shape
         prev = torch.full((b,), 1, dtype=torch.long)  # BOS
-        logits = []
+        attentional = []
         for i in range(t):
             q = self.attn(h)  # [B, H]
             alpha = torch.softmax(torch.bmm(keys, q.unsqueeze(2)).squeeze(2), dim=1)
             ctx = torch.bmm(alpha.unsqueeze(1), keys).squeeze(1)
             h, c = self.dec(torch.cat([self.tgt_emb(prev), ctx], 1), (h, c))
             o = torch.tanh(self.out(torch.cat([h, ctx], 1)))
-            logits.append(self.proj(o))
+            attentional.append(o)
             prev = tgt[:, i]
-        logits = torch.stack(logits, 1)
+        # As chi does: the output projection once over every step (teacher forcing).
+        logits = self.proj(torch.stack(attentional, 1))
         return nn.functional.cross_entropy(logits.reshape(b * t, -1), tgt.reshape(-1))
 
 

@@ -508,6 +508,26 @@ impl<T: Float> Optimizer<T> {
             Grad::Rows { dim, .. } => *dim,
         };
         let mut bufs: Vec<Vec<T>> = slots.iter().map(|s| std::mem::take(st.slots.get_mut(*s).unwrap())).collect();
+        if cfg.name == OptimKind::Adagrad {
+            // The rule of the general loop below with its `match` hoisted out, so the compiler
+            // can vectorise it: same operations in the same order, so the same bits. (On the
+            // NMT model, 2M parameters, the general loop was a fifth of a training step.)
+            let clr = lr / (1.0 + (t - 1) as f64 * cfg.lr_decay);
+            let sums = &mut bufs[0];
+            p.update(|w| {
+                for &(go, wo) in &ranges {
+                    let rows = w[wo..wo + len].iter_mut().zip(&gv[go..go + len]).zip(&mut sums[wo..wo + len]);
+                    for ((wv, &gi), sv) in rows {
+                        let theta = wv.to_f64();
+                        let grad = gi.to_f64() + wd * theta;
+                        *sv = T::from_f64(sv.to_f64() + grad * grad);
+                        *wv = T::from_f64(theta - clr * grad / (sv.to_f64().sqrt() + eps));
+                    }
+                }
+            });
+            st.slots.insert("sum".to_string(), std::mem::take(&mut bufs[0]));
+            return;
+        }
         p.update(|w| {
             for &(go, wo) in &ranges {
                 for j in 0..len {

@@ -35,6 +35,9 @@ fn main() {
     let threads = arg(&args, "--threads", 1);
     let steps = arg(&args, "--steps", 30);
     let (vocab, hidden, emb, batch, len) = (arg(&args, "--vocab", 5000), arg(&args, "--hidden", 128), arg(&args, "--emb", 100), arg(&args, "--batch", 16), arg(&args, "--len", 20));
+    // As the `chi` program does (and PyTorch's caching allocator): freed buffers stay mapped for
+    // the next step instead of being returned to the system and faulted in again.
+    chi_autodiff::malloc::keep_freed_memory();
     if let Err(e) = chi_kernels::set_num_threads(threads) {
         eprintln!("seq2seq_speed: {e}");
         std::process::exit(2);

@@ -128,12 +128,13 @@ fn teacher_forced_eval(model: &Seq2Seq<f32>, pairs: &[(Vec<usize>, Vec<usize>)],
             let tf = model.teacher_forced(&src, &tgt)?;
             nll += tf.total_nll;
             let mut outs = vec![Vec::new(); chunk.len()];
-            for (t, logits) in tf.logits.iter().enumerate() {
+            let all = tf.logits.data();
+            for t in 0..tgt.max_len {
                 let keep: Vec<bool> = tgt.lengths.iter().map(|&l| t < l).collect();
                 let col = tgt.column(t);
-                let data: Vec<f32> = logits.data().to_vec();
+                let data = &all[t * chunk.len() * v..(t + 1) * chunk.len() * v];
                 for (i, &k) in topk.iter().enumerate() {
-                    hits[i] += topk_hits(&data, v, &col, &keep, k).0;
+                    hits[i] += topk_hits(data, v, &col, &keep, k).0;
                 }
                 counted += keep.iter().filter(|&&k| k).count();
                 for (b, out) in outs.iter_mut().enumerate() {

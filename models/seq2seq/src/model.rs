@@ -245,8 +245,8 @@ pub struct TeacherForced<T: Float> {
     pub total_nll: f64,
     /// Real target tokens.
     pub tokens: usize,
-    /// Per step `t`, the logits `[B, V]` (for top-k accuracy).
-    pub logits: Vec<Tensor<T>>,
+    /// The logits of every step, time-major `[T, B, V]` (for top-k accuracy).
+    pub logits: Tensor<T>,
 }
 
 /// An attention encoder–decoder (see the module docs). Parameters live in [`Seq2Seq::store`]
@@ -375,6 +375,13 @@ impl<T: Float> Seq2Seq<T> {
 
     /// One decoder step from `state` with previous target tokens `prev [B]`.
     pub fn step(&self, mem: &Memory<T>, state: &DecoderState<T>, prev: &[usize]) -> Step<T> {
+        let (o, weights, state) = self.step_attentional(mem, state, prev);
+        Step { logits: self.proj.forward(&o), weights, state }
+    }
+
+    /// One decoder step up to the attentional vector `o [B, H]` (the input of the output
+    /// projection): `(o, attention weights, new state)`.
+    fn step_attentional(&self, mem: &Memory<T>, state: &DecoderState<T>, prev: &[usize]) -> (Tensor<T>, Tensor<T>, DecoderState<T>) {
         let emb = self.tgt_emb.forward(prev);
         let top = |cells: &[Vec<Tensor<T>>]| self.dec[self.dec.len() - 1].output(&cells[cells.len() - 1]);
         let run = |mut x: Tensor<T>| {
@@ -390,12 +397,12 @@ impl<T: Float> Seq2Seq<T> {
             let (h, cells) = run(Tensor::concat(&[emb, feed.clone()], 1));
             let (ctx, weights) = self.attention(&h, mem);
             let o = self.out.forward(&Tensor::concat(&[ctx, h], 1)).tanh();
-            Step { logits: self.proj.forward(&o), weights, state: DecoderState { cells, feed: Some(o) } }
+            (o.clone(), weights, DecoderState { cells, feed: Some(o) })
         } else {
             let (ctx, weights) = self.attention(&top(&state.cells), mem);
             let (h, cells) = run(Tensor::concat(&[emb, ctx.clone()], 1));
             let o = self.out.forward(&Tensor::concat(&[h, ctx], 1)).tanh();
-            Step { logits: self.proj.forward(&o), weights, state: DecoderState { cells, feed: None } }
+            (o, weights, DecoderState { cells, feed: None })
         }
     }
 
@@ -411,25 +418,27 @@ impl<T: Float> Seq2Seq<T> {
         }
         self.check_ids("target", &tgt.ids, self.config.tgt_vocab)?;
         let (mem, mut state) = self.encode(src)?;
-        let b = tgt.batch();
+        let (b, steps) = (tgt.batch(), tgt.max_len);
         let mut prev = vec![BOS; b];
-        let mut total: Option<Tensor<T>> = None;
-        let mut logits = Vec::with_capacity(tgt.max_len);
         let tokens: usize = tgt.lengths.iter().sum();
-        for t in 0..tgt.max_len {
+        // The decoder's states do not depend on its logits under teacher forcing, so the output
+        // projection runs once over every step ([T·B, H] × [H, V]) instead of once per step:
+        // the projection weight is packed once, and the product has T·B rows instead of B.
+        let mut attentional = Vec::with_capacity(steps);
+        let (mut targets, mut keep) = (Vec::with_capacity(steps * b), Vec::with_capacity(steps * b));
+        for t in 0..steps {
             let y = tgt.column(t);
-            let st = self.step(&mem, &state, &prev);
-            let keep: Vec<T> = tgt.lengths.iter().map(|&l| if t < l { T::ONE } else { T::ZERO }).collect();
-            let nll = st.logits.cross_entropy_with(&y, Reduction::None).mul(&Tensor::from_vec(keep, &[b])).sum();
-            total = Some(match total {
-                Some(acc) => acc.add(&nll),
-                None => nll,
-            });
-            logits.push(st.logits);
-            state = st.state;
+            let (o, _, next) = self.step_attentional(&mem, &state, &prev);
+            attentional.push(o);
+            keep.extend(tgt.lengths.iter().map(|&l| if t < l { T::ONE } else { T::ZERO }));
+            targets.extend_from_slice(&y);
+            state = next;
             prev = y.iter().map(|&i| if i == PAD { BOS } else { i }).collect();
         }
-        let total = total.expect("at least one target step");
+        let hidden = attentional[0].dim(1);
+        let vocab = self.config.tgt_vocab;
+        let logits = self.proj.forward(&Tensor::stack(&attentional, 0).reshape(&[steps * b, hidden])).reshape(&[steps, b, vocab]);
+        let total = logits.reshape(&[steps * b, vocab]).cross_entropy_with(&targets, Reduction::None).mul(&Tensor::from_vec(keep, &[steps * b])).sum();
         let total_nll = total.item().to_f64();
         Ok(TeacherForced { loss: total.mul_scalar(1.0 / tokens as f64), total_nll, tokens, logits })
     }

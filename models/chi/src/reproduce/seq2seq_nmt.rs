@@ -45,7 +45,7 @@ use chi_autodiff::Rng;
 pub const FULL_STEPS: u64 = 1500;
 
 /// Training steps of a full G2P run: its vocabularies are letters and phonemes, so a step costs
-/// a fraction of an NMT step and 10,000 steps (160,000 words, 1.3 epochs) fit the same budget.
+/// a fraction of an NMT step and 10,000 steps (160,000 words, 1.4 epochs) fit the same budget.
 pub const G2P_STEPS: u64 = 10_000;
 
 /// Vocabulary cap of a full run (each side; the rest is `<unk>`): the paper's dictionary-free
