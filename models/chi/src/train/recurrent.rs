@@ -337,12 +337,13 @@ mod tests {
     }
 
     /// In an untrained recurrent net the loss gradient reaching h_t shrinks going back in time
-    /// (what `gradflow_time.csv` records).
+    /// (what `gradflow_time.csv` records; the forward pass builds the graph step by step, as the
+    /// trainer does when it records gradient flow).
     #[test]
     fn gradient_reaching_early_steps_is_smaller() {
         let (_store, net) = tiny(CellKind::Gru);
         let seq: Vec<usize> = (0..12).map(|t| t % 6).collect();
-        let (logits, hs) = net.forward_tokens(&[&seq], false, &mut Rng::new(0));
+        let (logits, hs) = chi_nn::layers::with_stepwise_recurrence(|| net.forward_tokens(&[&seq], false, &mut Rng::new(0)));
         crate::train::gradflow::retain_hidden(&hs);
         logits.sum().backward();
         let n = crate::train::gradflow::hidden_grad_norms(&hs);
