@@ -243,10 +243,11 @@ fn config_rows(ctx: &Ctx) -> Result<Vec<(String, String)>, String> {
 
 /// `nmt-attention`.
 pub fn run_attention(ctx: &Ctx) -> Result<Report, String> {
+    let config = config_rows(ctx)?; // options are checked before the data is read
     let (corpus, info) = bible(ctx)?;
     let kinds = [AttentionKind::Bahdanau, AttentionKind::LuongGeneral, AttentionKind::LocalP { d: 5 }, AttentionKind::CaAttLuong, AttentionKind::CaAttBahdanau];
     let variants: Vec<(String, Seq2SeqConfig)> = kinds.iter().map(|&k| (k.name().to_string(), model_config(ctx, CellKind::Lstm, k))).collect();
-    let mut rep = Report { data: info, config: config_rows(ctx)?, ..Report::default() };
+    let mut rep = Report { data: info, config, ..Report::default() };
     let all = run_variants(ctx, &corpus, &variants, Tokenizer::Words, &[], &mut rep)?;
     rep.notes.push("paper (§4.3, WMT'16 en-de): \"no significant performance gain: all three attention mechanisms are quite comparable\"; here EN→ES Bible verses, our step budget".into());
     // Every pair: the claim is about all of them being comparable.
@@ -264,9 +265,10 @@ pub fn run_attention(ctx: &Ctx) -> Result<Report, String> {
 
 /// `nmt-cells`.
 pub fn run_cells(ctx: &Ctx) -> Result<Report, String> {
+    let config = config_rows(ctx)?; // options are checked before the data is read
     let (corpus, info) = bible(ctx)?;
     let variants: Vec<(String, Seq2SeqConfig)> = [("LSTM", CellKind::Lstm), ("GRU", CellKind::Gru), ("CA-RNN", CellKind::CaRnn)].iter().map(|&(l, c)| (l.to_string(), model_config(ctx, c, AttentionKind::LuongGeneral))).collect();
-    let mut rep = Report { data: info, config: config_rows(ctx)?, ..Report::default() };
+    let mut rep = Report { data: info, config, ..Report::default() };
     let all = run_variants(ctx, &corpus, &variants, Tokenizer::Words, &[], &mut rep)?;
     rep.notes.push("paper (§4.4.2): \"CA-RNN consistently higher top-k accuracy in the first 1M steps\" (LSTM, GRU, CA-RNN with Luong attention)".into());
     rep.notes.extend(judge(&all, "CA-RNN", &["top1", "top5", "top10"]));
@@ -276,12 +278,13 @@ pub fn run_cells(ctx: &Ctx) -> Result<Report, String> {
 
 /// `g2p-cmudict`.
 pub fn run_g2p(ctx: &Ctx) -> Result<Report, String> {
+    let config = config_rows(ctx)?; // options are checked before the data is read
     let (corpus, info) = cmudict(ctx)?;
     let variants: Vec<(String, Seq2SeqConfig)> = [("LSTM", CellKind::Lstm), ("GRU", CellKind::Gru), ("CA-RNN", CellKind::CaRnn)]
         .iter()
         .map(|&(l, c)| (l.to_string(), Seq2SeqConfig { bidirectional: true, ..model_config(ctx, c, AttentionKind::LuongGeneral) }))
         .collect();
-    let mut rep = Report { data: info, config: config_rows(ctx)?, ..Report::default() };
+    let mut rep = Report { data: info, config, ..Report::default() };
     rep.config.push(("encoder".into(), "bidirectional".into()));
     let extra = [("greedy_sequence_error", "test word error rate, greedy"), ("greedy_token_error", "test phoneme error rate, greedy"), ("beam_sequence_error", "test word error rate, beam 5"), ("beam_token_error", "test phoneme error rate, beam 5")];
     let all = run_variants(ctx, &corpus, &variants, Tokenizer::Chars, &extra, &mut rep)?;

@@ -69,6 +69,8 @@ fn unknown_options_and_bad_values_stop_before_training() {
         (vec!["ca-rnn-sweep", "--set", "sizes=4x"], "comma-separated list of EMBEDxHIDDEN"),
         (vec!["ca-rnn-sweep", "--set", "optimizers=adam"], "OPTIMIZER:RATE"),
         (vec!["ca-rnn-synthetic", "--set", "lr=1", "--set", "lr=2"], "given twice"),
+        (vec!["g2p-cmudict", "--set", "steps=0"], "--set steps=0: g2p-cmudict expects a step count from 1 to 1000000"),
+        (vec!["nmt-cells", "--set", "steps=many"], "--set steps=many: nmt-cells expects a step count"),
     ] {
         let o = chi(&out, &args);
         assert!(!o.status.success(), "{args:?} succeeded");
