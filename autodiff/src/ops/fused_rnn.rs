@@ -470,6 +470,27 @@ fn to_batch_major<T: Float>(da: &[T], b: usize, t_len: usize, w: usize) -> Vec<T
     d
 }
 
+/// The two halves of every row of a `[B, 2n]` buffer (a carried `[h, c]` or `[y, c]` state),
+/// as two `[B, n]` buffers.
+fn deinterleave<T: Float>(pairs: &[T], n: usize) -> (Vec<T>, Vec<T>) {
+    let (mut first, mut second) = (Vec::with_capacity(pairs.len() / 2), Vec::with_capacity(pairs.len() / 2));
+    for row in pairs.chunks_exact((2 * n).max(1)) {
+        first.extend_from_slice(&row[..n]);
+        second.extend_from_slice(&row[n..]);
+    }
+    (first, second)
+}
+
+/// The elementwise sum of the row blocks' partial sums (sums over the batch, e.g. a peephole's
+/// gradient), all of one length.
+fn sum_blocks<T: Float>(parts: &[Vec<T>]) -> Vec<T> {
+    let mut total = vec![T::ZERO; parts.first().map_or(0, Vec::len)];
+    for p in parts {
+        chi_kernels::elementwise::axpy(T::ONE, p, &mut total);
+    }
+    total
+}
+
 /// Under `create_graph`: the sequence is recomputed with single ops (`composed`) on fresh
 /// aliases of the inputs (one reshape node each, so the inner pass stops there) and
 /// differentiated with a recorded inner pass; the gradients are differentiable functions of the
@@ -744,8 +765,8 @@ pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor
         .collect();
     let (outd, gd, saved): (&[T], &[T], [&[T]; 2]) = (&out.data, &g.data, [&s.gates, &s.tanh_c]);
     chi_kernels::threads::run_each(jobs, |job| lstm_backward_rows(&args, saved, outd, gd, &wt, job));
-    let dh0 = need[1].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * hd..r * 2 * hd + hd].to_vec()).collect(), h0.shape()));
-    let dc0 = need[2].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * hd + hd..(r + 1) * 2 * hd].to_vec()).collect(), c0.shape()));
+    let (dh0, dc0) = deinterleave(&carry, hd);
+    let (dh0, dc0) = (need[1].then(|| Tensor::from_vec(dh0, h0.shape())), need[2].then(|| Tensor::from_vec(dc0, c0.shape())));
     // dW = Σ_t h_{t−1}ᵀ·da_t: one product over the stacked previous states [T·B, H].
     let dw = need[3].then(|| {
         let mut hprev = vec![T::ZERO; t_len * bh];
@@ -761,12 +782,9 @@ pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor
     let dxp = need[0].then(|| Tensor::from_vec(to_batch_major(&da, b, t_len, g4), xp.shape()));
     let mut grads = vec![dxp, dh0, dc0, dw];
     if peep {
+        let dp = sum_blocks(&dps);
         for q in 0..3 {
-            let mut d = vec![T::ZERO; hd];
-            for dp in &dps {
-                chi_kernels::elementwise::axpy(T::ONE, &dp[q * hd..(q + 1) * hd], &mut d);
-            }
-            grads.push(need[4 + q].then(|| Tensor::from_vec(d, &[hd])));
+            grads.push(need[4 + q].then(|| Tensor::from_vec(dp[q * hd..(q + 1) * hd].to_vec(), &[hd])));
         }
     }
     grads
@@ -1338,28 +1356,19 @@ pub(crate) fn ca_rnn_sequence_backward<T: Float>(s: &CaRnnSeqSaved<T>, out: &Ten
     let (outd, gd, saved): (&[T], &[T], &[T]) = (&out.data, &g.data, &s.act);
     chi_kernels::threads::run_each(jobs, |job| ca_rnn_backward_rows(&args, saved, outd, gd, &wt, job));
     let tb = t_len * b;
-    let dy0 = need[1].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * n..r * 2 * n + n].to_vec()).collect(), y0.shape()));
-    let dc0 = need[2].then(|| Tensor::from_vec((0..b).flat_map(|r| carry[r * 2 * n + n..(r + 1) * 2 * n].to_vec()).collect(), c0.shape()));
+    let (dy0, dc0) = deinterleave(&carry, n);
+    let (dy0, dc0) = (need[1].then(|| Tensor::from_vec(dy0, y0.shape())), need[2].then(|| Tensor::from_vec(dc0, c0.shape())));
     // dW_r = Σ_t [y_{t−1}, c_{t−1}]ᵀ·da_t over the stacked previous states [T·B, 2n].
     let dw_r = need[3].then(|| {
-        let mut sprev = Vec::with_capacity(tb * 2 * n);
+        let mut sprev = Vec::new();
         if t_len > 0 {
-            for r in 0..b {
-                sprev.extend_from_slice(&y0.data[r * n..(r + 1) * n]);
-                sprev.extend_from_slice(&c0.data[r * n..(r + 1) * n]);
-            }
+            sprev = args.initial(&(0..b));
             sprev.extend_from_slice(&out.data[..(t_len - 1) * 2 * b * n]);
         }
         Tensor::from_vec(at_b(MatRef::row_major(&sprev, tb, 2 * n), MatRef::row_major(&da, tb, width)), w_r.shape())
     });
     // dW_z = Σ_t c_tᵀ·da_t[o, vᵒ], the c_t read in place from the output.
     let dw_z = need[4].then(|| Tensor::from_vec(at_b(cols_of(&out.data, tb, 2 * n, n, n), cols_of(&da, tb, width, 2 * n + 1, n + 1)), w_z.shape()));
-    let dp_v = need[5].then(|| {
-        let mut d = vec![T::ZERO; n];
-        for dp in &dps {
-            chi_kernels::elementwise::axpy(T::ONE, dp, &mut d);
-        }
-        Tensor::from_vec(d, &[n])
-    });
+    let dp_v = need[5].then(|| Tensor::from_vec(sum_blocks(&dps), &[n]));
     vec![need[0].then(|| Tensor::from_vec(to_batch_major(&da, b, t_len, width), xp.shape())), dy0, dc0, dw_r, dw_z, dp_v]
 }

@@ -174,7 +174,7 @@ impl<T: Float> RecurrentCell<T> for CaRnnCell<T> {
     /// through [`RecurrentCell::step`].
     fn project_inputs(&self, xs: &Tensor<T>) -> Option<Tensor<T>> {
         self.fusable().then(|| {
-            let (w_x, bias, _, _) = self.fused_weights();
+            let (w_x, bias) = self.input_weights();
             xs.matmul(&w_x).add(&bias)
         })
     }
@@ -182,7 +182,7 @@ impl<T: Float> RecurrentCell<T> for CaRnnCell<T> {
     /// ([`chi_autodiff::ops::fused_rnn::ca_rnn_sequence_composed`] over one step).
     fn step_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
         let (n, b) = (self.hidden, xp.dim(0));
-        let (_, _, w_r, w_z) = self.fused_weights();
+        let (w_r, w_z) = self.recurrent_weights();
         let s = chi_autodiff::ops::fused_rnn::ca_rnn_sequence_composed(&xp.reshape(&[b, 1, xp.dim(1)]), &state[0], &state[1], &w_r, &w_z, &self.p_v.get(), None).reshape(&[b, 2 * n]);
         vec![s.narrow(1, 0, n), s.narrow(1, n, n)]
     }
@@ -191,7 +191,7 @@ impl<T: Float> RecurrentCell<T> for CaRnnCell<T> {
     /// node; see [`chi_nn::layers::with_stepwise_recurrence`] for the total ∂L/∂y_t.
     fn run_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<std::rc::Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
         let (n, b, t) = (self.hidden, xp.dim(0), xp.dim(1));
-        let (_, _, w_r, w_z) = self.fused_weights();
+        let (w_r, w_z) = self.recurrent_weights();
         let y = Tensor::ca_rnn_sequence(xp, &state[0], &state[1], &w_r, &w_z, &self.p_v.get(), keep);
         Some(
             (0..t)
@@ -211,25 +211,39 @@ impl<T: Float> CaRnnCell<T> {
         [c.h_v, c.h_c, c.h_out_v, c.h_out_c].iter().all(|&a| a == Activation::Tanh) && c.peephole == Peephole::Vector
     }
 
-    /// The fused op's operands, sliced from the stacked parameters (so gradients flow back to
-    /// them): `W_x [dx, 4n+2]` and `b [4n+2]` (the input terms), `W_r [2n, 4n+2]` over `[y, c]`
-    /// of the previous step, and `W_z [n, n+1] = [z_o | Z_v]` over the new cell state. Column
-    /// blocks `f, v, c', o, vᵒ, cᵒ`; the peephole `p_v ⊙ c` is the op's own operand, so the
-    /// `c` rows of `v` and `c'` in `W_r` are zero.
-    fn fused_weights(&self) -> (Tensor<T>, Tensor<T>, Tensor<T>, Tensor<T>) {
+    /// Rows `from..from + len` of a stacked parameter.
+    fn rows(p: &Param<T>, from: usize, len: usize) -> Tensor<T> {
+        p.get().narrow(0, from, len)
+    }
+    /// Entries `from..from + len` of a stacked vector parameter, as a column `[len, 1]`.
+    fn col(p: &Param<T>, from: usize, len: usize) -> Tensor<T> {
+        Self::rows(p, from, len).reshape(&[len, 1])
+    }
+
+    /// The fused op's input terms, sliced from the stacked parameters (so gradients flow back to
+    /// them): `W_x [dx, 4n+2]` and `b [4n+2]`, column blocks `f, v, c', o, vᵒ, cᵒ`. Row layouts:
+    /// `w_f` over `[c_{t−1}, x, y]`; `w_v`, `w_c` over `[x, y]`; `w_o` and `w_ov` over
+    /// `[c_t, c_{t−1}, x, y]`; `w_oc` over `[c_{t−1}, x, y]`.
+    fn input_weights(&self) -> (Tensor<T>, Tensor<T>) {
         let (n, dx) = (self.hidden, self.input);
-        // Rows `from..from + len` of a stacked matrix, or of a stacked vector as a column.
-        let rows = |p: &Param<T>, from: usize, len: usize| p.get().narrow(0, from, len);
-        let col = |p: &Param<T>, from: usize, len: usize| rows(p, from, len).reshape(&[len, 1]);
-        // Row layouts: w_f over [c_{t−1}, x, y]; w_v, w_c over [x, y]; w_o and w_ov over
-        // [c_t, c_{t−1}, x, y]; w_oc over [c_{t−1}, x, y].
+        let (rows, col) = (Self::rows, Self::col);
         let w_x = Tensor::concat(&[col(&self.w_f, n, dx), rows(&self.w_v, 0, dx), rows(&self.w_c, 0, dx), col(&self.w_o, 2 * n, dx), rows(&self.w_ov, 2 * n, dx), rows(&self.w_oc, n, dx)], 1);
         let bias = Tensor::concat(&[self.b_f.get(), self.b_v.get(), self.b_c.get(), self.b_o.get(), self.b_ov.get(), self.b_oc.get()], 0);
+        (w_x, bias)
+    }
+
+    /// The fused op's recurrent weights, sliced as [`CaRnnCell::input_weights`]: `W_r [2n, 4n+2]`
+    /// over `[y, c]` of the previous step and `W_z [n, n+1] = [z_o | Z_v]` over the new cell
+    /// state. The peephole `p_v ⊙ c` is the op's own operand, so the `c` rows of `v` and `c'` in
+    /// `W_r` are zero.
+    fn recurrent_weights(&self) -> (Tensor<T>, Tensor<T>) {
+        let (n, dx) = (self.hidden, self.input);
+        let (rows, col) = (Self::rows, Self::col);
         let w_ry = Tensor::concat(&[col(&self.w_f, n + dx, n), rows(&self.w_v, dx, n), rows(&self.w_c, dx, n), col(&self.w_o, 2 * n + dx, n), rows(&self.w_ov, 2 * n + dx, n), rows(&self.w_oc, n + dx, n)], 1);
         let zero = Tensor::zeros(&[n, n]);
         let w_rc = Tensor::concat(&[col(&self.w_f, 0, n), zero.clone(), zero, col(&self.w_o, n, n), rows(&self.w_ov, n, n), rows(&self.w_oc, 0, n)], 1);
         let w_z = Tensor::concat(&[col(&self.w_o, 0, n), rows(&self.w_ov, 0, n)], 1);
-        (w_x, bias, Tensor::concat(&[w_ry, w_rc], 0), w_z)
+        (Tensor::concat(&[w_ry, w_rc], 0), w_z)
     }
 }
 
