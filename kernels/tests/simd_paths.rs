@@ -1,4 +1,4 @@
-//! The elementwise, reduction and softmax kernels on each SIMD level this CPU runs, forced
+//! The elementwise, reduction, softmax and CA-RNN pointwise kernels on each SIMD level this CPU runs, forced
 //! explicitly (`force_simd_level`), against float64 references; and the evidence that a build
 //! without any `-C target-feature` flag dispatches to the CPU's best level.
 //!
@@ -6,6 +6,8 @@
 
 use chi_kernels::elementwise::{axpby, binary, mul_acc, scale, unary, unary_backward, Binary, Unary};
 use chi_kernels::reduce::{dot, log_softmax, softmax, softmax_backward, sum_all, sum_axis};
+use chi_kernels::rnn::{ca_rnn_backward_cell, ca_rnn_backward_output, ca_rnn_forward_cell, ca_rnn_forward_output, ca_rnn_width};
+use chi_kernels::Real;
 use chi_kernels::simd::{cpu_simd_level, force_simd_level, simd_level, SimdLevel};
 use std::sync::Mutex;
 
@@ -200,4 +202,89 @@ fn dispatches_to_the_cpu_level_without_target_feature_flags() {
             eprintln!("note: built with target-feature=+avx2 (RUSTFLAGS); the no-flag case is not what ran");
         }
     }
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// The CA-RNN step's four pointwise passes, in `T`, against the equations evaluated in float64
+/// (`a` = pre-activations, blocks `f, v, c', o, vᵒ, cᵒ`).
+fn ca_rnn_kernels_match_f64<T: Real>(batch: usize, n: usize, tol: f64, seed: u64) {
+    let w = ca_rnn_width(n);
+    let to = |v: &[f64]| -> Vec<T> { v.iter().map(|&x| T::from_f64(x)).collect() };
+    let back = |v: &[T]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
+    // Inputs rounded to T first, so both sides start from the same values.
+    let round = |v: Vec<f64>| back(&to(&v));
+    let (a, c, p) = (round(data(batch * w, seed, -2.0, 2.0)), round(data(batch * n, seed + 1, -1.0, 1.0)), round(data(n, seed + 2, -1.0, 1.0)));
+    let (gy, gc) = (round(data(batch * n, seed + 3, -1.0, 1.0)), round(data(batch * n, seed + 4, -1.0, 1.0)));
+    // Forward, in T.
+    let mut act = to(&a);
+    let (mut c_new, mut y) = (vec![T::ZERO; batch * n], vec![T::ZERO; batch * n]);
+    ca_rnn_forward_cell(batch, n, &mut act, &to(&c), &to(&p), &mut c_new);
+    ca_rnn_forward_output(batch, n, &mut act, &mut y);
+    // Backward, in T; the blocks a pass does not own keep a sentinel.
+    let sentinel = T::from_f64(7.0);
+    let (mut da, mut dc, mut dp) = (vec![sentinel; batch * w], vec![T::ZERO; batch * n], vec![T::from_f64(0.5); n]);
+    ca_rnn_backward_output(batch, n, &act, &to(&gy), &mut da);
+    let owned_by_cell = |j: usize| j <= 2 * n;
+    for b in 0..batch {
+        assert!((0..w).filter(|&j| owned_by_cell(j)).all(|j| da[b * w + j] == sentinel), "ca_rnn_backward_output wrote the cell blocks");
+    }
+    ca_rnn_backward_cell(batch, n, &act, &to(&c), &to(&p), &to(&gc), &mut da, &mut dc, &mut dp);
+    // The equations in float64.
+    let (mut want_dp, mut errs) = (vec![0.5; n], Vec::new());
+    for b in 0..batch {
+        let (r, s) = (b * w, b * n);
+        let f = sigmoid(a[r]);
+        let v: Vec<f64> = (0..n).map(|j| (a[r + 1 + j] + p[j] * c[s + j]).tanh()).collect();
+        let cp: Vec<f64> = (0..n).map(|j| a[r + 1 + n + j].tanh()).collect();
+        let cn: Vec<f64> = (0..n).map(|j| f * v[j] + (1.0 - f) * cp[j]).collect();
+        let o = sigmoid(a[r + 2 * n + 1]);
+        let vo: Vec<f64> = (0..n).map(|j| a[r + 2 * n + 2 + j].tanh()).collect();
+        let co: Vec<f64> = (0..n).map(|j| a[r + 3 * n + 2 + j].tanh()).collect();
+        let do_ = (0..n).map(|j| gy[s + j] * (vo[j] - co[j])).sum::<f64>();
+        let df = (0..n).map(|j| gc[s + j] * (v[j] - cp[j])).sum::<f64>();
+        let mut want_act = vec![f];
+        want_act.extend(&v);
+        want_act.extend(&cp);
+        want_act.push(o);
+        want_act.extend(&vo);
+        want_act.extend(&co);
+        let mut want_da = vec![df * f * (1.0 - f)];
+        want_da.extend((0..n).map(|j| gc[s + j] * f * (1.0 - v[j] * v[j])));
+        want_da.extend((0..n).map(|j| gc[s + j] * (1.0 - f) * (1.0 - cp[j] * cp[j])));
+        want_da.push(do_ * o * (1.0 - o));
+        want_da.extend((0..n).map(|j| gy[s + j] * o * (1.0 - vo[j] * vo[j])));
+        want_da.extend((0..n).map(|j| gy[s + j] * (1.0 - o) * (1.0 - co[j] * co[j])));
+        for j in 0..n {
+            let dav = want_da[1 + j];
+            want_dp[j] += dav * c[s + j];
+            errs.push(("c_new", c_new[s + j].to_f64(), cn[j]));
+            errs.push(("y", y[s + j].to_f64(), o * vo[j] + (1.0 - o) * co[j]));
+            errs.push(("dc", dc[s + j].to_f64(), dav * p[j]));
+        }
+        for j in 0..w {
+            errs.push(("act", act[r + j].to_f64(), want_act[j]));
+            errs.push(("da", da[r + j].to_f64(), want_da[j]));
+        }
+    }
+    errs.extend((0..n).map(|j| ("dp_v", dp[j].to_f64(), want_dp[j])));
+    for (what, got, want) in errs {
+        assert!(close(got, want, tol), "{what}: {got} vs {want} (batch {batch}, hidden {n}, {})", std::any::type_name::<T>());
+    }
+}
+
+/// Hidden sizes around the vector widths (8 × f32, 4 × f64) and a prime; batch 0, 1 and 3.
+#[test]
+fn ca_rnn_kernels_on_each_level() {
+    on_each_level(|_| {
+        for batch in [0, 1, 3] {
+            for n in [1, 3, 4, 5, 7, 8, 9, 17] {
+                let seed = (batch * 100 + n) as u64 + 1;
+                ca_rnn_kernels_match_f64::<f32>(batch, n, 2e-5, seed);
+                ca_rnn_kernels_match_f64::<f64>(batch, n, 1e-13, seed);
+            }
+        }
+    });
 }
