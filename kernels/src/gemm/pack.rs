@@ -98,9 +98,9 @@ fn carve<T: Real>(lines: &mut [Line], na: usize, nb: usize) -> (&mut [T], &mut [
 /// Packs `A[i0 .. i0+mc, p0 .. p0+kc]` into `dst` as `MR`-row micro-panels.
 pub(crate) fn pack_a<T: Real>(mr: usize, a: &MatRef<T>, i0: usize, mc: usize, p0: usize, kc: usize, dst: &mut [T]) {
     let pack = match mr {
-        12 => pack_panels::<T, 12>,
-        6 => pack_panels::<T, 6>,
-        4 => pack_panels::<T, 4>,
+        12 => pack_panels_dispatch::<T, 12>,
+        6 => pack_panels_dispatch::<T, 6>,
+        4 => pack_panels_dispatch::<T, 4>,
         _ => unreachable!("no microkernel has MR = {mr}"),
     };
     pack(a.data, a.rs, a.cs, i0, mc, p0, kc, dst)
@@ -110,18 +110,59 @@ pub(crate) fn pack_a<T: Real>(mr: usize, a: &MatRef<T>, i0: usize, mc: usize, p0
 /// packing the rows of Bᵀ).
 pub(crate) fn pack_b<T: Real>(nr: usize, b: &MatRef<T>, p0: usize, kc: usize, j0: usize, nc: usize, dst: &mut [T]) {
     let pack = match nr {
-        32 => pack_panels::<T, 32>,
-        16 => pack_panels::<T, 16>,
-        8 => pack_panels::<T, 8>,
+        32 => pack_panels_dispatch::<T, 32>,
+        16 => pack_panels_dispatch::<T, 16>,
+        8 => pack_panels_dispatch::<T, 8>,
         _ => unreachable!("no microkernel has NR = {nr}"),
     };
     pack(b.data, b.cs, b.rs, j0, nc, p0, kc, dst)
 }
 
+/// [`pack_panels`] compiled for AVX2 when the CPU has it (the copies then move whole ymm vectors,
+/// and the row-major-A transposes use the shuffles of [`x86`]), else the baseline build.
+#[allow(clippy::too_many_arguments)]
+fn pack_panels_dispatch<T: Real, const R: usize>(
+    data: &[T],
+    sr: usize,
+    sk: usize,
+    r0: usize,
+    rlen: usize,
+    k0: usize,
+    klen: usize,
+    dst: &mut [T],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if super::microkernel::has_avx2_fma() {
+        // SAFETY: AVX2 (and FMA) were detected on this CPU.
+        return unsafe { pack_panels_avx2::<T, R>(data, sr, sk, r0, rlen, k0, klen, dst) };
+    }
+    pack_panels::<T, R>(data, sr, sk, r0, rlen, k0, klen, dst, false)
+}
+
+/// # Safety
+/// The CPU supports AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn pack_panels_avx2<T: Real, const R: usize>(
+    data: &[T],
+    sr: usize,
+    sk: usize,
+    r0: usize,
+    rlen: usize,
+    k0: usize,
+    klen: usize,
+    dst: &mut [T],
+) {
+    pack_panels::<T, R>(data, sr, sk, r0, rlen, k0, klen, dst, true)
+}
+
 /// Packs the `rlen × klen` block starting at `(r0, k0)` of the strided matrix `data[r·sr + k·sk]`
 /// into `⌈rlen/R⌉` panels; panel `q` holds, for each `kk`, elements `(q·R + i, k0 + kk)` for `i < R`
 /// contiguously, zero-padded past `rlen`.
+/// `avx2`: the caller checked that the CPU has AVX2 (so the shuffle transposes may run).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn pack_panels<T: Real, const R: usize>(
     data: &[T],
     sr: usize,
@@ -131,6 +172,7 @@ fn pack_panels<T: Real, const R: usize>(
     k0: usize,
     klen: usize,
     dst: &mut [T],
+    avx2: bool,
 ) {
     if rlen == 0 || klen == 0 {
         return;
@@ -163,7 +205,7 @@ fn pack_panels<T: Real, const R: usize>(
             }
         }
         if full * R < rlen {
-            pack_panels::<T, R>(data, sr, sk, r0 + full * R, rlen - full * R, k0, klen, &mut dst[full * R * klen..]);
+            pack_panels::<T, R>(data, sr, sk, r0 + full * R, rlen - full * R, k0, klen, &mut dst[full * R * klen..], avx2);
         }
         return;
     }
@@ -178,6 +220,20 @@ fn pack_panels<T: Real, const R: usize>(
                 // rb + R − 1 ≤ r0 + rlen − 1, and kk < klen), which is < data.len() (asserted).
                 let s = unsafe { &*(src.add(base + kk * sk) as *const [T; R]) };
                 o.copy_from_slice(s);
+            }
+        } else if rows == R && sk == 1 && avx2 && R == 6 && (is_f32::<T>() || is_f64::<T>()) {
+            // Row-major A into 6-row panels: 8 (f32) or 4 (f64) columns of the 6 rows per step,
+            // transposed in registers.
+            // SAFETY: the 6 source rows rb .. rb + 5 ≤ r0 + rlen − 1 each have klen elements from
+            // column k0 (sk = 1), all with index ≤ `last` < data.len() (asserted); `out` holds
+            // 6·klen elements; AVX2 is available (the caller's `avx2`).
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                if is_f32::<T>() {
+                    x86::pack6_rows_f32(src.add(base).cast(), sr, klen, out.as_mut_ptr().cast())
+                } else {
+                    x86::pack6_rows_f64(src.add(base).cast(), sr, klen, out.as_mut_ptr().cast())
+                }
             }
         } else if rows == R && sk == 1 {
             // Each of the panel's R source rows is contiguous along k (e.g. B = Wᵀ for a row-major
@@ -211,6 +267,113 @@ fn pack_panels<T: Real, const R: usize>(
                 for (i, oi) in o.iter_mut().enumerate() {
                     *oi = if i < rows { data[base + i * sr + kk * sk] } else { T::ZERO };
                 }
+            }
+        }
+    }
+}
+
+/// AVX2 transposes for packing a row-major A into 6-row micro-panels.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// `out[t·6 + i] = src[i·sr + t]` for `i < 6`, `t < klen`.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; `src + i·sr + t` is readable for `i < 6`, `t < klen`; `out` is
+    /// writable for `6·klen` elements.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn pack6_rows_f32(src: *const f32, sr: usize, klen: usize, out: *mut f32) {
+        // SAFETY (whole body): every read is src + i·sr + t with i < 6, t < klen, and every
+        // write is below out + 6·klen (contract).
+        unsafe {
+            let r: [*const f32; 6] = std::array::from_fn(|i| src.add(i * sr));
+            let mut t = 0;
+            while t + 8 <= klen {
+                let x: [__m256; 6] = std::array::from_fn(|i| _mm256_loadu_ps(r[i].add(t)));
+                // Pairs of rows interleaved: t01 = a0 b0 a1 b1 | a4 b4 a5 b5 (columns 0, 1, 4, 5).
+                let lo01 = _mm256_unpacklo_ps(x[0], x[1]);
+                let hi01 = _mm256_unpackhi_ps(x[0], x[1]);
+                let lo23 = _mm256_unpacklo_ps(x[2], x[3]);
+                let hi23 = _mm256_unpackhi_ps(x[2], x[3]);
+                let lo45 = _mm256_castps_si256(_mm256_unpacklo_ps(x[4], x[5]));
+                let hi45 = _mm256_castps_si256(_mm256_unpackhi_ps(x[4], x[5]));
+                // Rows 0..4 of columns (c, c + 4) in the two lanes of q[c].
+                let q = [
+                    _mm256_shuffle_ps::<0x44>(lo01, lo23),
+                    _mm256_shuffle_ps::<0xEE>(lo01, lo23),
+                    _mm256_shuffle_ps::<0x44>(hi01, hi23),
+                    _mm256_shuffle_ps::<0xEE>(hi01, hi23),
+                ];
+                // Rows 4, 5 of column c: 64-bit half (c & 1) of lane (c / 4) of lo45 (c mod 4 < 2)
+                // or hi45.
+                let p45 = [
+                    _mm256_castsi256_si128(lo45),
+                    _mm256_castsi256_si128(hi45),
+                    _mm256_extracti128_si256::<1>(lo45),
+                    _mm256_extracti128_si256::<1>(hi45),
+                ];
+                let o = out.add(6 * t);
+                for c in 0..8 {
+                    let rows03 = if c < 4 { _mm256_castps256_ps128(q[c]) } else { _mm256_extractf128_ps::<1>(q[c - 4]) };
+                    _mm_storeu_ps(o.add(6 * c), rows03);
+                    let pair = p45[(c / 4) * 2 + (c % 4) / 2];
+                    let pair = if c % 2 == 0 { pair } else { _mm_unpackhi_epi64(pair, pair) };
+                    _mm_storel_epi64(o.add(6 * c + 4).cast(), pair);
+                }
+                t += 8;
+            }
+            while t < klen {
+                for i in 0..6 {
+                    *out.add(6 * t + i) = *r[i].add(t);
+                }
+                t += 1;
+            }
+        }
+    }
+
+    /// `out[t·6 + i] = src[i·sr + t]` for `i < 6`, `t < klen`.
+    ///
+    /// # Safety
+    /// As for [`pack6_rows_f32`].
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn pack6_rows_f64(src: *const f64, sr: usize, klen: usize, out: *mut f64) {
+        // SAFETY (whole body): as in `pack6_rows_f32`.
+        unsafe {
+            let r: [*const f64; 6] = std::array::from_fn(|i| src.add(i * sr));
+            let mut t = 0;
+            while t + 4 <= klen {
+                let x: [__m256d; 6] = std::array::from_fn(|i| _mm256_loadu_pd(r[i].add(t)));
+                let lo01 = _mm256_unpacklo_pd(x[0], x[1]); // a0 b0 | a2 b2
+                let hi01 = _mm256_unpackhi_pd(x[0], x[1]); // a1 b1 | a3 b3
+                let lo23 = _mm256_unpacklo_pd(x[2], x[3]);
+                let hi23 = _mm256_unpackhi_pd(x[2], x[3]);
+                let lo45 = _mm256_unpacklo_pd(x[4], x[5]);
+                let hi45 = _mm256_unpackhi_pd(x[4], x[5]);
+                let cols = [
+                    _mm256_permute2f128_pd::<0x20>(lo01, lo23),
+                    _mm256_permute2f128_pd::<0x20>(hi01, hi23),
+                    _mm256_permute2f128_pd::<0x31>(lo01, lo23),
+                    _mm256_permute2f128_pd::<0x31>(hi01, hi23),
+                ];
+                let rest = [
+                    _mm256_castpd256_pd128(lo45),
+                    _mm256_castpd256_pd128(hi45),
+                    _mm256_extractf128_pd::<1>(lo45),
+                    _mm256_extractf128_pd::<1>(hi45),
+                ];
+                let o = out.add(6 * t);
+                for c in 0..4 {
+                    _mm256_storeu_pd(o.add(6 * c), cols[c]);
+                    _mm_storeu_pd(o.add(6 * c + 4), rest[c]);
+                }
+                t += 4;
+            }
+            while t < klen {
+                for i in 0..6 {
+                    *out.add(6 * t + i) = *r[i].add(t);
+                }
+                t += 1;
             }
         }
     }
