@@ -137,6 +137,14 @@ const MIN_TASK_SPAN: usize = 128;
 /// Micro-panels per B̃ panel when `m ≤ MC` (8 × KC × NR = 128 KiB for both AVX2 kernels).
 const SMALL_M_PANELS: usize = 8;
 
+/// Largest number of B̃ micro-panels per packed Ã block for which the tiles read a row-major A in
+/// place (when the kernel can) instead of packing it. Measured with `chi bench gemm`-style
+/// alternating runs on the Zen 3 machine, AVX2 sgemm, 1 thread (m × k × n): 2048 × 256 × 16 (1
+/// panel) 61.5 vs 48.4 GFLOPS (direct vs packed, medians of 5), 512 × 512 × 64 (4) 80.3 vs 72.8,
+/// 16 × 1024 × 2048 (8, narrowed) 38.5 vs 39.5; instructions (callgrind) per 64³ call 72.8k vs
+/// 76.9k, per 128³ call equal.
+const DIRECT_A_MAX_PANELS: usize = SMALL_M_PANELS;
+
 /// The sequential five-loop algorithm on the calling thread.
 fn gemm_seq<T: Real>(kern: &Kernel<T>, alpha: T, a: MatRef<T>, b: BSrc<T>, beta: T, c: &CView<T>) {
     let (m, n, k) = (c.rows, c.cols, a.cols);
@@ -148,7 +156,11 @@ fn gemm_seq<T: Real>(kern: &Kernel<T>, alpha: T, a: MatRef<T>, b: BSrc<T>, beta:
     // (A pre-packed B is read in place, so it needs neither the narrowing nor scratch.)
     let packed = matches!(b, BSrc::Packed { .. });
     let bl = if m <= bl.mc && !packed { Blocking { nc: bl.nc.min(SMALL_M_PANELS * nr), ..bl } } else { bl };
-    let a_len = m.min(bl.mc).div_ceil(mr) * mr * k.min(bl.kc);
+    // Packing A pays when each packed element feeds many B̃ micro-panels; with at most
+    // DIRECT_A_MAX_PANELS of them per packing (small n, or the narrowed panels of a small m, where
+    // A would be packed again for every B̃ panel), the tiles read row-major A in place instead.
+    let direct = kern.tile_direct.filter(|_| a.cs == 1 && n.min(bl.nc).div_ceil(nr) <= DIRECT_A_MAX_PANELS);
+    let a_len = if direct.is_some() { 0 } else { m.min(bl.mc).div_ceil(mr) * mr * k.min(bl.kc) };
     let b_len = if packed { 0 } else { n.min(bl.nc).div_ceil(nr) * nr * k.min(bl.kc) };
     with_scratch::<T, _>(a_len, b_len, |apack, bpack| {
         for jc in (0..n).step_by(bl.nc) {
@@ -170,14 +182,26 @@ fn gemm_seq<T: Real>(kern: &Kernel<T>, alpha: T, a: MatRef<T>, b: BSrc<T>, beta:
                 };
                 for ic in (0..m).step_by(bl.mc) {
                     let mc = bl.mc.min(m - ic);
-                    pack_a(mr, &a, ic, mc, pc, kc, apack);
+                    if direct.is_none() {
+                        pack_a(mr, &a, ic, mc, pc, kc, apack);
+                    }
                     for jr in (0..nc).step_by(nr) {
                         let nrr = nr.min(nc - jr);
                         let bp = &bpack[jr * kc..(jr + nr) * kc];
                         for ir in (0..mc).step_by(mr) {
                             let mrr = mr.min(mc - ir);
-                            let ap = &apack[ir * kc..(ir + mr) * kc];
                             let ct = c.sub(ic + ir, mrr, jc + jr, nrr);
+                            if let Some(tile) = direct {
+                                // The tile's rows of A from column pc on, read in place.
+                                let ap = &a.data[(ic + ir) * a.rs + pc * a.cs..];
+                                // SAFETY: a.cs == 1 (checked when choosing `direct`) and elements
+                                // (ic + ir + i, pc + kk) for i < mrr, kk < kc lie inside A, whose
+                                // bounds the caller checked; `bp` and `ct` as for the packed call
+                                // below.
+                                unsafe { tile(mrr, nrr, kc, alpha, ap.as_ptr(), a.rs, a.cs, bp.as_ptr(), beta, ct.ptr, ct.rs, ct.cs) };
+                                continue;
+                            }
+                            let ap = &apack[ir * kc..(ir + mr) * kc];
                             // SAFETY: `ap`/`bp` are whole packed micro-panels (MR·kc and NR·kc
                             // elements, length-checked by the slicing above); `bp` starts at a
                             // multiple of NR·kc elements from the 64-byte-aligned scratch, and

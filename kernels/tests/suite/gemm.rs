@@ -332,6 +332,53 @@ fn packed_b_shape_mismatch_panics() {
     gemm_packed(1.0, MatRef::row_major(&[0f32; 6], 2, 3), &b, 0.0, MatMut::row_major(&mut c, 2, 5));
 }
 
+/// Shapes on which the AVX2 tiles read a row-major A in place instead of packing it (at most 8 B̃
+/// micro-panels per packed block: n ≤ 8·NR, or m ≤ MC with its narrowed panels), next to the
+/// layouts that still pack A (column-major, transposed, strided): sizes 0, 1 and 2, row counts
+/// around MR and MC, column counts around NR, k around the unroll of 4 and KC, primes, and a
+/// padded row-major A whose padding is NaN (a read past a row's k elements or past the tile's
+/// rows would show).
+#[test]
+fn direct_a_shapes() {
+    let triples = [
+        (0, 5, 3),
+        (5, 0, 3),
+        (4, 5, 0),
+        (2, 2, 1),
+        (5, 3, 2),
+        (6, 16, 4),
+        (7, 17, 5),
+        (13, 31, 7),
+        (11, 9, 9),
+        (97, 64, 31),
+        (150, 16, 257),
+        (301, 17, 100),
+        (97, 129, 255),
+        (37, 200, 513),
+        (144, 128, 256),
+        (145, 127, 3),
+        (289, 128, 61),
+        (6, 2049, 13),
+    ];
+    for (t, &(m, n, k)) in triples.iter().enumerate() {
+        let p = Problem::new(m, n, k, 500 + t as u64);
+        for (alpha, beta) in [(1.0, 0.0), (0.75, -1.5)] {
+            let e = reference(m, n, k, alpha, &p.a, &p.b, beta, &if beta == 0.0 { vec![0.0; m * n] } else { p.c.clone() });
+            for la in [Layout::Row(0), Layout::Row(3), Layout::Col(1), Layout::TransposedRow, Layout::Strided] {
+                for lb in [Layout::Row(0), Layout::Col(0)] {
+                    for lc in [Layout::Row(0), Layout::Row(2), Layout::Col(2)] {
+                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Seq, AVX2), (Par::Split(2), AVX2)] {
+                            let cfg = Config { la, lb, lc, alpha, beta, par, kernel };
+                            run_case::<f32>(&p, cfg, &e).unwrap();
+                            run_case::<f64>(&p, cfg, &e).unwrap();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Wider than one packed B̃ panel (NC = 4096 f32, 2048 f64) and deeper than one KC slice.
 #[test]
 fn more_than_one_nc_panel() {

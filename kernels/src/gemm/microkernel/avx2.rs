@@ -26,10 +26,61 @@ pub(crate) unsafe fn sgemm_tile(
     rsc: usize,
     csc: usize,
 ) {
+    // SAFETY: forwarded contract (a packed Ã micro-panel is A with strides (1, 6)).
+    unsafe { sgemm_tile_a::<false>(mr, nr, k, alpha, a, 1, 6, b, beta, c, rsc, csc) }
+}
+
+/// [`sgemm_tile`] reading A in place instead of from a packed Ã micro-panel: element `(i, kk)` of
+/// the tile's A rows is `a[i·rsa + kk·csa]`, where `csa` must be 1 (rows of A contiguous). Used
+/// for products too small for packing A to pay.
+///
+/// # Safety
+/// As for [`sgemm_tile`], except that `csa == 1` and `a + i·rsa + kk` must be readable for
+/// `i < mr`, `kk < k` (instead of a padded micro-panel).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn sgemm_tile_direct(
+    mr: usize,
+    nr: usize,
+    k: usize,
+    alpha: f32,
+    a: *const f32,
+    rsa: usize,
+    csa: usize,
+    b: *const f32,
+    beta: f32,
+    c: *mut f32,
+    rsc: usize,
+    csc: usize,
+) {
+    // SAFETY: forwarded contract.
+    unsafe { sgemm_tile_a::<true>(mr, nr, k, alpha, a, rsa, csa, b, beta, c, rsc, csc) }
+}
+
+/// The row/vector dispatch behind [`sgemm_tile`] (`DIRECT = false`: packed Ã, strides (1, 6)) and
+/// [`sgemm_tile_direct`].
+///
+/// # Safety
+/// As for [`sgemm_tile_direct`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn sgemm_tile_a<const DIRECT: bool>(
+    mr: usize,
+    nr: usize,
+    k: usize,
+    alpha: f32,
+    a: *const f32,
+    rsa: usize,
+    csa: usize,
+    b: *const f32,
+    beta: f32,
+    c: *mut f32,
+    rsc: usize,
+    csc: usize,
+) {
     macro_rules! go {
         ($m:literal, $v:literal) => {
             // SAFETY: forwarded contract; `$m` = mr ≤ 6 and `$v`·8 ≥ nr.
-            unsafe { sgemm_tile_mv::<$m, $v>(nr, k, alpha, a, b, beta, c, rsc, csc) }
+            unsafe { sgemm_tile_mv::<$m, $v, DIRECT>(nr, k, alpha, a, rsa, csa, b, beta, c, rsc, csc) }
         };
     }
     match (mr, nr > 8) {
@@ -56,11 +107,13 @@ pub(crate) unsafe fn sgemm_tile(
 /// As for [`sgemm_tile`] with `mr = M` and `nr ≤ V·8`.
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn sgemm_tile_mv<const M: usize, const V: usize>(
+unsafe fn sgemm_tile_mv<const M: usize, const V: usize, const DIRECT: bool>(
     nr: usize,
     k: usize,
     alpha: f32,
     a: *const f32,
+    rsa: usize,
+    csa: usize,
     b: *const f32,
     beta: f32,
     c: *mut f32,
@@ -68,6 +121,10 @@ unsafe fn sgemm_tile_mv<const M: usize, const V: usize>(
     csc: usize,
 ) {
     let mut ab = [[_mm256_setzero_ps(); V]; M];
+    // A packed Ã micro-panel has compile-time strides, and a direct A unit column stride (the
+    // callers' contract), so the step offsets fold to constants.
+    debug_assert!(!DIRECT || csa == 1);
+    let (rsa, csa) = if DIRECT { (rsa, 1) } else { (1, 6) };
     let (mut a, mut b) = (a, b);
     if csc == 1 {
         for i in 0..M {
@@ -84,8 +141,9 @@ unsafe fn sgemm_tile_mv<const M: usize, const V: usize>(
                 *bv = unsafe { _mm256_load_ps(b.add(16 * $u + 8 * v)) };
             }
             for (i, abi) in ab.iter_mut().enumerate() {
-                // SAFETY: Ã holds 6·k elements (panels are padded to 6 rows); row i < M ≤ 6.
-                let x = unsafe { _mm256_broadcast_ss(&*a.add(6 * $u + i)) };
+                // SAFETY: row i < M = mr and step $u < the steps left are inside A (packed: Ã
+                // holds 6·k elements; direct: the caller's strided rows).
+                let x = unsafe { _mm256_broadcast_ss(&*a.add(i * rsa + $u * csa)) };
                 for v in 0..V {
                     abi[v] = _mm256_fmadd_ps(x, bv[v], abi[v]);
                 }
@@ -94,15 +152,18 @@ unsafe fn sgemm_tile_mv<const M: usize, const V: usize>(
     }
     let mut left = k;
     while left >= 4 {
-        // Prefetch hint (never faults): the Ã panel ahead of the one in use.
-        _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(6 * 4 * 16) as *const i8);
+        if !DIRECT {
+            // Prefetch hint (never faults): the Ã panel ahead of the one in use.
+            _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(6 * 4 * 16) as *const i8);
+        }
         step!(0);
         step!(1);
         step!(2);
         step!(3);
-        // SAFETY: 4 steps consumed of at least 4 left: the pointers stay in (or one past) the panels.
+        // SAFETY: 4 steps consumed of at least 4 left: B̃'s pointer stays in (or one past) its panel.
         unsafe {
-            a = a.add(24);
+            // Wrapping: a direct A's pointer can step past its buffer after the last step.
+            a = a.wrapping_add(4 * csa);
             b = b.add(4 * 16);
         }
         left -= 4;
@@ -111,7 +172,7 @@ unsafe fn sgemm_tile_mv<const M: usize, const V: usize>(
         step!(0);
         // SAFETY: one step consumed of at least one left.
         unsafe {
-            a = a.add(6);
+            a = a.wrapping_add(csa);
             b = b.add(16);
         }
         left -= 1;
@@ -236,10 +297,61 @@ pub(crate) unsafe fn dgemm_tile(
     rsc: usize,
     csc: usize,
 ) {
+    // SAFETY: forwarded contract (a packed Ã micro-panel is A with strides (1, 6)).
+    unsafe { dgemm_tile_a::<false>(mr, nr, k, alpha, a, 1, 6, b, beta, c, rsc, csc) }
+}
+
+/// [`dgemm_tile`] reading A in place instead of from a packed Ã micro-panel: element `(i, kk)` of
+/// the tile's A rows is `a[i·rsa + kk·csa]`, where `csa` must be 1 (rows of A contiguous). Used
+/// for products too small for packing A to pay.
+///
+/// # Safety
+/// As for [`dgemm_tile`], except that `csa == 1` and `a + i·rsa + kk` must be readable for
+/// `i < mr`, `kk < k` (instead of a padded micro-panel).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn dgemm_tile_direct(
+    mr: usize,
+    nr: usize,
+    k: usize,
+    alpha: f64,
+    a: *const f64,
+    rsa: usize,
+    csa: usize,
+    b: *const f64,
+    beta: f64,
+    c: *mut f64,
+    rsc: usize,
+    csc: usize,
+) {
+    // SAFETY: forwarded contract.
+    unsafe { dgemm_tile_a::<true>(mr, nr, k, alpha, a, rsa, csa, b, beta, c, rsc, csc) }
+}
+
+/// The row/vector dispatch behind [`dgemm_tile`] (`DIRECT = false`: packed Ã, strides (1, 6)) and
+/// [`dgemm_tile_direct`].
+///
+/// # Safety
+/// As for [`dgemm_tile_direct`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn dgemm_tile_a<const DIRECT: bool>(
+    mr: usize,
+    nr: usize,
+    k: usize,
+    alpha: f64,
+    a: *const f64,
+    rsa: usize,
+    csa: usize,
+    b: *const f64,
+    beta: f64,
+    c: *mut f64,
+    rsc: usize,
+    csc: usize,
+) {
     macro_rules! go {
         ($m:literal, $v:literal) => {
             // SAFETY: forwarded contract; `$m` = mr ≤ 6 and `$v`·4 ≥ nr.
-            unsafe { dgemm_tile_mv::<$m, $v>(nr, k, alpha, a, b, beta, c, rsc, csc) }
+            unsafe { dgemm_tile_mv::<$m, $v, DIRECT>(nr, k, alpha, a, rsa, csa, b, beta, c, rsc, csc) }
         };
     }
     match (mr, nr > 4) {
@@ -266,11 +378,13 @@ pub(crate) unsafe fn dgemm_tile(
 /// As for [`dgemm_tile`] with `mr = M` and `nr ≤ V·4`.
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn dgemm_tile_mv<const M: usize, const V: usize>(
+unsafe fn dgemm_tile_mv<const M: usize, const V: usize, const DIRECT: bool>(
     nr: usize,
     k: usize,
     alpha: f64,
     a: *const f64,
+    rsa: usize,
+    csa: usize,
     b: *const f64,
     beta: f64,
     c: *mut f64,
@@ -278,6 +392,10 @@ unsafe fn dgemm_tile_mv<const M: usize, const V: usize>(
     csc: usize,
 ) {
     let mut ab = [[_mm256_setzero_pd(); V]; M];
+    // A packed Ã micro-panel has compile-time strides, and a direct A unit column stride (the
+    // callers' contract), so the step offsets fold to constants.
+    debug_assert!(!DIRECT || csa == 1);
+    let (rsa, csa) = if DIRECT { (rsa, 1) } else { (1, 6) };
     let (mut a, mut b) = (a, b);
     if csc == 1 {
         for i in 0..M {
@@ -294,8 +412,9 @@ unsafe fn dgemm_tile_mv<const M: usize, const V: usize>(
                 *bv = unsafe { _mm256_load_pd(b.add(8 * $u + 4 * v)) };
             }
             for (i, abi) in ab.iter_mut().enumerate() {
-                // SAFETY: Ã holds 6·k elements (panels are padded to 6 rows); row i < M ≤ 6.
-                let x = unsafe { _mm256_broadcast_sd(&*a.add(6 * $u + i)) };
+                // SAFETY: row i < M = mr and step $u < the steps left are inside A (packed: Ã
+                // holds 6·k elements; direct: the caller's strided rows).
+                let x = unsafe { _mm256_broadcast_sd(&*a.add(i * rsa + $u * csa)) };
                 for v in 0..V {
                     abi[v] = _mm256_fmadd_pd(x, bv[v], abi[v]);
                 }
@@ -304,15 +423,18 @@ unsafe fn dgemm_tile_mv<const M: usize, const V: usize>(
     }
     let mut left = k;
     while left >= 4 {
-        // Prefetch hint (never faults): the Ã panel ahead of the one in use.
-        _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(6 * 4 * 8) as *const i8);
+        if !DIRECT {
+            // Prefetch hint (never faults): the Ã panel ahead of the one in use.
+            _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(6 * 4 * 8) as *const i8);
+        }
         step!(0);
         step!(1);
         step!(2);
         step!(3);
-        // SAFETY: 4 steps consumed of at least 4 left: the pointers stay in (or one past) the panels.
+        // SAFETY: 4 steps consumed of at least 4 left: B̃'s pointer stays in (or one past) its panel.
         unsafe {
-            a = a.add(24);
+            // Wrapping: a direct A's pointer can step past its buffer after the last step.
+            a = a.wrapping_add(4 * csa);
             b = b.add(4 * 8);
         }
         left -= 4;
@@ -321,7 +443,7 @@ unsafe fn dgemm_tile_mv<const M: usize, const V: usize>(
         step!(0);
         // SAFETY: one step consumed of at least one left.
         unsafe {
-            a = a.add(6);
+            a = a.wrapping_add(csa);
             b = b.add(8);
         }
         left -= 1;

@@ -78,6 +78,13 @@ pub(crate) fn is_f64<T: 'static>() -> bool {
 /// for every `i < mr`, `j < nr`, with no other thread accessing those elements.
 pub(crate) type TileFn<T> = unsafe fn(usize, usize, usize, T, *const T, *const T, T, *mut T, usize, usize);
 
+/// [`TileFn`] reading A in place: `(mr, nr, k, α, A, rsa, csa, B̃, β, C, rsc, csc)`, where element
+/// `(i, kk)` of the tile's rows of A is `A[i·rsa + kk·csa]`.
+///
+/// # Safety
+/// As for [`TileFn`], except that `A + i·rsa + kk·csa` must be readable for `i < mr`, `kk < k`.
+pub(crate) type TileDirectFn<T> = unsafe fn(usize, usize, usize, T, *const T, usize, usize, *const T, T, *mut T, usize, usize);
+
 /// A selected microkernel: its tile shape, blocking and entry point.
 #[derive(Clone, Copy)]
 pub(crate) struct Kernel<T> {
@@ -85,6 +92,9 @@ pub(crate) struct Kernel<T> {
     pub nr: usize,
     pub blocking: Blocking,
     pub tile: TileFn<T>,
+    /// The same tile reading A unpacked, for kernels that have one (the driver uses it for small
+    /// products, where packing A costs more than it saves).
+    pub tile_direct: Option<TileDirectFn<T>>,
     /// Products with fewer flops than this stay on one thread under `Par::Auto` (measured per
     /// kernel: see `PAR_MIN_FLOPS` and its neighbours in `gemm/mod.rs`).
     pub par_min_flops: usize,
@@ -96,18 +106,18 @@ impl<T: Real> Kernel<T> {
         #[cfg(target_arch = "x86_64")]
         if choice == KernelChoice::Auto && has_avx512() {
             if is_f32::<T>() {
-                return Kernel { mr: avx512::MR, nr: avx512::NR_F32, blocking: blocking::AVX512_F32, tile: avx512_tile::<T>, par_min_flops: super::PAR_MIN_FLOPS_AVX512_F32 };
+                return Kernel { mr: avx512::MR, nr: avx512::NR_F32, blocking: blocking::AVX512_F32, tile: avx512_tile::<T>, tile_direct: None, par_min_flops: super::PAR_MIN_FLOPS_AVX512_F32 };
             }
             if is_f64::<T>() {
-                return Kernel { mr: avx512::MR, nr: avx512::NR_F64, blocking: blocking::AVX512_F64, tile: avx512_tile::<T>, par_min_flops: super::PAR_MIN_FLOPS_AVX512_F64 };
+                return Kernel { mr: avx512::MR, nr: avx512::NR_F64, blocking: blocking::AVX512_F64, tile: avx512_tile::<T>, tile_direct: None, par_min_flops: super::PAR_MIN_FLOPS_AVX512_F64 };
             }
         }
         if choice != KernelChoice::Portable && has_avx2_fma() {
             if is_f32::<T>() {
-                return Kernel { mr: 6, nr: 16, blocking: blocking::AVX2_F32, tile: avx2_tile::<T>, par_min_flops: super::PAR_MIN_FLOPS };
+                return Kernel { mr: 6, nr: 16, blocking: blocking::AVX2_F32, tile: avx2_tile::<T>, tile_direct: Some(avx2_tile_direct::<T>), par_min_flops: super::PAR_MIN_FLOPS };
             }
             if is_f64::<T>() {
-                return Kernel { mr: 6, nr: 8, blocking: blocking::AVX2_F64, tile: avx2_tile::<T>, par_min_flops: super::PAR_MIN_FLOPS };
+                return Kernel { mr: 6, nr: 8, blocking: blocking::AVX2_F64, tile: avx2_tile::<T>, tile_direct: Some(avx2_tile_direct::<T>), par_min_flops: super::PAR_MIN_FLOPS };
             }
         }
         Kernel {
@@ -115,6 +125,7 @@ impl<T: Real> Kernel<T> {
             nr: portable::NR,
             blocking: blocking::PORTABLE,
             tile: portable::tile::<T>,
+            tile_direct: None,
             par_min_flops: super::PAR_MIN_FLOPS,
         }
     }
@@ -156,6 +167,45 @@ unsafe fn avx2_tile<T: Real>(
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (mr, nr, k, alpha, a, b, beta, c, rsc, csc);
+        unreachable!("AVX2 kernel selected on a non-x86_64 target");
+    }
+}
+
+/// [`avx2_tile`] reading A in place ([`TileDirectFn`]).
+///
+/// # Safety
+/// As for [`TileDirectFn`], plus: the CPU supports AVX2 and FMA.
+#[allow(clippy::too_many_arguments)]
+unsafe fn avx2_tile_direct<T: Real>(
+    mr: usize,
+    nr: usize,
+    k: usize,
+    alpha: T,
+    a: *const T,
+    rsa: usize,
+    csa: usize,
+    b: *const T,
+    beta: T,
+    c: *mut T,
+    rsc: usize,
+    csc: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_f32::<T>() {
+            // SAFETY: as in `avx2_tile`.
+            unsafe {
+                avx2::sgemm_tile_direct(mr, nr, k, alpha.to_f64() as f32, a.cast(), rsa, csa, b.cast(), beta.to_f64() as f32, c.cast(), rsc, csc)
+            }
+        } else {
+            debug_assert!(is_f64::<T>());
+            // SAFETY: as in `avx2_tile`.
+            unsafe { avx2::dgemm_tile_direct(mr, nr, k, alpha.to_f64(), a.cast(), rsa, csa, b.cast(), beta.to_f64(), c.cast(), rsc, csc) }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (mr, nr, k, alpha, a, rsa, csa, b, beta, c, rsc, csc);
         unreachable!("AVX2 kernel selected on a non-x86_64 target");
     }
 }
