@@ -231,9 +231,9 @@ fn run_hooks_of<T: Float>(extra: &crate::tape::VarExtra<T>, mut g: Tensor<T>) ->
 /// The leaves of the pass that have post-accumulate hooks, each with the position in `order`
 /// of the last node (in processing order) that consumes it, sorted by that position.
 #[inline(never)]
-fn leaves_with_post_hooks<T: Float>(pass: &Pass<T>, order: &[u32]) -> Vec<(u32, u32)> {
+fn leaves_with_post_hooks<T: Float>(pass: &Pass<T>, order: &[(u64, u32)]) -> Vec<(u32, u32)> {
     let mut last: Vec<u32> = vec![u32::MAX; pass.slots.len()];
-    for (pos, &s) in order.iter().enumerate() {
+    for (pos, &(_, s)) in order.iter().enumerate() {
         let node = var_of(&pass.tensors[s as usize]).node.as_ref().expect("node slot");
         let op = node.op.borrow();
         let Some(op) = op.as_ref() else { continue };
@@ -316,8 +316,9 @@ pub struct Scratch<T: Float> {
     /// Always empty between passes (only its capacity is kept).
     tensors: Vec<Tensor<T>>,
     slots: Vec<Slot<T>>,
-    order: Vec<u32>,
+    order: Vec<(u64, u32)>,
     stack: Vec<usize>,
+    leaves: Vec<u32>,
 }
 
 /// Lists longer than this are returned to the allocator after a pass instead of being kept.
@@ -325,7 +326,7 @@ const MAX_KEPT_SLOTS: usize = 1 << 13;
 
 impl<T: Float> Scratch<T> {
     pub(crate) const fn new() -> Self {
-        Scratch { tensors: Vec::new(), slots: Vec::new(), order: Vec::new(), stack: Vec::new() }
+        Scratch { tensors: Vec::new(), slots: Vec::new(), order: Vec::new(), stack: Vec::new(), leaves: Vec::new() }
     }
 }
 
@@ -336,10 +337,15 @@ struct Pass<T: Float> {
     tensors: Vec<Tensor<T>>,
     /// Their state, at the same indices.
     slots: Vec<Slot<T>>,
-    /// Node slots in the order their rules run.
-    order: Vec<u32>,
+    /// Node slots with their sequence numbers, sorted into the order their rules run. The
+    /// number is read during discovery, while the record is in cache, so sorting does not walk
+    /// the records again.
+    order: Vec<(u64, u32)>,
     /// Discovery stack.
     stack: Vec<usize>,
+    /// Slots of leaves, in the order they were reached (for the final delivery loop, which
+    /// then need not look at every visited record).
+    leaves: Vec<u32>,
 }
 
 impl<T: Float> Pass<T> {
@@ -350,7 +356,7 @@ impl<T: Float> Pass<T> {
             v
         });
         let sc = T::graph_state().try_with(|g| std::mem::replace(&mut *g.scratch.borrow_mut(), Scratch::new())).unwrap_or(Scratch::new());
-        Pass { id, tensors: sc.tensors, slots: sc.slots, order: sc.order, stack: sc.stack }
+        Pass { id, tensors: sc.tensors, slots: sc.slots, order: sc.order, stack: sc.stack, leaves: sc.leaves }
     }
     /// The slot of a tracked tensor, and whether it was created now.
     #[inline]
@@ -362,6 +368,9 @@ impl<T: Float> Pass<T> {
         }
         let idx = self.slots.len();
         v.mark.set((self.id, idx as u32));
+        if v.is_leaf() {
+            self.leaves.push(idx as u32);
+        }
         self.tensors.push(t.clone());
         self.slots.push(Slot { grad: None, prev: (p, s), target: None, propagate: false, explored: false });
         (idx, true)
@@ -381,11 +390,13 @@ impl<T: Float> Drop for Pass<T> {
         }
         self.order.clear();
         self.stack.clear();
+        self.leaves.clear();
         let sc = Scratch {
             tensors: std::mem::take(&mut self.tensors),
             slots: std::mem::take(&mut self.slots),
             order: std::mem::take(&mut self.order),
             stack: std::mem::take(&mut self.stack),
+            leaves: std::mem::take(&mut self.leaves),
         };
         let _ = T::graph_state().try_with(move |g| {
             let mut cur = g.scratch.borrow_mut();
@@ -453,7 +464,7 @@ pub(crate) fn run_backward<T: Float>(
         // the last one and dropping it can neither free nor recycle the record.
         let var = Rc::clone(var_of(&pass.tensors[s]));
         let Some(node) = var.node.as_ref() else { continue };
-        order.push(s as u32);
+        order.push((var.id, s as u32));
         let op = node.op.borrow();
         let Some(op) = op.as_ref() else { continue };
         for x in op.inputs().iter() {
@@ -466,9 +477,9 @@ pub(crate) fn run_backward<T: Float>(
         }
     }
     // Decreasing sequence number: consumers before producers.
-    order.sort_unstable_by_key(|&s| std::cmp::Reverse(var_of(&pass.tensors[s as usize]).id));
+    order.sort_unstable_by_key(|&(id, _)| std::cmp::Reverse(id));
     if targets.is_some() {
-        for &s in order.iter().rev() {
+        for &(_, s) in order.iter().rev() {
             let s = s as usize;
             let node = var_of(&pass.tensors[s]).node.as_ref().expect("node slot");
             let op = node.op.borrow();
@@ -498,7 +509,7 @@ pub(crate) fn run_backward<T: Float>(
 
     let capture = anomaly::is_capturing();
     let _mode = set_grad_enabled(create);
-    for (pos, &s) in order.iter().enumerate() {
+    for (pos, &(_, s)) in order.iter().enumerate() {
         while next_early < early.len() && (early[next_early].0 as usize) < pos {
             let i = early[next_early].1 as usize;
             deliver_leaf(&pass.tensors[i], &mut pass.slots[i].grad, create)?;
@@ -578,6 +589,22 @@ pub(crate) fn run_backward<T: Float>(
                 continue;
             }
         }
+        // One-input elementwise rules, when the pass holds the only reference to `g`: the
+        // input's gradient is computed in `g`'s buffer (same bits, no new buffer). Not under
+        // anomaly detection, which checks the rule's output against `g`.
+        let g = if create || anomaly::is_anomaly_enabled() {
+            g
+        } else {
+            match op.backward_in_place(g) {
+                Ok(gi) => {
+                    debug_assert!(gi.shape == inputs[0].shape);
+                    let i = existing(pass.id, inputs[0]).expect("inputs of a visited node were discovered");
+                    accumulate(&mut pass.slots[i].grad, gi, create);
+                    continue;
+                }
+                Err(g) => g,
+            }
+        };
         let mut gis = match op {
             Op::Custom { f, inputs: xs } => {
                 // The user's rule: its mistakes are reported as errors naming it.
@@ -637,12 +664,11 @@ pub(crate) fn run_backward<T: Float>(
     pass.stack = stack;
 
     // Leaves, in the order they were reached.
-    for s in 0..pass.slots.len() {
-        let v = var_of(&pass.tensors[s]);
-        if !v.is_leaf() {
-            continue;
-        }
+    let leaves = std::mem::take(&mut pass.leaves);
+    for &s in &leaves {
+        let s = s as usize;
         let Some(g) = pass.slots[s].grad.take() else { continue };
+        let v = var_of(&pass.tensors[s]);
         let g = run_hooks(v, g)?;
         match targets {
             Some(_) => {
@@ -656,6 +682,7 @@ pub(crate) fn run_backward<T: Float>(
             }
         }
     }
+    pass.leaves = leaves;
     drop(_mode);
     let out = match targets {
         Some(ts) => (0..ts.len())

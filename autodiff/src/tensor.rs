@@ -53,6 +53,15 @@ impl<T: Float> Drop for Tensor<T> {
 }
 
 impl<T: Float> Tensor<T> {
+    /// The values, writable, when this untracked tensor holds the only reference to them (so
+    /// no one else can observe the write); `None` otherwise.
+    #[inline]
+    pub(crate) fn values_mut_if_unique(&mut self) -> Option<&mut [T]> {
+        if self.var.is_some() {
+            return None;
+        }
+        Rc::get_mut(&mut self.data).map(|v| v.as_mut_slice())
+    }
     pub(crate) fn from_parts(data: Rc<Vec<T>>, shape: Shape, var: Option<Rc<Var<T>>>) -> Self {
         Tensor { data: ManuallyDrop::new(data), shape, var }
     }

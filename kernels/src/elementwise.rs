@@ -527,26 +527,43 @@ pub fn unary_inplace<T: Real>(op: Unary, x: &mut [T]) {
     par_inplace(op.cost(), x, |x| unary_inplace_serial(op, x));
 }
 
+/// Where a unary backward map reads and writes: `dx` apart from `g`, or `g` overwritten.
+enum Io3<'a, S> {
+    Out { x: &'a [S], y: &'a [S], g: &'a [S], dx: &'a mut [S] },
+    InPlace { x: &'a [S], y: &'a [S], g: &'a mut [S] },
+}
+
+impl<S: Real> Io3<'_, S> {
+    /// Runs `f(x, y, g)` elementwise into the output.
+    #[inline(always)]
+    fn run<V: SimdVec<S = S>>(self, f: impl Fn(V, V, V) -> V) {
+        match self {
+            Io3::Out { x, y, g, dx } => map3(x, y, g, dx, f),
+            Io3::InPlace { x, y, g } => map3_inplace(g, x, y, #[inline(always)] move |g: V, x: V, y: V| f(x, y, g)),
+        }
+    }
+}
+
 #[inline(always)]
-fn unary_backward_simd<V: SimdVec>(op: Unary, x: &[V::S], y: &[V::S], g: &[V::S], dx: &mut [V::S]) {
+fn unary_backward_simd<V: SimdVec>(op: Unary, io: Io3<'_, V::S>) {
     let zero = V::c(0.0);
     let one = V::c(1.0);
     match op {
-        Unary::Neg => map3(x, y, g, dx, #[inline(always)] |_, _, g: V| -g),
-        Unary::Abs => map3(x, y, g, dx, #[inline(always)] move |x: V, _, g: V| V::select(x.gt(zero), g, V::select(x.lt(zero), -g, zero))),
-        Unary::Exp => map3(x, y, g, dx, #[inline(always)] |_, y: V, g: V| g * y),
-        Unary::Log => map3(x, y, g, dx, #[inline(always)] |x: V, _, g: V| g / x),
-        Unary::Log1p => map3(x, y, g, dx, #[inline(always)] move |x: V, _, g: V| g / (one + x)),
-        Unary::Sqrt => map3(x, y, g, dx, #[inline(always)] |_, y: V, g: V| g * (V::c(0.5) / y)),
-        Unary::Tanh => map3(x, y, g, dx, #[inline(always)] move |_, y: V, g: V| g * (-y).fma(y, one)),
-        Unary::Sigmoid => map3(x, y, g, dx, #[inline(always)] move |_, y: V, g: V| g * (y * (one - y))),
-        Unary::Relu => map3(x, y, g, dx, #[inline(always)] move |x: V, _, g: V| V::select(x.gt(zero), g, zero)),
+        Unary::Neg => io.run(#[inline(always)] |_, _, g: V| -g),
+        Unary::Abs => io.run(#[inline(always)] move |x: V, _, g: V| V::select(x.gt(zero), g, V::select(x.lt(zero), -g, zero))),
+        Unary::Exp => io.run(#[inline(always)] |_, y: V, g: V| g * y),
+        Unary::Log => io.run(#[inline(always)] |x: V, _, g: V| g / x),
+        Unary::Log1p => io.run(#[inline(always)] move |x: V, _, g: V| g / (one + x)),
+        Unary::Sqrt => io.run(#[inline(always)] |_, y: V, g: V| g * (V::c(0.5) / y)),
+        Unary::Tanh => io.run(#[inline(always)] move |_, y: V, g: V| g * (-y).fma(y, one)),
+        Unary::Sigmoid => io.run(#[inline(always)] move |_, y: V, g: V| g * (y * (one - y))),
+        Unary::Relu => io.run(#[inline(always)] move |x: V, _, g: V| V::select(x.gt(zero), g, zero)),
         Unary::LeakyRelu(s) => {
             let s = V::c(s);
-            map3(x, y, g, dx, #[inline(always)] move |x: V, _, g: V| V::select(x.gt(zero), g, g * s))
+            io.run(#[inline(always)] move |x: V, _, g: V| V::select(x.gt(zero), g, g * s))
         }
-        Unary::Softplus => map3(x, y, g, dx, #[inline(always)] |x: V, _, g: V| g * sm::sigmoid(x)),
-        Unary::LogSigmoid => map3(x, y, g, dx, #[inline(always)] |x: V, _, g: V| g * sm::sigmoid(-x)),
+        Unary::Softplus => io.run(#[inline(always)] |x: V, _, g: V| g * sm::sigmoid(x)),
+        Unary::LogSigmoid => io.run(#[inline(always)] |x: V, _, g: V| g * sm::sigmoid(-x)),
     }
 }
 
@@ -559,17 +576,43 @@ pub fn unary_backward<T: Real>(op: Unary, x: &[T], y: &[T], g: &[T], dx: &mut [T
     check_len(kernel, "y", y.len(), x.len());
     check_len(kernel, "g", g.len(), x.len());
     check_len(kernel, "dx", dx.len(), x.len());
-    let cost = match op {
-        Unary::Softplus | Unary::LogSigmoid => Cost(6),
-        _ => Cost(2),
-    };
-    par3(cost, x, y, g, dx, |x, y, g, dx| {
-        dispatch!(T, V => unary_backward_simd::<V>(op, cast(x), cast(y), cast(g), cast_mut(dx)), else => {
+    par3(unary_backward_cost(op), x, y, g, dx, |x, y, g, dx| {
+        dispatch!(T, V => unary_backward_simd::<V>(op, Io3::Out { x: cast(x), y: cast(y), g: cast(g), dx: cast_mut(dx) }), else => {
             for i in 0..x.len() {
                 dx[i] = g[i] * op.derivative(x[i], y[i]);
             }
         })
     });
+}
+
+/// [`unary_backward`] writing into the gradient's own buffer: `g[i] ← g[i] · f'(x[i])`, with
+/// the same results bit for bit. The backward walk uses it when it holds the only reference
+/// to the incoming gradient, which then needs no second buffer.
+pub fn unary_backward_inplace<T: Real>(op: Unary, x: &[T], y: &[T], g: &mut [T]) {
+    let kernel = "unary_backward_inplace";
+    check_len(kernel, "y", y.len(), x.len());
+    check_len(kernel, "g", g.len(), x.len());
+    let f = |x: &[T], y: &[T], g: &mut [T]| {
+        dispatch!(T, V => unary_backward_simd::<V>(op, Io3::InPlace { x: cast(x), y: cast(y), g: cast_mut(g) }), else => {
+            for i in 0..x.len() {
+                g[i] = g[i] * op.derivative(x[i], y[i]);
+            }
+        })
+    };
+    let cost = unary_backward_cost(op);
+    if should_split(x.len(), cost) {
+        let c = chunk_len(cost);
+        x.par_chunks(c).zip(y.par_chunks(c)).zip(g.par_chunks_mut(c)).for_each(|((x, y), g)| f(x, y, g));
+    } else {
+        f(x, y, g)
+    }
+}
+
+fn unary_backward_cost(op: Unary) -> Cost {
+    match op {
+        Unary::Softplus | Unary::LogSigmoid => Cost(6),
+        _ => Cost(2),
+    }
 }
 
 #[inline(always)]

@@ -4,7 +4,7 @@
 //!
 //! The level is process-wide, so the tests of this file take a lock while they force it.
 
-use chi_kernels::elementwise::{axpby, binary, mul_acc, scale, unary, unary_backward, Binary, Unary};
+use chi_kernels::elementwise::{axpby, binary, mul_acc, scale, unary, unary_backward, unary_backward_inplace, Binary, Unary};
 use chi_kernels::reduce::{dot, log_softmax, softmax, softmax_backward, sum_all, sum_axis};
 use chi_kernels::rnn::{ca_rnn_backward_cell, ca_rnn_backward_output, ca_rnn_forward_cell, ca_rnn_forward_output, ca_rnn_width};
 use chi_kernels::Real;
@@ -30,6 +30,10 @@ fn on_each_level(mut f: impl FnMut(SimdLevel)) {
         f(l);
     }
     force_simd_level(None);
+}
+
+fn same_bits(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
 fn close(got: f64, want: f64, tol: f64) -> bool {
@@ -71,6 +75,16 @@ fn unary_and_backward_on_each_level() {
                 let g = data(n, 7, -1.0, 1.0);
                 let mut dx = vec![0f64; n];
                 unary_backward(op, &dom, &y64, &g, &mut dx);
+                // In place into the gradient's buffer: the same bits, in both precisions.
+                let mut g_in = g.clone();
+                unary_backward_inplace(op, &dom, &y64, &mut g_in);
+                assert!((0..n).all(|i| same_bits(g_in[i], dx[i])), "{l:?} f64 d{} in place", op.name());
+                let g32: Vec<f32> = g.iter().map(|&v| v as f32).collect();
+                let mut dx32 = vec![0f32; n];
+                unary_backward(op, &xf, &y32, &g32, &mut dx32);
+                let mut g32_in = g32.clone();
+                unary_backward_inplace(op, &xf, &y32, &mut g32_in);
+                assert!((0..n).all(|i| same_bits(g32_in[i] as f64, dx32[i] as f64)), "{l:?} f32 d{} in place", op.name());
                 for i in 0..n {
                     let want32 = op.apply(xf[i] as f64);
                     assert!(close(y32[i] as f64, want32, 3e-7), "{l:?} f32 {} at {i}: x={} got {} want {want32}", op.name(), xf[i], y32[i]);

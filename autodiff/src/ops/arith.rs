@@ -206,6 +206,30 @@ pub(crate) fn binary_backward<T: Float>(
     Grads::two(ga.map(|t| t.sum_to(a.shape())), gb.map(|t| t.sum_to(b.shape())))
 }
 
+/// The gradient of `a ∘ s` computed in `g`'s own buffer when nothing else holds it (passes
+/// that record nothing): the identity for `+`/`−`, a scaling for `·` and (tiny tensors) `/`;
+/// `Err(g)`, untouched, for the other ops or a shared buffer. Same bits as the rule below:
+/// products and quotients are correctly rounded in scalar and vector form alike.
+pub(crate) fn binary_scalar_backward_in_place<T: Float>(op: Binary, s: T, mut g: Tensor<T>) -> Result<Tensor<T>, Tensor<T>> {
+    match op {
+        Binary::Add | Binary::Sub => Ok(g),
+        Binary::Mul | Binary::Div => {
+            let Some(v) = g.values_mut_if_unique() else { return Err(g) };
+            if v.len() <= TINY {
+                for x in v.iter_mut() {
+                    *x = op.apply(*x, s);
+                }
+            } else if op == Binary::Mul {
+                ew::scale(s, v);
+            } else {
+                return Err(g);
+            }
+            Ok(g)
+        }
+        _ => Err(g),
+    }
+}
+
 pub(crate) fn binary_scalar_backward<T: Float>(op: Binary, a: &Tensor<T>, s: T, _out: &Tensor<T>, g: &Tensor<T>) -> Tensor<T> {
     match op {
         Binary::Add | Binary::Sub => g.clone(),

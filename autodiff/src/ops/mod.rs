@@ -277,6 +277,18 @@ impl<T: Float> Op<T> {
         }
     }
 
+    /// The rules of one-input elementwise ops computed in the incoming gradient's own buffer,
+    /// for passes that record nothing: `Ok(input gradient)`, equal bit for bit to
+    /// [`Op::backward`]'s, or `Err(g)` untouched when the op has no such rule or `g`'s buffer
+    /// is shared. Saves a buffer and a kernel call per node in chains of small ops.
+    pub(crate) fn backward_in_place(&self, g: Tensor<T>) -> Result<Tensor<T>, Tensor<T>> {
+        match self {
+            Op::BinaryScalar { op, s, .. } => arith::binary_scalar_backward_in_place(*op, *s, g),
+            Op::Unary { op, x, out } => unary::unary_backward_in_place(*op, x, out, g),
+            _ => Err(g),
+        }
+    }
+
     /// The backward rule: given the output `out` and the gradient `g` flowing into it, the
     /// gradient for each input (`None` where `need[i]` is false or the gradient is zero).
     ///

@@ -594,3 +594,53 @@ fn narrow_gradients_accumulated_in_place_equal_the_padded_rule() {
     loss.backward();
     assert_eq!(x.grad().unwrap().to_vec(), vec![1.0, 1.0, 11.0, 11.0, 10.0, 10.0]);
 }
+
+/// The gradient of a chain of every one-input elementwise op and every scalar op, for each
+/// length (tiny, above the tiny-tensor path, above a vector width), as bit patterns.
+fn elementwise_chain_grad<T: Float>(n: usize) -> Vec<u64> {
+    let x = Tensor::<T>::from_vec((0..n).map(|i| T::from_f64(0.3 + 0.05 * i as f64)).collect(), &[n]).requires_grad();
+    let mut y = x.clone();
+    for op in chi_kernels::elementwise::Unary::ALL {
+        y = y.unary(op).mul_scalar(0.9).add_scalar(0.2).sub_scalar(0.1).div_scalar(1.1);
+        // Back into a range where every op (ln, sqrt, log1p) is defined and smooth.
+        y = y.tanh().mul_scalar(0.5).add_scalar(0.6);
+    }
+    y.sum().backward();
+    x.grad().unwrap().to_vec().iter().map(|v| v.to_f64().to_bits()).collect()
+}
+
+#[test]
+fn in_place_backward_rules_equal_the_general_rules_bit_for_bit() {
+    // Anomaly detection turns the in-place rules off (it checks each rule's output against its
+    // incoming gradient), so it gives the general rules' results for the same graph.
+    for n in [1, 3, 4, 5, 9, 70] {
+        let fast = elementwise_chain_grad::<f64>(n);
+        let general = detect_anomaly(|| elementwise_chain_grad::<f64>(n)).unwrap();
+        assert_eq!(fast, general, "f64, n = {n}");
+        let fast = elementwise_chain_grad::<f32>(n);
+        let general = detect_anomaly(|| elementwise_chain_grad::<f32>(n)).unwrap();
+        assert_eq!(fast, general, "f32, n = {n}");
+    }
+}
+
+#[test]
+fn in_place_backward_rules_leave_shared_gradients_alone() {
+    // `y`'s incoming gradient is also its retained `.grad` and a hook's observation: the tanh
+    // rule must not write into that buffer.
+    let x = t(&[0.2, -0.4, 0.9], &[3]).requires_grad();
+    let y = x.mul_scalar(2.0);
+    y.retain_grad();
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let s2 = seen.clone();
+    let _h = y.register_hook(move |g| {
+        s2.borrow_mut().push(g.clone());
+        None
+    });
+    let z = y.tanh().mul_scalar(3.0);
+    z.sum().backward();
+    let want: Vec<f64> = y.to_vec().iter().map(|v| 3.0 * (1.0 - v.tanh() * v.tanh())).collect();
+    close(&y.grad().unwrap().to_vec(), &want, 1e-15);
+    close(&seen.borrow()[0].to_vec(), &want, 1e-15);
+    let wx: Vec<f64> = want.iter().map(|g| 2.0 * g).collect();
+    close(&x.grad().unwrap().to_vec(), &wx, 1e-15);
+}

@@ -392,6 +392,12 @@ fn backward_len_mismatch() {
 }
 
 #[test]
+#[should_panic(expected = "unary_backward_inplace: length mismatch: g has 3 elements, expected 2")]
+fn backward_inplace_len_mismatch() {
+    chi_kernels::elementwise::unary_backward_inplace(Unary::Tanh, &[1f32; 2], &[1f32; 2], &mut [1f32; 3]);
+}
+
+#[test]
 #[should_panic(expected = "axpy: length mismatch: y has 5 elements, expected 4")]
 fn axpy_len_mismatch() {
     axpy(1.0, &[1f32; 4], &mut [0f32; 5]);
