@@ -201,31 +201,32 @@ fn accumulate_into<T: Float>(cell: &std::cell::RefCell<Option<Tensor<T>>>, g: Te
     *slot = s;
 }
 
-/// Runs the tensor's gradient hooks on `g`. Inlined for the usual case of a tensor without
-/// hooks (no name, no hook, no sparse gradient: no `VarExtra` at all).
+/// Runs the tensor's gradient hooks on `g`, replacing it where a hook returns a new one.
+/// Inlined for the usual case of a tensor without hooks (no name, no hook, no sparse
+/// gradient: no `VarExtra` at all); `g` is updated in place so that case moves nothing.
 #[inline]
-fn run_hooks<T: Float>(var: &Var<T>, g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
+fn run_hooks<T: Float>(var: &Var<T>, g: &mut Tensor<T>) -> Result<(), AutodiffError> {
     match var.extra() {
-        None => Ok(g),
+        None => Ok(()),
         Some(extra) => run_hooks_of(extra, g),
     }
 }
 
 #[inline(never)]
-fn run_hooks_of<T: Float>(extra: &crate::tape::VarExtra<T>, mut g: Tensor<T>) -> Result<Tensor<T>, AutodiffError> {
+fn run_hooks_of<T: Float>(extra: &crate::tape::VarExtra<T>, g: &mut Tensor<T>) -> Result<(), AutodiffError> {
     if extra.hooks.borrow().is_empty() {
-        return Ok(g);
+        return Ok(());
     }
     let hooks: Vec<_> = extra.hooks.borrow().iter().map(|(_, h)| h.clone()).collect();
     for h in hooks {
-        if let Some(r) = h(&g) {
+        if let Some(r) = h(g) {
             if r.shape != g.shape {
                 return Err(AutodiffError::HookShape { expected: g.shape().to_vec(), actual: r.shape().to_vec() });
             }
-            g = r;
+            *g = r;
         }
     }
-    Ok(g)
+    Ok(())
 }
 
 /// The leaves of the pass that have post-accumulate hooks, each with the position in `order`
@@ -253,9 +254,9 @@ fn leaves_with_post_hooks<T: Float>(pass: &Pass<T>, order: &[(u64, u32)]) -> Vec
 /// Hands a leaf its complete gradient of this pass: its gradient hooks, accumulation into
 /// `.grad`, then its post-accumulate hooks. Nothing when no gradient reached it.
 fn deliver_leaf<T: Float>(t: &Tensor<T>, slot: &mut Option<Tensor<T>>, create: bool) -> Result<(), AutodiffError> {
-    let Some(g) = slot.take() else { return Ok(()) };
+    let Some(mut g) = slot.take() else { return Ok(()) };
     let v = var_of(t);
-    let g = run_hooks(v, g)?;
+    run_hooks(v, &mut g)?;
     accumulate_into(&v.grad, g, create);
     run_post_hooks(v, t);
     Ok(())
@@ -516,12 +517,12 @@ pub(crate) fn run_backward<T: Float>(
             next_early += 1;
         }
         let s = s as usize;
-        let Some(g) = pass.slots[s].grad.take() else { continue };
+        let Some(mut g) = pass.slots[s].grad.take() else { continue };
         // Borrowed, not cloned: the rule only writes `pass.slots`, never `pass.tensors`.
         let out = &pass.tensors[s];
         let var = var_of(out);
         let node = var.node.as_ref().expect("node slot");
-        let g = run_hooks(var, g)?;
+        run_hooks(var, &mut g)?;
         if var.retain.get() {
             accumulate_into(&var.grad, g.clone(), create);
         }
@@ -544,6 +545,22 @@ pub(crate) fn run_backward<T: Float>(
         let Some(op) = borrowed.as_ref() else {
             return Err(AutodiffError::GraphFreed { node: describe_node(out) });
         };
+        // One-input elementwise rules, when the pass holds the only reference to `g`: the
+        // input's gradient is computed in `g`'s buffer (same bits, no new buffer), before the
+        // general bookkeeping below. Its input is needed: a one-input node's input required
+        // grad when recorded (checked again, a leaf may have been frozen since), and in targets
+        // mode a node whose input leads to no target was skipped above. Not under anomaly
+        // detection, which checks the rule's output against `g`.
+        if !create && !anomaly::is_anomaly_enabled() {
+            if let Some(x) = op.backward_in_place(&mut g) {
+                if x.requires_grad_flag() {
+                    debug_assert!(g.shape == x.shape);
+                    let i = existing(pass.id, x).expect("inputs of a visited node were discovered");
+                    accumulate(&mut pass.slots[i].grad, g, create);
+                }
+                continue;
+            }
+        }
         let inputs = op.inputs();
         let need_of = |x: &Tensor<T>| {
             x.requires_grad_flag()
@@ -589,22 +606,6 @@ pub(crate) fn run_backward<T: Float>(
                 continue;
             }
         }
-        // One-input elementwise rules, when the pass holds the only reference to `g`: the
-        // input's gradient is computed in `g`'s buffer (same bits, no new buffer). Not under
-        // anomaly detection, which checks the rule's output against `g`.
-        let g = if create || anomaly::is_anomaly_enabled() {
-            g
-        } else {
-            match op.backward_in_place(g) {
-                Ok(gi) => {
-                    debug_assert!(gi.shape == inputs[0].shape);
-                    let i = existing(pass.id, inputs[0]).expect("inputs of a visited node were discovered");
-                    accumulate(&mut pass.slots[i].grad, gi, create);
-                    continue;
-                }
-                Err(g) => g,
-            }
-        };
         let mut gis = match op {
             Op::Custom { f, inputs: xs } => {
                 // The user's rule: its mistakes are reported as errors naming it.
@@ -667,9 +668,9 @@ pub(crate) fn run_backward<T: Float>(
     let leaves = std::mem::take(&mut pass.leaves);
     for &s in &leaves {
         let s = s as usize;
-        let Some(g) = pass.slots[s].grad.take() else { continue };
+        let Some(mut g) = pass.slots[s].grad.take() else { continue };
         let v = var_of(&pass.tensors[s]);
-        let g = run_hooks(v, g)?;
+        run_hooks(v, &mut g)?;
         match targets {
             Some(_) => {
                 if let Some(k) = pass.slots[s].target {

@@ -206,15 +206,17 @@ pub(crate) fn binary_backward<T: Float>(
     Grads::two(ga.map(|t| t.sum_to(a.shape())), gb.map(|t| t.sum_to(b.shape())))
 }
 
-/// The gradient of `a ∘ s` computed in `g`'s own buffer when nothing else holds it (passes
-/// that record nothing): the identity for `+`/`−`, a scaling for `·` and (tiny tensors) `/`;
-/// `Err(g)`, untouched, for the other ops or a shared buffer. Same bits as the rule below:
-/// products and quotients are correctly rounded in scalar and vector form alike.
-pub(crate) fn binary_scalar_backward_in_place<T: Float>(op: Binary, s: T, mut g: Tensor<T>) -> Result<Tensor<T>, Tensor<T>> {
+/// Turns `g` into the gradient of `a ∘ s` in `g`'s own buffer when nothing else holds it
+/// (passes that record nothing): the identity for `+`/`−`, a scaling for `·` and (tiny
+/// tensors) `/`. `false`, with `g` untouched, for the other ops or a shared buffer. Same bits
+/// as the rule below: products and quotients are correctly rounded in scalar and vector form
+/// alike.
+#[inline]
+pub(crate) fn binary_scalar_backward_in_place<T: Float>(op: Binary, s: T, g: &mut Tensor<T>) -> bool {
     match op {
-        Binary::Add | Binary::Sub => Ok(g),
+        Binary::Add | Binary::Sub => true,
         Binary::Mul | Binary::Div => {
-            let Some(v) = g.values_mut_if_unique() else { return Err(g) };
+            let Some(v) = g.values_mut_if_unique() else { return false };
             if v.len() <= TINY {
                 for x in v.iter_mut() {
                     *x = op.apply(*x, s);
@@ -222,11 +224,11 @@ pub(crate) fn binary_scalar_backward_in_place<T: Float>(op: Binary, s: T, mut g:
             } else if op == Binary::Mul {
                 ew::scale(s, v);
             } else {
-                return Err(g);
+                return false;
             }
-            Ok(g)
+            true
         }
-        _ => Err(g),
+        _ => false,
     }
 }
 

@@ -278,14 +278,16 @@ impl<T: Float> Op<T> {
     }
 
     /// The rules of one-input elementwise ops computed in the incoming gradient's own buffer,
-    /// for passes that record nothing: `Ok(input gradient)`, equal bit for bit to
-    /// [`Op::backward`]'s, or `Err(g)` untouched when the op has no such rule or `g`'s buffer
-    /// is shared. Saves a buffer and a kernel call per node in chains of small ops.
-    pub(crate) fn backward_in_place(&self, g: Tensor<T>) -> Result<Tensor<T>, Tensor<T>> {
+    /// for passes that record nothing: turns `g` into the input's gradient, equal bit for bit
+    /// to [`Op::backward`]'s, and returns the input; `None`, with `g` untouched, when the op
+    /// has no such rule or `g`'s buffer is shared. Saves a buffer and a kernel call per node in
+    /// chains of small ops.
+    #[inline]
+    pub(crate) fn backward_in_place(&self, g: &mut Tensor<T>) -> Option<&Tensor<T>> {
         match self {
-            Op::BinaryScalar { op, s, .. } => arith::binary_scalar_backward_in_place(*op, *s, g),
-            Op::Unary { op, x, out } => unary::unary_backward_in_place(*op, x, out, g),
-            _ => Err(g),
+            Op::BinaryScalar { op, a, s } => arith::binary_scalar_backward_in_place(*op, *s, g).then_some(a),
+            Op::Unary { op, x, out } => unary::unary_backward_in_place(*op, x, out, g).then_some(x),
+            _ => None,
         }
     }
 

@@ -83,14 +83,17 @@ impl<T: Float> Tensor<T> {
     }
 }
 
-/// `dx = g ⊙ f'(x)` computed in `g`'s own buffer when nothing else holds it (passes that
-/// record nothing); `Err(g)`, untouched, otherwise. Same bits as the `fast` path below.
-pub(crate) fn unary_backward_in_place<T: Float>(op: Unary, x: &Tensor<T>, out: &Tensor<T>, mut g: Tensor<T>) -> Result<Tensor<T>, Tensor<T>> {
-    if let Some(v) = g.values_mut_if_unique() {
-        ew::unary_backward_inplace(op, &x.data, &out.data, v);
-        return Ok(g);
+/// `g ← g ⊙ f'(x)` in `g`'s own buffer when nothing else holds it (passes that record
+/// nothing); `false`, with `g` untouched, otherwise. Same bits as the `fast` path below.
+#[inline]
+pub(crate) fn unary_backward_in_place<T: Float>(op: Unary, x: &Tensor<T>, out: &Tensor<T>, g: &mut Tensor<T>) -> bool {
+    match g.values_mut_if_unique() {
+        Some(v) => {
+            ew::unary_backward_inplace(op, &x.data, &out.data, v);
+            true
+        }
+        None => false,
     }
-    Err(g)
 }
 
 /// `dx = g ⊙ f'(x)`.
