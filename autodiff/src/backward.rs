@@ -1,5 +1,15 @@
 //! Reverse mode: the backward walk over the tape, `Tensor::backward`, and the functional
 //! [`grad`] (a vector–Jacobian product for any outputs and any inputs, leaves or intermediates).
+//!
+//! A pass runs in three steps: *discovery* collects every node reachable from the outputs
+//! (each visited tensor gets a slot, found again through its record's `mark`); the nodes are
+//! sorted by decreasing sequence number (see [`crate::tape`]); then each node's rule turns its
+//! complete gradient into its inputs' gradients. Passes that record nothing (no
+//! `create_graph`, no anomaly detection) first try `Op::backward_in_place`: a one-input
+//! elementwise rule whose incoming gradient has no other owner writes the input's gradient into
+//! that same buffer, with the bits the general rule would give. A gradient that is also kept
+//! elsewhere (a retained `.grad`, a hook's copy, a target of [`grad`]) has another owner, so
+//! it is never written.
 
 use crate::anomaly;
 use crate::ops::{Grads, Op};

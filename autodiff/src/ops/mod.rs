@@ -8,7 +8,8 @@
 //! Backward rules are written with the same differentiable ops. When backward runs with
 //! `create_graph`, those ops are recorded on the tape in turn, which is how chi gets second and
 //! higher derivatives. Without it, rules may take fused kernel shortcuts (`fast` paths), and
-//! nothing is recorded.
+//! nothing is recorded; one-input elementwise rules may then also write into the incoming
+//! gradient's buffer (`Op::backward_in_place`), with the same results.
 
 pub mod arith;
 pub mod clamp;
