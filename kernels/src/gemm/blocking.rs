@@ -23,10 +23,15 @@
 //!   reused by every one of the NC/NR micro-panels of B̃ and must stay in L2.
 //! * **NC** (loop 5, a multiple of NR) sets the *L3* footprint: the packed B̃ panel (KC × NC) is
 //!   reused by every MC row block. When threaded, each thread packs its own B̃ (see `gemm` in
-//!   `driver.rs`), so two threads need twice this much of the shared L3. In practice
-//!   NC is so large that square problems up to n = 4096 (f32) / 2048 (f64) use one panel. When
-//!   `m ≤ MC` the driver narrows NC to 8 micro-panels (`SMALL_M_PANELS`), so B̃ is then 8·KC·NR
-//!   and lives in L2 next to Ã instead of in L3.
+//!   `driver.rs`), so two threads need twice this much of the shared L3. The AVX-512 and portable
+//!   kernels use NC so large that square problems up to n = 4096 (f32) / 2048 (f64) use one panel;
+//!   the AVX2 kernels use a 1 MiB B̃ (NC = 1024 f32, 512 f64), measured faster on Zen 3 at
+//!   n = 1024 and 2048 (Measurements). When `m ≤ MC` the driver narrows NC to 8 micro-panels
+//!   (`SMALL_M_PANELS`), so B̃ is then 8·KC·NR and lives in L2 next to Ã instead of in L3.
+//!
+//! The AVX2 kernels skip packing A when a packed Ã block would feed at most 8 B̃ micro-panels
+//! (small n, or the narrowed panels of a small m) and A's rows are contiguous: the tiles then read
+//! A in place (`DIRECT_A_MAX_PANELS` in `driver.rs`), and the L2 column below does not apply.
 //!
 //! # The two machines
 //!
@@ -47,8 +52,8 @@
 //! |---|---|---|---|---|---|---|---|---|
 //! | AVX-512 f32 | 12 × 32 | 144, 4096 | 32 + 12 = 44 KiB | 138 % / 92 % | 144 KiB | 28 % / 14 % | 4 MiB (8 MiB) | 12.5 % (25 %) |
 //! | AVX-512 f64 | 12 × 16 | 96, 2048 | 32 + 24 = 56 KiB | 175 % / **117 %** | 192 KiB | 38 % / 19 % | 4 MiB (8 MiB) | 12.5 % (25 %) |
-//! | AVX2 f32 | 6 × 16 | 144, 4096 | 16 + 6 = 22 KiB | 69 % / 46 % | 144 KiB | 28 % / 14 % | 4 MiB (8 MiB) | 12.5 % (25 %) |
-//! | AVX2 f64 | 6 × 8 | 96, 2048 | 16 + 12 = 28 KiB | 88 % / 58 % | 192 KiB | 38 % / 19 % | 4 MiB (8 MiB) | 12.5 % (25 %) |
+//! | AVX2 f32 | 6 × 16 | 144, 1024 | 16 + 6 = 22 KiB | 69 % / 46 % | 144 KiB | 28 % / 14 % | 1 MiB (2 MiB) | 3 % (6 %) |
+//! | AVX2 f64 | 6 × 8 | 96, 512 | 16 + 12 = 28 KiB | 88 % / 58 % | 192 KiB | 38 % / 19 % | 1 MiB (2 MiB) | 3 % (6 %) |
 //! | portable f32 | 4 × 8 | 128, 2048 | 8 + 4 = 12 KiB | 38 % / 25 % | 128 KiB | 25 % / 13 % | 2 MiB (4 MiB) | 6 % (12.5 %) |
 //! | portable f64 | 4 × 8 | 128, 2048 | 16 + 8 = 24 KiB | 75 % / 50 % | 256 KiB | 50 % / 25 % | 4 MiB (8 MiB) | 12.5 % (25 %) |
 //!
@@ -84,11 +89,65 @@
 //! All with `chi bench gemm` (square row-major `C ← A·B`, medians of alternating runs against
 //! `matrixmultiply`, percent of an FMA-only ceiling loop measured in the same process):
 //!
-//! * AVX2 f32 (sgemm, n = 256 and 1024, one thread, on the Zen 3 machine): MC ∈ {96, 144, 192}
-//!   × KC ∈ {192, 256, 320, 384} all within ±3 % of each other (the timing noise of that shared
-//!   machine); MC = 72 and KC = 512 were not better. The values sit in the middle of that flat
-//!   region, where the cache arithmetic also has the most slack. AVX2 f64 reused the same KC and
-//!   a smaller MC by the footprint arithmetic above; it was not swept separately.
+//! * **Zen 3, AVX2 f32 6 × 16 and f64 6 × 8, 2026-11-26** (AMD EPYC `cpu family 25 model 1`,
+//!   L1d 32 KiB 8-way, L2 512 KiB per core, L3 32 MiB; 2 vCPUs shared with another engineer's
+//!   builds, load average 1.8–3.4 throughout, so single timings moved by ±10 %). Three passes:
+//!
+//!   1. *Cache simulation* (deterministic, whatever the load): one `gemm_par(Par::Seq, …)` call on
+//!      512 × 512 row-major operands in a scratch harness under `CHI_GEMM_BLOCKING=MC,KC,NC
+//!      valgrind --tool=callgrind --cache-sim=yes --D1=32768,8,64 --LL=524288,8,64
+//!      --toggle-collect='chi_kernels::gemm::driver::gemm_seq'` (LL set to this L2). Thousands of
+//!      L1 read misses / L2 read misses (the simulator has no hardware prefetcher, so these are
+//!      upper bounds on what reaches the core), NC = 4096 / 2048:
+//!
+//!      | f32 | KC 128 | 192 | 256 | 384 | 512 |
+//!      |---|---|---|---|---|---|
+//!      | MC 72 | 731 / 107 | 716 / 158 | 733 / 180 | 1172 / 154 | 2009 / 164 |
+//!      | MC 96 | 692 / 110 | 690 / 143 | 704 / 148 | 1147 / 130 | 2009 / 131 |
+//!      | MC 144 | 677 / 140 | 662 / 129 | **672 / 115** | 1129 / 115 | 2009 / 111 |
+//!      | MC 192 | 660 / 130 | 645 / 116 | 656 / 102 | 1117 / 110 | 2009 / 110 |
+//!      | MC 240 | 642 / 128 | 641 / 121 | 656 / 114 | 1113 / 120 | 2009 / 369 |
+//!
+//!      | f64 | KC 128 | 192 | 256 | 384 | 512 |
+//!      |---|---|---|---|---|---|
+//!      | MC 72 | 2539 / 427 | 2531 / 394 | 2608 / 362 | 4468 / 366 | 5075 / 357 |
+//!      | MC 96 | 2522 / 362 | 2488 / 333 | **2545 / 305** | 4464 / 323 | 5075 / 328 |
+//!      | MC 144 | 2457 / 315 | 2423 / 289 | 2482 / 272 | 4448 / 290 | 5075 / 1975 |
+//!      | MC 192 | 2424 / 298 | 2390 / 274 | 2451 / 258 | 4440 / 1399 | 5075 / 2277 |
+//!      | MC 240 | 2424 / 312 | 2390 / 287 | 2451 / 533 | 4440 / 1684 | 5075 / 2130 |
+//!
+//!      KC ≥ 384 overflows L1 (B̃ micro-panel 24–32 KiB next to Ã): L1 misses ×1.7–3. An Ã block
+//!      above ~400 KiB (f64 MC ≥ 192 with KC ≥ 384, MC = 240 with KC = 256, MC = 144 with KC =
+//!      512; f32 MC = 240, KC = 512) overflows L2: L2 misses ×2–8. Inside those limits a larger
+//!      Ã means fewer B̃ reloads, so MC = 144–192 miss least.
+//!   2. *Timing, the full grid* MC ∈ {72, 96, 144, 192, 240} × KC ∈ {128, 192, 256, 384, 512},
+//!      n = 256, 512, 1024, 2048, chi alone in the same harness, 3 rounds in random order: every
+//!      cell within the ±10 % run-to-run noise of the others (medians 54–84 GFLOPS f32, 28–43
+//!      f64; a different cell is best at each size except f64 (240, 384) at 1024 and 2048).
+//!   3. *Timing against matrixmultiply*, the candidates the first two passes left, 5 rounds
+//!      alternating candidates: `CHI_GEMM_BLOCKING=MC,KC,NC target/release/chi --threads 1 bench
+//!      gemm --dtype f32|f64 --sizes 256,512,1024,2048 --reps 5 --json`. Median ratio chi /
+//!      matrixmultiply (the ratio cancels most of the load) at n = 256 / 512 / 1024 / 2048:
+//!
+//!      | MC, KC (NC 4096 f32, 2048 f64) | sgemm | dgemm |
+//!      |---|---|---|
+//!      | 96, 256 | 1.09 / 1.09 / 1.11 / 1.13 | **1.19 / 1.27 / 1.21 / 1.16** |
+//!      | 144, 256 | **1.09 / 1.09 / 1.12 / 1.06** | 1.13 / 1.21 / 1.15 / 1.12 |
+//!      | 192, 256 | 1.07 / 1.10 / 1.12 / 1.06 | 1.18 / 1.21 / 1.18 / 1.16 |
+//!      | 192, 192 | 1.04 / 1.06 / 1.07 / 1.05 | 1.11 / 1.13 / 1.15 / 1.12 |
+//!      | 144, 384 (f32) / 144, 192 (f64) | 1.08 / 1.07 / 1.10 / 1.06 | 1.09 / 1.18 / 1.14 / 1.08 |
+//!
+//!      KC = 192 loses 3–5 % (a third more C-tile loads and stores per FMA than KC = 256) and
+//!      KC = 384 (f32, L1 overflow) 1–2 %; among the MC values with KC = 256 the
+//!      differences are inside the noise, so MC stays 144 (f32) and 96 (f64). Then NC with those,
+//!      same command, `--sizes 1024,2048`, 5 rounds: sgemm NC = 512 / 1024 / 2048 / 4096:
+//!      1.11 / 1.13 / 1.06 / 1.11 at n = 1024 and 1.10 / 1.10 / 1.01 / 1.06 at n = 2048; dgemm
+//!      NC = 256 / 512 / 1024 / 2048: 1.16 / 1.21 / 1.19 / 1.14 and 1.11 / 1.17 / 1.15 / 1.11. So
+//!      NC = 1024 (f32) and 512 (f64): a 1 MiB B̃ for both, ~5 % over one n-wide panel at
+//!      n = 2048 (A is packed once per panel, i.e. twice or four times there, which costs less).
+//!
+//!   Earlier (on the same machine, before the packing was vectorised): MC ∈ {96, 144, 192} × KC ∈
+//!   {192, 256, 320, 384} within ±3 % of each other for sgemm at n = 256 and 1024.
 //! * Zen 5, AVX-512 f32 (commit bf6fa12, `chi --threads 1 bench gemm --sizes 128,…,2048`):
 //!   (MC, KC) ∈ {(144, 192), (144, 256), (288, 256), (96, 384), (240, 320)} all give 1.11–1.17×
 //!   matrixmultiply and 87–94 % of the AVX-512 FMA ceiling, differences within run-to-run noise,
@@ -117,11 +176,12 @@ pub(crate) struct Blocking {
 }
 
 /// AVX2 f32 6×16 kernel (runs on Zen 3; on Zen 5 only when forced). L1: 16 + 6 = 22 KiB (69 % of
-/// 32 KiB, 46 % of 48 KiB); L2: Ã 144 KiB (28 % of 512 KiB, 14 % of 1 MiB); L3: B̃ 4 MiB.
-pub(crate) const AVX2_F32: Blocking = Blocking { mc: 144, kc: 256, nc: 4096 };
+/// 32 KiB, 46 % of 48 KiB); L2: Ã 144 KiB (28 % of 512 KiB, 14 % of 1 MiB); L3: B̃ 1 MiB. Swept
+/// on Zen 3 (module docs).
+pub(crate) const AVX2_F32: Blocking = Blocking { mc: 144, kc: 256, nc: 1024 };
 /// AVX2 f64 6×8 kernel. L1: 16 + 12 = 28 KiB (88 % of 32 KiB, 58 % of 48 KiB); L2: Ã 192 KiB
-/// (38 % of 512 KiB, 19 % of 1 MiB); L3: B̃ 4 MiB.
-pub(crate) const AVX2_F64: Blocking = Blocking { mc: 96, kc: 256, nc: 2048 };
+/// (38 % of 512 KiB, 19 % of 1 MiB); L3: B̃ 1 MiB. Swept on Zen 3 (module docs).
+pub(crate) const AVX2_F64: Blocking = Blocking { mc: 96, kc: 256, nc: 512 };
 /// AVX-512 f32 12×32 kernel (Zen 5). L1: 32 + 12 = 44 KiB (92 % of 48 KiB; would not fit a 32 KiB
 /// L1, which no AVX-512 machine here has); L2: Ã 144 KiB (14 % of 1 MiB); L3: B̃ 4 MiB.
 pub(crate) const AVX512_F32: Blocking = Blocking { mc: 144, kc: 256, nc: 4096 };
@@ -132,3 +192,62 @@ pub(crate) const AVX512_F64: Blocking = Blocking { mc: 96, kc: 256, nc: 2048 };
 /// Portable 4×8 kernel (either type; runs where there is no AVX2+FMA, or when forced). L1: 12 KiB
 /// (f32) / 24 KiB (f64); L2: Ã 128 / 256 KiB; L3: B̃ 2 / 4 MiB: within every cache of both machines.
 pub(crate) const PORTABLE: Blocking = Blocking { mc: 128, kc: 256, nc: 2048 };
+
+/// The environment variable that replaces the blocking of whichever kernel runs: `MC,KC,NC` in
+/// elements, e.g. `CHI_GEMM_BLOCKING=192,256,4096`. It exists to rerun the sweep recorded in the
+/// module docs on another CPU with the `chi bench gemm` binary. MC must be a multiple of the
+/// kernel's MR and NC of its NR (the driver steps through them by whole micro-panels); every value
+/// must be positive and at most [`ENV_MAX`]. It is read once per process; an invalid value makes
+/// every GEMM call panic with the reason, rather than run with blocking nobody asked for.
+pub(crate) const BLOCKING_ENV: &str = "CHI_GEMM_BLOCKING";
+
+/// Upper bound on each value of [`BLOCKING_ENV`] (keeps the scratch buffers it implies bounded).
+pub(crate) const ENV_MAX: usize = 1 << 16;
+
+/// The blocking [`BLOCKING_ENV`] asks for, for a kernel with tile `mr × nr`, or `None` when it is
+/// not set.
+///
+/// # Panics
+/// If the variable is set but not valid for this kernel ([`parse_blocking`]).
+pub(crate) fn env_override(mr: usize, nr: usize) -> Option<Blocking> {
+    static RAW: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let raw = RAW.get_or_init(|| std::env::var(BLOCKING_ENV).ok()).as_deref()?;
+    Some(parse_blocking(raw, mr, nr).unwrap_or_else(|e| panic!("gemm: {BLOCKING_ENV}={raw:?}: {e}")))
+}
+
+/// Parses `MC,KC,NC` and checks it against a kernel with tile `mr × nr` (see [`BLOCKING_ENV`]).
+pub(crate) fn parse_blocking(s: &str, mr: usize, nr: usize) -> Result<Blocking, String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let [mc, kc, nc] = parts[..] else { return Err("expected three numbers MC,KC,NC".into()) };
+    let num = |x: &str, name: &str, unit: usize| -> Result<usize, String> {
+        let v: usize = x.parse().map_err(|_| format!("{name} = {x:?} is not a number"))?;
+        if v == 0 || v > ENV_MAX || v % unit != 0 {
+            return Err(format!("{name} = {v} must be a multiple of {unit} between 1 and {ENV_MAX}"));
+        }
+        Ok(v)
+    };
+    Ok(Blocking { mc: num(mc, "MC", mr)?, kc: num(kc, "KC", 1)?, nc: num(nc, "NC", nr)? })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_blocking, Blocking};
+
+    #[test]
+    fn blocking_override_is_validated() {
+        assert_eq!(parse_blocking("192,256,4096", 6, 16), Ok(Blocking { mc: 192, kc: 256, nc: 4096 }));
+        assert_eq!(parse_blocking(" 96, 7 ,64", 6, 8), Ok(Blocking { mc: 96, kc: 7, nc: 64 }));
+        for (bad, why) in [
+            ("190,256,4096", "MC = 190 must be a multiple of 6"),
+            ("192,0,4096", "KC = 0 must be a multiple of 1"),
+            ("192,256,4100", "NC = 4100 must be a multiple of 16"),
+            ("192,70000,4096", "KC = 70000 must be a multiple of 1 between 1 and 65536"),
+            ("192,256", "expected three numbers"),
+            ("192,x,4096", "KC = \"x\" is not a number"),
+            ("", "expected three numbers"),
+        ] {
+            let e = parse_blocking(bad, 6, 16).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+    }
+}

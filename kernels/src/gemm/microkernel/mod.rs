@@ -101,8 +101,17 @@ pub(crate) struct Kernel<T> {
 }
 
 impl<T: Real> Kernel<T> {
-    /// The kernel for this CPU and type (or the portable one if forced).
+    /// The kernel for this CPU and type (or the portable one if forced), with its blocking replaced
+    /// by `CHI_GEMM_BLOCKING` if that is set (see [`blocking::env_override`]).
     pub(crate) fn select(choice: KernelChoice) -> Self {
+        let mut kern = Self::select_builtin(choice);
+        if let Some(b) = blocking::env_override(kern.mr, kern.nr) {
+            kern.blocking = b;
+        }
+        kern
+    }
+
+    fn select_builtin(choice: KernelChoice) -> Self {
         #[cfg(target_arch = "x86_64")]
         if choice == KernelChoice::Auto && has_avx512() {
             if is_f32::<T>() {
