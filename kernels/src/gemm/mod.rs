@@ -9,7 +9,10 @@
 //! A BLIS-style GEMM (source files under `kernels/src/gemm/`):
 //!
 //! * `pack.rs`: A and B are packed into contiguous MR-row / NR-column micro-panels, in
-//!   thread-local, 64-byte-aligned scratch that is reused (no allocation per call in steady state);
+//!   thread-local, 64-byte-aligned scratch that is reused (no allocation per call in steady state),
+//!   with AVX2 copies and in-register transposes where the CPU has AVX2. The AVX2 tiles read a
+//!   row-major A in place instead when a packed block would feed at most 8 B̃ micro-panels (small
+//!   `n`, or small `m`), where packing it costs more than it saves;
 //! * `blocking.rs`: the cache-blocking constants MC/KC/NC, the five-loop nest, and, for each
 //!   microkernel, its L1/L2/L3 footprint on Zen 3 (32 KiB / 512 KiB / 32 MiB) and Zen 5
 //!   (48 KiB / 1 MiB / 32 MiB), including where a block does not fit and why that is tolerable;

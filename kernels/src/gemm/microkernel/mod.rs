@@ -6,6 +6,8 @@
 //!   cross-lane shuffles: only 2 vector loads and 6 broadcast loads per 12 FMAs.
 //!   Edge tiles run a kernel instantiated for exactly their row count and vector count (so an
 //!   m = 16 problem does 6 + 6 + 4 rows of work, not 18), storing partial columns through a buffer.
+//!   Each also exists reading A in place through a row stride ([`TileDirectFn`]), for the
+//!   driver's small products.
 //! * [`avx512`]: hand-written AVX-512F kernels, 12×32 for f32 and 12×16 for f64, the same
 //!   broadcast-load design with 24 zmm accumulators; chosen over AVX2 when the CPU has AVX-512F
 //!   (512-bit FMA units double the flops per instruction; measured on Zen 5 in `blocking.rs`).
