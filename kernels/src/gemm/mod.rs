@@ -221,7 +221,13 @@ fn check_gemm_shapes<T>(kernel: &str, a: &MatRef<T>, b: &MatRef<T>, c: &MatMut<T
 /// machine had two threads ahead from n ≈ 96; the higher value keeps small products (the LSTM
 /// steps of `chi`'s workloads) on one thread, where a lost split costs 2–4×, while a missed one
 /// costs at most 2×.
-pub const PAR_MIN_FLOPS: usize = 2 * 160 * 160 * 160;
+///
+/// Remeasured on the same machine (2026-11-26, load average 1.3, after the AVX2 packing and the
+/// in-place A path made one thread faster; a scratch harness timing `gemm_par` with `Par::Seq` vs
+/// `Par::Split(2)`, medians of 5 alternating runs, GFLOPS): n = 96: 76.0 vs 64.7; n = 112: 71.9
+/// vs 71.9; n = 128: 70.9 vs 86.7; n = 144: 79.6 vs 107.4; n = 160: 77.3 vs 115.6. The split
+/// pays from n ≈ 120 (3.5 MFLOP), which still keeps an LSTM step's 2.1 MFLOP on one thread.
+pub const PAR_MIN_FLOPS: usize = 2 * 120 * 120 * 120;
 
 /// [`PAR_MIN_FLOPS`] for the AVX-512 f32 kernel (12×32 tile).
 ///
