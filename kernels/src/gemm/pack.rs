@@ -324,8 +324,8 @@ mod x86 {
                 t += 8;
             }
             while t < klen {
-                for i in 0..6 {
-                    *out.add(6 * t + i) = *r[i].add(t);
+                for (i, ri) in r.iter().enumerate() {
+                    *out.add(6 * t + i) = *ri.add(t);
                 }
                 t += 1;
             }
@@ -370,8 +370,8 @@ mod x86 {
                 t += 4;
             }
             while t < klen {
-                for i in 0..6 {
-                    *out.add(6 * t + i) = *r[i].add(t);
+                for (i, ri) in r.iter().enumerate() {
+                    *out.add(6 * t + i) = *ri.add(t);
                 }
                 t += 1;
             }
