@@ -244,6 +244,18 @@ pub const PAR_MIN_FLOPS_AVX512_F32: usize = 2 * 184 * 184 * 184;
 /// core; f64 does half the flops per cycle, so the crossover in flops is lower than for f32).
 pub const PAR_MIN_FLOPS_AVX512_F64: usize = 2 * 128 * 128 * 128;
 
+/// Checks the `CHI_GEMM_BLOCKING` environment variable (`MC,KC,NC`, documented in the blocking
+/// module) against the f32 and f64 kernels this CPU selects, so that a program can report a bad
+/// value as an error before any product runs (a product would panic on it); `Ok` when the
+/// variable is not set.
+pub fn check_blocking_env() -> Result<(), String> {
+    let Ok(raw) = std::env::var(blocking::BLOCKING_ENV) else { return Ok(()) };
+    for (mr, nr) in [microkernel::Kernel::<f32>::tile(KernelChoice::Auto), microkernel::Kernel::<f64>::tile(KernelChoice::Auto)] {
+        blocking::parse_blocking(&raw, mr, nr).map_err(|e| format!("{}={raw:?}: {e}", blocking::BLOCKING_ENV))?;
+    }
+    Ok(())
+}
+
 /// The flop count from which [`Par::Auto`] uses threads, for the microkernel `choice` selects for
 /// `T` on this CPU (see the constants above for the measurements behind each value).
 pub fn par_min_flops<T: Real>(choice: KernelChoice) -> usize {

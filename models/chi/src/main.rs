@@ -16,6 +16,11 @@ fn main() {
     chi_cli::cli::default_sigpipe();
     chi_cli::cli::output_errors_are_not_panics();
     let cli = Cli::parse();
+    // A bad GEMM blocking override would make the first matrix product panic: report it here.
+    if let Err(e) = chi_kernels::gemm::check_blocking_env() {
+        eprintln!("chi: error: {e}");
+        std::process::exit(2);
+    }
     // Under `mpirun -n K` (K > 1): MPI, finalised when `mpi` drops at the end of main.
     let mpi = match chi_cli::dist::init() {
         Ok(g) => g,

@@ -113,6 +113,12 @@ impl<T: Real> Kernel<T> {
         kern
     }
 
+    /// The register tile `(MR, NR)` of the kernel that `choice` selects on this CPU.
+    pub(crate) fn tile(choice: KernelChoice) -> (usize, usize) {
+        let k = Self::select_builtin(choice);
+        (k.mr, k.nr)
+    }
+
     fn select_builtin(choice: KernelChoice) -> Self {
         #[cfg(target_arch = "x86_64")]
         if choice == KernelChoice::Auto && has_avx512() {

@@ -275,3 +275,23 @@ fn train_recurrent_model_writes_logs_and_gradient_flow_over_time() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[test]
+fn a_bad_gemm_blocking_override_is_an_error_not_a_panic() {
+    let run = |v: &str| {
+        Command::new(env!("CARGO_BIN_EXE_chi"))
+            .args(["bench", "gemm", "--sizes", "64", "--threads", "1", "--reps", "1", "--json"])
+            .env("CHI_GEMM_BLOCKING", v)
+            .output()
+            .unwrap()
+    };
+    for bad in ["7,256,1024", "96,0,1024", "96,256", "x"] {
+        let o = run(bad);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "CHI_GEMM_BLOCKING={bad}: {err}");
+        assert!(err.contains("chi: error: CHI_GEMM_BLOCKING=") && !err.contains("panicked"), "CHI_GEMM_BLOCKING={bad}: {err}");
+    }
+    // A valid override for every kernel (multiples of 48 fit MR = 4, 6, 12; NC of 32) runs.
+    let o = run("96,128,512");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
