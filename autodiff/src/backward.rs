@@ -169,8 +169,8 @@ fn accumulate_sum<T: Float>(slot: &mut Option<Tensor<T>>, g: Tensor<T>, create: 
     match slot.take() {
         None => *slot = Some(g),
         Some(mut acc) => {
-            if !create && acc.var.is_none() && acc.shape == g.shape {
-                if let Some(v) = Rc::get_mut(&mut acc.data) {
+            if !create && acc.shape == g.shape {
+                if let Some(v) = acc.values_mut_if_unique() {
                     // Sole owner of an untracked buffer: add in place, no allocation.
                     chi_kernels::elementwise::axpy(T::ONE, &g.data, v);
                     *slot = Some(acc);
@@ -189,8 +189,8 @@ fn accumulate_sum<T: Float>(slot: &mut Option<Tensor<T>>, g: Tensor<T>, create: 
 /// step (O(T²) over the sequence). Otherwise `g` is padded, as the rule of `Op::Narrow` does.
 fn accumulate_narrow<T: Float>(slot: &mut Option<Tensor<T>>, x: &Tensor<T>, axis: usize, start: usize, g: Tensor<T>) {
     if let Some(acc) = slot.as_mut() {
-        if acc.var.is_none() && acc.shape == x.shape {
-            if let Some(v) = Rc::get_mut(&mut acc.data) {
+        if acc.shape == x.shape {
+            if let Some(v) = acc.values_mut_if_unique() {
                 let (outer, len, inner) = g.shape.split_at_axis(axis);
                 let n = x.shape()[axis];
                 for o in 0..outer {
