@@ -122,19 +122,7 @@ pub(crate) fn filled<T: Float>(n: usize, v: T) -> Buf<T> {
         return Buf(Rc::new(vec![v; n]));
     }
     let k = class_for_len(n);
-    let reused = T::graph_state()
-        .try_with(|s| {
-            let mut p = s.pool.inner.borrow_mut();
-            let b = p.bufs[k].pop();
-            match &b {
-                Some(b) => p.bytes -= buf_bytes::<T>(b.capacity()),
-                None => p.made[k] += 1,
-            }
-            b
-        })
-        .ok()
-        .flatten();
-    match reused {
+    match take_buf::<T>(k) {
         Some(mut rc) => {
             let vec = Rc::get_mut(&mut rc).expect("pooled buffers have one owner");
             vec.clear();
@@ -151,6 +139,51 @@ pub(crate) fn filled<T: Float>(n: usize, v: T) -> Buf<T> {
 }
 
 /// A zero-filled buffer of `n` elements (see [`filled`]).
+/// A buffer of `n` values for a caller that writes every one of them before reading any (an
+/// op's output computed by a kernel): a recycled buffer keeps its old values instead of being
+/// filled first, which for the small tensors of dynamic graphs costs as much as the op's own
+/// arithmetic. The values are initialised (old results or zeros), never undefined.
+#[inline]
+pub(crate) fn for_overwrite<T: Float>(n: usize) -> Buf<T> {
+    if n == 0 || n > MAX_POOLED_LEN {
+        return Buf(Rc::new(vec![T::ZERO; n]));
+    }
+    let k = class_for_len(n);
+    match take_buf::<T>(k) {
+        Some(mut rc) => {
+            let vec = Rc::get_mut(&mut rc).expect("pooled buffers have one owner");
+            if vec.len() >= n {
+                vec.truncate(n);
+            } else {
+                vec.resize(n, T::ZERO);
+            }
+            Buf(rc)
+        }
+        None => {
+            let mut vec = Vec::with_capacity(1 << k);
+            vec.resize(n, T::ZERO);
+            Buf(Rc::new(vec))
+        }
+    }
+}
+
+/// A pooled buffer of size class `k`, if one is kept (else `None`, counted as made).
+#[inline]
+fn take_buf<T: Float>(k: usize) -> Option<Rc<Vec<T>>> {
+    T::graph_state()
+        .try_with(|s| {
+            let mut p = s.pool.inner.borrow_mut();
+            let b = p.bufs[k].pop();
+            match &b {
+                Some(b) => p.bytes -= buf_bytes::<T>(b.capacity()),
+                None => p.made[k] += 1,
+            }
+            b
+        })
+        .ok()
+        .flatten()
+}
+
 #[inline]
 pub(crate) fn zeros<T: Float>(n: usize) -> Buf<T> {
     filled(n, T::ZERO)

@@ -251,8 +251,20 @@ impl Binary {
     }
 }
 
+/// Panics (naming the kernel) unless `got == want`. Inlined, with the message built only on the
+/// failing path: the kernels run on one-element slices in dynamic graphs, where an out-of-line
+/// check that computes the kernel's name first costs as much as the arithmetic.
+#[inline(always)]
 fn check_len(kernel: &str, what: &str, got: usize, want: usize) {
-    assert!(got == want, "{kernel}: length mismatch: {what} has {got} elements, expected {want}");
+    if got != want {
+        length_mismatch(kernel, what, got, want);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn length_mismatch(kernel: &str, what: &str, got: usize, want: usize) -> ! {
+    panic!("{kernel}: length mismatch: {what} has {got} elements, expected {want}");
 }
 
 impl Unary {

@@ -20,7 +20,7 @@ impl<T: Float> Tensor<T> {
             panic!("{}: shapes {:?} and {:?} cannot be broadcast together", op.name(), self.shape, other.shape)
         });
         let n = out_shape.numel();
-        let mut out = crate::pool::zeros(n);
+        let mut out = crate::pool::for_overwrite(n);
         let exact = matches!(op, Binary::Add | Binary::Sub | Binary::Mul | Binary::Div);
         if exact && n <= TINY && self.shape == other.shape {
             // See `scalar_op`: inline for tiny tensors, bit-identical to the kernel.
@@ -79,7 +79,7 @@ impl<T: Float> Tensor<T> {
     #[track_caller]
     fn scalar_op(&self, s: T, op: Binary) -> Tensor<T> {
         let loc = Location::caller();
-        let mut out = crate::pool::zeros(self.numel());
+        let mut out = crate::pool::for_overwrite(self.numel());
         if self.numel() <= TINY && matches!(op, Binary::Add | Binary::Sub | Binary::Mul | Binary::Div) {
             // Tiny tensors (scalars in dynamic graphs): the kernel's dispatch and vector tail
             // cost more than the arithmetic. These four ops are correctly rounded in scalar and

@@ -46,6 +46,7 @@ pub enum Inputs<'a, T: Float> {
 
 impl<'a, T: Float> std::ops::Deref for Inputs<'a, T> {
     type Target = [&'a Tensor<T>];
+    #[inline]
     fn deref(&self) -> &Self::Target {
         match self {
             Inputs::Inline(a, n) => &a[..*n],
@@ -237,6 +238,7 @@ impl<T: Float> Op<T> {
     }
 
     /// The differentiable inputs, in the order `backward` returns their gradients.
+    #[inline(always)]
     pub fn inputs(&self) -> Inputs<'_, T> {
         match self {
             Op::Binary { a, b, .. } | Op::Where { a, b, .. } | Op::Matmul { a, b } => Inputs::Inline([a, b], 2),

@@ -17,7 +17,7 @@ impl<T: Float> Tensor<T> {
     #[track_caller]
     pub fn unary(&self, op: Unary) -> Tensor<T> {
         let loc = Location::caller();
-        let mut out = crate::pool::zeros(self.numel());
+        let mut out = crate::pool::for_overwrite(self.numel());
         ew::unary(op, &self.data, &mut out);
         record(out, self.shape, &[self], loc, |o| Op::Unary { op, x: self.clone(), out: o.clone() })
     }
@@ -99,7 +99,7 @@ pub(crate) fn unary_backward_in_place<T: Float>(op: Unary, x: &Tensor<T>, out: &
 /// `dx = g ⊙ f'(x)`.
 pub(crate) fn unary_backward<T: Float>(op: Unary, x: &Tensor<T>, out: &Tensor<T>, g: &Tensor<T>, fast: bool) -> Tensor<T> {
     if fast {
-        let mut dx = crate::pool::zeros(x.numel());
+        let mut dx = crate::pool::for_overwrite(x.numel());
         ew::unary_backward(op, &x.data, &out.data, &g.data, &mut dx);
         return Tensor::from_buf(dx, x.shape);
     }

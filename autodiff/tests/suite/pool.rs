@@ -118,3 +118,43 @@ fn tensors_dropped_at_thread_exit_are_freed() {
     .join()
     .expect("thread exit with live tensors in a thread-local");
 }
+
+/// Op outputs take recycled buffers without clearing them first (`for_overwrite`): every value
+/// of the output must still be written by the op. The pool is filled with buffers of NaN of every
+/// length used below, then each overwriting op (unary, scalar, same-shape and broadcast binary,
+/// the unary backward rule) runs at those lengths and its result is compared with plain Rust.
+#[test]
+fn ops_overwrite_every_value_of_a_recycled_buffer() {
+    let lens = [1usize, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 511, 1000, 1024];
+    for &n in &lens {
+        // Stale buffers full of NaN, in the size class of `n` and of `n` + 1 (a longer old length).
+        for m in [n, n + 1] {
+            let junk: Vec<Tensor<f64>> = (0..4).map(|_| Tensor::full(&[m], f64::NAN).mul_scalar(1.0)).collect();
+            drop(junk);
+        }
+        let xs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let x = Tensor::from_vec(xs.clone(), &[n]).requires_grad();
+        let t = x.tanh();
+        let want: Vec<f64> = xs.iter().map(|v| v.tanh()).collect();
+        for (k, (a, b)) in t.data().iter().zip(&want).enumerate() {
+            assert!((a - b).abs() <= 1e-15, "tanh, n = {n}, element {k}: {a} vs {b}");
+        }
+        let s = x.mul_scalar(3.0);
+        assert_eq!(s.data(), &xs.iter().map(|v| v * 3.0).collect::<Vec<_>>()[..], "mul_scalar, n = {n}");
+        let b = x.add(&s);
+        assert_eq!(b.data(), &xs.iter().map(|v| v + v * 3.0).collect::<Vec<_>>()[..], "add, n = {n}");
+        // Broadcast: [2, n] + [n].
+        let two = Tensor::from_vec(xs.iter().chain(&xs).map(|v| v + 1.0).collect(), &[2, n]);
+        let bc = two.add(&x);
+        let want_bc: Vec<f64> = (0..2 * n).map(|i| xs[i % n] + 1.0 + xs[i % n]).collect();
+        assert_eq!(bc.data(), &want_bc[..], "broadcast add, n = {n}");
+        // Backward of tanh with a kept seed (so the rule writes a new buffer, not the seed's).
+        let seed = Tensor::full(&[n], 1.0);
+        t.backward_with(Some(&seed), Default::default()).unwrap();
+        let g = x.grad().unwrap();
+        for (k, (gv, tv)) in g.data().iter().zip(t.data()).enumerate() {
+            assert!((gv - (1.0 - tv * tv)).abs() <= 1e-15, "tanh backward, n = {n}, element {k}: {gv}");
+        }
+        assert!(seed.data().iter().all(|&v| v == 1.0), "the kept seed was written");
+    }
+}
