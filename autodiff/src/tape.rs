@@ -467,6 +467,11 @@ pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
 /// Records a new op output: wraps `data` as a tensor and, if any input requires grad and grad
 /// mode is on, gives it a node holding `make_op`'s op. `make_op` receives the output so rules
 /// that need it (exp, tanh, softmax, ...) can save it.
+///
+/// Always inlined: the op is then built straight into its node instead of on the stack and
+/// copied in (200 bytes), and for the one-element tensors of scalar graphs that copy and the
+/// call are a measurable part of the op's cost.
+#[inline(always)]
 pub(crate) fn record<T: Float>(
     data: impl Into<Rc<Vec<T>>>,
     shape: crate::Shape,

@@ -335,23 +335,9 @@ fn par3<T: Real>(cost: Cost, x: &[T], y: &[T], g: &[T], out: &mut [T], f: impl F
 }
 
 // ---------------------------------------------------------------------------------------------
-// SIMD map helpers. Tails are computed by the same vector code on a zero-padded buffer, so every
-// element's result is independent of its position (and of the thread split).
-
-/// Copies a vector tail (fewer than 8 elements) between a slice and a padded buffer. A plain
-/// `copy_from_slice` of a variable length becomes a call to `memcpy`, which on one-element
-/// tensors (scalar graphs) costs more than the arithmetic; this loop has a constant trip count
-/// and is unrolled into a few conditional moves instead.
-#[inline(always)]
-fn copy_tail<S: Copy>(dst: &mut [S], src: &[S]) {
-    let n = src.len();
-    debug_assert!(dst.len() == n && n < 8);
-    for i in 0..8 {
-        if i < n {
-            dst[i] = src[i];
-        }
-    }
-}
+// SIMD map helpers. Tails are computed by the same vector code on a zero-padded vector
+// (`load_partial`), so every element's result is independent of its position (and of the thread
+// split).
 
 #[inline(always)]
 pub(crate) fn map1<V: SimdVec>(x: &[V::S], y: &mut [V::S], f: impl Fn(V) -> V) {
@@ -362,10 +348,7 @@ pub(crate) fn map1<V: SimdVec>(x: &[V::S], y: &mut [V::S], f: impl Fn(V) -> V) {
     }
     let (xr, yr) = (xc.remainder(), yc.into_remainder());
     if !xr.is_empty() {
-        let mut buf = [<V::S as Real>::ZERO; 8];
-        copy_tail(&mut buf[..xr.len()], xr);
-        f(V::load(&buf)).store(&mut buf);
-        copy_tail(yr, &buf[..xr.len()]);
+        f(V::load_partial(xr)).store_partial(yr);
     }
 }
 
@@ -377,11 +360,8 @@ pub(crate) fn map1_inplace<V: SimdVec>(x: &mut [V::S], f: impl Fn(V) -> V) {
     }
     let xr = xc.into_remainder();
     if !xr.is_empty() {
-        let mut buf = [<V::S as Real>::ZERO; 8];
-        copy_tail(&mut buf[..xr.len()], xr);
-        f(V::load(&buf)).store(&mut buf);
-        let n = xr.len();
-        copy_tail(xr, &buf[..n]);
+        let v = f(V::load_partial(xr));
+        v.store_partial(xr);
     }
 }
 
@@ -395,13 +375,7 @@ pub(crate) fn map2<V: SimdVec>(a: &[V::S], b: &[V::S], out: &mut [V::S], f: impl
     }
     let (ar, br, or) = (ac.remainder(), bc.remainder(), oc.into_remainder());
     if !ar.is_empty() {
-        let n = ar.len();
-        let mut ba = [<V::S as Real>::ZERO; 8];
-        let mut bb = [<V::S as Real>::ZERO; 8];
-        copy_tail(&mut ba[..n], ar);
-        copy_tail(&mut bb[..n], br);
-        f(V::load(&ba), V::load(&bb)).store(&mut ba);
-        copy_tail(or, &ba[..n]);
+        f(V::load_partial(ar), V::load_partial(br)).store_partial(or);
     }
 }
 
@@ -414,13 +388,8 @@ pub(crate) fn map2_inplace<V: SimdVec>(a: &mut [V::S], b: &[V::S], f: impl Fn(V,
     }
     let (ar, br) = (ac.into_remainder(), bc.remainder());
     if !ar.is_empty() {
-        let n = ar.len();
-        let mut ba = [<V::S as Real>::ZERO; 8];
-        let mut bb = [<V::S as Real>::ZERO; 8];
-        copy_tail(&mut ba[..n], ar);
-        copy_tail(&mut bb[..n], br);
-        f(V::load(&ba), V::load(&bb)).store(&mut ba);
-        copy_tail(ar, &ba[..n]);
+        let v = f(V::load_partial(ar), V::load_partial(br));
+        v.store_partial(ar);
     }
 }
 
@@ -435,15 +404,7 @@ pub(crate) fn map3<V: SimdVec>(x: &[V::S], y: &[V::S], g: &[V::S], out: &mut [V:
     }
     let (xr, yr, gr, or) = (xc.remainder(), yc.remainder(), gc.remainder(), oc.into_remainder());
     if !xr.is_empty() {
-        let n = xr.len();
-        let mut bx = [<V::S as Real>::ZERO; 8];
-        let mut by = [<V::S as Real>::ZERO; 8];
-        let mut bg = [<V::S as Real>::ZERO; 8];
-        copy_tail(&mut bx[..n], xr);
-        copy_tail(&mut by[..n], yr);
-        copy_tail(&mut bg[..n], gr);
-        f(V::load(&bx), V::load(&by), V::load(&bg)).store(&mut bx);
-        copy_tail(or, &bx[..n]);
+        f(V::load_partial(xr), V::load_partial(yr), V::load_partial(gr)).store_partial(or);
     }
 }
 
@@ -457,15 +418,8 @@ pub(crate) fn map3_inplace<V: SimdVec>(acc: &mut [V::S], a: &[V::S], b: &[V::S],
     }
     let (cr, ar, br) = (cc.into_remainder(), ac.remainder(), bc.remainder());
     if !cr.is_empty() {
-        let n = cr.len();
-        let mut bx = [<V::S as Real>::ZERO; 8];
-        let mut ba = [<V::S as Real>::ZERO; 8];
-        let mut bb = [<V::S as Real>::ZERO; 8];
-        copy_tail(&mut bx[..n], cr);
-        copy_tail(&mut ba[..n], ar);
-        copy_tail(&mut bb[..n], br);
-        f(V::load(&bx), V::load(&ba), V::load(&bb)).store(&mut bx);
-        copy_tail(cr, &bx[..n]);
+        let v = f(V::load_partial(cr), V::load_partial(ar), V::load_partial(br));
+        v.store_partial(cr);
     }
 }
 

@@ -107,6 +107,14 @@ macro_rules! common {
                 unsafe { $storeu(s.as_mut_ptr(), self.0) }
             }
             #[inline(always)]
+            fn load_partial(s: &[$s]) -> Self {
+                $ty::load_partial_(s)
+            }
+            #[inline(always)]
+            fn store_partial(self, s: &mut [$s]) {
+                self.store_partial_(s)
+            }
+            #[inline(always)]
             fn fma(self, a: Self, b: Self) -> Self {
                 $ty(unsafe { $fmadd(self.0, a.0, b.0) })
             }
@@ -208,7 +216,33 @@ common!(
     _mm256_xor_pd, _mm256_or_pd, wide::f64x4
 );
 
+/// Lane masks for the masked tail loads and stores: the 8 (f32) or 4 (f64) entries starting at
+/// `LANES − n` select the first `n` lanes.
+static TAIL_MASK_32: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
+static TAIL_MASK_64: [i64; 8] = [-1, -1, -1, -1, 0, 0, 0, 0];
+
 impl F32x8 {
+    /// The first `n < 8` lanes from `s` (`n = s.len()`), the others 0, without a padded copy:
+    /// a masked load reads only the selected lanes, so it never touches memory past the slice.
+    #[inline(always)]
+    fn load_partial_(s: &[f32]) -> Self {
+        let n = s.len();
+        assert!(n < 8);
+        unsafe {
+            let m = _mm256_loadu_si256(TAIL_MASK_32.as_ptr().add(8 - n) as *const __m256i);
+            F32x8(_mm256_maskload_ps(s.as_ptr(), m))
+        }
+    }
+    /// Stores the first `n = s.len() < 8` lanes into `s` (a masked store: nothing past it).
+    #[inline(always)]
+    fn store_partial_(self, s: &mut [f32]) {
+        let n = s.len();
+        assert!(n < 8);
+        unsafe {
+            let m = _mm256_loadu_si256(TAIL_MASK_32.as_ptr().add(8 - n) as *const __m256i);
+            _mm256_maskstore_ps(s.as_mut_ptr(), m, self.0)
+        }
+    }
     #[inline(always)]
     fn hsum_(self) -> f32 {
         // The same association as `wide`'s AVX `reduce_add`: (lo + hi) quads, then pairs, then lanes.
@@ -239,6 +273,26 @@ impl F32x8 {
 }
 
 impl F64x4 {
+    /// As [`F32x8::load_partial_`], for `n = s.len() < 4`.
+    #[inline(always)]
+    fn load_partial_(s: &[f64]) -> Self {
+        let n = s.len();
+        assert!(n < 4);
+        unsafe {
+            let m = _mm256_loadu_si256(TAIL_MASK_64.as_ptr().add(4 - n) as *const __m256i);
+            F64x4(_mm256_maskload_pd(s.as_ptr(), m))
+        }
+    }
+    /// As [`F32x8::store_partial_`], for `n = s.len() < 4`.
+    #[inline(always)]
+    fn store_partial_(self, s: &mut [f64]) {
+        let n = s.len();
+        assert!(n < 4);
+        unsafe {
+            let m = _mm256_loadu_si256(TAIL_MASK_64.as_ptr().add(4 - n) as *const __m256i);
+            _mm256_maskstore_pd(s.as_mut_ptr(), m, self.0)
+        }
+    }
     #[inline(always)]
     fn hsum_(self) -> f64 {
         unsafe {

@@ -69,6 +69,22 @@ pub(crate) trait SimdVec:
     fn load(s: &[Self::S]) -> Self;
     /// Store into the first `LANES` elements of `s`.
     fn store(self, s: &mut [Self::S]);
+    /// Load the `s.len()` elements of `s` (fewer than `LANES`: the tail of an elementwise map)
+    /// into the first lanes, the other lanes 0.
+    #[inline(always)]
+    fn load_partial(s: &[Self::S]) -> Self {
+        let mut buf = [<Self::S as Real>::ZERO; 8];
+        copy_tail(&mut buf[..s.len()], s);
+        Self::load(&buf)
+    }
+    /// Store the first `s.len()` lanes (fewer than `LANES`) into `s`.
+    #[inline(always)]
+    fn store_partial(self, s: &mut [Self::S]) {
+        let mut buf = [<Self::S as Real>::ZERO; 8];
+        self.store(&mut buf);
+        let n = s.len();
+        copy_tail(s, &buf[..n]);
+    }
     /// `self·a + b` with one rounding.
     fn fma(self, a: Self, b: Self) -> Self;
     fn lt(self, o: Self) -> Self;
@@ -96,6 +112,20 @@ pub(crate) trait SimdVec:
     fn hmax(self) -> Self::S;
     #[allow(dead_code)]
     fn hmin(self) -> Self::S;
+}
+
+/// `dst = src` for the fewer than 8 elements of a vector tail. A plain `copy_from_slice` calls
+/// `memcpy`, which for the one-element tensors of scalar graphs costs more than the arithmetic;
+/// this loop has a constant trip count and is unrolled into a few conditional moves instead.
+#[inline(always)]
+pub(crate) fn copy_tail<S: Copy>(dst: &mut [S], src: &[S]) {
+    let n = src.len();
+    debug_assert!(dst.len() == n && n < 8);
+    for i in 0..8 {
+        if i < n {
+            dst[i] = src[i];
+        }
+    }
 }
 
 macro_rules! impl_vec_common {
