@@ -12,6 +12,44 @@ use std::rc::Rc;
 /// Element count up to which scalar-operand arithmetic runs inline instead of calling the kernel.
 const TINY: usize = 4;
 
+/// `x ∘ s` for one of the four correctly rounded ops (`+ − × ÷`), the scalar form of the
+/// kernel for tiny tensors. A one-element tensor (the usual case: scalar graphs) is handled
+/// without a loop, whose vectorised prologue would cost more than the arithmetic.
+#[inline(always)]
+fn tiny_scalar_op<T: Float>(op: Binary, x: T, s: T) -> T {
+    match op {
+        Binary::Add => x + s,
+        Binary::Sub => x - s,
+        Binary::Mul => x * s,
+        Binary::Div => x / s,
+        _ => unreachable!("tiny path of {}", op.name()),
+    }
+}
+
+/// `out[i] = a[i] ∘ s` (see [`tiny_scalar_op`]).
+#[inline(always)]
+fn tiny_scalar_map<T: Float>(op: Binary, a: &[T], s: T, out: &mut [T]) {
+    if let ([x], [o]) = (a, &mut *out) {
+        *o = tiny_scalar_op(op, *x, s);
+        return;
+    }
+    for (o, &x) in out.iter_mut().zip(a) {
+        *o = tiny_scalar_op(op, x, s);
+    }
+}
+
+/// `v[i] = v[i] ∘ s` (see [`tiny_scalar_op`]).
+#[inline(always)]
+fn tiny_scalar_map_in_place<T: Float>(op: Binary, v: &mut [T], s: T) {
+    if let [x] = v {
+        *x = tiny_scalar_op(op, *x, s);
+        return;
+    }
+    for x in v.iter_mut() {
+        *x = tiny_scalar_op(op, *x, s);
+    }
+}
+
 impl<T: Float> Tensor<T> {
     #[track_caller]
     fn binary_op(&self, other: &Tensor<T>, op: Binary) -> Tensor<T> {
@@ -84,9 +122,7 @@ impl<T: Float> Tensor<T> {
             // Tiny tensors (scalars in dynamic graphs): the kernel's dispatch and vector tail
             // cost more than the arithmetic. These four ops are correctly rounded in scalar and
             // vector form alike, so the result is bit-identical to the kernel's.
-            for (o, &a) in out.iter_mut().zip(self.data.iter()) {
-                *o = op.apply(a, s);
-            }
+            tiny_scalar_map(op, &self.data, s, &mut out);
         } else {
             ew::binary_scalar(op, &self.data, s, &mut out);
         }
@@ -218,9 +254,7 @@ pub(crate) fn binary_scalar_backward_in_place<T: Float>(op: Binary, s: T, g: &mu
         Binary::Mul | Binary::Div => {
             let Some(v) = g.values_mut_if_unique() else { return false };
             if v.len() <= TINY {
-                for x in v.iter_mut() {
-                    *x = op.apply(*x, s);
-                }
+                tiny_scalar_map_in_place(op, v, s);
             } else if op == Binary::Mul {
                 ew::scale(s, v);
             } else {

@@ -667,3 +667,35 @@ fn in_place_backward_rules_skip_a_leaf_frozen_after_recording_and_serve_grad() {
     let general = detect_anomaly(run).unwrap();
     assert_eq!(fast, general);
 }
+
+/// Scalar ops on tiny tensors skip the kernel (`+ − × ÷` are computed inline, with a loop-free
+/// path for one element); the values must be the kernel's bit for bit, special values included.
+#[test]
+fn tiny_scalar_ops_equal_the_kernel_bit_for_bit() {
+    use chi_kernels::elementwise::{binary_scalar, Binary};
+    let vals = [0.3, -1.7, 0.0, -0.0, 1e-310, -3e300, f64::INFINITY, f64::NAN, 7.0];
+    for n in 1..=5 {
+        for start in 0..vals.len() {
+            let xs: Vec<f64> = (0..n).map(|i| vals[(start + i) % vals.len()]).collect();
+            let x = Tensor::from_vec(xs.clone(), &[n]).requires_grad();
+            for s in [2.5, -0.0, 1e-300, f64::NAN] {
+                for (op, y) in [
+                    (Binary::Add, x.add_scalar(s)),
+                    (Binary::Sub, x.sub_scalar(s)),
+                    (Binary::Mul, x.mul_scalar(s)),
+                    (Binary::Div, x.div_scalar(s)),
+                ] {
+                    let mut want = vec![0.0; n];
+                    binary_scalar(op, &xs, s, &mut want);
+                    let got: Vec<u64> = y.to_vec().iter().map(|v| v.to_bits()).collect();
+                    let want: Vec<u64> = want.iter().map(|v| v.to_bits()).collect();
+                    // NaN payloads may differ between scalar and vector code; compare them as NaN.
+                    for (g, w) in got.iter().zip(&want) {
+                        let (gf, wf) = (f64::from_bits(*g), f64::from_bits(*w));
+                        assert!(g == w || (gf.is_nan() && wf.is_nan()), "{op:?} {xs:?} {s}: {gf} vs {wf}");
+                    }
+                }
+            }
+        }
+    }
+}
