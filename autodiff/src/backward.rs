@@ -299,7 +299,7 @@ struct Slot<T: Float> {
     /// The `Var::mark` this pass overwrote (restored at the end, so passes can nest).
     prev: (u64, u32),
     /// Index among `grad`'s targets.
-    target: Option<usize>,
+    target: Option<u32>,
     /// Targets mode: whether some input of this node leads to a target.
     propagate: bool,
     /// Discovery has looked at this node's inputs.
@@ -451,8 +451,8 @@ pub(crate) fn run_backward<T: Float>(
         for (k, t) in ts.iter().enumerate() {
             let (s, _) = pass.slot_of(t);
             match pass.slots[s].target {
-                Some(first) => target_alias[k] = first,
-                None => pass.slots[s].target = Some(k),
+                Some(first) => target_alias[k] = first as usize,
+                None => pass.slots[s].target = Some(k as u32),
             }
         }
     }
@@ -537,7 +537,7 @@ pub(crate) fn run_backward<T: Float>(
             accumulate_into(&var.grad, g.clone(), create);
         }
         if let Some(k) = pass.slots[s].target {
-            accumulate(&mut results[k], g.clone(), create);
+            accumulate(&mut results[k as usize], g.clone(), create);
         }
         if targets.is_some() && !pass.slots[s].propagate {
             continue;
@@ -684,7 +684,7 @@ pub(crate) fn run_backward<T: Float>(
         match targets {
             Some(_) => {
                 if let Some(k) = pass.slots[s].target {
-                    accumulate(&mut results[k], g, create);
+                    accumulate(&mut results[k as usize], g, create);
                 }
             }
             None => {

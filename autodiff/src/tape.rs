@@ -367,18 +367,30 @@ impl<T: Float> Node<T> {
         if self.op.borrow().is_none() {
             return false;
         }
-        match begin_disposal::<T>() {
-            Disposal::Here => {
+        // One access to the thread's state for the whole disposal (this runs once per node of
+        // every backward pass); the same three cases as `begin_disposal`.
+        let done = T::graph_state().try_with(|s| {
+            s.live.set(s.live.get() - 1);
+            if s.draining.replace(true) {
+                // Inside another disposal: queued, dropped by the outermost one (invariant 3).
+                s.queue.borrow_mut().extend(self.op.borrow_mut().take());
+            } else {
                 // Dropped inside the cell (see `dispose_op` for why not moved out). Nothing the
                 // op's contents reach can borrow this cell meanwhile: ownership points backwards
                 // (invariant 1), `self_refs` is 0 so dropping a saved output does not come back
                 // here, and any other node's op freed by this drop is queued (invariant 3) and
                 // dropped after the borrow ends.
                 *self.op.borrow_mut() = None;
-                drain_queue::<T>();
+                if s.queue.borrow().is_empty() {
+                    s.draining.set(false);
+                } else {
+                    drain_queue_slow(s);
+                }
             }
-            Disposal::Queue => queue_op(self.op.borrow_mut().take()),
-            Disposal::Plain => *self.op.borrow_mut() = None,
+        });
+        if done.is_err() {
+            // The thread's state is gone (thread exit): a plain drop.
+            *self.op.borrow_mut() = None;
         }
         true
     }
