@@ -5,7 +5,7 @@
 //! `col2im` is the adjoint of `im2col` (it accumulates), which is exactly the input gradient.
 
 use crate::Real;
-use rayon::prelude::*;
+use crate::parallel::split_each;
 
 /// Geometry of a 2-D convolution or pooling window over one `[C, H, W]` image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,7 +135,7 @@ pub fn im2col_2d<T: Real>(x: &[T], g: Conv2dGeom, cols: &mut [T]) {
         }
     };
     if cols.len() >= CONV_PAR && g.c > 1 {
-        cols.par_chunks_mut(per_c).enumerate().for_each(|(c, cl)| channel(c, cl));
+        split_each(cols.chunks_mut(per_c).enumerate(), |(c, cl)| channel(c, cl));
     } else {
         cols.chunks_mut(per_c).enumerate().for_each(|(c, cl)| channel(c, cl));
     }
@@ -166,7 +166,7 @@ pub fn col2im_2d<T: Real>(cols: &[T], g: Conv2dGeom, dx: &mut [T]) {
         }
     };
     if cols.len() >= CONV_PAR && g.c > 1 {
-        cols.par_chunks(per_c).zip(dx.par_chunks_mut(g.h * g.w)).for_each(|(cl, d)| channel(cl, d));
+        split_each(cols.chunks(per_c).zip(dx.chunks_mut(g.h * g.w)), |(cl, d)| channel(cl, d));
     } else {
         cols.chunks(per_c).zip(dx.chunks_mut(g.h * g.w)).for_each(|(cl, d)| channel(cl, d));
     }

@@ -4,10 +4,9 @@
 //! Every operation is named by an enum ([`Unary`], [`Binary`]) so that the autodiff crate, the
 //! benchmarks and the tests all talk about the same set.
 
-use crate::parallel::{cast, cast_mut, cast_scalar, chunk_len, dispatch, should_split, Cost};
+use crate::parallel::{cast, cast_mut, cast_scalar, chunk_len, dispatch, should_split, split_each, Cost};
 use crate::simd_math::{self as sm, SimdVec};
 use crate::Real;
-use rayon::prelude::*;
 
 /// A unary elementwise function.
 ///
@@ -297,7 +296,7 @@ impl Binary {
 fn par1<T: Real>(cost: Cost, x: &[T], y: &mut [T], f: impl Fn(&[T], &mut [T]) + Sync) {
     if should_split(x.len(), cost) {
         let c = chunk_len(cost);
-        x.par_chunks(c).zip(y.par_chunks_mut(c)).for_each(|(x, y)| f(x, y));
+        split_each(x.chunks(c).zip(y.chunks_mut(c)), |(x, y)| f(x, y));
     } else {
         f(x, y)
     }
@@ -306,7 +305,7 @@ fn par1<T: Real>(cost: Cost, x: &[T], y: &mut [T], f: impl Fn(&[T], &mut [T]) + 
 fn par_inplace<T: Real>(cost: Cost, x: &mut [T], f: impl Fn(&mut [T]) + Sync) {
     if should_split(x.len(), cost) {
         let c = chunk_len(cost);
-        x.par_chunks_mut(c).for_each(|x| f(x));
+        split_each(x.chunks_mut(c), |x| f(x));
     } else {
         f(x)
     }
@@ -315,7 +314,7 @@ fn par_inplace<T: Real>(cost: Cost, x: &mut [T], f: impl Fn(&mut [T]) + Sync) {
 fn par2<T: Real>(cost: Cost, a: &[T], b: &[T], out: &mut [T], f: impl Fn(&[T], &[T], &mut [T]) + Sync) {
     if should_split(a.len(), cost) {
         let c = chunk_len(cost);
-        a.par_chunks(c).zip(b.par_chunks(c)).zip(out.par_chunks_mut(c)).for_each(|((a, b), o)| f(a, b, o));
+        split_each(a.chunks(c).zip(b.chunks(c)).zip(out.chunks_mut(c)), |((a, b), o)| f(a, b, o));
     } else {
         f(a, b, out)
     }
@@ -324,11 +323,7 @@ fn par2<T: Real>(cost: Cost, a: &[T], b: &[T], out: &mut [T], f: impl Fn(&[T], &
 fn par3<T: Real>(cost: Cost, x: &[T], y: &[T], g: &[T], out: &mut [T], f: impl Fn(&[T], &[T], &[T], &mut [T]) + Sync) {
     if should_split(x.len(), cost) {
         let c = chunk_len(cost);
-        x.par_chunks(c)
-            .zip(y.par_chunks(c))
-            .zip(g.par_chunks(c))
-            .zip(out.par_chunks_mut(c))
-            .for_each(|(((x, y), g), o)| f(x, y, g, o));
+        split_each(x.chunks(c).zip(y.chunks(c)).zip(g.chunks(c)).zip(out.chunks_mut(c)), |(((x, y), g), o)| f(x, y, g, o));
     } else {
         f(x, y, g, out)
     }
@@ -568,7 +563,7 @@ pub fn unary_backward_inplace<T: Real>(op: Unary, x: &[T], y: &[T], g: &mut [T])
     let cost = unary_backward_cost(op);
     if should_split(x.len(), cost) {
         let c = chunk_len(cost);
-        x.par_chunks(c).zip(y.par_chunks(c)).zip(g.par_chunks_mut(c)).for_each(|((x, y), g)| f(x, y, g));
+        split_each(x.chunks(c).zip(y.chunks(c)).zip(g.chunks_mut(c)), |((x, y), g)| f(x, y, g));
     } else {
         f(x, y, g)
     }
@@ -696,7 +691,7 @@ pub fn binary_inplace<T: Real>(op: Binary, a: &mut [T], b: &[T]) {
     };
     if should_split(a.len(), cost) {
         let c = chunk_len(cost);
-        a.par_chunks_mut(c).zip(b.par_chunks(c)).for_each(|(a, b)| f(a, b));
+        split_each(a.chunks_mut(c).zip(b.chunks(c)), |(a, b)| f(a, b));
     } else {
         f(a, b)
     }
@@ -801,7 +796,7 @@ pub fn binary_broadcast<T: Real>(
     };
     if should_split(n, op.cost()) && rows > 1 {
         let rows_per = (chunk_len(op.cost()) / inner).max(1);
-        out.par_chunks_mut(rows_per * inner).enumerate().for_each(|(c, o)| do_rows(c * rows_per, o));
+        split_each(out.chunks_mut(rows_per * inner).enumerate(), |(c, o)| do_rows(c * rows_per, o));
     } else {
         do_rows(0, out);
     }
@@ -836,7 +831,7 @@ pub fn axpby<T: Real>(a: T, x: &[T], b: T, y: &mut [T]) {
     };
     if should_split(x.len(), Cost(1)) {
         let c = chunk_len(Cost(1));
-        x.par_chunks(c).zip(y.par_chunks_mut(c)).for_each(|(x, y)| f(x, y));
+        split_each(x.chunks(c).zip(y.chunks_mut(c)), |(x, y)| f(x, y));
     } else {
         f(x, y)
     }
@@ -857,7 +852,7 @@ pub fn mul_acc<T: Real>(a: &[T], b: &[T], y: &mut [T]) {
     };
     if should_split(a.len(), Cost(1)) {
         let c = chunk_len(Cost(1));
-        a.par_chunks(c).zip(b.par_chunks(c)).zip(y.par_chunks_mut(c)).for_each(|((a, b), y)| f(a, b, y));
+        split_each(a.chunks(c).zip(b.chunks(c)).zip(y.chunks_mut(c)), |((a, b), y)| f(a, b, y));
     } else {
         f(a, b, y)
     }

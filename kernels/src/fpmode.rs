@@ -38,6 +38,32 @@ pub fn flush_denormals_enabled() -> bool {
     false
 }
 
+/// The calling thread's MXCSR (0 off x86-64), so that [`crate::team`]'s partner thread can run a
+/// caller's job in the same floating-point mode.
+pub(crate) fn csr() -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut csr: u32 = 0;
+        // SAFETY: stmxcsr only stores the control register into `csr`.
+        unsafe { std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack)) };
+        csr
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
+
+/// Loads `csr` (a value read by [`csr`] on some thread) into this thread's MXCSR.
+pub(crate) fn set_csr(csr: u32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `csr` is a value stmxcsr produced, so it has no reserved bits set (ldmxcsr would
+    // fault on those); it changes only this thread's SSE control and status register.
+    unsafe {
+        std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack))
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = csr;
+}
+
 /// Turn flush-to-zero and denormals-are-zero on or off for this thread and all rayon workers.
 pub fn set_flush_denormals(on: bool) {
     set_this_thread(on);

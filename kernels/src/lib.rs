@@ -15,6 +15,7 @@
 //! | [`rnn`] | pointwise passes of fused LSTM and GRU steps |
 //! | [`fpmode`] | flush denormals to zero |
 //! | [`threads`] | the number of threads kernels use: [`set_num_threads`], [`with_threads`] |
+//! | [`team`] | low-latency fork-join of small work: the caller and a spinning partner thread |
 //! | [`simd`] | which instruction set the elementwise/reduction kernels use (chosen at run time) |
 
 #![warn(missing_docs)]
@@ -30,6 +31,7 @@ mod parallel;
 mod real;
 pub mod reduce;
 pub mod simd;
+pub mod team;
 pub mod threads;
 #[cfg(target_arch = "x86_64")]
 mod simd_avx2;

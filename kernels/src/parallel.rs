@@ -20,10 +20,23 @@ pub(crate) const PAR_CHUNK: usize = 1 << 15;
 #[derive(Clone, Copy)]
 pub(crate) struct Cost(pub usize);
 
-/// Whether `n` elements at `cost` are worth splitting across threads.
+/// Whether `n` elements at `cost` are worth splitting across threads (never inside a share of
+/// another split, see [`crate::team::in_share`]).
 #[inline]
 pub(crate) fn should_split(n: usize, cost: Cost) -> bool {
-    n.saturating_mul(cost.0) >= PAR_WORK && n > PAR_CHUNK && rayon::current_num_threads() > 1
+    n.saturating_mul(cost.0) >= PAR_WORK && n > PAR_CHUNK && !crate::team::in_share() && rayon::current_num_threads() > 1
+}
+
+/// Runs `f` on every job across the threads of the current pool ([`crate::team::for_each`]):
+/// for chunked elementwise work after [`should_split`] said yes.
+#[inline]
+pub(crate) fn split_each<I, F>(jobs: I, f: F)
+where
+    I: Iterator + Send,
+    I::Item: Send,
+    F: Fn(I::Item) + Sync,
+{
+    crate::team::for_each(rayon::current_num_threads(), jobs, f)
 }
 
 /// Chunk length for `n` elements at `cost`: about `PAR_CHUNK / cost`, rounded to 64.

@@ -12,10 +12,9 @@
 //! [`crate::elementwise`] (≤ 1 ULP).
 
 use crate::elementwise::{map1, map1_inplace, map2, map2_inplace, map3, map3_inplace};
-use crate::parallel::{cast, cast_mut, chunk_len, dispatch, should_split, Cost};
+use crate::parallel::{cast, cast_mut, chunk_len, dispatch, should_split, split_each, Cost};
 use crate::simd_math::{self as sm, SimdVec};
 use crate::Real;
-use rayon::prelude::*;
 
 fn check(kernel: &str, x: usize, outer: usize, n: usize, inner: usize) {
     let need = outer.checked_mul(n).and_then(|v| v.checked_mul(inner));
@@ -42,7 +41,7 @@ fn par_outer<T: Real, U: Send>(x: &[T], bx: usize, out: &mut [U], bo: usize, cos
     }
     if should_split(x.len(), cost) && x.len() > bx {
         let per = (chunk_len(cost) / bx).max(1);
-        x.par_chunks(per * bx).zip(out.par_chunks_mut(per * bo)).for_each(|(x, o)| {
+        split_each(x.chunks(per * bx).zip(out.chunks_mut(per * bo)), |(x, o)| {
             for (xb, ob) in x.chunks(bx).zip(o.chunks_mut(bo)) {
                 f(xb, ob)
             }
@@ -61,7 +60,7 @@ fn par_outer2<T: Real>(a: &[T], b: &[T], bx: usize, out: &mut [T], bo: usize, co
     }
     if should_split(a.len(), cost) && a.len() > bx {
         let per = (chunk_len(cost) / bx).max(1);
-        a.par_chunks(per * bx).zip(b.par_chunks(per * bx)).zip(out.par_chunks_mut(per * bo)).for_each(|((a, b), o)| {
+        split_each(a.chunks(per * bx).zip(b.chunks(per * bx)).zip(out.chunks_mut(per * bo)), |((a, b), o)| {
             for ((ab, bb), ob) in a.chunks(bx).zip(b.chunks(bx)).zip(o.chunks_mut(bo)) {
                 f(ab, bb, ob)
             }
@@ -295,7 +294,9 @@ fn blocked_sum<T: Real>(n: usize, f: impl Fn(std::ops::Range<usize>) -> T + Sync
     let blocks = n.div_ceil(SUM_BLOCK);
     let range = |b: usize| b * SUM_BLOCK..((b + 1) * SUM_BLOCK).min(n);
     let partial: Vec<T> = if should_split(n, Cost(1)) {
-        (0..blocks).into_par_iter().map(|b| f(range(b))).collect()
+        let mut partial = vec![T::ZERO; blocks];
+        split_each(partial.iter_mut().enumerate(), |(b, p)| *p = f(range(b)));
+        partial
     } else {
         (0..blocks).map(|b| f(range(b))).collect()
     };
@@ -370,7 +371,7 @@ pub fn max_axis<T: Real>(x: &[T], outer: usize, n: usize, inner: usize, out: &mu
     }
     if should_split(x.len(), Cost(1)) && outer > 1 {
         let per = (chunk_len(Cost(1)) / bx).max(1);
-        x.par_chunks(per * bx).zip(out.par_chunks_mut(per * inner)).zip(argmax.par_chunks_mut(per * inner)).for_each(|((x, o), a)| {
+        split_each(x.chunks(per * bx).zip(out.chunks_mut(per * inner)).zip(argmax.chunks_mut(per * inner)), |((x, o), a)| {
             for ((xb, ob), ab) in x.chunks(bx).zip(o.chunks_mut(inner)).zip(a.chunks_mut(inner)) {
                 max_axis_block(xb, n, inner, ob, ab)
             }

@@ -95,9 +95,10 @@ pub fn with_threads<R: Send>(n: usize, f: impl FnOnce() -> R + Send) -> Result<R
     Ok(pool.install(f))
 }
 
-/// Runs `f` on every job, spread over the threads of the current pool: the first job runs on
-/// the calling thread, the others are spawned, and the call returns when all are done (one
-/// fork and join for the whole call). With one job nothing is spawned.
+/// Runs `f` on every job, spread over the threads of the current pool, and returns when all
+/// are done (one fork and join for the whole call; [`crate::team::for_each`], so with two
+/// threads the second is the spinning partner). The calling thread takes part; with one job,
+/// one thread, or from inside another split's job, the jobs run in order on the calling thread.
 ///
 /// Meant for coarse, independent pieces of work whose split is decided by the caller, such as
 /// the row blocks of a recurrence over a batch (`chi_autodiff`'s whole-sequence LSTM and GRU):
@@ -111,19 +112,6 @@ pub fn with_threads<R: Send>(n: usize, f: impl FnOnce() -> R + Send) -> Result<R
 /// assert_eq!(out, [1, 1, 1, 1, 2, 2, 2, 2]);
 /// ```
 pub fn run_each<J: Send>(jobs: Vec<J>, f: impl Fn(J) + Sync) {
-    if jobs.len() <= 1 {
-        jobs.into_iter().for_each(f);
-        return;
-    }
-    let f = &f;
-    rayon::scope(|s| {
-        let mut it = jobs.into_iter();
-        let first = it.next();
-        for job in it {
-            s.spawn(move |_| f(job));
-        }
-        if let Some(job) = first {
-            f(job);
-        }
-    });
+    let threads = if jobs.len() > 1 { rayon::current_num_threads() } else { 1 };
+    crate::team::for_each(threads, jobs.into_iter(), f);
 }

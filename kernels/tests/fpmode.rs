@@ -22,10 +22,24 @@ fn ftz_daz_flushes_and_restores() {
         // rayon workers flush too
         let r: Vec<f32> = rayon::broadcast(|_| black_box(f32::MIN_POSITIVE) * black_box(0.5));
         assert!(r.iter().all(|&v| v == 0.0));
+        // and so does the team's partner thread, which takes the caller's mode with each job
+        assert!(split_products().iter().all(|&v| v == 0.0));
     }
     set_flush_denormals(false);
     assert!(!flush_denormals_enabled());
     assert!(black_box(tiny * 0.5) > 0.0, "state restored");
     let r: Vec<f32> = rayon::broadcast(|_| black_box(f32::MIN_POSITIVE) * black_box(0.5));
     assert!(r.iter().all(|&v| v > 0.0));
+    assert!(split_products().iter().all(|&v| v > 0.0));
+}
+
+/// `MIN_POSITIVE · 0.5` computed in two jobs split between this thread and a helper (the sleep
+/// lets the helper take the second job).
+fn split_products() -> [f32; 2] {
+    let mut out = [1f32; 2];
+    chi_kernels::team::for_each(2, out.iter_mut(), |o| {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        *o = black_box(f32::MIN_POSITIVE) * black_box(0.5);
+    });
+    out
 }

@@ -7,7 +7,6 @@ use super::microkernel::Kernel;
 use super::pack::{pack_a, pack_b, with_scratch};
 use super::{MatMut, MatRef};
 use crate::Real;
-use rayon::prelude::*;
 use std::marker::PhantomData;
 
 /// A raw view of (a sub-block of) the output matrix, so that threads can write disjoint tiles of
@@ -86,10 +85,12 @@ impl<'a, T> BSrc<'a, T> {
 /// The larger of `m` and `n` is cut into contiguous blocks (aligned to the tile), and each block
 /// runs the whole sequential algorithm with its own packed Ã and B̃: on this 2-core machine each
 /// core has its own L2, so sharing B̃ would save only a little packing while adding a barrier per
-/// KC step. When `threads` is the whole pool, there are up to [`TASKS_PER_THREAD`] blocks per
-/// thread (each at least [`MIN_TASK_FLOPS`]), so that rayon's work stealing rebalances the load
-/// when a core is busy with another process (this machine is shared); otherwise exactly
-/// `threads` blocks, so at most that many threads take part.
+/// KC step. The blocks are shared out by [`crate::team::for_each`] (with two threads: the caller
+/// and the spinning partner, whichever is free takes the next block). When `threads` is the
+/// whole pool, there are up to [`TASKS_PER_THREAD`] blocks per thread (each at least
+/// [`MIN_TASK_FLOPS`]), so that the load rebalances when a core is busy with another process
+/// (this machine is shared); otherwise exactly `threads` blocks. At most `threads` threads take
+/// part either way.
 pub(crate) fn gemm<T: Real>(kern: &Kernel<T>, threads: usize, alpha: T, a: MatRef<T>, b: BSrc<T>, beta: T, c: CView<T>) {
     debug_assert_eq!(b.cols(), c.cols);
     let (m, n, k) = (c.rows, c.cols, a.cols);
@@ -112,7 +113,7 @@ pub(crate) fn gemm<T: Real>(kern: &Kernel<T>, threads: usize, alpha: T, a: MatRe
     let per = units.div_ceil(tasks) * unit;
     let tasks = len.div_ceil(per);
     let c = &c;
-    (0..tasks).into_par_iter().with_max_len(1).for_each(|t| {
+    crate::team::for_each(threads, 0..tasks, |t| {
         let start = t * per;
         let size = per.min(len - start);
         if split_n {

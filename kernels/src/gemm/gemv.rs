@@ -10,7 +10,6 @@ use super::microkernel::{self, KernelChoice};
 use super::pack::with_scratch;
 use super::MatRef;
 use crate::Real;
-use rayon::prelude::*;
 
 /// Below this many elements of `A` (4 MiB of f32), a GEMV runs on one thread: smaller matrices
 /// stream from L2/L3 at 30+ GB/s on one core, so a second thread only adds its wake-up cost
@@ -69,7 +68,7 @@ pub(crate) fn gemv_contig<T: Real>(choice: KernelChoice, threads: usize, alpha: 
     let m = y.len();
     if threads > 1 && m >= 2 * 8 && a.rows * a.cols >= GEMV_PAR_MIN {
         let chunk = m.div_ceil(threads).next_multiple_of(8);
-        y.par_chunks_mut(chunk).enumerate().for_each(|(t, yc)| {
+        crate::team::for_each(threads, y.chunks_mut(chunk).enumerate(), |(t, yc)| {
             let i0 = t * chunk;
             let at = MatRef { data: &a.data[i0 * a.rs..], rows: yc.len(), ..a };
             gemv_seq(choice, alpha, at, x, beta, yc);

@@ -37,7 +37,6 @@ mod pack;
 pub use microkernel::KernelChoice;
 
 use crate::Real;
-use rayon::prelude::*;
 
 /// A read-only strided matrix view: element `(i, j)` is `data[i*rs + j*cs]`.
 #[derive(Clone, Copy, Debug)]
@@ -276,7 +275,11 @@ pub fn gemm_threads<T: Real>(par: Par, m: usize, n: usize, k: usize) -> usize {
 /// one thread could be used, so sequential calls never initialise rayon's global pool (which
 /// would make a later `ThreadPoolBuilder::build_global` fail).
 /// `big`: whether the product is above the size threshold at which [`Par::Auto`] uses threads.
+/// Inside a share of another split ([`crate::team::in_share`]) products run single-threaded.
 fn threads_for(par: Par, big: bool) -> usize {
+    if crate::team::in_share() {
+        return 1;
+    }
     match par {
         Par::Seq | Par::Threads(0 | 1) | Par::Split(0 | 1) => 1,
         Par::Split(t) => t.min(rayon::current_num_threads().max(1)),
@@ -582,9 +585,13 @@ pub fn gemm_batched<T: Real>(alpha: T, a: BatchRef<T>, b: BatchRef<T>, beta: T, 
     let c = &mut c[..a.count * m * n];
     let par_min = par_min_flops::<T>(KernelChoice::Auto);
     let small = 2 * m * n * k < par_min;
-    if small && a.count > 1 && 2 * a.count * m * n * k >= par_min && rayon::current_num_threads() > 1 {
-        c.par_chunks_mut(m * n).enumerate().with_min_len(batch_grain(m, n, k)).for_each(|(i, ci)| {
-            gemm_par(Par::Seq, alpha, a.mat(i), b.mat(i), beta, MatMut::row_major(ci, m, n));
+    if small && a.count > 1 && 2 * a.count * m * n * k >= par_min && !crate::team::in_share() && rayon::current_num_threads() > 1 {
+        let grain = batch_grain(m, n, k);
+        crate::team::for_each(rayon::current_num_threads(), c.chunks_mut(grain * m * n).enumerate(), |(g, cg)| {
+            for (j, ci) in cg.chunks_mut(m * n).enumerate() {
+                let i = g * grain + j;
+                gemm_par(Par::Seq, alpha, a.mat(i), b.mat(i), beta, MatMut::row_major(ci, m, n));
+            }
         });
     } else {
         let par = if small { Par::Seq } else { Par::Auto };
@@ -594,7 +601,7 @@ pub fn gemm_batched<T: Real>(alpha: T, a: BatchRef<T>, b: BatchRef<T>, beta: T, 
     }
 }
 
-/// Products per rayon task in a batch, so each task does at least ~50 kflop (a few µs).
+/// Products per task in a batch, so each task does at least ~50 kflop (a few µs).
 fn batch_grain(m: usize, n: usize, k: usize) -> usize {
     (50_000 / (2 * m * n * k.max(1)).max(1)).max(1)
 }

@@ -12,3 +12,4 @@ mod gemm;
 mod layout;
 mod reduce;
 mod simd_math;
+mod team;
