@@ -49,34 +49,25 @@ fn handoff(c: &mut Criterion) {
     // A split after the helpers went to sleep (the first split after a pause in the work).
     let gap = SPIN * 3;
     let ns = 20_000;
-    g.bench_function(BenchmarkId::new("rayon_join_after_gap", ns), |b| {
+    // Each timed split follows a sleep of `gap`; only the split is timed.
+    let after_gap = |b: &mut criterion::Bencher, split: &(dyn Fn() + Sync)| {
         pool.install(|| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     std::thread::sleep(gap);
                     let t = Instant::now();
-                    rayon::join(|| busy(ns), || busy(ns));
+                    split();
                     total += t.elapsed();
                 }
                 total
             })
         })
-    });
-    g.bench_function(BenchmarkId::new("team_after_gap", ns), |b| {
-        pool.install(|| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    std::thread::sleep(gap);
-                    let t = Instant::now();
-                    for_each(2, 0..2, |_| busy(ns));
-                    total += t.elapsed();
-                }
-                total
-            })
-        })
-    });
+    };
+    g.bench_function(BenchmarkId::new("rayon_join_after_gap", ns), |b| after_gap(b, &|| {
+        rayon::join(|| busy(ns), || busy(ns));
+    }));
+    g.bench_function(BenchmarkId::new("team_after_gap", ns), |b| after_gap(b, &|| for_each(2, 0..2, |_| busy(ns))));
     g.finish();
 }
 
