@@ -121,24 +121,11 @@ pub(crate) fn filled<T: Float>(n: usize, v: T) -> Buf<T> {
     if n == 0 || n > MAX_POOLED_LEN {
         return Buf(Rc::new(vec![v; n]));
     }
-    let k = class_for_len(n);
-    match take_buf::<T>(k) {
-        Some(mut rc) => {
-            let vec = Rc::get_mut(&mut rc).expect("pooled buffers have one owner");
-            vec.clear();
-            vec.resize(n, v);
-            Buf(rc)
-        }
-        None => {
-            // Capacity of the class, so the buffer returns to the class it was taken for.
-            let mut vec = Vec::with_capacity(1 << k);
-            vec.resize(n, v);
-            Buf(Rc::new(vec))
-        }
-    }
+    let mut b = for_overwrite(n);
+    b.fill(v);
+    b
 }
 
-/// A zero-filled buffer of `n` elements (see [`filled`]).
 /// A buffer of `n` values for a caller that writes every one of them before reading any (an
 /// op's output computed by a kernel): a recycled buffer keeps its old values instead of being
 /// filled first, which for the small tensors of dynamic graphs costs as much as the op's own
@@ -184,6 +171,7 @@ fn take_buf<T: Float>(k: usize) -> Option<Rc<Vec<T>>> {
         .flatten()
 }
 
+/// A zero-filled buffer of `n` elements (see [`filled`]).
 #[inline]
 pub(crate) fn zeros<T: Float>(n: usize) -> Buf<T> {
     filled(n, T::ZERO)

@@ -93,65 +93,60 @@ impl Float for f64 {
     }
 }
 
-/// How the op being disposed of is dropped (invariant 3).
-enum Disposal {
-    /// No other drop is running on this thread: drop it now, then empty the queue.
-    Here,
-    /// A drop is running further up the stack: queue the op for it.
-    Queue,
-    /// The thread's state is gone (thread exit): drop it plainly.
-    Plain,
-}
-
-/// Counts an op as released and says how to drop it. Every `Here` must be followed by
-/// [`drain_queue`].
-#[inline]
-fn begin_disposal<T: Float>() -> Disposal {
-    let outermost = T::graph_state().try_with(|s| {
+/// Counts an op as released and drops it iteratively (invariant 3), with one access to the
+/// thread's state (this runs once per node of every backward pass and every recycled record).
+/// `op(queue)` gives access to the op's slot: if a drop is already running on this thread it is
+/// called with `true` and returns the op taken out, which is queued for that drop; otherwise it
+/// is called with `false` and drops the op where it lies, and the queue is emptied afterwards.
+/// When the thread's state is gone (thread exit) the op is dropped plainly.
+#[inline(always)]
+fn dispose<T: Float>(op: impl FnOnce(bool) -> Option<Op<T>>) {
+    let mut op = Some(op);
+    let ran = T::graph_state().try_with(|s| {
         s.live.set(s.live.get() - 1);
-        !s.draining.replace(true)
+        let f = op.take().expect("called once");
+        if s.draining.replace(true) {
+            let taken = f(true);
+            s.queue.borrow_mut().extend(taken);
+        } else {
+            f(false);
+            if s.queue.borrow().is_empty() {
+                s.draining.set(false);
+            } else {
+                drain_queue_slow(s);
+            }
+        }
     });
-    match outermost {
-        Ok(true) => Disposal::Here,
-        Ok(false) => Disposal::Queue,
-        Err(_) => Disposal::Plain,
+    if ran.is_err() {
+        if let Some(f) = op {
+            f(false);
+        }
     }
 }
 
-/// Drops the op in `slot`, if any, iteratively (invariant 3): if a drop is already running on
-/// this thread the op is queued for it, otherwise it is dropped where it lies and this call
-/// empties the queue. Returns whether there was an op.
-///
+/// The slot side of [`dispose`]: with `queue`, takes the op out; otherwise drops it in place.
 /// Dropped in place rather than moved out first: an op is ~200 bytes, and each move of it
 /// (`take`, passing it on) was a `memcpy` call on the per-op paths of backward and of record
 /// recycling.
+#[inline(always)]
+fn take_or_drop<T: Float>(slot: &mut Option<Op<T>>, queue: bool) -> Option<Op<T>> {
+    if queue {
+        slot.take()
+    } else {
+        *slot = None;
+        None
+    }
+}
+
+/// Drops the op in `slot`, if any, iteratively (see [`dispose`]). Returns whether there was an
+/// op.
 #[inline]
 pub(crate) fn dispose_op<T: Float>(slot: &mut Option<Op<T>>) -> bool {
     if slot.is_none() {
         return false;
     }
-    match begin_disposal::<T>() {
-        Disposal::Here => {
-            *slot = None;
-            drain_queue::<T>();
-        }
-        Disposal::Queue => queue_op(slot.take()),
-        Disposal::Plain => *slot = None,
-    }
+    dispose::<T>(|queue| take_or_drop(slot, queue));
     true
-}
-
-/// Drops the ops queued while the outermost [`dispose_op`] was dropping its own, then ends it.
-/// Inlined for the usual case of an empty queue (dropping one op rarely frees another node).
-#[inline]
-fn drain_queue<T: Float>() {
-    let _ = T::graph_state().try_with(|s| {
-        if s.queue.borrow().is_empty() {
-            s.draining.set(false);
-        } else {
-            drain_queue_slow(s);
-        }
-    });
 }
 
 #[inline(never)]
@@ -164,14 +159,6 @@ fn drain_queue_slow<T: Float>(s: &GraphState<T>) {
         }
     }
     s.draining.set(false);
-}
-
-/// Hands an op to the drop already running on this thread (see [`dispose_op`]).
-#[cold]
-#[inline(never)]
-fn queue_op<T: Float>(op: Option<Op<T>>) {
-    // If the state were gone the op would be dropped with the closure.
-    let _ = T::graph_state().try_with(move |s| s.queue.borrow_mut().extend(op));
 }
 
 /// A gradient hook: observes a gradient and may replace it (return `Some`).
@@ -367,31 +354,11 @@ impl<T: Float> Node<T> {
         if self.op.borrow().is_none() {
             return false;
         }
-        // One access to the thread's state for the whole disposal (this runs once per node of
-        // every backward pass); the same three cases as `begin_disposal`.
-        let done = T::graph_state().try_with(|s| {
-            s.live.set(s.live.get() - 1);
-            if s.draining.replace(true) {
-                // Inside another disposal: queued, dropped by the outermost one (invariant 3).
-                s.queue.borrow_mut().extend(self.op.borrow_mut().take());
-            } else {
-                // Dropped inside the cell (see `dispose_op` for why not moved out). Nothing the
-                // op's contents reach can borrow this cell meanwhile: ownership points backwards
-                // (invariant 1), `self_refs` is 0 so dropping a saved output does not come back
-                // here, and any other node's op freed by this drop is queued (invariant 3) and
-                // dropped after the borrow ends.
-                *self.op.borrow_mut() = None;
-                if s.queue.borrow().is_empty() {
-                    s.draining.set(false);
-                } else {
-                    drain_queue_slow(s);
-                }
-            }
-        });
-        if done.is_err() {
-            // The thread's state is gone (thread exit): a plain drop.
-            *self.op.borrow_mut() = None;
-        }
+        // Dropped inside the cell (see `take_or_drop` for why not moved out). Nothing the op's
+        // contents reach can borrow this cell meanwhile: ownership points backwards (invariant
+        // 1), `self_refs` is 0 so dropping a saved output does not come back here, and any other
+        // node's op freed by this drop is queued (invariant 3) and dropped after the borrow ends.
+        dispose::<T>(|queue| take_or_drop(&mut self.op.borrow_mut(), queue));
         true
     }
 }
