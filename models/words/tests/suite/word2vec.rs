@@ -375,18 +375,29 @@ pub fn planted_text(seed: u64) -> (Text, Vec<Vec<String>>) {
 #[test]
 fn planted_groups_are_recovered() {
     let (text, groups) = planted_text(5);
-    // Two threads: every worker keeps private copies of the most contended rows and merges them.
-    for (arch, threads) in [(Architecture::SkipGram, 1), (Architecture::Cbow, 1), (Architecture::SkipGram, 2), (Architecture::Cbow, 2)] {
+    // Two threads: every worker keeps private copies of the most contended rows (here every
+    // row) and merges them. Merged too rarely, the two workers trained separate models whose
+    // summed changes separated the groups clearly worse than one thread (CBOW within-group
+    // similarity 0.78–0.92 against 0.97); merged often enough, the two agree within 0.03.
+    for arch in [Architecture::SkipGram, Architecture::Cbow] {
         for obj in [Objective::NegativeSampling { negative: 5, power: 0.75 }, Objective::HierarchicalSoftmax] {
-            let cfg = Word2VecConfig { arch, objective: obj, dim: 20, window: 3, min_count: 1, epochs: 5, sample: 0.0, threads, ..Default::default() };
-            let (m, _) = word2vec::train(&text, &cfg).unwrap();
-            let v = m.vectors();
-            let (same, diff) = eval::group_separation(&groups, |a, b| v.similarity(a, b).unwrap());
-            assert!(same > diff + 0.3, "{arch:?} {obj:?}: same-group {same:.3}, cross-group {diff:.3}");
-            // Every word's nearest neighbour is in its own group.
-            for g in &groups {
-                let nn = v.nearest(&g[0], 1).unwrap();
-                assert!(g.contains(&nn[0].0), "{arch:?} {obj:?}: {} nearest {}", g[0], nn[0].0);
+            let mut one_thread = 0.0;
+            for threads in [1, 2] {
+                let cfg = Word2VecConfig { arch, objective: obj, dim: 20, window: 3, min_count: 1, epochs: 5, sample: 0.0, threads, ..Default::default() };
+                let (m, _) = word2vec::train(&text, &cfg).unwrap();
+                let v = m.vectors();
+                let (same, diff) = eval::group_separation(&groups, |a, b| v.similarity(a, b).unwrap());
+                assert!(same > diff + 0.3, "{arch:?} {obj:?} {threads} threads: same-group {same:.3}, cross-group {diff:.3}");
+                if threads == 1 {
+                    one_thread = same;
+                } else {
+                    assert!(same > one_thread - 0.06, "{arch:?} {obj:?}: same-group {same:.3} on 2 threads, {one_thread:.3} on 1");
+                }
+                // Every word's nearest neighbour is in its own group.
+                for g in &groups {
+                    let nn = v.nearest(&g[0], 1).unwrap();
+                    assert!(g.contains(&nn[0].0), "{arch:?} {obj:?} {threads} threads: {} nearest {}", g[0], nn[0].0);
+                }
             }
         }
     }
