@@ -587,7 +587,7 @@ pub fn gemm_batched<T: Real>(alpha: T, a: BatchRef<T>, b: BatchRef<T>, beta: T, 
     let small = 2 * m * n * k < par_min;
     if small && a.count > 1 && 2 * a.count * m * n * k >= par_min && !crate::team::in_share() && rayon::current_num_threads() > 1 {
         let grain = batch_grain(m, n, k);
-        crate::team::for_each(rayon::current_num_threads(), c.chunks_mut(grain * m * n).enumerate(), |(g, cg)| {
+        crate::parallel::split_each(c.chunks_mut(grain * m * n).enumerate(), |(g, cg)| {
             for (j, ci) in cg.chunks_mut(m * n).enumerate() {
                 let i = g * grain + j;
                 gemm_par(Par::Seq, alpha, a.mat(i), b.mat(i), beta, MatMut::row_major(ci, m, n));
