@@ -742,7 +742,7 @@ impl<T: Float> Tensor<T> {
                 Tensor::ones(self.shape())
             }
         };
-        run_backward(&[(self.clone(), seed)], None, opts).map(|_| ())
+        T::backward_walk(&[(self.clone(), seed)], None, opts).map(|_| ())
     }
 }
 
@@ -791,5 +791,5 @@ pub fn grad<T: Float>(
             return Err(AutodiffError::NotTracked("grad (an input)".into()));
         }
     }
-    run_backward(&roots, Some(inputs), opts)
+    T::backward_walk(&roots, Some(inputs), opts)
 }

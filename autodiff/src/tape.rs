@@ -52,6 +52,17 @@ pub trait Float: Real {
     /// themselves are reached through tensors; this only counts them and queues their drops.
     #[doc(hidden)]
     fn graph_state() -> &'static LocalKey<GraphState<Self>>;
+
+    /// The backward walk for this element type ([`crate::backward::run_backward`]). Internal.
+    /// The two implementations are not generic, so the walk, every op's backward rule and the
+    /// kernels they call are compiled once, in this crate; a generic call would compile all of
+    /// them again in every crate and program that calls `backward` (about 5,000 functions).
+    #[doc(hidden)]
+    fn backward_walk(
+        roots: &[(Tensor<Self>, Tensor<Self>)],
+        targets: Option<&[&Tensor<Self>]>,
+        opts: crate::GradOptions,
+    ) -> Result<Vec<Tensor<Self>>, crate::AutodiffError>;
 }
 
 /// Per-thread bookkeeping of recorded nodes for one element type. Internal (public only because
@@ -86,10 +97,26 @@ impl Float for f32 {
     fn graph_state() -> &'static LocalKey<GraphState<f32>> {
         &STATE_F32
     }
+    #[inline(never)]
+    fn backward_walk(
+        roots: &[(Tensor<f32>, Tensor<f32>)],
+        targets: Option<&[&Tensor<f32>]>,
+        opts: crate::GradOptions,
+    ) -> Result<Vec<Tensor<f32>>, crate::AutodiffError> {
+        crate::backward::run_backward(roots, targets, opts)
+    }
 }
 impl Float for f64 {
     fn graph_state() -> &'static LocalKey<GraphState<f64>> {
         &STATE_F64
+    }
+    #[inline(never)]
+    fn backward_walk(
+        roots: &[(Tensor<f64>, Tensor<f64>)],
+        targets: Option<&[&Tensor<f64>]>,
+        opts: crate::GradOptions,
+    ) -> Result<Vec<Tensor<f64>>, crate::AutodiffError> {
+        crate::backward::run_backward(roots, targets, opts)
     }
 }
 
