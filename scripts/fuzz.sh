@@ -26,8 +26,13 @@ else
     mapfile -t TARGETS < <(cargo fuzz list)
 fi
 
+# Four codegen units, as the workspace's release profile: cargo-fuzz's default of one compiled the
+# `chi` crate on one core and made the build take 886 s instead of 735 s on a 2-core Zen 3, for
+# 10–25 % more executions per second (csv, op_graph_grad, checkpoint, 10 s each). `run` must
+# get the same flags, or it rebuilds everything.
+BUILD_FLAGS=(-O --codegen-units 4)
 echo "fuzz: building ${#TARGETS[@]} targets (release, address sanitizer)"
-cargo fuzz build -O
+cargo fuzz build "${BUILD_FLAGS[@]}"
 
 # Targets run side by side, one per core (CHI_FUZZ_JOBS overrides): libFuzzer is single-threaded,
 # so N cores give every target its full time in 1/N of the wall time.
@@ -37,7 +42,7 @@ run_target() {
     # Seeds: the saved regressions of this target (if any) start the corpus.
     local seeds=()
     [ -d "fuzz/regressions/$t" ] && seeds+=("fuzz/regressions/$t")
-    if cargo fuzz run -O "$t" "fuzz/corpus/$t" "${seeds[@]}" -- \
+    if cargo fuzz run "${BUILD_FLAGS[@]}" "$t" "fuzz/corpus/$t" "${seeds[@]}" -- \
         -max_total_time="$SECS" -rss_limit_mb=2048 -max_len=65536 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
         echo 0 >"fuzz/artifacts/$t/last-run.status"
     else
