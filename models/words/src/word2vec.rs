@@ -31,7 +31,7 @@
 //! update; word2vec and gensim accept the same races), except for the most contended rows
 //! (those of the 1,024 most frequent words, or the 1,024 Huffman nodes nearest the root), which
 //! each worker updates in a private copy and merges every 10,000 words (more often on small
-//! corpora, see [`merge_interval`]). Each worker draws from its own
+//! corpora: at least 256 merges per worker, never closer than 500 words). Each worker draws from its own
 //! generator seeded from `seed` and its index, so with one thread training is reproducible
 //! bit for bit.
 
