@@ -93,32 +93,27 @@ thread_local! {
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
 }
 
-impl Float for f32 {
-    fn graph_state() -> &'static LocalKey<GraphState<f32>> {
-        &STATE_F32
-    }
-    #[inline(never)]
-    fn backward_walk(
-        roots: &[(Tensor<f32>, Tensor<f32>)],
-        targets: Option<&[&Tensor<f32>]>,
-        opts: crate::GradOptions,
-    ) -> Result<Vec<Tensor<f32>>, crate::AutodiffError> {
-        crate::backward::run_backward(roots, targets, opts)
-    }
+/// `Float` for one element type, with its own thread-local state. The methods are concrete (not
+/// generic), so they are compiled here once per type (see [`Float::backward_walk`]).
+macro_rules! impl_float {
+    ($t:ty, $state:ident) => {
+        impl Float for $t {
+            fn graph_state() -> &'static LocalKey<GraphState<$t>> {
+                &$state
+            }
+            #[inline(never)]
+            fn backward_walk(
+                roots: &[(Tensor<$t>, Tensor<$t>)],
+                targets: Option<&[&Tensor<$t>]>,
+                opts: crate::GradOptions,
+            ) -> Result<Vec<Tensor<$t>>, crate::AutodiffError> {
+                crate::backward::run_backward(roots, targets, opts)
+            }
+        }
+    };
 }
-impl Float for f64 {
-    fn graph_state() -> &'static LocalKey<GraphState<f64>> {
-        &STATE_F64
-    }
-    #[inline(never)]
-    fn backward_walk(
-        roots: &[(Tensor<f64>, Tensor<f64>)],
-        targets: Option<&[&Tensor<f64>]>,
-        opts: crate::GradOptions,
-    ) -> Result<Vec<Tensor<f64>>, crate::AutodiffError> {
-        crate::backward::run_backward(roots, targets, opts)
-    }
-}
+impl_float!(f32, STATE_F32);
+impl_float!(f64, STATE_F64);
 
 /// Counts an op as released and drops it iteratively (invariant 3), with one access to the
 /// thread's state (this runs once per node of every backward pass and every recycled record).
