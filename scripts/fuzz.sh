@@ -6,33 +6,40 @@
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]      (default 30 s, all targets)
 #
-# cargo-fuzz passes nightly-only flags (-Zsanitizer=address, ...) to rustc; only the stable
-# toolchain is installed here, so we set RUSTC_BOOTSTRAP=1, which lets stable rustc accept
-# them. cargo-fuzz itself is installed on first use (`cargo install cargo-fuzz --locked`).
+# The build is cargo-fuzz's (`cargo fuzz build -O --codegen-units 4`, cargo-fuzz 0.13) done with
+# plain cargo, so CI does not spend two minutes on `cargo install cargo-fuzz`: the same rustc
+# flags (coverage instrumentation, address sanitizer, `--cfg fuzzing`), the same target
+# directory and binaries, and the same ASAN_OPTIONS when running. The flags are nightly-only;
+# only the stable toolchain is installed here, so RUSTC_BOOTSTRAP=1 lets stable rustc accept
+# them. Four codegen units, as the workspace's release profile: cargo-fuzz's default of one
+# compiled the `chi` crate on one core (886 s instead of 735 s for the whole build on a 2-core
+# Zen 3), for 10–25 % more executions per second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-30}"
 shift || true
 export RUSTC_BOOTSTRAP=1
 
-if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "fuzz: installing cargo-fuzz (cargo install cargo-fuzz --locked)"
-    cargo install cargo-fuzz --locked
-fi
-
 if [ $# -gt 0 ]; then
     TARGETS=("$@")
 else
-    mapfile -t TARGETS < <(cargo fuzz list)
+    mapfile -t TARGETS < <(sed -n '/^\[\[bin\]\]/,/^name/s/^name *= *"\(.*\)"/\1/p' fuzz/Cargo.toml)
 fi
+[ ${#TARGETS[@]} -gt 0 ] || { echo "fuzz: no targets found in fuzz/Cargo.toml" >&2; exit 2; }
 
-# Four codegen units, as the workspace's release profile: cargo-fuzz's default of one compiled the
-# `chi` crate on one core and made the build take 886 s instead of 735 s on a 2-core Zen 3, for
-# 10–25 % more executions per second (csv, op_graph_grad, checkpoint, 10 s each). `run` must
-# get the same flags, or it rebuilds everything.
-BUILD_FLAGS=(-O --codegen-units 4)
+TRIPLE="$(rustc -vV | sed -n 's/^host: //p')"
+FUZZ_RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4"
+FUZZ_RUSTFLAGS+=" -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table"
+FUZZ_RUSTFLAGS+=" -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
+FUZZ_RUSTFLAGS+=" -Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Zsanitizer=address"
+FUZZ_RUSTFLAGS+=" -Cllvm-args=-sanitizer-coverage-stack-depth -Ccodegen-units=4"
 echo "fuzz: building ${#TARGETS[@]} targets (release, address sanitizer)"
-cargo fuzz build "${BUILD_FLAGS[@]}"
+bin_args=()
+for t in "${TARGETS[@]}"; do bin_args+=(--bin "$t"); done
+RUSTFLAGS="$FUZZ_RUSTFLAGS ${RUSTFLAGS:-}" cargo build --manifest-path fuzz/Cargo.toml --target "$TRIPLE" \
+    --release --config 'profile.release.debug="line-tables-only"' "${bin_args[@]}"
+BIN="fuzz/target/$TRIPLE/release"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_odr_violation=0"
 
 # Targets run side by side, one per core (CHI_FUZZ_JOBS overrides): libFuzzer is single-threaded,
 # so N cores give every target its full time in 1/N of the wall time.
@@ -42,7 +49,7 @@ run_target() {
     # Seeds: the saved regressions of this target (if any) start the corpus.
     local seeds=()
     [ -d "fuzz/regressions/$t" ] && seeds+=("fuzz/regressions/$t")
-    if cargo fuzz run "${BUILD_FLAGS[@]}" "$t" "fuzz/corpus/$t" "${seeds[@]}" -- \
+    if "$BIN/$t" -artifact_prefix="fuzz/artifacts/$t/" "fuzz/corpus/$t" "${seeds[@]}" \
         -max_total_time="$SECS" -rss_limit_mb=2048 -max_len=65536 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
         echo 0 >"fuzz/artifacts/$t/last-run.status"
     else
