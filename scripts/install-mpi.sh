@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what `cargo build --release --features mpi` and `mpirun -n K chi …` need, from Debian's
+# Installs what `cargo build --release -p chi-mpi --features mpi` and `mpirun -n K chi-mpi …` need, from Debian's
 # package registry: Open MPI (mpirun, the library and its headers) and libclang (the `mpi` crate
 # generates its bindings with bindgen). Idempotent: installs only what is missing. Needs root (or
 # sudo) and apt-get; elsewhere it says what to install and exits 1.

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Local SGD against synchronous data parallelism, on quality: `mpirun -n 2 chi train` on
+# Local SGD against synchronous data parallelism, on quality: `mpirun -n 2 chi-mpi train` on
 # Fashion-MNIST (MLP, hidden 256, Adam, batch 64 per rank), gradients averaged every step
 # ("sync") or parameters averaged every H steps (--local-sgd H), over seeds. Prints each run's
 # test accuracy, then mean, sd and a paired t-test of each H against sync over the seeds.
 #
-#   cargo build --release -p chi --features mpi && benches/mpi/local_sgd.sh [STEPS] [SEEDS]
+#   cargo build --release -p chi-mpi --features mpi && benches/mpi/local_sgd.sh [STEPS] [SEEDS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 STEPS="${1:-1500}"; SEEDS="${2:-3}"
@@ -14,7 +14,7 @@ rm -rf "$OUT"; mkdir -p "$OUT"
 for seed in $(seq 1 "$SEEDS"); do
   for h in sync 4 16 64; do
     extra=(); [ "$h" = sync ] || extra=(--local-sgd "$h")
-    mpirun -n 2 --oversubscribe target/release/chi --threads 1 --seed "$seed" train --data fashion-mnist --model mlp --hidden 256 \
+    mpirun -n 2 --oversubscribe target/release/chi-mpi --threads 1 --seed "$seed" train --data fashion-mnist --model mlp --hidden 256 \
       --optim adam --lr 0.001 --batch-size 64 --steps "$STEPS" --eval-every 0 "${extra[@]}" --quiet --no-plots --out "$OUT/$h-$seed" >/dev/null 2>"$OUT/$h-$seed.err"
     echo "$h $seed $(python3 -c "import json;print(json.load(open('$OUT/$h-$seed/summary.json'))['test']['accuracy'])")"
   done

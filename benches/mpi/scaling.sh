@@ -2,13 +2,13 @@
 # Data-parallel `chi train` on this machine: one process with the global batch against
 # `mpirun -n 2` with half of it per rank, every process on one kernel thread, for the MLP, LSTM and
 # text CNN workloads. Prints ms per step of each and rank 0's share of time blocked in
-# communication (dist.json). Needs chi built with `--features mpi` (scripts/install-mpi.sh) and,
+# communication (dist.json). Needs chi-mpi (`-p chi-mpi --features mpi`) (scripts/install-mpi.sh) and,
 # for the MLP, Fashion-MNIST in $CHI_DATA (scripts/fetch-data.sh).
 #
-#   cargo build --release -p chi --features mpi && benches/mpi/scaling.sh [STEPS]
+#   cargo build --release -p chi-mpi --features mpi && benches/mpi/scaling.sh [STEPS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-CHI="${CHI:-target/release/chi}"
+CHI="${CHI:-target/release/chi-mpi}"
 STEPS="${1:-200}"
 OUT="${OUT:-/tmp/chi-mpi-scaling}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

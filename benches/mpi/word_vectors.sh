@@ -7,8 +7,8 @@
 # analogies over the 30,000 most frequent words). Prints every run, then mean ± sd, n and a
 # paired comparison (over seeds) of each 2-rank setting against one process at one thread.
 #
-#   cargo build --release -p chi --features mpi && benches/mpi/word_vectors.sh [SEEDS] [EPOCHS]
-#   (CHI=path/to/chi, SYNCS="10000 100000 1000000000000000", OUT=/tmp/chi-mpi-words;
+#   cargo build --release -p chi-mpi --features mpi && benches/mpi/word_vectors.sh [SEEDS] [EPOCHS]
+#   (CHI=path/to/chi-mpi, SYNCS="10000 100000 1000000000000000", OUT=/tmp/chi-mpi-words;
 #    MODEL=glove trains GloVe instead (window 10; give EPOCHS, e.g. 15), each rank on half of
 #    the co-occurrence entries, SYNCS then being --sync-entries periods;
 #    RANK_ALPHA=0.05 gives the 2-rank runs that initial learning rate; HOGWILD2=0 skips the
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SEEDS="${1:-3}"; EPOCHS="${2:-5}"
-CHI="${CHI:-target/release/chi}"
+CHI="${CHI:-target/release/chi-mpi}"
 SYNCS="${SYNCS:-10000 100000 1000000000000000}"
 OUT="${OUT:-/tmp/chi-mpi-words}"
 RANK_ALPHA="${RANK_ALPHA:-}"; HOGWILD2="${HOGWILD2:-1}"

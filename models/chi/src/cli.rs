@@ -108,7 +108,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-/// The commands that run as one of several processes (`mpirun -n K chi …`): the others would
+/// The commands that run as one of several processes (`mpirun -n K chi-mpi …`): the others would
 /// race K copies of themselves for the same output files.
 fn runs_on_several(c: &Option<Command>) -> bool {
     match c {
@@ -146,6 +146,46 @@ pub fn check_limit_env() -> Result<(), String> {
             _ => Err(format!("{name}={} is not a positive whole number (the most elements one tensor may have)", v.to_string_lossy())),
         },
     }
+}
+
+/// The whole `chi` program: settings, argument parsing, MPI when started as one of several
+/// processes (`starter`: the `chi-mpi` program passes one, `chi` none), the subcommand, and the
+/// exit status (returns only on success).
+pub fn main(starter: Option<crate::dist::Starter>) {
+    // Reuse freed tensor memory instead of re-faulting it every step (see the module docs): the
+    // mimalloc setting for Rust allocations, the glibc one for any C library's.
+    crate::allocator::keep_freed_memory();
+    chi_autodiff::malloc::keep_freed_memory();
+    default_sigpipe();
+    output_errors_are_not_panics();
+    let cli = Cli::parse();
+    // A bad GEMM blocking override would make the first matrix product panic: report it here.
+    if let Err(e) = chi_kernels::gemm::check_blocking_env() {
+        eprintln!("chi: error: {e}");
+        std::process::exit(2);
+    }
+    // Under `mpirun -n K` (K > 1): MPI, finalised when `mpi` drops before the exit.
+    let mpi = match crate::dist::init(starter) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("chi: error: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = run(cli) {
+        match crate::dist::world() {
+            // The other ranks may be waiting for this one in a collective: end them all.
+            Some(w) => {
+                eprintln!("chi: error on rank {} of {}: {e}", w.rank(), w.size());
+                crate::dist::abort(1);
+            }
+            None => {
+                eprintln!("chi: error: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    drop(mpi);
 }
 
 /// Lets a write to a closed pipe (`chi … | head`) end the program quietly, as it does for other

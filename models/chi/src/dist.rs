@@ -1,25 +1,28 @@
-//! Several processes on MPI: `mpirun -n K chi train …` trains data-parallel (see
+//! Several processes on MPI: `mpirun -n K chi-mpi train …` trains data-parallel (see
 //! [`chi_nn::dist`] for the algorithm), and `chi dist check` / `chi dist bench` check and measure
 //! an installation.
 //!
-//! MPI is behind the `mpi` cargo feature (Open MPI and its headers, and libclang for the
-//! bindings: `scripts/install-mpi.sh`); the default build needs none of it. A chi started by a
-//! launcher (`mpirun`, `mpiexec`, `srun` with PMI) as one of several processes initialises MPI in
-//! [`init`]; a chi built without the feature refuses to run as one of several, rather than
-//! train K unrelated copies into one directory.
+//! This library holds no MPI code: the `chi-mpi` program (models/chi-mpi, built with its `mpi`
+//! feature; Open MPI, its headers and libclang come from `scripts/install-mpi.sh`) is this same
+//! program with an MPI [`Starter`], which [`init`] calls when the process is one of several. So
+//! the default build needs no MPI, and turning MPI on recompiles one small crate instead of this
+//! one. A `chi` without a starter refuses to run as one of several processes rather than train K
+//! unrelated copies into one directory.
 //!
-//! Faults: a rank that fails calls `MPI_Abort` ([`abort`]), which ends every rank; a rank that
-//! dies (killed, crashed) is noticed by `mpirun`, which ends the others and names the rank. No
-//! rank waits forever in a collective for a peer that is gone.
+//! Faults: a rank that fails calls the starter's abort (`MPI_Abort`, through [`abort`]), which
+//! ends every rank; a rank that dies (killed, crashed) is noticed by `mpirun`, which ends the
+//! others and names the rank. No rank waits forever in a collective for a peer that is gone.
 
 use chi_nn::dist::{check, Buf, Collective, DataParallel, Solo};
 use clap::{Args, Subcommand};
-use std::cell::RefCell;
+use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
 thread_local! {
     static WORLD: RefCell<Option<Rc<dyn Collective>>> = const { RefCell::new(None) };
+    static ABORT: Cell<Option<fn(i32) -> !>> = const { Cell::new(None) };
 }
 
 /// The number of processes a launcher started, from the environment it sets (Open MPI's
@@ -28,37 +31,50 @@ pub fn launched_size() -> Option<usize> {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"].iter().find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
 }
 
-/// Keeps MPI initialised while it lives; dropping it finalises MPI. Held by `main`.
+/// What an MPI start-up hands to this library: the group of processes, how to end all of them,
+/// and whatever must stay alive until the program ends (MPI's environment, finalised when it
+/// drops).
+pub struct Started {
+    /// All processes of the job.
+    pub world: Rc<dyn Collective>,
+    /// Ends every rank with this exit code (`MPI_Abort`).
+    pub abort: fn(i32) -> !,
+    /// Dropped after `world`, when the program ends.
+    pub keep: Box<dyn Any>,
+}
+
+/// Starts MPI in a process that a launcher started as one of several (the `chi-mpi` program
+/// provides one).
+pub type Starter = fn() -> Result<Started, String>;
+
+/// Keeps MPI initialised while it lives; dropping it finalises MPI. Held by [`crate::cli::main`].
 #[derive(Default)]
 pub struct Guard {
-    #[cfg(feature = "mpi")]
-    universe: Option<mpi::environment::Universe>,
+    keep: Option<Box<dyn Any>>,
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        // The communicator goes before the environment that finalises MPI.
         WORLD.with(|w| w.borrow_mut().take());
-        #[cfg(feature = "mpi")]
-        drop(self.universe.take());
+        ABORT.with(|a| a.set(None));
+        drop(self.keep.take());
     }
 }
 
-/// Starts MPI when this process is one of several started by a launcher.
-pub fn init() -> Result<Guard, String> {
+/// Starts MPI (with `starter`) when this process is one of several started by a launcher.
+pub fn init(starter: Option<Starter>) -> Result<Guard, String> {
     let Some(k) = launched_size().filter(|&k| k > 1) else { return Ok(Guard::default()) };
-    #[cfg(feature = "mpi")]
-    {
-        let _ = k;
-        let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled).ok_or("MPI was already initialised")?;
-        let world = universe.world();
-        WORLD.with(|w| *w.borrow_mut() = Some(Rc::new(mpi_comm::MpiComm { world })));
-        Ok(Guard { universe: Some(universe) })
-    }
-    #[cfg(not(feature = "mpi"))]
-    Err(format!(
-        "chi was started as one of {k} processes (by mpirun or a similar launcher), but this chi was built without MPI: \
-         build it with `cargo build --release --features mpi` (scripts/install-mpi.sh installs Open MPI)"
-    ))
+    let Some(start) = starter else {
+        return Err(format!(
+            "chi was started as one of {k} processes (by mpirun or a similar launcher), but this program has no MPI: \
+             run `chi-mpi` instead (`cargo build --release -p chi-mpi --features mpi`; scripts/install-mpi.sh installs Open MPI)"
+        ));
+    };
+    let s = start()?;
+    WORLD.with(|w| *w.borrow_mut() = Some(s.world));
+    ABORT.with(|a| a.set(Some(s.abort)));
+    Ok(Guard { keep: Some(s.keep) })
 }
 
 /// The group of processes, when there are several.
@@ -73,138 +89,12 @@ pub fn rank() -> usize {
 
 /// Ends every rank: on one rank's error the others must not wait for it in a collective.
 pub fn abort(code: i32) -> ! {
-    #[cfg(feature = "mpi")]
     if world().is_some() {
-        use mpi::traits::Communicator;
-        mpi::topology::SimpleCommunicator::world().abort(code);
+        if let Some(abort) = ABORT.with(|a| a.get()) {
+            abort(code);
+        }
     }
     std::process::exit(code)
-}
-
-#[cfg(feature = "mpi")]
-mod mpi_comm {
-    //! [`Collective`] on an MPI communicator.
-    use super::*;
-    use chi_nn::dist::Pending;
-    use mpi::collective::CommunicatorCollectives;
-    use mpi::datatype::PartitionMut;
-    use mpi::ffi;
-    use mpi::raw::AsRaw;
-    use mpi::topology::{Communicator, SimpleCommunicator};
-    use mpi::traits::Root;
-    use std::os::raw::{c_int, c_void};
-
-    pub(super) struct MpiComm {
-        pub(super) world: SimpleCommunicator,
-    }
-
-    /// A running `MPI_Iallreduce`: the send copy and the result buffer stay here until it ends.
-    struct MpiPending {
-        _send: Buf,
-        recv: Buf,
-        req: ffi::MPI_Request,
-        done: bool,
-    }
-
-    fn raw_parts(b: &mut Buf) -> (*mut c_void, c_int, ffi::MPI_Datatype) {
-        // SAFETY: reads the addresses of MPI's predefined datatype handles.
-        let (ptr, len, ty) = unsafe {
-            match b {
-                Buf::F32(v) => (v.as_mut_ptr() as *mut c_void, v.len(), ffi::RSMPI_FLOAT),
-                Buf::F64(v) => (v.as_mut_ptr() as *mut c_void, v.len(), ffi::RSMPI_DOUBLE),
-            }
-        };
-        let len = c_int::try_from(len).unwrap_or_else(|_| panic!("all-reduce of {len} elements: MPI counts are 32-bit; use smaller buckets"));
-        (ptr, len, ty)
-    }
-
-    impl Pending for MpiPending {
-        fn test(&mut self) -> bool {
-            if !self.done {
-                let mut flag: c_int = 0;
-                let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::uninit();
-                // SAFETY: `req` is the live request of this reduction.
-                unsafe { ffi::MPI_Test(&mut self.req, &mut flag, status.as_mut_ptr()) };
-                self.done = flag != 0;
-            }
-            self.done
-        }
-        fn wait(mut self: Box<Self>) -> Buf {
-            self.finish();
-            std::mem::replace(&mut self.recv, Buf::F64(Vec::new()))
-        }
-    }
-
-    impl MpiPending {
-        fn finish(&mut self) {
-            if !self.done {
-                let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::uninit();
-                // SAFETY: `req` is the live request of this reduction; its buffers are ours.
-                unsafe { ffi::MPI_Wait(&mut self.req, status.as_mut_ptr()) };
-                self.done = true;
-            }
-        }
-    }
-
-    impl Drop for MpiPending {
-        // MPI may still write into `recv`: never free it under a running reduction.
-        fn drop(&mut self) {
-            self.finish();
-        }
-    }
-
-    impl Collective for MpiComm {
-        fn rank(&self) -> usize {
-            self.world.rank() as usize
-        }
-        fn size(&self) -> usize {
-            self.world.size() as usize
-        }
-        fn start_all_reduce_sum(&self, buf: Buf) -> Box<dyn Pending> {
-            // SAFETY: reads MPI's predefined null request.
-            let null = unsafe { ffi::RSMPI_REQUEST_NULL };
-            let mut p = Box::new(MpiPending { recv: buf.clone(), _send: buf, req: null, done: false });
-            let (sp, n, ty) = raw_parts(&mut p._send);
-            let (rp, _, _) = raw_parts(&mut p.recv);
-            // SAFETY: both buffers hold `n` elements of `ty` and live in `p` until the request
-            // completes (`MpiPending` waits before dropping them); the handles are MPI's.
-            unsafe { ffi::MPI_Iallreduce(sp, rp, n, ty, ffi::RSMPI_SUM, self.world.as_raw(), &mut p.req) };
-            p
-        }
-        fn broadcast_bytes(&self, bytes: &mut Vec<u8>, root: usize) {
-            let root = self.world.process_at_rank(root as i32);
-            let mut len = bytes.len() as u64;
-            root.broadcast_into(&mut len);
-            bytes.resize(len as usize, 0);
-            // An empty byte Vec's dangling pointer is 0x1, which is Open MPI's MPI_IN_PLACE.
-            if len > 0 {
-                root.broadcast_into(&mut bytes[..]);
-            }
-        }
-        fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
-            let k = self.size();
-            let mut lens = vec![0i32; k];
-            let n = i32::try_from(mine.len()).expect("all-gather of more than 2 GiB");
-            self.world.all_gather_into(&n, &mut lens[..]);
-            let displs: Vec<i32> = lens.iter().scan(0i32, |acc, &l| {
-                let d = *acc;
-                *acc += l;
-                Some(d)
-            }).collect();
-            let total: usize = lens.iter().map(|&l| l as usize).sum();
-            // Allocated buffers even when empty: an empty byte slice's dangling pointer is 0x1,
-            // which is Open MPI's MPI_IN_PLACE.
-            let mut all = Vec::with_capacity(total.max(1));
-            all.resize(total, 0u8);
-            let mut send = Vec::with_capacity(mine.len().max(1));
-            send.extend_from_slice(mine);
-            {
-                let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-                self.world.all_gather_varcount_into(&send[..], &mut part);
-            }
-            lens.iter().zip(&displs).map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec()).collect()
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------- the CLI

@@ -260,7 +260,7 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
     let sync = SyncConfig { sync_words: a.sync_words.unwrap_or(chi_words::dist::DEFAULT_SYNC_WORDS) };
     if let Some(n) = a.sync_words {
         if world.is_none() {
-            return Err("--sync-words applies to several processes (mpirun -n K chi embed train …); this is one".into());
+            return Err("--sync-words applies to several processes (mpirun -n K chi-mpi embed train …); this is one".into());
         }
         if !(MIN_SYNC_WORDS..=MAX_SYNC_WORDS).contains(&n) {
             return Err(format!("--sync-words {n} is out of range: {MIN_SYNC_WORDS} to {MAX_SYNC_WORDS}"));
@@ -290,7 +290,7 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
             return Err("--sync-entries sets GloVe's exchange period; word2vec's is --sync-words".into());
         }
         if world.is_none() {
-            return Err("--sync-entries applies to several processes (mpirun -n K chi embed train --model glove …); this is one".into());
+            return Err("--sync-entries applies to several processes (mpirun -n K chi-mpi embed train --model glove …); this is one".into());
         }
         if !(MIN_SYNC_ENTRIES..=MAX_SYNC_WORDS).contains(&n) {
             return Err(format!("--sync-entries {n} is out of range: {MIN_SYNC_ENTRIES} to {MAX_SYNC_WORDS}"));

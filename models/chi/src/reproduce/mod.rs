@@ -36,7 +36,7 @@
 //! `--resume` can skip it, and show long training loops with [`Ctx::bar`].
 //!
 //! # Several processes
-//! `mpirun -n K chi reproduce NAME` trains the mini-batch experiments data-parallel (those with
+//! `mpirun -n K chi-mpi reproduce NAME` trains the mini-batch experiments data-parallel (those with
 //! an [`Experiment::batch`]; see [`ranks`]): every rank runs the same units in the same order,
 //! each training step's global batch is split over the ranks and their gradients averaged, and
 //! rank 0 alone writes the experiment directory and prints the table.

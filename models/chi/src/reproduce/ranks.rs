@@ -1,4 +1,4 @@
-//! `chi reproduce` as one of several processes (`mpirun -n K chi reproduce NAME …`).
+//! `chi reproduce` as one of several processes (`mpirun -n K chi-mpi reproduce NAME …`).
 //!
 //! Every rank runs the experiment's code: the same units, in the same order, with the same seeds,
 //! so every rank draws the same global batches. A training step splits its global batch over the

@@ -1,4 +1,4 @@
-//! `chi train` as one of several processes (`mpirun -n K chi train …`).
+//! `chi train` as one of several processes (`mpirun -n K chi-mpi train …`).
 //!
 //! Rank 0 is the run: it resolves the configuration, owns the run directory (lock, logs,
 //! evaluation, checkpoints, plots, `model.safetensors`) and tells the other ranks what to do —

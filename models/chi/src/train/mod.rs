@@ -271,7 +271,7 @@ pub struct TrainOptions {
     /// A fresh run in a directory that holds another run moves that run aside
     /// (`DIR.old-<time>`) instead of failing; see [`rundir`].
     pub overwrite: bool,
-    /// Several processes (`mpirun -n K chi train`): local SGD, averaging the parameters every
+    /// Several processes (`mpirun -n K chi-mpi train`): local SGD, averaging the parameters every
     /// this many steps, instead of averaging gradients every step.
     pub local_sgd: Option<u64>,
     /// Several processes: gradient bucket size in bytes (default 1 MiB).

@@ -295,3 +295,18 @@ fn a_bad_gemm_blocking_override_is_an_error_not_a_panic() {
     let o = run("96,128,512");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// Started by a launcher as one of several processes, the one-process `chi` refuses to run (it
+/// would train unrelated copies into one directory) and names the program that can.
+#[test]
+fn chi_refuses_to_run_as_one_of_several_processes() {
+    for var in ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_chi")).env(var, "2").args(["gradcheck", "--list"]).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{var}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("one of 2 processes") && e.contains("chi-mpi"), "{var}: {e}");
+    }
+    // A launcher's size of 1 is one process: nothing to refuse.
+    let o = Command::new(env!("CARGO_BIN_EXE_chi")).env("OMPI_COMM_WORLD_SIZE", "1").args(["--version"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}

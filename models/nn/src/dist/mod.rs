@@ -3,8 +3,9 @@
 //! global batch ([`shard`]) and the gradient reducer [`Trainer`](crate::trainer::Trainer) runs
 //! when given a [`DataParallel`].
 //!
-//! The `chi` program implements [`Collective`] on MPI (`MPI_Iallreduce`, `MPI_Bcast`,
-//! `MPI_Allgatherv`) behind its `mpi` feature; this library needs no MPI. [`ThreadGroup`] runs
+//! The `chi-mpi` program (models/chi-mpi, built with its `mpi` feature) implements
+//! [`Collective`] on MPI (`MPI_Iallreduce`, `MPI_Bcast`, `MPI_Allgatherv`); this library needs no
+//! MPI. [`ThreadGroup`] runs
 //! the same protocol between threads of one process, which is how the tests prove that K ranks
 //! give the single-process answer without an MPI installation.
 //!

@@ -2,8 +2,8 @@
 
 use std::process::{Command, Output};
 
-/// The chi binary under test (built with `--features mpi`).
-pub const CHI: &str = env!("CARGO_BIN_EXE_chi");
+/// The program under test: `chi-mpi` (chi with MPI), which is also the one-process reference.
+pub const CHI: &str = env!("CARGO_BIN_EXE_chi-mpi");
 
 /// Whether `mpirun` is installed; says so when it is not (the caller then skips).
 pub fn mpirun_present() -> bool {
@@ -14,7 +14,7 @@ pub fn mpirun_present() -> bool {
     ok
 }
 
-/// `mpirun -n N chi` (arguments to add).
+/// `mpirun -n N chi-mpi` (arguments to add).
 pub fn mpirun(n: usize) -> Command {
     let mut c = Command::new("mpirun");
     // Open MPI refuses root without these (CI containers run as root).

@@ -1,8 +1,7 @@
-//! `mpirun -n 2 chi …` on this machine (built with `--features mpi`; `scripts/install-mpi.sh`
+//! `mpirun -n 2 chi-mpi …` on this machine (`-p chi-mpi --features mpi`; `scripts/install-mpi.sh`
 //! installs Open MPI): data-parallel training gives the single-process answer, a killed rank ends
 //! the job in bounded time with the rank named, and the run resumes from its last checkpoint.
 //! Skipped with a message when `mpirun` is absent.
-#![cfg(feature = "mpi")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -74,7 +73,7 @@ fn float64_check_two_and_three_ranks() {
     }
 }
 
-/// `mpirun -n 2 chi train --batch-size B` against `chi train --batch-size 2B`: the same model
+/// `mpirun -n 2 chi-mpi train --batch-size B` against `chi train --batch-size 2B`: the same model
 /// in float32 up to rounding, MLP (Adam) and LSTM (SGD). Float32 gradients of a batch of 32 and
 /// of two halves differ in the last bits; Adagrad's first steps, `g / √(g² + ε)`, turn that into
 /// a visible difference for gradients that nearly cancel, so the LSTM case uses SGD (the float64
@@ -228,7 +227,7 @@ fn largest_relative_difference(a: &[(String, Vec<f64>)], b: &[(String, Vec<f64>)
     worst
 }
 
-/// `mpirun -n 2 chi reproduce ca-bsfe-synthetic` (float64, batches of 16 split 8 + 8) against
+/// `mpirun -n 2 chi-mpi reproduce ca-bsfe-synthetic` (float64, batches of 16 split 8 + 8) against
 /// one process: the same units with the same numbers to 1e-12 (a different summation order of
 /// float64 gradients), rank 0 alone writing them; `--resume` under mpirun reuses every unit.
 #[test]

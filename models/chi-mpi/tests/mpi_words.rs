@@ -1,9 +1,8 @@
-//! `mpirun -n 2 chi embed train` on this machine (built with `--features mpi`): the ranks train
+//! `mpirun -n 2 chi-mpi embed train` on this machine (`-p chi-mpi --features mpi`): the ranks train
 //! word2vec on shards of a corpus with periodic averaging (GloVe on shares of the co-occurrence
 //! entries, adding up their changes), rank 0 alone writes the vectors, the
 //! vectors learn a planted structure, and a run repeats bit for bit. Skipped with a message when
 //! `mpirun` is absent.
-#![cfg(feature = "mpi")]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
