@@ -20,12 +20,15 @@
 //!   AVX2+FMA 6×16 (f32) / 6×8 (f64) with broadcast loads and no shuffles, chosen at run time with
 //!   `is_x86_feature_detected!` (widest first), or a portable 4×8 tile; edge tiles run a kernel
 //!   instantiated for exactly their rows;
-//! * `driver.rs`: the loops and the thread split; `gemv.rs`: the matrix–vector path.
+//! * `driver.rs`: the loops and the thread split; `gemv.rs`: the matrix–vector path;
+//! * `anatomy.rs`: the selected microkernel alone, in L1 and over one packed block, for
+//!   `chi bench gemm --anatomy` (where a product's time goes beside the FMA ceiling).
 //!
 //! Above [`par_min_flops`] (measured per microkernel), [`Par::Auto`] splits the larger output dimension across the
 //! threads of the current rayon pool. `n == 1` and `m == 1` take the GEMV path ([`gemv`]), and
 //! [`gemm_batched`] runs small products in parallel across the batch.
 
+mod anatomy;
 mod blocking;
 mod driver;
 #[path = "gemv.rs"]
@@ -33,6 +36,8 @@ mod gemv_impl;
 pub(crate) mod microkernel;
 mod pack;
 
+#[doc(hidden)]
+pub use anatomy::MicroBench;
 #[doc(hidden)]
 pub use microkernel::KernelChoice;
 

@@ -692,3 +692,37 @@ fn small_products_stay_on_one_thread_unless_the_split_is_forced() {
     check::<f32>();
     check::<f64>();
 }
+
+/// The microkernel benchmark of `chi bench gemm --anatomy` computes what it times: one pass of
+/// `block` adds Ã·B̃ of its packed block to C (checked element by element in f64 against the packed
+/// layouts: Ã in MR-row micro-panels, B̃ in NR-column micro-panels, each KC deep), and `resident`
+/// adds the first tile's product once per call.
+#[test]
+fn microbench_block_and_resident_compute_the_packed_product() {
+    fn check<T: Real>() {
+        let mut m = chi_kernels::gemm::MicroBench::<T>::new();
+        let (mr, nr, mc, kc, nc) = m.shape();
+        assert!(mc % mr == 0 && nc % nr == 0 && mc >= mr && nc >= nr, "{:?}", m.shape());
+        let a = |i: usize, p: usize| ((((i / mr) * mr * kc + p * mr + i % mr) % 7) as f64) / 100.0;
+        let b = |p: usize, j: usize| ((((j / nr) * nr * kc + p * nr + j % nr) % 5) as f64) / 100.0;
+        let want = |i: usize, j: usize| (0..kc).map(|p| a(i, p) * b(p, j)).sum::<f64>();
+        let tol = if T::NAME == "f32" { 1e-4 } else { 1e-12 };
+        assert_eq!(m.block(1), (2 * mc * nc * kc) as f64);
+        for i in 0..mc {
+            for j in 0..nc {
+                let got = m.c()[i * nc + j].to_f64();
+                assert!((got - want(i, j)).abs() <= tol, "{} block: C[{i}][{j}] = {got}, want {}", T::NAME, want(i, j));
+            }
+        }
+        assert_eq!(m.resident(3), (3 * 2 * mr * nr * kc) as f64);
+        for i in 0..mc {
+            for j in 0..nc {
+                let times = if i < mr && j < nr { 4.0 } else { 1.0 };
+                let got = m.c()[i * nc + j].to_f64();
+                assert!((got - times * want(i, j)).abs() <= 4.0 * tol, "{} resident: C[{i}][{j}] = {got}, want {}", T::NAME, times * want(i, j));
+            }
+        }
+    }
+    check::<f32>();
+    check::<f64>();
+}

@@ -21,10 +21,18 @@
 //!   GFLOPS figure is `2n³ / median(time)`, and the ratio is the median over adjacent
 //!   (chi, matrixmultiply) pairs of their speed ratio (robust to load bursts from other processes).
 //!
+//! * **Anatomy** (`--anatomy`, one thread): two more alternating samples per pair, of the
+//!   microkernel alone ([`chi_kernels::gemm::MicroBench`]): its register tile on operands already in
+//!   L1, and the driver's two innermost loops over one packed Ã block (MC × KC) and one packed B̃
+//!   panel (KC × NC, at most 64 micro-panels) of its own blocking. Reported as % of the same ceiling:
+//!   ceiling → tile in L1 is the tile's own cost (its C update, loop and load overheads); tile in
+//!   L1 → tile over the block is the caches behind it; tile over the block → whole GEMM is packing,
+//!   the outer loops and C beyond the block.
+//!
 //! `--json` prints one object per size and line:
 //! `{"kernel":"sgemm","n":512,"threads":1,"chi_gflops":…,"matrixmultiply_gflops":…,"ratio":…,"ceiling_gflops":…,"pct_of_ceiling":…}`.
 
-use chi_kernels::gemm::{gemm_par, MatMut, MatRef, Par};
+use chi_kernels::gemm::{gemm_par, MatMut, MatRef, MicroBench, Par};
 use chi_kernels::Real;
 use clap::Args;
 use serde::Serialize;
@@ -47,12 +55,16 @@ pub struct GemmBenchArgs {
     /// reported. 1 to 10000.
     #[arg(long, default_value_t = 15, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub reps: usize,
+    /// Also time the microkernel alone (in L1, and over one packed block) to show where the
+    /// GEMM's time goes beside the ceiling; needs --threads 1.
+    #[arg(long)]
+    pub anatomy: bool,
 }
 
 impl GemmBenchArgs {
     /// The arguments used when `chi` runs this benchmark as its default job.
     pub fn default_job() -> Self {
-        GemmBenchArgs { sizes: vec![64, 128, 256, 512, 1024], dtype: "f32".into(), json: false, reps: 15 }
+        GemmBenchArgs { sizes: vec![64, 128, 256, 512, 1024], dtype: "f32".into(), json: false, reps: 15, anatomy: false }
     }
 }
 
@@ -78,6 +90,12 @@ pub struct GemmBenchRow {
     pub pct_of_ceiling: f64,
     /// Vector ISA of chi's microkernel and of the ceiling loop (`avx512`, `avx2`, `portable`).
     pub isa: &'static str,
+    /// `--anatomy`: the microkernel on operands in L1, % of the ceiling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tile_l1_pct: Option<f64>,
+    /// `--anatomy`: the microkernel over one packed Ã block and B̃ panel, % of the ceiling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tile_block_pct: Option<f64>,
 }
 
 /// Runs the benchmark and prints its report.
@@ -89,12 +107,15 @@ pub fn run(args: &GemmBenchArgs) -> Result<(), String> {
         chi_nn::limits::check_elements("bench gemm --sizes (one n × n matrix)", &[n, n])?;
     }
     let threads = rayon::current_num_threads();
+    if args.anatomy && threads != 1 {
+        return Err(format!("bench gemm: --anatomy times one thread's microkernel; run it with --threads 1 (the pool has {threads})"));
+    }
     // matrixmultiply reads MATMUL_NUM_THREADS once, on its first call: set it before that.
     std::env::set_var("MATMUL_NUM_THREADS", threads.to_string());
     let reps = args.reps.max(1);
     let rows = match args.dtype.as_str() {
-        "f32" => bench_all::<f32>(&args.sizes, threads, reps, !args.json),
-        "f64" => bench_all::<f64>(&args.sizes, threads, reps, !args.json),
+        "f32" => bench_all::<f32>(&args.sizes, threads, reps, !args.json, args.anatomy),
+        "f64" => bench_all::<f64>(&args.sizes, threads, reps, !args.json, args.anatomy),
         other => return Err(format!("bench gemm: unknown --dtype {other:?} (expected f32 or f64)")),
     }?;
     if args.json {
@@ -110,17 +131,24 @@ fn round(x: f64, digits: i32) -> f64 {
     (x * s).round() / s
 }
 
-fn bench_all<T: Real + MmGemm>(sizes: &[usize], threads: usize, reps: usize, table: bool) -> Result<Vec<GemmBenchRow>, String> {
+fn bench_all<T: Real + MmGemm>(sizes: &[usize], threads: usize, reps: usize, table: bool, anatomy: bool) -> Result<Vec<GemmBenchRow>, String> {
     let mut ceiling = fma_ceiling::<T>();
+    let mut micro = anatomy.then(MicroBench::<T>::new);
     let kernel = if T::NAME == "f32" { "sgemm" } else { "dgemm" };
     if table {
         println!("machine: {} | {threads} thread(s) | GEMM kernels: {} | measured {} FMA ceiling: {:.1} GFLOPS (highest sample so far; re-sampled per size)",
             cpu_name(), gemm_isa(), T::NAME, ceiling);
-        println!("{:>6} {:>7} {:>10} {:>16} {:>7} {:>11}", "n", "kernel", "chi GF/s", "matrixmult GF/s", "ratio", "% ceiling");
+        if let Some(m) = &micro {
+            let (mr, nr, mc, kc, nc) = m.shape();
+            println!("anatomy: microkernel {mr}×{nr}; block: Ã {mc}×{kc}, B̃ {kc}×{nc}");
+            println!("{:>6} {:>7} {:>10} {:>16} {:>7} {:>11} {:>10} {:>13}", "n", "kernel", "chi GF/s", "matrixmult GF/s", "ratio", "% ceiling", "tile L1 %", "tile block %");
+        } else {
+            println!("{:>6} {:>7} {:>10} {:>16} {:>7} {:>11}", "n", "kernel", "chi GF/s", "matrixmult GF/s", "ratio", "% ceiling");
+        }
     }
     let mut rows = Vec::new();
     for &n in sizes {
-        let (chi, mm, ratio, size_ceiling) = bench_size::<T>(n, threads, reps);
+        let (chi, mm, ratio, size_ceiling, tiles) = bench_size::<T>(n, threads, reps, micro.as_mut());
         ceiling = ceiling.max(size_ceiling);
         let r = GemmBenchRow {
             kernel,
@@ -132,9 +160,15 @@ fn bench_all<T: Real + MmGemm>(sizes: &[usize], threads: usize, reps: usize, tab
             ceiling_gflops: round(ceiling, 2),
             pct_of_ceiling: round(100.0 * chi / ceiling, 1),
             isa: gemm_isa(),
+            tile_l1_pct: tiles.map(|(l1, _)| round(100.0 * l1 / ceiling, 1)),
+            tile_block_pct: tiles.map(|(_, block)| round(100.0 * block / ceiling, 1)),
         };
         if table {
-            println!("{:>6} {:>7} {:>10.1} {:>16.1} {:>7.3} {:>10.1}%", r.n, r.kernel, r.chi_gflops, r.matrixmultiply_gflops, r.ratio, r.pct_of_ceiling);
+            print!("{:>6} {:>7} {:>10.1} {:>16.1} {:>7.3} {:>10.1}%", r.n, r.kernel, r.chi_gflops, r.matrixmultiply_gflops, r.ratio, r.pct_of_ceiling);
+            if let (Some(l1), Some(block)) = (r.tile_l1_pct, r.tile_block_pct) {
+                print!(" {l1:>9.1}% {block:>12.1}%");
+            }
+            println!();
         }
         rows.push(r);
     }
@@ -143,8 +177,9 @@ fn bench_all<T: Real + MmGemm>(sizes: &[usize], threads: usize, reps: usize, tab
 
 /// Median GFLOPS of chi and matrixmultiply for an `n³` product, and the median over alternating
 /// (chi, matrixmultiply) sample pairs of their speed ratio, and the highest FMA ceiling sample
-/// measured between those pairs.
-fn bench_size<T: Real + MmGemm>(n: usize, threads: usize, reps: usize) -> (f64, f64, f64, f64) {
+/// measured between those pairs; with `micro`, also the median GFLOPS of the microkernel in L1
+/// and over one packed block, sampled between the same pairs.
+fn bench_size<T: Real + MmGemm>(n: usize, threads: usize, reps: usize, mut micro: Option<&mut MicroBench<T>>) -> (f64, f64, f64, f64, Option<(f64, f64)>) {
     let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ n as u64;
     let mut rand = || {
         seed ^= seed << 13;
@@ -168,14 +203,38 @@ fn bench_size<T: Real + MmGemm>(n: usize, threads: usize, reps: usize) -> (f64, 
     let one = t0.elapsed().as_secs_f64() / 2.0;
     let calls = ((0.01 / one.max(1e-9)).ceil() as usize).clamp(1, 100_000);
     let (mut tc, mut tm, mut ceil) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut g_l1, mut g_block) = (Vec::new(), Vec::new());
+    // Calls of each microkernel measurement per sample, calibrated like the products (≥ 10 ms).
+    let micro_calls = micro.as_deref_mut().map(|m| {
+        let per_call = |f: &mut dyn FnMut() -> f64| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64().max(1e-9)
+        };
+        let l1 = (0.01 / per_call(&mut || m.resident(1000)) * 1000.0).ceil() as usize;
+        let block = (0.01 / per_call(&mut || m.block(1))).ceil() as usize;
+        (l1.clamp(1, 100_000_000), block.clamp(1, 100_000))
+    });
     for _ in 0..reps {
         tc.push(time(calls, || chi(black_box(&mut c))));
         tm.push(time(calls, || mm(black_box(&mut c))));
+        if let (Some(m), Some((l1, block))) = (micro.as_deref_mut(), micro_calls) {
+            g_l1.push(gflops(|| m.resident(l1)));
+            g_block.push(gflops(|| m.block(block)));
+        }
         ceil.push(fma_ceiling_sample::<T>());
     }
     let pair_ratio = median(tm.iter().zip(&tc).map(|(m, c)| m / c).collect());
     let best_ceiling = ceil.iter().copied().fold(0.0, f64::max);
-    (flops / median(tc) / 1e9, flops / median(tm) / 1e9, pair_ratio, best_ceiling)
+    let tiles = micro_calls.map(|_| (median(g_l1), median(g_block)));
+    (flops / median(tc) / 1e9, flops / median(tm) / 1e9, pair_ratio, best_ceiling, tiles)
+}
+
+/// GFLOPS of one run of `f`, which returns the flops it did.
+fn gflops(f: impl FnOnce() -> f64) -> f64 {
+    let t = Instant::now();
+    let flops = f();
+    flops / t.elapsed().as_secs_f64().max(1e-9) / 1e9
 }
 
 fn time(calls: usize, mut f: impl FnMut()) -> f64 {

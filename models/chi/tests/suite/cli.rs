@@ -169,6 +169,21 @@ fn bench_gemm_json_has_the_documented_keys() {
     assert_eq!(m["threads"], 1);
 }
 
+/// `--anatomy` adds the microkernel's two rates (as % of the ceiling) to each line, and refuses
+/// more than one thread (it times one thread's microkernel).
+#[test]
+fn bench_gemm_anatomy_adds_the_microkernel_rates() {
+    let out = chi_ok(&["bench", "gemm", "--sizes", "64", "--threads", "1", "--reps", "2", "--json", "--anatomy"]);
+    let m = json_object(out.lines().find(|l| !l.trim().is_empty()).expect("a JSON line"));
+    for k in ["tile_l1_pct", "tile_block_pct"] {
+        positive_number(&m, k);
+    }
+    let table = chi_ok(&["bench", "gemm", "--sizes", "64", "--threads", "1", "--reps", "1", "--anatomy"]);
+    assert!(table.contains("anatomy: microkernel") && table.contains("tile block %"), "{table}");
+    let o = chi(&["bench", "gemm", "--sizes", "64", "--threads", "2", "--anatomy"]);
+    assert!(!o.status.success() && stderr(&o).contains("--threads 1"), "{}", stderr(&o));
+}
+
 #[test]
 fn bench_tape_json_reports_ns_per_op() {
     let out = chi_ok(&["bench", "tape", "--steps", "200", "--reps", "5", "--json"]);
