@@ -152,8 +152,8 @@ pub fn check_limit_env() -> Result<(), String> {
 /// processes (`starter`: the `chi-mpi` program passes one, `chi` none), the subcommand, and the
 /// exit status (returns only on success).
 pub fn main(starter: Option<crate::dist::Starter>) {
-    // Reuse freed tensor memory instead of re-faulting it every step (see the module docs): the
-    // mimalloc setting for Rust allocations, the glibc one for any C library's.
+    // Reuse freed tensor memory instead of re-faulting it every step (see `crate::allocator`):
+    // the mimalloc setting for Rust allocations, the glibc one for any C library's.
     crate::allocator::keep_freed_memory();
     chi_autodiff::malloc::keep_freed_memory();
     default_sigpipe();
