@@ -206,13 +206,8 @@ fn bench_size<T: Real + MmGemm>(n: usize, threads: usize, reps: usize, mut micro
     let (mut g_l1, mut g_block) = (Vec::new(), Vec::new());
     // Calls of each microkernel measurement per sample, calibrated like the products (≥ 10 ms).
     let micro_calls = micro.as_deref_mut().map(|m| {
-        let per_call = |f: &mut dyn FnMut() -> f64| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64().max(1e-9)
-        };
-        let l1 = (0.01 / per_call(&mut || m.resident(1000)) * 1000.0).ceil() as usize;
-        let block = (0.01 / per_call(&mut || m.block(1))).ceil() as usize;
+        let l1 = (0.01 / time(1, || { m.resident(1000); }).max(1e-9) * 1000.0).ceil() as usize;
+        let block = (0.01 / time(1, || { m.block(1); }).max(1e-9)).ceil() as usize;
         (l1.clamp(1, 100_000_000), block.clamp(1, 100_000))
     });
     for _ in 0..reps {
