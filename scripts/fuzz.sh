@@ -13,7 +13,8 @@
 # only the stable toolchain is installed here, so RUSTC_BOOTSTRAP=1 lets stable rustc accept
 # them. Four codegen units, as the workspace's release profile: cargo-fuzz's default of one gives
 # 10–25 % more executions per second but compiles the `chi` crate on one core (886 s instead of
-# 735 s for the whole build on a 2-core Zen 3). Line tables only come from fuzz/Cargo.toml.
+# 735 s for the whole build on a 2-core Zen 3). Line tables only and optimisation
+# level 1 come from fuzz/Cargo.toml (its comment has the measurements).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-30}"
