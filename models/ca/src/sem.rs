@@ -155,29 +155,46 @@ impl CaSem {
     }
     /// Step 1a: `w' = (I − v0v0ᵀ/‖v0‖²) w`.
     pub fn solve_w_prime(v0: &[f64], w: &[f64]) -> Vec<f64> {
-        let k = dot(v0, w) / dot(v0, v0).max(1e-300);
+        Self::w_prime_given_norm(v0, dot(v0, v0).max(1e-300), w)
+    }
+    /// [`CaSem::solve_w_prime`] with `‖v0‖²` (floored at 1e-300) computed once by the caller,
+    /// which Step 1 shares between all words.
+    fn w_prime_given_norm(v0: &[f64], vv: f64, w: &[f64]) -> Vec<f64> {
+        let k = dot(v0, w) / vv;
         w.iter().zip(v0).map(|(a, b)| a - k * b).collect()
     }
-    /// Step 1b: the optimal `χ̃ ∈ [0, 1]` for fixed `w'`, `v0` (closest point of the segment).
+    /// Step 1b: the optimal `χ̃ ∈ [0, 1]` for fixed `w'`, `v0` (closest point of the segment):
+    /// `χ̃ = ⟨w − w', v0 − w'⟩ / ‖v0 − w'‖²`, clamped.
     pub fn solve_chi(w: &[f64], w_prime: &[f64], v0: &[f64]) -> f64 {
-        let d: Vec<f64> = v0.iter().zip(w_prime).map(|(a, b)| a - b).collect();
-        let r: Vec<f64> = w.iter().zip(w_prime).map(|(a, b)| a - b).collect();
-        let dd = dot(&d, &d);
+        // Both sums in one pass, without the difference vectors; each accumulates its terms in
+        // index order from −0.0, as `Iterator::sum` does, so the result is the same to the bit.
+        let (mut rd, mut dd) = (-0.0, -0.0);
+        for ((&a, &p), &x) in v0.iter().zip(w_prime).zip(w) {
+            let (d, r) = (a - p, x - p);
+            rd += r * d;
+            dd += d * d;
+        }
         if dd == 0.0 {
             return 0.0;
         }
-        (dot(&r, &d) / dd).clamp(0.0, 1.0)
+        (rd / dd).clamp(0.0, 1.0)
     }
     /// Step 2: least-squares `v0` for fixed `w'`, `χ̃` (unchanged `prev` if every χ̃ is 0).
+    ///
+    /// # Panics
+    /// If a word has no count, χ̃ or `w'`, or a word or its `w'` is shorter than the first word.
     pub fn solve_v0(words: &[Vec<f64>], counts: &[f64], chi: &[f64], w_prime: &[Vec<f64>], prev: &[f64]) -> Vec<f64> {
         let d = words[0].len();
+        assert!(counts.len() >= words.len() && chi.len() >= words.len() && w_prime.len() >= words.len(), "CaSem::solve_v0: need a count, a χ̃ and a w' per word");
         let mut num = vec![0.0; d];
         let mut den = 0.0;
-        for i in 0..words.len() {
-            let (n, c) = (counts[i], chi[i]);
+        for (((w, p), &n), &c) in words.iter().zip(w_prime).zip(counts).zip(chi) {
+            assert!(w.len() >= d && p.len() >= d, "CaSem::solve_v0: every word and w' needs {d} components");
             den += n * c * c;
-            for k in 0..d {
-                num[k] += n * c * (words[i][k] - (1.0 - c) * w_prime[i][k]);
+            // Iterators instead of indexing, so the loop over components vectorises (each
+            // component's sum still runs over the words in order).
+            for ((acc, &x), &y) in num.iter_mut().zip(w).zip(p) {
+                *acc += n * c * (x - (1.0 - c) * y);
             }
         }
         if den <= 0.0 {
@@ -186,13 +203,17 @@ impl CaSem {
         num.iter().map(|v| v / den).collect()
     }
     /// Eq. 17.
+    ///
+    /// # Panics
+    /// If a word has no count, χ̃ or `w'`, or a word or its `w'` is shorter than `v0`.
     pub fn energy_of(words: &[Vec<f64>], counts: &[f64], chi: &[f64], w_prime: &[Vec<f64>], v0: &[f64]) -> f64 {
+        assert!(counts.len() >= words.len() && chi.len() >= words.len() && w_prime.len() >= words.len(), "CaSem::energy_of: need a count, a χ̃ and a w' per word");
         let mut e = 0.0;
-        for i in 0..words.len() {
-            let c = chi[i];
-            for k in 0..v0.len() {
-                let r = words[i][k] - c * v0[k] - (1.0 - c) * w_prime[i][k];
-                e += counts[i] * r * r;
+        for (((w, p), &n), &c) in words.iter().zip(w_prime).zip(counts).zip(chi) {
+            assert!(w.len() >= v0.len() && p.len() >= v0.len(), "CaSem::energy_of: every word and w' needs {} components", v0.len());
+            for ((&x, &y), &v) in w.iter().zip(p).zip(v0) {
+                let r = x - c * v - (1.0 - c) * y;
+                e += n * r * r;
             }
         }
         e
@@ -206,7 +227,8 @@ impl CaSem {
     }
     /// Step 1 (1a then 1b) for every word.
     pub fn solve_step1(words: &[Vec<f64>], v0: &[f64]) -> (Vec<Vec<f64>>, Vec<f64>) {
-        let wp: Vec<Vec<f64>> = words.iter().map(|w| Self::solve_w_prime(v0, w)).collect();
+        let vv = dot(v0, v0).max(1e-300);
+        let wp: Vec<Vec<f64>> = words.iter().map(|w| Self::w_prime_given_norm(v0, vv, w)).collect();
         let chi = words.iter().zip(&wp).map(|(w, p)| Self::solve_chi(w, p, v0)).collect();
         (wp, chi)
     }
