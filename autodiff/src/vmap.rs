@@ -122,6 +122,16 @@ fn replay<T: Float>(op: &Op<T>, out: &Tensor<T>, ins: &[Val<T>], b: usize) -> Re
                 _ => batch_of(a, b).matmul(&batch_of(bb, b)),
             }
         }
+        Op::Affine(_) => {
+            let (x, w, bias) = (&ins[0], &ins[1], &ins[2]);
+            match (x.batched, w.batched, bias.batched) {
+                (true, false, false) => x.t.affine(&w.t, &bias.t),
+                _ => {
+                    let p = if w.batched { batch_of(x, b).matmul(&w.t) } else { x.t.matmul(&w.t) };
+                    p.add(&lift(bias, r))
+                }
+            }
+        }
         Op::Permute { perm, .. } => {
             let p: Vec<usize> = std::iter::once(0).chain(perm.iter().map(|&a| a + 1)).collect();
             x().permute(&p)

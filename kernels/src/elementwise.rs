@@ -697,6 +697,41 @@ pub fn binary_inplace<T: Real>(op: Binary, a: &mut [T], b: &[T]) {
     }
 }
 
+/// `a[r·n + j] += row[j]` for every row `r` of a row-major `[m, n]` matrix `a` (`n =
+/// row.len()`): a bias added to every row in place, each sum as [`binary`] forms it. Large
+/// matrices are split by whole rows across threads.
+///
+/// # Panics
+/// If `a.len()` is not a multiple of `row.len()`, or `row` is empty while `a` is not.
+pub fn add_rows_inplace<T: Real>(a: &mut [T], row: &[T]) {
+    let n = row.len();
+    assert!(
+        if n == 0 { a.is_empty() } else { a.len() % n == 0 },
+        "add_rows_inplace: a matrix of {} values does not split into rows of {n}",
+        a.len()
+    );
+    if a.is_empty() {
+        return;
+    }
+    let f = |a: &mut [T]| {
+        for r in a.chunks_exact_mut(n) {
+            dispatch!(T, V => binary_inplace_simd::<V>(Binary::Add, cast_mut(r), cast(row)), else => {
+                for (x, &b) in r.iter_mut().zip(row) {
+                    *x = *x + b;
+                }
+            })
+        }
+    };
+    let cost = Binary::Add.cost();
+    if should_split(a.len(), cost) {
+        // Chunks of whole rows, about as long as the elementwise chunks.
+        let c = chunk_len(cost).div_ceil(n) * n;
+        split_each(a.chunks_mut(c), f);
+    } else {
+        f(a)
+    }
+}
+
 /// `out[i] = a[i] ∘ s` (scalar on the right).
 pub fn binary_scalar<T: Real>(op: Binary, a: &[T], s: T, out: &mut [T]) {
     check_len(op.name(), "output", out.len(), a.len());

@@ -37,6 +37,30 @@ pub(super) fn cases() -> Vec<OpCase> {
             },
         },
         OpCase {
+            name: "affine",
+            order2: true,
+            make: |r| {
+                let (m, k, n) = (1 + r.below(5), 1 + r.below(5), 1 + r.below(5));
+                case(vec![normal(r, &[m, k]), normal(r, &[k, n]), normal(r, &[n])], |x| x[0].affine(&x[1], &x[2]))
+            },
+        },
+        OpCase {
+            name: "affine_leading_axes",
+            order2: true,
+            make: |r| {
+                let (b, m, k, n) = (1 + r.below(3), 1 + r.below(4), 1 + r.below(4), 1 + r.below(4));
+                case(vec![normal(r, &[b, m, k]), normal(r, &[k, n]), normal(r, &[n])], |x| x[0].affine(&x[1], &x[2]))
+            },
+        },
+        OpCase {
+            name: "affine_vector",
+            order2: true,
+            make: |r| {
+                let (k, n) = (1 + r.below(5), 1 + r.below(5));
+                case(vec![normal(r, &[k]), normal(r, &[k, n]), normal(r, &[n])], |x| x[0].affine(&x[1], &x[2]))
+            },
+        },
+        OpCase {
             name: "permute",
             order2: true,
             make: |r| {

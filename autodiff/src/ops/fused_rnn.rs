@@ -460,11 +460,13 @@ fn split_rows<'a, T>(buf: &'a mut [T], w: usize, blocks: &[Range<usize>]) -> Vec
 
 /// Reorders a time-major `[T, B, w]` buffer into batch-major `[B, T, w]`: the gradient of the
 /// projected inputs, which the ops read at `(r·T + t)·w` for row `r`, step `t`.
+///
+/// Built by appending rows in output order, so the buffer is written once (no zero fill first).
 fn to_batch_major<T: Float>(da: &[T], b: usize, t_len: usize, w: usize) -> Vec<T> {
-    let mut d = vec![T::ZERO; da.len()];
-    for t in 0..t_len {
-        for r in 0..b {
-            d[(r * t_len + t) * w..(r * t_len + t + 1) * w].copy_from_slice(&da[(t * b + r) * w..(t * b + r + 1) * w]);
+    let mut d = Vec::with_capacity(da.len());
+    for r in 0..b {
+        for t in 0..t_len {
+            d.extend_from_slice(&da[(t * b + r) * w..(t * b + r + 1) * w]);
         }
     }
     d
@@ -769,12 +771,14 @@ pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor
     let (dh0, dc0) = (need[1].then(|| Tensor::from_vec(dh0, h0.shape())), need[2].then(|| Tensor::from_vec(dc0, c0.shape())));
     // dW = Σ_t h_{t−1}ᵀ·da_t: one product over the stacked previous states [T·B, H].
     let dw = need[3].then(|| {
-        let mut hprev = vec![T::ZERO; t_len * bh];
-        hprev[..bh.min(t_len * bh)].copy_from_slice(&h0.data[..bh.min(t_len * bh)]);
+        let mut hprev = Vec::with_capacity(t_len * bh);
+        if t_len > 0 {
+            hprev.extend_from_slice(&h0.data);
+        }
         for t in 1..t_len {
             for r in 0..b {
                 let src = (t - 1) * 2 * bh + r * 2 * hd;
-                hprev[t * bh + r * hd..t * bh + (r + 1) * hd].copy_from_slice(&out.data[src..src + hd]);
+                hprev.extend_from_slice(&out.data[src..src + hd]);
             }
         }
         Tensor::from_vec(at_b(MatRef::row_major(&hprev, t_len * b, hd), MatRef::row_major(&da, t_len * b, g4)), w.shape())

@@ -84,6 +84,54 @@ impl<T: Float> Tensor<T> {
         record(out, out_shape, &[a, b], loc, |_| Op::Matmul { a: a.clone(), b: b.clone() })
     }
 
+    /// `self·w + bias`: a matrix product with a bias added to every row, as one op (PyTorch's
+    /// `addmm`, or `F.linear` with chi's `[in, out]` weight layout).
+    ///
+    /// * `[…, k] × [k, n] + [n] → […, n]` (leading axes folded into the rows of one GEMM)
+    ///
+    /// Values and gradients are bit for bit those of `self.matmul(w).add(bias)`: the product
+    /// is computed as `matmul` computes it, and the bias is added to it in the product's own
+    /// buffer, instead of into a second buffer as `add` would. That saves writing and reading a
+    /// buffer of the output's size, which at the input projection of a recurrent layer (all
+    /// time steps at once) is the largest tensor of the forward pass.
+    ///
+    /// ```
+    /// use chi_autodiff::Tensor;
+    /// let x = Tensor::<f32>::from_vec(vec![1., 2., 3., 4.], &[2, 2]);
+    /// let w = Tensor::<f32>::from_vec(vec![5., 6., 7., 8.], &[2, 2]);
+    /// let b = Tensor::<f32>::from_vec(vec![0.5, -1.], &[2]);
+    /// assert_eq!(x.affine(&w, &b).to_vec(), vec![19.5, 21., 43.5, 49.]);
+    /// ```
+    ///
+    /// # Panics
+    /// If `w` is not `[k, n]` for `self`'s last axis `k`, or `bias` is not `[n]` (the message
+    /// names `affine` and the shapes).
+    #[track_caller]
+    pub fn affine(&self, w: &Tensor<T>, bias: &Tensor<T>) -> Tensor<T> {
+        let x = self;
+        assert!(
+            x.rank() >= 1 && w.rank() == 2 && x.shape()[x.rank() - 1] == w.shape()[0],
+            "affine: input {:?} and weight {:?} do not multiply (need […, k] and [k, n])",
+            x.shape,
+            w.shape
+        );
+        let (k, n) = (w.shape()[0], w.shape()[1]);
+        assert!(bias.shape() == [n], "affine: bias has shape {:?}, expected [{n}] for weight {:?}", bias.shape, w.shape);
+        if x.rank() == 1 {
+            return x.reshape(&[1, k]).affine(w, bias).reshape(&[n]);
+        }
+        let loc = Location::caller();
+        let rows: usize = x.shape()[..x.rank() - 1].iter().product();
+        let mut s = x.shape()[..x.rank() - 1].to_vec();
+        s.push(n);
+        let out_shape = Shape::new(&s);
+        let mut out = crate::pool::zeros(out_shape.numel());
+        gemm::gemm(T::ONE, MatRef::row_major(&x.data, rows, k), mat(w), T::ZERO, MatMut::row_major(&mut out, rows, n));
+        // `product + bias`, each sum as `add` forms it (IEEE addition commutes exactly).
+        chi_kernels::elementwise::add_rows_inplace(&mut out, &bias.data);
+        record(out, out_shape, &[x, w, bias], loc, |_| Op::Affine(Box::new([x.clone(), w.clone(), bias.clone()])))
+    }
+
     /// Swaps the last two axes (matrix transpose; copies).
     #[track_caller]
     pub fn t(&self) -> Tensor<T> {
@@ -159,4 +207,29 @@ pub(crate) fn matmul_backward<T: Float>(a: &Tensor<T>, b: &Tensor<T>, g: &Tensor
         Tensor::from_buf(d, b.shape)
     });
     Grads::two(ga, gb)
+}
+
+/// Backward of [`Tensor::affine`]: `g·wᵀ`, `xᵀ·g` over the rows of all leading axes, and the
+/// bias's `g` summed over those rows (`sum_to`, as `add`'s rule reduces it).
+pub(crate) fn affine_backward<T: Float>(x: &Tensor<T>, w: &Tensor<T>, bias: &Tensor<T>, g: &Tensor<T>, need: &[bool], fast: bool) -> Vec<Option<Tensor<T>>> {
+    let (k, n) = (w.shape()[0], w.shape()[1]);
+    let rows: usize = x.shape()[..x.rank() - 1].iter().product();
+    let db = need[2].then(|| g.sum_to(bias.shape()));
+    if !fast {
+        let gx = need[0].then(|| g.matmul(&w.t()));
+        let gw = need[1].then(|| x.reshape(&[rows, k]).t().matmul(&g.reshape(&[rows, n])));
+        return vec![gx, gw, db];
+    }
+    let (xm, gm) = (MatRef::row_major(&x.data, rows, k), MatRef::row_major(&g.data, rows, n));
+    let gx = need[0].then(|| {
+        let mut d = crate::pool::zeros(x.numel());
+        gemm::gemm(T::ONE, gm, mat(w).t(), T::ZERO, MatMut::row_major(&mut d, rows, k));
+        Tensor::from_buf(d, x.shape)
+    });
+    let gw = need[1].then(|| {
+        let mut d = crate::pool::zeros(w.numel());
+        gemm::gemm(T::ONE, xm.t(), gm, T::ZERO, MatMut::row_major(&mut d, k, n));
+        Tensor::from_buf(d, w.shape)
+    });
+    vec![gx, gw, db]
 }

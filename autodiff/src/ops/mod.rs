@@ -131,6 +131,9 @@ pub enum Op<T: Float> {
     ClampTensor { x: Tensor<T>, bounds: Box<[Option<Tensor<T>>; 2]> },
     /// Matrix product, 2-D or batched ([`linalg`]).
     Matmul { a: Tensor<T>, b: Tensor<T> },
+    /// Matrix product plus a bias row, `x·w + bias` ([`linalg`]); boxed so that its three
+    /// inputs do not grow every tape node.
+    Affine(Box<[Tensor<T>; 3]>),
     /// Axis permutation: `permute`, `transpose`, `t` ([`linalg`]).
     Permute { x: Tensor<T>, perm: Vec<usize>, name: &'static str },
     /// Same values, new shape: `reshape`, `unsqueeze`, `squeeze`, `flatten` ([`shape_ops`]).
@@ -206,6 +209,7 @@ impl<T: Float> Op<T> {
             Op::Clamp { .. } => "clamp".into(),
             Op::ClampTensor { .. } => "clamp_tensor".into(),
             Op::Matmul { .. } => "matmul".into(),
+            Op::Affine(_) => "affine".into(),
             Op::Permute { name, .. }
             | Op::Reshape { name, .. }
             | Op::Concat { name, .. }
@@ -272,6 +276,7 @@ impl<T: Float> Op<T> {
                 [Some(lo), Some(hi)] => Inputs::Heap(vec![x, lo, hi]),
             },
             Op::Concat { xs, .. } | Op::Custom { inputs: xs, .. } => Inputs::Heap(xs.iter().collect()),
+            Op::Affine(xs) => Inputs::Heap(xs.iter().collect()),
             Op::LstmCell(s) => Inputs::Heap(s.inputs.iter().collect()),
             Op::GruCell(s) => Inputs::Heap(s.inputs.iter().collect()),
             Op::LstmSequence(s) => Inputs::Heap(s.inputs.iter().collect()),
@@ -308,6 +313,7 @@ impl<T: Float> Op<T> {
             Op::Clamp { x, min, max } => Grads::one(clamp::clamp_backward(x, *min, *max, g)),
             Op::ClampTensor { x, bounds } => clamp::clamp_tensor_backward(x, bounds, g, need).into(),
             Op::Matmul { a, b } => linalg::matmul_backward(a, b, g, need, fast),
+            Op::Affine(xs) => linalg::affine_backward(&xs[0], &xs[1], &xs[2], g, need, fast).into(),
             Op::Permute { perm, .. } => Grads::one(linalg::permute_backward(perm, g)),
             Op::Reshape { x, .. } => Grads::one(g.reshape(x.shape())),
             Op::BroadcastTo { x } => Grads::one(g.sum_to(x.shape())),

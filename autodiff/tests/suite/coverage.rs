@@ -29,6 +29,7 @@ fn variant(op: &Op<f64>) -> &'static str {
         Op::Clamp { .. } => "Clamp",
         Op::ClampTensor { .. } => "ClampTensor",
         Op::Matmul { .. } => "Matmul",
+        Op::Affine(_) => "Affine",
         Op::Permute { .. } => "Permute",
         Op::Reshape { .. } => "Reshape",
         Op::BroadcastTo { .. } => "BroadcastTo",
@@ -58,7 +59,7 @@ fn variant(op: &Op<f64>) -> &'static str {
         Op::Custom { .. } => "Custom",
     }
 }
-const N_VARIANTS: usize = 35;
+const N_VARIANTS: usize = 36;
 
 /// Every elementwise kind; the matches make adding a kind a compile error here.
 fn unary_kinds() -> Vec<Unary> {
@@ -147,6 +148,7 @@ fn one_of_each() -> Vec<Op<f64>> {
         Op::Clamp { x: t(), min: Some(0.0), max: None },
         Op::ClampTensor { x: t(), bounds: Box::new([Some(t()), None]) },
         Op::Matmul { a: t(), b: t() },
+        Op::Affine(Box::new([t(), t(), t()])),
         Op::BroadcastTo { x: t() },
         Op::SumTo { x: t() },
         Op::Narrow { x: t(), axis: 0, start: 0 },
@@ -405,6 +407,7 @@ fn each_method_records_one_node_named_after_it() {
         ("var", |x| x.var(&[], 1, false)),
         ("std", |x| x.std(&[1], 0, true)),
         ("cumsum", |x| x.cumsum(-1)),
+        ("affine", |x| x.affine(&Tensor::ones(&[3, 2]), &Tensor::ones(&[2]))),
     ];
     for (name, f) in methods {
         let y = f(&x());

@@ -175,6 +175,66 @@ fn matmul_mismatch_names_shapes() {
     let _ = Tensor::<f64>::zeros(&[2, 3]).matmul(&Tensor::zeros(&[4, 5]));
 }
 
+/// Values and the gradients of `x, w, bias` of `f(x, w, bias)` against a random seed.
+fn affine_run<T: Float>(f: fn(&Tensor<T>, &Tensor<T>, &Tensor<T>) -> Tensor<T>, xs: &[usize], k: usize, n: usize, seed: u64) -> Vec<Vec<T>> {
+    let mut r = Rng::new(seed);
+    let x = Tensor::<T>::rand_uniform(xs, -1.0, 1.0, &mut r).requires_grad();
+    let w = Tensor::<T>::rand_uniform(&[k, n], -1.0, 1.0, &mut r).requires_grad();
+    let b = Tensor::<T>::rand_uniform(&[n], -1.0, 1.0, &mut r).requires_grad();
+    let y = f(&x, &w, &b);
+    let g = Tensor::<T>::rand_uniform(y.shape(), -1.0, 1.0, &mut r);
+    let gs = grad(&[&y], &[&x, &w, &b], Some(&[g]), GradOptions::default()).unwrap();
+    std::iter::once(y.data().to_vec()).chain(gs.iter().map(|g| g.data().to_vec())).collect()
+}
+
+/// `affine` is `matmul` then `add`, bit for bit: values and all three gradients, both element
+/// types, rank 1–3 inputs, empty and one-sized axes, sizes past the GEMM's tiles, and a
+/// 2-thread pool (where the bias add splits by rows).
+fn affine_equals_matmul_add<T: Float>() {
+    let affine: fn(&Tensor<T>, &Tensor<T>, &Tensor<T>) -> Tensor<T> = |x, w, b| x.affine(w, b);
+    let composed: fn(&Tensor<T>, &Tensor<T>, &Tensor<T>) -> Tensor<T> = |x, w, b| x.matmul(w).add(b);
+    let shapes: &[(&[usize], usize, usize)] = &[
+        (&[3], 3, 4),
+        (&[2, 3], 3, 4),
+        (&[1, 1], 1, 1),
+        (&[0, 5], 5, 3),
+        (&[4, 0], 0, 3),
+        (&[4, 5], 5, 0),
+        (&[2, 3, 7], 7, 5),
+        (&[37, 300], 300, 19),
+        (&[3, 200, 64], 64, 300),
+    ];
+    for threads in [1, 2] {
+        for (i, &(xs, k, n)) in shapes.iter().enumerate() {
+            let (a, c) = chi_kernels::threads::with_threads(threads, || (affine_run(affine, xs, k, n, i as u64), affine_run(composed, xs, k, n, i as u64))).unwrap();
+            for (part, (u, v)) in ["value", "dx", "dw", "dbias"].iter().zip(a.iter().zip(&c)) {
+                assert_eq!(u.len(), v.len(), "{} {xs:?}·[{k}, {n}] {part}: lengths", T::NAME);
+                for (j, (p, q)) in u.iter().zip(v).enumerate() {
+                    assert!(p.to_f64().to_bits() == q.to_f64().to_bits(), "{} {xs:?}·[{k}, {n}], {threads} threads, {part}[{j}]: {p} vs {q}", T::NAME);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn affine_equals_matmul_then_add_bit_for_bit() {
+    affine_equals_matmul_add::<f32>();
+    affine_equals_matmul_add::<f64>();
+}
+
+#[test]
+#[should_panic(expected = "affine: input [2, 3] and weight [4, 5] do not multiply")]
+fn affine_weight_mismatch_names_shapes() {
+    let _ = Tensor::<f64>::zeros(&[2, 3]).affine(&Tensor::zeros(&[4, 5]), &Tensor::zeros(&[5]));
+}
+
+#[test]
+#[should_panic(expected = "affine: bias has shape [4], expected [5] for weight [3, 5]")]
+fn affine_bias_mismatch_names_shapes() {
+    let _ = Tensor::<f64>::zeros(&[2, 3]).affine(&Tensor::zeros(&[3, 5]), &Tensor::zeros(&[4]));
+}
+
 #[test]
 fn higher_order_hvp_and_jvp() {
     // f(x) = Σ x_i³ x_j ... use f = (Σ x²)² : H = 4(x xᵀ·2 + (Σx²) I)

@@ -189,6 +189,33 @@ fn per_example_gradients_with_broadcast_reductions_and_shapes() {
     }
 }
 
+/// `affine` under `vmap_grad` with each of its inputs batched or shared: per-example gradients
+/// equal a loop of `value_and_grad`.
+#[test]
+fn per_example_gradients_through_affine() {
+    let mut rng = Rng::new(9);
+    let params = vec![Tensor::randn(&[4, 3], &mut rng), Tensor::randn(&[3], &mut rng)];
+    let batch = vec![Tensor::randn(&[5, 2, 4], &mut rng), Tensor::randn(&[5, 3], &mut rng), Tensor::randn(&[5, 4, 3], &mut rng)];
+    let fs: [fn(&[Tensor<f64>], &[Tensor<f64>]) -> Tensor<f64>; 4] = [
+        |p, e| e[0].affine(&p[0], &p[1]).tanh().sum(),
+        |p, e| e[0].affine(&p[0], &e[1]).tanh().sum().add(&p[1].sum()),
+        |p, e| e[0].affine(&e[2], &p[1]).tanh().sum().add(&p[0].sum()),
+        |p, e| p[0].t().reshape(&[3, 4]).affine(&e[2], &e[1]).square().sum().add(&p[1].sum()),
+    ];
+    for (fi, f) in fs.into_iter().enumerate() {
+        let r = vmap_grad(f, &params, &batch).unwrap();
+        for i in 0..5 {
+            let ex: Vec<Tensor<f64>> = batch.iter().map(|x| x.narrow(0, i, 1).reshape(&x.shape()[1..])).collect();
+            let (v, g) = value_and_grad(|ps| f(ps, &ex), &params).unwrap();
+            close(&r.values.data()[i..i + 1], &[v.item()], 1e-12);
+            for k in 0..2 {
+                let m = params[k].numel();
+                assert!(r.grads[k].data()[i * m..(i + 1) * m].iter().zip(g[k].data()).all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())), "function {fi}, example {i}, parameter {k}");
+            }
+        }
+    }
+}
+
 #[test]
 fn vmap_reports_ops_without_a_batching_rule() {
     let params = vec![Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2])];

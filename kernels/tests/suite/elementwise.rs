@@ -373,6 +373,43 @@ fn broadcast_large_bias_add() {
     }
 }
 
+/// `add_rows_inplace` against `binary_broadcast` (bit for bit) and the f64 sums, both element
+/// types, row lengths 1…17 and 1000 (vector tails), 0–5 rows and a matrix large enough to split
+/// across the 2-thread pool by whole rows.
+#[test]
+fn add_rows_inplace_equals_broadcast_add() {
+    fn check<T: Real>(m: usize, n: usize, threads: usize) {
+        let a: Vec<T> = (0..m * n).map(|i| T::from_f64(((i as f64) * 0.37).sin() * 7.0)).collect();
+        let row: Vec<T> = (0..n).map(|j| T::from_f64(((j as f64) * 1.3).cos() * 3.0)).collect();
+        let mut want = vec![T::ZERO; m * n];
+        binary_broadcast(Binary::Add, &a, &[n, 1], &row, &[0, 1], &mut want, &[m, n]);
+        let mut got = a.clone();
+        in_pool(threads, || add_rows_inplace(&mut got, &row));
+        for i in 0..m * n {
+            assert_eq!(got[i].to_f64().to_bits(), want[i].to_f64().to_bits(), "{} {m}×{n}, {threads} threads, at {i}", T::NAME);
+            assert!(close(got[i].to_f64(), a[i].to_f64() + row[i % n].to_f64(), tol::<T>()));
+        }
+    }
+    for n in (1..=17).chain([1000]) {
+        for m in 0..=5 {
+            check::<f32>(m, n, 1);
+            check::<f64>(m, n, 1);
+        }
+    }
+    check::<f32>(701, 997, 2);
+    check::<f64>(300, 1000, 2);
+    check::<f32>(3, 1 << 19, 2);
+    // No rows, and an empty row over an empty matrix.
+    add_rows_inplace::<f32>(&mut [], &[1.0, 2.0]);
+    add_rows_inplace::<f64>(&mut [], &[]);
+}
+
+#[test]
+#[should_panic(expected = "add_rows_inplace: a matrix of 7 values does not split into rows of 3")]
+fn add_rows_inplace_rejects_a_partial_row() {
+    add_rows_inplace(&mut [0f32; 7], &[1.0; 3]);
+}
+
 #[test]
 #[should_panic(expected = "exp: length mismatch: output has 3 elements, expected 4")]
 fn unary_len_mismatch() {

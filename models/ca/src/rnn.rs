@@ -175,7 +175,7 @@ impl<T: Float> RecurrentCell<T> for CaRnnCell<T> {
     fn project_inputs(&self, xs: &Tensor<T>) -> Option<Tensor<T>> {
         self.fusable().then(|| {
             let (w_x, bias) = self.input_weights();
-            xs.matmul(&w_x).add(&bias)
+            xs.affine(&w_x, &bias)
         })
     }
     /// One step from projected inputs, composed of single ops

@@ -96,10 +96,10 @@ impl<T: Float> Linear<T> {
             x.shape(),
             self.in_features
         );
-        let y = x.matmul(&self.weight.get());
         match &self.bias {
-            Some(b) => y.add(&b.get()),
-            None => y,
+            // One op: the bias is added in the product's own buffer (bit for bit matmul + add).
+            Some(b) => x.affine(&self.weight.get(), &b.get()),
+            None => x.matmul(&self.weight.get()),
         }
     }
 }

@@ -100,7 +100,7 @@ impl<T: Float> RecurrentCell<T> for RnnCell<T> {
         "rnn"
     }
     fn project_inputs(&self, xs: &Tensor<T>) -> Option<Tensor<T>> {
-        Some(xs.matmul(&self.w_ih.get()).add(&self.bias.get()))
+        Some(xs.affine(&self.w_ih.get(), &self.bias.get()))
     }
     fn step_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
         vec![xp.add(&state[0].matmul(&self.w_hh.get())).tanh()]
@@ -180,7 +180,7 @@ impl<T: Float> RecurrentCell<T> for LstmCell<T> {
         "lstm"
     }
     fn project_inputs(&self, xs: &Tensor<T>) -> Option<Tensor<T>> {
-        Some(xs.matmul(&self.w_ih.get()).add(&self.bias.get()))
+        Some(xs.affine(&self.w_ih.get(), &self.bias.get()))
     }
     /// One fused op per step ([`Tensor::lstm_cell`]); [`LstmCell::step_projected_composed`]
     /// is the same step composed of single ops.
@@ -317,7 +317,7 @@ impl<T: Float> RecurrentCell<T> for GruCell<T> {
         "gru"
     }
     fn project_inputs(&self, xs: &Tensor<T>) -> Option<Tensor<T>> {
-        Some(xs.matmul(&self.w_ih.get()).add(&self.bias.get()))
+        Some(xs.affine(&self.w_ih.get(), &self.bias.get()))
     }
     /// One fused op per step ([`Tensor::gru_cell`]); [`GruCell::step_projected_composed`] is
     /// the same step composed of single ops.
