@@ -445,7 +445,7 @@ pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> 
 /// `--resume` (`None`: the run already finished, nothing to do).
 fn decide_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<Option<Config>, String> {
     if !args.resume {
-        return resolve_config(args, seed).map(Some);
+        return resolve_config(args, seed).map(|c| Some(absolute_paths(c)));
     }
     let (cfg, step) = resume_config(args, seed, out)?;
     match step {
@@ -512,6 +512,12 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
 /// Runs `chi predict`.
 pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
     use super::infer;
+    if let Some(o) = &args.output {
+        // Replacing the inputs by their predictions would lose them.
+        if same_file(o, &args.input) {
+            return Err(format!("--output {} is the input file; write the predictions elsewhere", o.display()));
+        }
+    }
     let t = infer::load_trained(&args.model, false)?;
     let p = infer::predict(&t, &args.input, args.saliency, args.attribution)?;
     for w in &p.warnings {
@@ -526,4 +532,42 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
         None => print!("{csv}"),
     }
     Ok(())
+}
+
+/// Whether two paths name the same existing file (or directory).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// A run's configuration is read again later (by `eval`, `predict`, `explain`, `--resume`) from
+/// wherever the user then stands, so the files it names relative to the current directory are
+/// stored as absolute paths. Names that are not existing files (column names in `target`) and
+/// paths that are not valid UTF-8 are kept as written.
+fn absolute_paths(mut cfg: Config) -> Config {
+    fn absolute(s: &mut String) {
+        let p = Path::new(s.as_str());
+        if p.is_relative() && p.exists() {
+            if let Some(a) = std::path::absolute(p).ok().and_then(|a| a.to_str().map(str::to_string)) {
+                *s = a;
+            }
+        }
+    }
+    let d = &mut cfg.data;
+    // For tables and texts `target` is a column; for arrays it is the label file.
+    let table = d.format.as_deref().is_some_and(|f| matches!(f, "csv" | "tsv" | "folder" | "lines"))
+        || d.path.as_deref().is_some_and(|p| {
+            let l = p.to_ascii_lowercase();
+            [".csv", ".tsv", ".txt"].iter().any(|e| l.ends_with(e)) || Path::new(p).is_dir()
+        });
+    let targets = [&mut d.target, &mut d.valid_target, &mut d.test_target].into_iter().filter(|_| !table);
+    for s in [&mut d.path, &mut d.valid_path, &mut d.test_path].into_iter().chain(targets).flatten() {
+        absolute(s);
+    }
+    if let Some(serde_json::Value::String(s)) = cfg.model_options.options.get_mut("pretrained") {
+        absolute(s);
+    }
+    cfg
 }

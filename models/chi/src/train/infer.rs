@@ -96,23 +96,27 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
     };
     let cfg: Config = serde_json::from_str(&cfg_json).map_err(|e| format!("{}: bad config in metadata: {e}", weights.display()))?;
     cfg.validate().map_err(|e| format!("{}: bad config in metadata: {e}", weights.display()))?;
-    let schema_text = match (&run_dir, schema_meta) {
-        (Some(d), _) if d.join(DATA_SCHEMA_FILE).is_file() => Some(
-            std::fs::read_to_string(d.join(DATA_SCHEMA_FILE)).map_err(|e| format!("{}: cannot read: {e}", d.join(DATA_SCHEMA_FILE).display()))?,
-        ),
-        (_, m) => m,
+    // The schema and where it was read from, for messages.
+    let (schema_text, schema_origin) = match (&run_dir, schema_meta) {
+        (Some(d), _) if d.join(DATA_SCHEMA_FILE).is_file() => {
+            let f = d.join(DATA_SCHEMA_FILE);
+            (Some(std::fs::read_to_string(&f).map_err(|e| format!("{}: cannot read: {e}", f.display()))?), f.display().to_string())
+        }
+        (_, m) => (m, format!("{} (the data schema in its metadata)", weights.display())),
     };
-    let schema: Option<DataSchema> = schema_text
-        .map(|t| serde_json::from_str(&t).map_err(|e| format!("{}: bad data schema: {e}", run_dir.as_ref().map_or(weights.clone(), |d| d.join(DATA_SCHEMA_FILE)).display())))
-        .transpose()?;
+    let schema: Option<DataSchema> = schema_text.map(|t| serde_json::from_str(&t).map_err(|e| format!("{schema_origin}: bad data schema: {e}"))).transpose()?;
     if cfg.dataset == registry::FILE_DATASET && schema.is_none() {
         return Err(format!("{}: the run trained on a file but its data.json is missing; pass the run directory", weights.display()));
     }
     super::check_checkpoint_sizes(&cfg, &weights)?;
+    if let Some(s) = &schema {
+        s.validate().map_err(|e| format!("{schema_origin}: {e}"))?;
+        check_schema_fits(s, &schema_origin, &weights)?;
+    }
     let (dataset, model) = if rebuild_data || schema.is_none() {
         let run = Run::new(&cfg).map_err(|e| {
             if cfg.dataset == registry::FILE_DATASET {
-                format!("{e}\n(the run's training data could not be read again; evaluate on a file with --data FILE)")
+                format!("{e}\n(the run's training data could not be read again, and its splits are needed here: restore the file, or with `chi eval` evaluate on another file with --data FILE)")
             } else {
                 e
             }
@@ -198,6 +202,18 @@ pub struct Report {
     pub classes: Vec<String>,
     /// `confusion[true][predicted]` counts.
     pub confusion: Vec<Vec<u64>>,
+}
+
+/// A classifier's output layer holds at least one value per class, so a schema naming more
+/// classes than the weights file holds values is inconsistent with it; checked before the model
+/// is sized from the schema.
+fn check_schema_fits(s: &DataSchema, origin: &str, weights: &Path) -> Result<(), String> {
+    let held: u128 = checkpoint::read_tensor_shapes(weights)?.values().map(|t| t.iter().map(|&d| d as u128).product::<u128>()).sum();
+    let classes = s.classes.len() as u128;
+    if matches!(s.task, Task::Classification { .. }) && classes > held {
+        return Err(format!("{origin}: names {classes} classes, but {} holds only {held} parameter values: the schema does not belong to these weights", weights.display()));
+    }
+    Ok(())
 }
 
 /// Classification report from true classes and predicted probabilities.

@@ -247,6 +247,9 @@ impl Mlp {
         let mut sizes = vec![input];
         sizes.extend_from_slice(hidden);
         sizes.push(output);
+        for w in sizes.windows(2) {
+            chi_nn::limits::check_elements("mlp: a layer's weight (inputs × outputs)", w).map_err(|e| e.to_string())?;
+        }
         let mut layers = Vec::new();
         for i in 0..sizes.len() - 1 {
             let group = if i + 2 == sizes.len() { "output" } else { "hidden" };

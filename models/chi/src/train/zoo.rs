@@ -96,6 +96,7 @@ impl ImageCnn {
             if h < 2 || w < 2 {
                 return Err(format!("{what}: {} pooling blocks shrink {:?} below 2×2 at block {i}; use fewer channels entries", channels.len(), image));
             }
+            chi_nn::limits::check_elements(&format!("{what} convolution {i} (channels out × in × 3 × 3)"), &[co, cin, 9]).map_err(|e| e.to_string())?;
             let name = format!("conv{i}");
             convs.push(if context_aware {
                 ConvBlock::Context(chi_ca::cnn::CaConv2d::new(&mut store, &name, cin, co, 3, 1, 1, rng))
@@ -114,6 +115,7 @@ impl ImageCnn {
             fcs.push(Linear::in_store(&mut store, &format!("fc{i}"), "hidden", input, n, true, rng));
             input = n;
         }
+        chi_nn::limits::check_elements(&format!("{what} output layer"), &[input, outputs]).map_err(|e| e.to_string())?;
         let head = Linear::in_store(&mut store, "head", "output", input, outputs, true, rng);
         Ok(ImageCnn { store, convs, fcs, head, pool: MaxPool2d::new(2, 2), dropout: Dropout::with_seed(dropout, 0) })
     }
@@ -401,6 +403,11 @@ pub fn build_text_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<
     if filters == 0 {
         return Err("text-cnn: option \"filters\" must be at least 1".into());
     }
+    let check = |what: &str, dims: &[usize]| chi_nn::limits::check_elements(what, dims).map(|_| ()).map_err(|e| e.to_string());
+    for &w in &widths {
+        check("text-cnn: a convolution's weight (filters × width × embed)", &[filters, w, embedding.dim()])?;
+    }
+    check("text-cnn: the output layer (filters × widths × outputs)", &[filters, widths.len(), outputs_for(ds.task)])?;
     let conv = Conv1dText::in_store(&mut store, "conv", "conv", embedding.dim(), &widths, filters, Activation::Relu, rng);
     let head = Linear::in_store(&mut store, "head", "output", conv.out_features(), outputs_for(ds.task), true, rng);
     let min_len = *widths.iter().max().unwrap_or(&1);
@@ -487,6 +494,11 @@ pub fn build_han(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<d
     let attention = option_usize(&cfg.options, "attention", 100, what).map_err(|e| e.to_string())?;
     if hidden == 0 || attention == 0 {
         return Err("han: options \"hidden\" and \"attention\" must be at least 1".into());
+    }
+    // The largest tensors: the recurrent weights [hidden, 3·hidden] of each GRU direction, the
+    // sentence GRU's input weight [2·hidden, 3·hidden], and the attention's [2·hidden, attention].
+    for (what, dims) in [("han: a GRU weight (2·hidden × 3·hidden)", &[2, hidden, 3, hidden][..]), ("han: the attention weight (2·hidden × attention)", &[2, hidden, attention][..])] {
+        chi_nn::limits::check_elements(what, dims).map_err(|e| e.to_string())?;
     }
     let mut store = ParamStore::new();
     let embedding = pretrained_embedding(&mut store, cfg, ds, *vocab, 64, what, rng)?;

@@ -241,6 +241,82 @@ fn bad_user_data_is_a_clear_error() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// A run's files are outside input too: a `data.json` that disagrees with the weights or sizes
+/// the model absurdly, model options that would need terabytes, a prediction written over its
+/// own input and megabyte-long values in a file are clear errors, never a panic or an abort;
+/// relative data paths still work from another directory.
+#[test]
+fn edited_run_files_and_odd_requests_are_clear_errors() {
+    let root = tmp("edited");
+    let w = |name: &str, bytes: &[u8]| {
+        let p = root.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    // Trained from `root` with a relative --data: the stored path is absolute, so eval works
+    // from anywhere (here from a directory holding another fruit.csv, which must not be read).
+    std::fs::copy(examples().join("fruit.csv"), root.join("fruit.csv")).unwrap();
+    let run = root.join("run");
+    let o = Command::new(chi_bin()).current_dir(&root).args(["train", "--data", "fruit.csv", "--target", "fruit", "--steps", "20", "--quiet", "--no-plots", "--out", "run"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let config = std::fs::read_to_string(run.join("config.toml")).unwrap();
+    assert!(config.contains(s(&std::path::absolute(root.join("fruit.csv")).unwrap())), "{config}");
+    let elsewhere = root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("fruit.csv"), "weight_g,diameter_cm,colour,texture,fruit\n1,1,blue,odd,kiwi\n").unwrap();
+    let here = ok(&["eval", s(&run)]);
+    let o = Command::new(chi_bin()).current_dir(&elsewhere).args(["eval", s(&run)]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(metric(&here, "accuracy"), metric(&text(&o), "accuracy"));
+
+    // data.json edited: more class names than the task's count, a huge count, short statistics.
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("data.json")).unwrap()).unwrap();
+    let edited = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        for e in std::fs::read_dir(&run).unwrap() {
+            let e = e.unwrap();
+            if e.path().is_file() {
+                std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+            }
+        }
+        let mut v = schema.clone();
+        f(&mut v);
+        std::fs::write(dir.join("data.json"), serde_json::to_string(&v).unwrap()).unwrap();
+        dir
+    };
+    let labelled = w("lab.csv", b"weight_g,diameter_cm,colour,texture,fruit\n120,6,yellow,waxy,kiwi\n");
+    let three = edited("three", &|v| v["classes"].as_array_mut().unwrap().push("kiwi".into()));
+    fails_with(&["eval", s(&three), "--data", s(&labelled)], &["data.json", "classes", "number of class names"]);
+    let huge = edited("huge", &|v| v["task"]["Classification"]["classes"] = serde_json::json!(1_000_000_000u64));
+    fails_with(&["predict", s(&huge), "--input", s(&labelled)], &["data.json", "1000000000"]);
+    let flat = edited("flat", &|v| {
+        for c in v["encoder"]["columns"].as_array_mut().unwrap() {
+            if c["type"] == "numeric" {
+                c["std"] = serde_json::json!(0.0);
+            }
+        }
+    });
+    fails_with(&["predict", s(&flat), "--input", s(&labelled)], &["data.json", "standard deviation"]);
+
+    // Model options far beyond the per-tensor limit are refused before anything is allocated.
+    let reviews = examples().join("reviews");
+    for (model, opt, what) in [("text-cnn", "filters=100000000", "text-cnn"), ("text-cnn", "widths=[100000000]", "text-cnn"), ("han", "hidden=1000000", "han")] {
+        fails_with(&["train", "--data", s(&reviews), "--model", model, "--model-option", opt, "--steps", "2", "--quiet", "--no-plots", "--out", s(&root.join("big"))], &[what, "limit"]);
+    }
+
+    // The predictions may not replace their own input.
+    let rows = w("rows.csv", b"weight_g,diameter_cm,colour,texture\n105,5.9,yellow,waxy\n");
+    fails_with(&["predict", s(&run), "--input", s(&rows), "--output", s(&rows)], &["is the input file"]);
+    assert_eq!(std::fs::read(&rows).unwrap(), b"weight_g,diameter_cm,colour,texture\n105,5.9,yellow,waxy\n");
+
+    // A megabyte-long field is quoted by its start and length, not whole.
+    let long = w("long.csv", format!("weight_g,diameter_cm,colour,texture\n{},5.9,yellow,waxy\n", "1x".repeat(500_000)).as_bytes());
+    let t = fails_with(&["predict", s(&run), "--input", s(&long)], &["long.csv", "1000000 characters"]);
+    assert!(t.len() < 2000, "{} bytes of message", t.len());
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// The quick variant of the Fashion-MNIST run (the full one, 4000 steps, reaches 0.91; see the
 /// README): 300 steps of the CNN already pass 0.8, and `chi eval` prints the garment names in
 /// its confusion matrix.

@@ -484,7 +484,7 @@ fn fmt_number(v: f64) -> String {
 fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> String) -> Result<(Task, Vec<String>), NnError> {
     let missing: Vec<usize> = (0..labels.len()).filter(|&i| is_missing(labels[i])).collect();
     if let Some(&i) = missing.first() {
-        return Err(NnError::invalid(origin(i), "target", format!("{:?}", labels[i]), format!("the target is missing ({} examples lack one); drop those rows", missing.len())));
+        return Err(NnError::invalid(origin(i), "target", quoted(labels[i]), format!("the target is missing ({} examples lack one); drop those rows", missing.len())));
     }
     let numbers: Option<Vec<f64>> = labels.iter().map(|l| parse_number(l)).collect();
     let regression = match given {
@@ -504,7 +504,7 @@ fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> S
     };
     if regression {
         if let Some(i) = labels.iter().position(|l| parse_number(l).is_none()) {
-            return Err(NnError::invalid(origin(i), "target", format!("{:?}", labels[i]), "is not a number, but the task is regression"));
+            return Err(NnError::invalid(origin(i), "target", quoted(labels[i]), "is not a number, but the task is regression"));
         }
         return Ok((Task::Regression, Vec::new()));
     }
@@ -704,7 +704,7 @@ impl Encoder {
                                     parse_number(v).ok_or_else(|| {
                                         NnError::from(DataError::new(
                                             Location::Line(e.line),
-                                            format!("column {name:?}: {v:?} is not a number, and the column is numeric"),
+                                            format!("column {name:?}: {} is not a number, and the column is numeric", quoted(v)),
                                         ).with_path(&raw.path))
                                     })?
                                 };
@@ -759,6 +759,76 @@ impl Replaced {
 // ------------------------------------------------------------------------------- the schema
 
 impl DataSchema {
+    /// Checks a schema read from outside (a run's `data.json`, a model file's metadata) before
+    /// anything is sized from it: the class names agree with the task, every size is within
+    /// [`crate::limits::max_tensor_elements`], the array statistics have one value or one per
+    /// feature, and every mean is finite and every standard deviation finite and positive. The
+    /// message names the field.
+    pub fn validate(&self) -> Result<(), NnError> {
+        let bad = |field: &str, value: String, reason: &str| Err(NnError::invalid("data schema", field, value, reason));
+        match self.task {
+            Task::Classification { classes } if classes == 0 || classes != self.classes.len() => {
+                return bad("task.Classification.classes", classes.to_string(), &format!("must be the number of class names, {}", self.classes.len()));
+            }
+            Task::Binary if !(self.classes.is_empty() || self.classes.len() == 2) => {
+                return bad("classes", format!("{} names", self.classes.len()), "a binary task has two classes");
+            }
+            _ => {}
+        }
+        crate::limits::check_elements("data schema: classes", &[self.classes.len()])?;
+        if !self.display_names.is_empty() && self.display_names.len() != self.classes.len() {
+            return bad("display_names", format!("{} names", self.display_names.len()), &format!("must name each of the {} classes", self.classes.len()));
+        }
+        if let Some((mean, sd)) = self.target_scale {
+            if !mean.is_finite() || !(sd.is_finite() && sd > 0.0) {
+                return bad("target_scale", format!("({mean}, {sd})"), "needs a finite mean and a finite positive standard deviation");
+            }
+        }
+        match &self.encoder {
+            Encoder::Tabular { columns } => {
+                if columns.is_empty() {
+                    return bad("encoder.columns", "[]".into(), "a tabular schema needs at least one feature column");
+                }
+                let mut width = 0usize;
+                for c in columns {
+                    match c {
+                        Column::Numeric { name, mean, std } => {
+                            if !mean.is_finite() || !(std.is_finite() && *std > 0.0) {
+                                return bad(&format!("encoder.columns[{}]", quoted(name)), format!("mean {mean}, std {std}"), "needs a finite mean and a finite positive standard deviation");
+                            }
+                        }
+                        Column::Categorical { name, categories } if categories.is_empty() => {
+                            return bad(&format!("encoder.columns[{}]", quoted(name)), "no categories".into(), "a categorical column needs at least one category");
+                        }
+                        Column::Categorical { .. } => {}
+                    }
+                    width = width.saturating_add(c.width());
+                }
+                crate::limits::check_elements("data schema: encoded features", &[width])?;
+            }
+            Encoder::Text { vocab, .. } => {
+                crate::limits::check_elements("data schema: vocabulary", &[vocab.len()])?;
+            }
+            Encoder::Array { shape, mean, std } => {
+                if shape.is_empty() || shape.contains(&0) {
+                    return bad("encoder.shape", format!("{shape:?}"), "an example needs at least one value");
+                }
+                let n = crate::limits::check_elements("data schema: encoder.shape", shape)?;
+                if !(mean.len() == 1 || mean.len() == n) || std.len() != mean.len() {
+                    return bad(
+                        "encoder.mean / encoder.std",
+                        format!("{} / {} values", mean.len(), std.len()),
+                        &format!("need one value, or one per feature ({n}), each"),
+                    );
+                }
+                if !mean.iter().all(|m| m.is_finite()) || !std.iter().all(|s| s.is_finite() && *s > 0.0) {
+                    return bad("encoder.mean / encoder.std", "a non-finite or non-positive value".into(), "means must be finite, standard deviations finite and positive");
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The targets of raw labelled examples: class ids (classification; a label not seen in
     /// training is an error naming the example) or values (regression).
     fn targets(&self, raw: &RawSet) -> Result<Targets, NnError> {
@@ -768,7 +838,7 @@ impl DataSchema {
                 let mut v = Vec::with_capacity(raw.examples.len());
                 for e in &raw.examples {
                     let l = e.label.as_deref().unwrap_or("");
-                    let y = parse_number(l).ok_or_else(|| NnError::invalid(&e.origin, "target", format!("{l:?}"), "is not a number, but the task is regression"))?;
+                    let y = parse_number(l).ok_or_else(|| NnError::invalid(&e.origin, "target", quoted(l), "is not a number, but the task is regression"))?;
                     v.push(((y - mean) / sd) as f32);
                 }
                 Ok(Targets::Values(v))
@@ -780,7 +850,7 @@ impl DataSchema {
                     let l = e.label.as_deref().unwrap_or("");
                     let key = class_key(l);
                     v.push(*index.get(key.as_str()).ok_or_else(|| {
-                        NnError::invalid(&e.origin, "label", format!("{l:?}"), format!("was not seen in training (the classes are {})", short_list(&self.classes)))
+                        NnError::invalid(&e.origin, "label", quoted(l), format!("was not seen in training (the classes are {})", short_list(&self.classes)))
                     })?);
                 }
                 Ok(Targets::Classes(v))
@@ -932,11 +1002,35 @@ impl DataSchema {
 }
 
 fn short_list(v: &[String]) -> String {
+    let names = |v: &[String]| v.iter().map(|s| clipped(s)).collect::<Vec<_>>().join(", ");
     if v.len() <= 12 {
-        v.join(", ")
+        names(v)
     } else {
-        format!("{}, … ({} in all)", v[..10].join(", "), v.len())
+        format!("{}, … ({} in all)", names(&v[..10]), v.len())
     }
+}
+
+/// Longest value quoted whole in a message; longer ones are cut to [`CLIP_KEEP`] characters.
+const CLIP_AT: usize = 80;
+const CLIP_KEEP: usize = 60;
+
+/// `s` as written in a message: whole up to [`CLIP_AT`] characters, else its start and its
+/// length. Values come from the user's files and may be megabytes long.
+fn clipped(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= CLIP_AT {
+        return s.to_string();
+    }
+    format!("{}… ({n} characters)", s.chars().take(CLIP_KEEP).collect::<String>())
+}
+
+/// `s` quoted (`{:?}`), cut as [`clipped`] cuts it.
+fn quoted(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= CLIP_AT {
+        return format!("{s:?}");
+    }
+    format!("{:?}… ({n} characters)", s.chars().take(CLIP_KEEP).collect::<String>())
 }
 
 // ------------------------------------------------------------------------------- load

@@ -318,3 +318,61 @@ fn the_schema_survives_json() {
     let empty = back.empty_dataset("x");
     assert_eq!(DataKind::of(&empty.train.inputs), DataKind::Text);
 }
+
+/// Schemas of every kind that training writes pass `validate`; each inconsistent edit of one
+/// (as a hand-edited `data.json` would have) is an error naming the field.
+#[test]
+fn validate_accepts_written_schemas_and_names_each_inconsistency() {
+    let d = TempDir::new("validate");
+    let mut c = cfg(&d.write("r.csv", text_csv().as_bytes()));
+    c.target = Some("sentiment".into());
+    let text = load_cfg(&c).unwrap().schema;
+    text.validate().unwrap();
+    let array = DataSchema {
+        kind: DataKind::Tabular,
+        format: Format::Npy,
+        task: Task::Classification { classes: 2 },
+        classes: vec!["a".into(), "b".into()],
+        target: None,
+        encoder: Encoder::Array { shape: vec![3], mean: vec![0.0; 3], std: vec![1.0; 3] },
+        display_names: Vec::new(),
+        target_scale: None,
+    };
+    array.validate().unwrap();
+    let err = |s: &DataSchema| s.validate().unwrap_err().to_string();
+    let with = |f: &dyn Fn(&mut DataSchema)| {
+        let mut s = array.clone();
+        f(&mut s);
+        err(&s)
+    };
+    let e = with(&|s| s.task = Task::Classification { classes: 3 });
+    assert!(e.contains("task.Classification.classes = 3") && e.contains("number of class names, 2"), "{e}");
+    let e = with(&|s| s.encoder = Encoder::Array { shape: vec![3], mean: vec![], std: vec![] });
+    assert!(e.contains("encoder.mean") && e.contains("0 / 0 values"), "{e}");
+    let e = with(&|s| s.encoder = Encoder::Array { shape: vec![3], mean: vec![0.0; 3], std: vec![1.0, 0.0, 1.0] });
+    assert!(e.contains("positive"), "{e}");
+    let e = with(&|s| s.encoder = Encoder::Array { shape: vec![100_000, 100_000, 100], mean: vec![0.0], std: vec![1.0] });
+    assert!(e.contains("encoder.shape") && e.contains("limit"), "{e}");
+    let e = with(&|s| s.encoder = Encoder::Array { shape: vec![], mean: vec![0.0], std: vec![1.0] });
+    assert!(e.contains("encoder.shape"), "{e}");
+    let e = with(&|s| s.target_scale = Some((0.0, f64::NAN)));
+    assert!(e.contains("target_scale"), "{e}");
+    let e = with(&|s| s.display_names = vec!["x".into()]);
+    assert!(e.contains("display_names"), "{e}");
+    let e = with(&|s| s.encoder = Encoder::Tabular { columns: vec![Column::Categorical { name: "c".into(), categories: vec![] }] });
+    assert!(e.contains("categor"), "{e}");
+    let mut regression = array.clone();
+    regression.task = Task::Regression;
+    regression.classes.clear();
+    regression.validate().unwrap();
+}
+
+/// Messages quote a value from a file by its start and length when it is long.
+#[test]
+fn long_values_are_clipped_in_messages() {
+    assert_eq!(quoted("abc"), "\"abc\"");
+    let long = "x".repeat(1000);
+    let q = quoted(&long);
+    assert!(q.starts_with(&format!("\"{}\"…", "x".repeat(CLIP_KEEP))) && q.ends_with("(1000 characters)"), "{q}");
+    assert_eq!(short_list(&["a".into(), long.clone()]), format!("a, {}… (1000 characters)", "x".repeat(CLIP_KEEP)));
+}
