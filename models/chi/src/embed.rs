@@ -214,7 +214,7 @@ fn write_corpus(a: &CorpusArgs) -> Result<(), String> {
         text.push_str(&s.join(" "));
         text.push('\n');
     }
-    std::fs::write(&a.out, text).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    chi_nn::checkpoint::atomic_write(&a.out, text.as_bytes()).map_err(String::from)?;
     println!("wrote {} sentences, {} tokens to {}", sentences.len(), sentences.iter().map(Vec::len).sum::<usize>(), a.out.display());
     Ok(())
 }

@@ -87,7 +87,7 @@ pub fn run(args: &GraphArgs, out: &Path) -> Result<(), String> {
     let text = dot::to_dot(&[&y], &opts).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let path = out.join(format!("graph-{}.dot", args.example));
-    std::fs::write(&path, &text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    chi_nn::checkpoint::atomic_write(&path, text.as_bytes()).map_err(String::from)?;
     println!("wrote {}", path.display());
     for fmt in ["svg", "png"] {
         let target = path.with_extension(fmt);

@@ -5,7 +5,7 @@
 
 use chi_seq2seq::{attention_svg, Translator};
 use clap::Args;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
 
 /// `chi translate MODEL [--beam N] [--alpha A] [--max-len N] [--input FILE] [--heatmap DIR]`.
@@ -33,6 +33,40 @@ pub struct TranslateArgs {
 /// Largest input line accepted (characters); longer lines are an error naming the line.
 pub const MAX_LINE_CHARS: usize = 10_000;
 
+/// Most bytes read for one line: [`MAX_LINE_CHARS`] characters of up to 4 UTF-8 bytes each,
+/// plus a `\r` before the newline.
+const MAX_LINE_BYTES: usize = 4 * MAX_LINE_CHARS + 1;
+
+/// What [`read_line_bounded`] found.
+#[derive(Debug, PartialEq)]
+enum LineRead {
+    /// A line is in the buffer (without its `\n` or `\r\n`).
+    Line,
+    /// The line holds more than the byte limit; the rest of it was not read.
+    TooLong,
+    /// The input is exhausted.
+    End,
+}
+
+/// Reads the next line into `buf`, reading at most `max_bytes + 1` bytes, so that input without
+/// newlines (such as `/dev/zero`) is refused after a bounded read instead of exhausting memory.
+fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max_bytes: usize) -> std::io::Result<LineRead> {
+    buf.clear();
+    let n = r.by_ref().take(max_bytes as u64 + 1).read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok(LineRead::End);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+    } else if buf.len() > max_bytes {
+        return Ok(LineRead::TooLong);
+    }
+    Ok(LineRead::Line)
+}
+
 /// Runs `chi translate`.
 pub fn run(a: &TranslateArgs) -> Result<(), String> {
     if !(1..=100).contains(&a.beam) {
@@ -48,16 +82,22 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
     if let Some(d) = &a.heatmap {
         std::fs::create_dir_all(d).map_err(|e| format!("--heatmap {}: {e}", d.display()))?;
     }
-    let reader: Box<dyn BufRead> = match &a.input {
+    let mut reader: Box<dyn BufRead> = match &a.input {
         Some(p) => Box::new(std::io::BufReader::new(std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?)),
         None => Box::new(std::io::stdin().lock()),
     };
     let what = a.input.as_ref().map_or("standard input".to_string(), |p| p.display().to_string());
     let mut out = std::io::stdout().lock();
-    for (n, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| format!("{what}: line {}: {e}", n + 1))?;
+    let mut buf = Vec::new();
+    for n in 0usize.. {
+        let too_long = || format!("{what}: line {} is longer than {MAX_LINE_CHARS} characters", n + 1);
+        let line = match read_line_bounded(&mut reader, &mut buf, MAX_LINE_BYTES).map_err(|e| format!("{what}: line {}: {e}", n + 1))? {
+            LineRead::End => break,
+            LineRead::TooLong => return Err(too_long()),
+            LineRead::Line => std::str::from_utf8(&buf).map_err(|_| format!("{what}: line {} is not UTF-8", n + 1))?.to_string(),
+        };
         if line.chars().count() > MAX_LINE_CHARS {
-            return Err(format!("{what}: line {} is longer than {MAX_LINE_CHARS} characters", n + 1));
+            return Err(too_long());
         }
         if line.trim().is_empty() {
             writeln!(out).map_err(|e| e.to_string())?;
@@ -71,4 +111,25 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endless_lines_are_refused_after_a_bounded_read() {
+        let mut endless = std::io::BufReader::new(std::io::repeat(0));
+        let mut buf = Vec::new();
+        assert_eq!(read_line_bounded(&mut endless, &mut buf, 100).unwrap(), LineRead::TooLong);
+        assert_eq!(buf.len(), 101);
+        let mut lines = std::io::Cursor::new(&b"ab\r\n\ncd"[..]);
+        let mut got = Vec::new();
+        while read_line_bounded(&mut lines, &mut buf, 3).unwrap() == LineRead::Line {
+            got.push(String::from_utf8(buf.clone()).unwrap());
+        }
+        assert_eq!(got, ["ab", "", "cd"]);
+        let mut long = std::io::Cursor::new(&b"abc\n"[..]);
+        assert_eq!(read_line_bounded(&mut long, &mut buf, 2).unwrap(), LineRead::TooLong);
+    }
 }

@@ -150,6 +150,14 @@ impl Seq2SeqConfig {
                 return bad(&format!("{name} = {v} is out of range 1..={MAX}"));
             }
         }
+        if self.layers > MAX_LAYERS {
+            return bad(&format!("layers = {} is out of range 1..={MAX_LAYERS}", self.layers));
+        }
+        // Every tensor must fit the per-tensor limit on its own; the total below does not
+        // bound the largest one.
+        for (what, dims) in self.largest_tensors() {
+            chi_nn::limits::check_elements(what, &dims).map_err(|e| Seq2SeqError::Config(e.to_string()))?;
+        }
         let elems = (self.src_vocab + self.tgt_vocab) as u128 * self.emb as u128
             + self.tgt_vocab as u128 * self.hidden as u128
             + 8 * self.layers as u128 * (self.hidden as u128 + self.emb as u128) * self.hidden as u128;
@@ -175,7 +183,56 @@ impl Seq2SeqConfig {
             self.hidden
         }
     }
+
+    /// Shapes that bound every parameter tensor of the model from above, by element count
+    /// (each real tensor has at most as many elements as one of these), named for errors.
+    /// Only meaningful once the sizes are known to be at most 2^20 (as [`validate`] checks
+    /// first), so that no dimension here overflows.
+    ///
+    /// [`validate`]: Seq2SeqConfig::validate
+    fn largest_tensors(&self) -> Vec<(&'static str, [usize; 2])> {
+        let (h, d, e, a) = (self.hidden, self.annotation_dim(), self.emb, self.attn_dim);
+        // Widest input any cell sees: the first decoder layer's `[embedding ; context]`.
+        let input = e + d;
+        let cell = match self.cell {
+            CellKind::Lstm => [input.max(h), 4 * h],
+            CellKind::Gru => [input.max(h), 3 * h],
+            CellKind::CaRnn => [3 * h + input, h],
+        };
+        vec![
+            ("source embedding", [self.src_vocab, e]),
+            ("target embedding", [self.tgt_vocab, e]),
+            ("recurrent cell weight", cell),
+            ("attention weight", [h + d, a.max(h)]),
+            ("output layer weight", [h + d, h]),
+            ("output projection weight", [h, self.tgt_vocab]),
+        ]
+    }
+
+    /// A lower bound on the number of parameter elements of the model: its embeddings, output
+    /// layers and the recurrent matrices of every cell. A weights file holding fewer elements
+    /// cannot be this model, which lets a loader reject it before building anything. Call
+    /// after [`validate`](Seq2SeqConfig::validate).
+    pub fn min_parameter_count(&self) -> u128 {
+        let (h, d, e) = (self.hidden as u128, self.annotation_dim() as u128, self.emb as u128);
+        let cell = |input: u128| match self.cell {
+            CellKind::Lstm => (input + h) * 4 * h,
+            CellKind::Gru => (input + h) * 3 * h,
+            CellKind::CaRnn => (7 * h + 4 * input) * h,
+        };
+        let layers = self.layers as u128;
+        let directions = if self.bidirectional { 2 } else { 1 };
+        let encoder = directions * (cell(e) + (layers - 1) * cell(d));
+        let dec_in = e + if self.input_feeding { h } else { d };
+        let decoder = cell(dec_in) + (layers - 1) * cell(h);
+        (self.src_vocab + self.tgt_vocab) as u128 * e + encoder + decoder + (h + d) * h + h * self.tgt_vocab as u128
+    }
 }
+
+/// Most encoder (and decoder) layers a configuration may ask for: deeper stacks are far
+/// beyond what these models are trained with, and each layer costs several tensors, so a
+/// bound keeps a configuration value from requesting millions of them.
+pub const MAX_LAYERS: usize = 64;
 
 enum Attend<T: Float> {
     Global(Attention<T>),

@@ -154,6 +154,13 @@ impl Translator {
             attn_dim: num("attn_dim")?,
         };
         config.validate().map_err(|e| bad(e.to_string()))?;
+        // The file's own size bounds the model it can describe: refuse before building a model
+        // whose parameters alone would outgrow the file many times over.
+        let held: u128 = shapes.values().map(|s| s.iter().map(|&d| d as u128).product::<u128>()).sum();
+        let needed = config.min_parameter_count();
+        if held < needed {
+            return Err(bad(format!("the configuration needs at least {needed} parameter values, the file holds {held}")));
+        }
         let model = Seq2Seq::<f32>::new(&config, 0)?;
         for p in model.store.params() {
             match shapes.get(&p.name()) {

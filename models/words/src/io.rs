@@ -23,13 +23,16 @@ pub fn write_word2vec_text(vectors: &Vectors, w: &mut impl Write) -> std::io::Re
     Ok(())
 }
 
-/// Saves `vectors` to `path` in the word2vec text format.
+/// Saves `vectors` to `path` in the word2vec text format, atomically: the text is built in
+/// memory and written through a temporary file renamed over `path`, so a failed write (a full
+/// disk, a file-size limit) leaves any existing file untouched.
 pub fn save_word2vec_text(vectors: &Vectors, path: &Path) -> Result<(), WordsError> {
-    let io = |e: std::io::Error| WordsError::Io { path: path.to_path_buf(), message: e.to_string() };
-    let f = std::fs::File::create(path).map_err(io)?;
-    let mut w = std::io::BufWriter::new(f);
-    write_word2vec_text(vectors, &mut w).map_err(io)?;
-    w.flush().map_err(io)
+    let mut text = Vec::new();
+    write_word2vec_text(vectors, &mut text).map_err(|e| WordsError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+    chi_nn::checkpoint::atomic_write(path, &text).map_err(|e| match e {
+        chi_nn::NnError::Io { action, source, .. } => WordsError::Io { path: path.to_path_buf(), message: format!("{action}: {source}") },
+        other => WordsError::Io { path: path.to_path_buf(), message: other.to_string() },
+    })
 }
 
 /// Parses the word2vec text format from memory; `path` only names the source in errors.
@@ -51,8 +54,14 @@ pub fn parse_word2vec_text(text: &[u8], path: &Path) -> Result<Vectors, WordsErr
     if d == 0 {
         return Err(bad(Some(1), "header: dimension is 0".into()));
     }
-    let mut words = Vec::with_capacity(v.min(1 << 24));
-    let mut data = Vec::with_capacity(v.min(1 << 24) * d);
+    // The vectors become one buffer of V × D values: bound it before reading any row. Both
+    // counts come from the header, so the capacity reserved is also capped by what the text
+    // can hold (every value takes at least two bytes, a digit and a separator).
+    for (what, dims) in [("word2vec vector", &[d][..]), ("word2vec vectors", &[v, d])] {
+        chi_nn::limits::check_elements(what, dims).map_err(|e| bad(Some(1), format!("header: {e}")))?;
+    }
+    let mut words = Vec::with_capacity(v.min(text.len() / 2));
+    let mut data = Vec::with_capacity((v * d).min(text.len() / 2));
     for (no, line) in lines {
         if line.trim().is_empty() {
             continue;

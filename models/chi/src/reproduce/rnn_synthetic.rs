@@ -426,7 +426,7 @@ pub fn run_sweep(ctx: &Ctx) -> Result<Report, String> {
         ));
     }
     let table = format!("| configuration | LSTM | GRU | CA-RNN | p (CA-RNN vs GRU) | detectable CA-RNN − GRU at 80 % power | p (GRU vs LSTM) | ranking |\n|---|---|---|---|---|---|---|---|\n{}\n", lines.join("\n"));
-    std::fs::write(ctx.path("sweep.md"), &table).map_err(|e| format!("{}: {e}", ctx.path("sweep.md").display()))?;
+    chi_nn::checkpoint::atomic_write(&ctx.path("sweep.md"), table.as_bytes()).map_err(String::from)?;
     rep.files.push("sweep.md".into());
     rep.notes.push(format!("per-configuration mean test errors, p-values and judgements: {}", ctx.path("sweep.md").display()));
     rep.config = vec![

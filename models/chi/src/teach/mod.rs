@@ -241,7 +241,10 @@ pub fn write_page(what: &str, path: &Path) -> Result<trace::Trace, TeachError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| TeachError::Io(dir.to_path_buf(), e))?;
     }
-    std::fs::write(path, html).map_err(|e| TeachError::Io(path.to_path_buf(), e))?;
+    chi_nn::checkpoint::atomic_write(path, html.as_bytes()).map_err(|e| match e {
+        chi_nn::NnError::Io { source, .. } => TeachError::Io(path.to_path_buf(), source),
+        other => TeachError::Io(path.to_path_buf(), std::io::Error::other(other.to_string())),
+    })?;
     Ok(t)
 }
 

@@ -13,6 +13,7 @@ mod fuzz_regressions;
 mod reliability;
 mod reproduce;
 mod reproduce_options;
+mod robust_words;
 mod seq2seq_reproduce;
 mod teach_browser;
 mod train;

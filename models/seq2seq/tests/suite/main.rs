@@ -5,4 +5,5 @@
 //! this folder as separate binaries.
 
 mod real_data;
+mod robust_load;
 mod seq2seq;

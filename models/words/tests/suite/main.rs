@@ -7,4 +7,5 @@
 mod glove;
 mod io_eval;
 mod lm;
+mod robust_io;
 mod word2vec;
