@@ -66,6 +66,22 @@ pub fn cpu_simd_level() -> SimdLevel {
     }
 }
 
+/// Values `CHI_SIMD` may take: `portable` caps the level; the others leave the best level the
+/// CPU has (they name what a user expects to run, and are accepted so that scripts may say so).
+pub const SIMD_ENV_VALUES: [&str; 3] = ["portable", "avx2", "avx512"];
+
+/// Checks `CHI_SIMD` when it is set (empty counts as unset): any other value than
+/// [`SIMD_ENV_VALUES`] would be ignored by the kernels, so a program reports it as an error
+/// instead.
+pub fn check_simd_env() -> Result<(), String> {
+    match std::env::var_os("CHI_SIMD") {
+        None => Ok(()),
+        Some(v) if v.is_empty() => Ok(()),
+        Some(v) if v.to_str().is_some_and(|s| SIMD_ENV_VALUES.contains(&s)) => Ok(()),
+        Some(v) => Err(format!("CHI_SIMD={} is not one of {}", v.to_string_lossy(), SIMD_ENV_VALUES.join(", "))),
+    }
+}
+
 #[cold]
 fn detect() -> u8 {
     let cpu = cpu_simd_level();

@@ -70,6 +70,7 @@ pub enum BenchWhich {
 /// Sets up the global thread pool, then runs the chosen subcommand.
 pub fn run(cli: Cli) -> Result<(), String> {
     check_limit_env()?;
+    chi_kernels::simd::check_simd_env()?;
     if let Some(n) = cli.threads {
         check_threads(n)?;
         rayon::ThreadPoolBuilder::new()

@@ -254,6 +254,7 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
     if let Some(e) = a.epochs {
         check_range("epochs", e, 1, MAX_EPOCHS)?;
     }
+    check_writable(&a.vectors_out)?;
     // Under mpirun every process trains a shard; rank 0 alone reports and writes.
     let world = crate::dist::world();
     let lead = world.as_ref().is_none_or(|w| w.rank() == 0);
@@ -449,11 +450,33 @@ fn evaluate(a: &EvalArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `--vectors-out` can be written, checked before training rather than after it: its
+/// directory exists and accepts a new file (the vectors are written through a temporary file
+/// there), and it is not a directory itself.
+fn check_writable(out: &std::path::Path) -> Result<(), String> {
+    if out.is_dir() {
+        return Err(format!("--vectors-out {} is a directory; name a file", out.display()));
+    }
+    let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let probe = dir.join(format!(".chi-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(format!("--vectors-out {}: cannot write in {}: {e}", out.display(), dir.display())),
+    }
+}
+
 fn neighbours(a: &NeighboursArgs) -> Result<(), String> {
     check_range("k", a.k, 1, MAX_K)?;
     let v = load_word2vec_text(&a.vectors).map_err(|e| e.to_string())?;
     let n = v.normalized();
     let list = n.nearest(&a.word, a.k).ok_or_else(|| format!("{:?} is not in the vocabulary of {} ({} words)", a.word, a.vectors.display(), v.len()))?;
+    if v.index_of(&a.word).is_some_and(|i| v.row(i).iter().all(|&x| x == 0.0)) {
+        // Cosine similarity is undefined for a zero vector: say so rather than print nothing.
+        return Err(format!("{:?} has a zero vector in {}: it has no neighbours by cosine similarity", a.word, a.vectors.display()));
+    }
     for (w, s) in list {
         println!("{s:.4}  {w}");
     }

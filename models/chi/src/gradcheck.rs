@@ -12,7 +12,7 @@ use clap::Args;
 #[derive(Args, Debug, Clone)]
 pub struct GradcheckArgs {
     /// Check only this op (see `--list`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "model")]
     pub op: Option<String>,
     /// Check a whole model's parameters instead of ops (`all` for every registered model).
     #[arg(long)]
@@ -36,12 +36,12 @@ pub struct GradcheckArgs {
     /// REINFORCE gradient against exact enumeration of all masks, by a z-test).
     #[arg(long, conflicts_with_all = ["op", "model"])]
     pub estimator: Option<String>,
-    /// Draws of the estimator for `--estimator` (at least 2).
-    #[arg(long, default_value_t = 2000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=1_000_000))]
-    pub samples: usize,
-    /// Family-wise false-failure rate of the `--estimator` z-test, in (0, 1).
-    #[arg(long, default_value_t = 1e-3)]
-    pub alpha: f64,
+    /// Draws of the estimator for `--estimator` (at least 2; default 2000).
+    #[arg(long, requires = "estimator", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=1_000_000))]
+    pub samples: Option<usize>,
+    /// Family-wise false-failure rate of the `--estimator` z-test, in (0, 1; default 0.001).
+    #[arg(long, requires = "estimator")]
+    pub alpha: Option<f64>,
 }
 
 /// The estimators `chi gradcheck --estimator` knows.
@@ -86,13 +86,14 @@ fn run_estimator(name: &str, args: &GradcheckArgs) -> Result<(usize, usize), Str
     if !ESTIMATORS.contains(&name) {
         return Err(format!("no estimator named {name:?} (known: {})", ESTIMATORS.join(", ")));
     }
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        return Err(format!("--alpha {} is not in (0, 1)", args.alpha));
+    let (samples, alpha) = (args.samples.unwrap_or(2000), args.alpha.unwrap_or(1e-3));
+    if !(alpha > 0.0 && alpha < 1.0) {
+        return Err(format!("--alpha {alpha} is not in (0, 1)"));
     }
     let (mut passed, mut failed) = (0, 0);
     for dependent in [false, true] {
         let opts = chi_rcnn::checks::ReinforceCheckOptions {
-            test: chi_rcnn::EstimatorCheckOptions { samples: args.samples, alpha: args.alpha, ..Default::default() },
+            test: chi_rcnn::EstimatorCheckOptions { samples, alpha, ..Default::default() },
             dependent,
             ..Default::default()
         };
@@ -104,7 +105,7 @@ fn run_estimator(name: &str, args: &GradcheckArgs) -> Result<(usize, usize), Str
                 "{}",
                 serde_json::json!({
                     "estimator": label, "length": opts.length, "masks": 1usize << opts.length, "samples": check.samples,
-                    "coordinates": check.exact.len(), "alpha": args.alpha, "max_abs_z": check.max_abs_z,
+                    "coordinates": check.exact.len(), "alpha": alpha, "max_abs_z": check.max_abs_z,
                     "threshold": check.threshold, "passed": check.passed, "expected_cost": check.expectation,
                     "variance_without_baseline": var.without_baseline, "variance_with_baseline": var.with_baseline,
                     "baseline_decay": opts.baseline_decay,
@@ -135,7 +136,7 @@ fn run_estimator(name: &str, args: &GradcheckArgs) -> Result<(usize, usize), Str
         }
     }
     if !args.json {
-        println!("z-test per coordinate at level alpha/(2P) (Bonferroni): a correct estimator fails with probability at most alpha = {} per check", args.alpha);
+        println!("z-test per coordinate at level alpha/(2P) (Bonferroni): a correct estimator fails with probability at most alpha = {alpha} per check");
     }
     Ok((passed, failed))
 }
@@ -164,6 +165,11 @@ fn print_row(json: bool, kind: &str, name: &str, order: u32, r: &Result<Gradchec
 
 /// Runs `chi gradcheck`; returns an error (non-zero exit) if anything fails.
 pub fn run_cli(args: &GradcheckArgs) -> Result<(), String> {
+    // clap's `requires` lets these through beside `--op` / `--model` (which conflict with
+    // `--estimator`); they would be ignored there.
+    if args.estimator.is_none() && (args.samples.is_some() || args.alpha.is_some()) {
+        return Err("--samples and --alpha set the --estimator check; give --estimator too".into());
+    }
     let opts = GradcheckOptions { fast_mode: args.fast, ..Default::default() };
     if args.list {
         println!("ops:");

@@ -311,6 +311,24 @@ fn a_bad_gemm_blocking_override_is_an_error_not_a_panic() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// Flags and settings that would otherwise be ignored without a word are errors: `--op` with
+/// `--model`, the estimator's `--alpha` / `--samples` without `--estimator`, and a `CHI_SIMD`
+/// value the kernels do not know.
+#[test]
+fn ignored_flags_and_settings_are_errors() {
+    for args in [&["gradcheck", "--op", "add", "--model", "mlp"][..], &["gradcheck", "--alpha", "0.5"], &["gradcheck", "--op", "add", "--samples", "10"]] {
+        let o = chi(args);
+        assert!(matches!(o.status.code(), Some(1 | 2)), "chi {args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("cannot be used with") || e.contains("--estimator"), "chi {args:?}: {e}");
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_chi")).env("CHI_SIMD", "bogus").args(["gradcheck", "--op", "add", "--instances", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("CHI_SIMD=bogus is not one of portable, avx2, avx512"), "{}", stderr(&o));
+    let o = Command::new(env!("CARGO_BIN_EXE_chi")).env("CHI_SIMD", "portable").args(["gradcheck", "--op", "add", "--instances", "1"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// Started by a launcher as one of several processes, the one-process `chi` refuses to run (it
 /// would train unrelated copies into one directory) and names the program that can.
 #[test]

@@ -104,3 +104,22 @@ fn failed_writes_leave_existing_outputs_intact() {
     assert_failed_write_keeps(&text, &["embed", "corpus", "--corpus", "shakespeare", "--data", s(&data), "--out", s(&text)]);
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// A word whose vector is zero has no cosine neighbours: an error saying so, not an empty list;
+/// `--vectors-out` in a missing directory is refused before any training.
+#[test]
+fn zero_vectors_and_unwritable_outputs_are_errors() {
+    let d = temp_dir("zero");
+    let v = d.join("v.txt");
+    std::fs::write(&v, "3 2\ncat 0 0\ndog 1 0\nfox 0 1\n").unwrap();
+    let o = chi(&["embed", "neighbours", s(&v), "cat"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("\"cat\" has a zero vector"), "{}", stderr(&o));
+    let corpus = d.join("corpus.txt");
+    std::fs::write(&corpus, "the quick brown fox jumps over the lazy dog\n".repeat(20)).unwrap();
+    let out = d.join("missing").join("vectors.txt");
+    let o = chi(&["embed", "train", "--corpus", s(&corpus), "--vectors-out", s(&out), "--dim", "8", "--epochs", "1", "--quiet", "--out", s(&d.join("run"))]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--vectors-out") && stderr(&o).contains("cannot write"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -233,6 +233,7 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
     let header = o.header.unwrap_or_else(|| has_header(&recs, o.target.as_deref()));
     let names: Vec<String> =
         if header { recs[0].fields.iter().map(|f| f.trim().to_string()).collect() } else { (0..recs[0].fields.len()).map(|i| format!("column{}", i + 1)).collect() };
+    unique_names(&names, path)?;
     let target = if !header && o.target.is_none() { names.len() - 1 } else { target_column(&names, o.target.as_deref(), path)? };
     let body = if header { &recs[1..] } else { &recs[..] };
     let mut features: Vec<String> = match &o.features {
@@ -275,6 +276,18 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
     Ok(CsvLayout { sep: fmt.separator(), header, names: names.clone(), target: names[target].clone(), text, features })
 }
 
+/// Columns are found by name, so two columns of one name would leave one of them unread
+/// without a word: an error naming both.
+fn unique_names(names: &[String], path: &Path) -> Result<(), NnError> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, n) in names.iter().enumerate() {
+        if let Some(j) = seen.insert(n, i) {
+            return Err(DataError::new(Location::Line(1), format!("columns {} and {} are both named {}", j + 1, i + 1, quoted(n))).with_path(path).into());
+        }
+    }
+    Ok(())
+}
+
 /// Reads a CSV with a known layout. `labelled`: the target column must be present.
 fn read_csv(path: &Path, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
     let (recs, lossy) = csv_records(path, lay.sep)?;
@@ -284,6 +297,7 @@ fn read_csv(path: &Path, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnEr
     } else {
         (lay.names.clone(), &recs[..])
     };
+    unique_names(&names, path)?;
     let col = |n: &str| -> Result<usize, NnError> {
         names.iter().position(|h| h == n).ok_or_else(|| DataError::new(Location::Line(1), format!("no column {n:?}; the columns are {}", names.join(", "))).with_path(path).into())
     };

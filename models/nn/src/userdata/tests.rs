@@ -376,3 +376,17 @@ fn long_values_are_clipped_in_messages() {
     assert!(q.starts_with(&format!("\"{}\"…", "x".repeat(CLIP_KEEP))) && q.ends_with("(1000 characters)"), "{q}");
     assert_eq!(short_list(&["a".into(), long.clone()]), format!("a, {}… (1000 characters)", "x".repeat(CLIP_KEEP)));
 }
+
+/// Two columns of one name: an error naming both, not the first one silently.
+#[test]
+fn a_duplicate_column_name_is_an_error() {
+    let d = TempDir::new("dup");
+    let mut s = String::from("a,a,b,label\n");
+    for i in 0..20 {
+        s.push_str(&format!("{i},{},{},{}\n", i * 2, i * 3, i % 2));
+    }
+    let mut c = cfg(&d.write("dup.csv", s.as_bytes()));
+    c.target = Some("label".into());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("dup.csv") && e.contains("columns 1 and 2 are both named \"a\""), "{e}");
+}
