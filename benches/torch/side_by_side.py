@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """chi vs PyTorch (CPU), the same workloads side by side on this machine.
 
-Usage: benches/torch/side_by_side.py [--threads 1,2] [--rounds 3] [--reps 5] [--json] [WORKLOAD...]
+Usage: benches/torch/side_by_side.py [--threads 1,2] [--rounds 3] [--reps 5] [--json] [--f64-reference]
+                                    [WORKLOAD...]
 
 For each workload and thread count, rounds alternate: chi (the Rust binary
 `target/release/side_by_side`, built by `cargo build --release -p chi-benches`) runs `reps` timed
@@ -10,7 +11,9 @@ repetitions of all rounds, and the ratio is chi / PyTorch (below 1: chi is faste
 both sides build the same fixed instance (weights and inputs from the closed form
 `scale * sin(0.37 i + tag)` in PyTorch's layouts) and report the loss before and after one
 optimiser step and the sum / sum of squares of one gradient; the largest relative difference is
-printed per workload (target: 1e-4 in f32).
+printed per workload (target: 1e-4 in f32). With `--f64-reference`, PyTorch also runs each
+check in float64 from the same float32 instance, and the largest relative difference of each
+float32 side from it is printed (`chi-f64`, `torch-f64`): which side a disagreement comes from.
 
 PyTorch is optional: `scripts/setup-torch.sh` installs the pinned pip release into
 `.venv-torch/`; run this script with `.venv-torch/bin/python`. Without PyTorch it says so and exits
@@ -42,13 +45,19 @@ WORKLOADS = ["scalar_chain", "lstm_h128_b16", "lstm_h512_b16", "lstm_h512_b64", 
              "gru_h512_b64", "ca_rnn_h128_b16", "ca_rnn_h512_b16", "bilstm_h256_b16", "bilstm_h256_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"]
 
 
+# Element type of the PyTorch side: float32, or float64 for the `--f64-reference` check.
+DTYPE = torch.float32
+
+
 def fill(tag, shape, scale):
-    """scale * sin(0.37 i + tag) over a row-major tensor of `shape`, computed in float64."""
+    """scale * sin(0.37 i + tag) over a row-major tensor of `shape`, computed in float64 and
+    rounded to float32 (then widened again for the float64 reference, so both runs start from the
+    same float32 instance)."""
     n = 1
     for s in shape:
         n *= s
     i = torch.arange(n, dtype=torch.float64)
-    return (scale * torch.sin(0.37 * i + tag)).to(torch.float32).reshape(shape)
+    return (scale * torch.sin(0.37 * i + tag)).to(torch.float32).to(DTYPE).reshape(shape)
 
 
 def sgd(params, lr):
@@ -92,6 +101,19 @@ def training(build, loss, probe):
     return step, check, 0
 
 
+def single_bias(cell, sfx, hidden, gru):
+    """Makes a PyTorch LSTM or GRU layer train the same parameters as chi's cell, which has one
+    bias where PyTorch has two (`bias_ih + bias_hh`, both stepped by SGD with the same gradient,
+    so their sum would move twice as far): `bias_hh` stays at zero. For the GRU only its `r, z`
+    blocks stay; its `n` block is chi's `b_hn` (inside the reset product) and trains."""
+    b = getattr(cell, "bias_hh_l0" + sfx)
+    if gru:
+        mask = torch.cat([torch.zeros(2 * hidden), torch.ones(hidden)])
+        b.register_hook(lambda g: g * mask)
+    else:
+        b.requires_grad_(False)
+
+
 def lstm(hidden, inp, batch, steps, gru=False):
     """LSTM (or, with `gru`, GRU) over `steps` steps, linear head on the last state, MSE."""
     g = 3 if gru else 4
@@ -107,6 +129,7 @@ def lstm(hidden, inp, batch, steps, gru=False):
             cell.bias_hh_l0.zero_()
             head.weight.copy_(fill(4.0, (1, hidden), s))
             head.bias.copy_(fill(5.0, (1,), s))
+        single_bias(cell, "", hidden, gru)
         x = fill(6.0, (batch, steps, inp), 1.0)
         y = fill(7.0, (batch, 1), 1.0)
         params = list(cell.parameters()) + list(head.parameters())
@@ -198,6 +221,8 @@ def bilstm(hidden, inp, batch, steps):
                 getattr(cell, "bias_hh_l0" + sfx).zero_()
             head.weight.copy_(fill(4.0, (1, 2 * hidden), s))
             head.bias.copy_(fill(5.0, (1,), s))
+        for sfx in ("", "_reverse"):
+            single_bias(cell, sfx, hidden, False)
         x = fill(6.0, (batch, steps, inp), 1.0)
         y = fill(7.0, (batch, 1), 1.0)
         params = list(cell.parameters()) + list(head.parameters())
@@ -358,8 +383,27 @@ def chi_side(name, threads, reps):
     return {"times_ms": d["times_ms"], "check": [d["loss0"], d["loss1"], d["grad_sum"], d["grad_sumsq"]], "ops": d["ops"]}
 
 
+def f64_check(name):
+    """The PyTorch check of workload `name` in float64 on the same float32 instance: the reference
+    that both float32 sides are measured against with `--f64-reference`."""
+    global DTYPE
+    prev = torch.get_default_dtype()
+    DTYPE = torch.float64
+    torch.set_default_dtype(torch.float64)
+    try:
+        return workload(name)[1]()
+    finally:
+        DTYPE = torch.float32
+        torch.set_default_dtype(prev)
+
+
 def rel(a, b):
     return abs(a - b) / max(abs(a), abs(b), 1e-30)
+
+
+def header(f64_reference):
+    h = "%-16s %3s %12s %12s %8s %10s" % ("workload", "thr", "chi ms", "torch ms", "ratio", "max reldiff")
+    return h + (" %10s %10s" % ("chi-f64", "torch-f64") if f64_reference else "")
 
 
 def main():
@@ -369,6 +413,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--f64-reference", action="store_true",
+                    help="also run each workload's check in float64 with PyTorch and report how far "
+                         "each float32 side is from it (largest relative difference)")
     ap.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if not os.path.exists(CHI):
@@ -382,15 +429,15 @@ def main():
         # exactly N threads.
         if not a.json:
             print("PyTorch %s, chi %s" % (torch.__version__, CHI), flush=True)
-            print("%-16s %3s %12s %12s %8s %10s" % ("workload", "thr", "chi ms", "torch ms", "ratio", "max reldiff"), flush=True)
+            print(header(a.f64_reference), flush=True)
         for n in counts:
             env = dict(os.environ, OMP_NUM_THREADS=str(n), OPENBLAS_NUM_THREADS=str(n), MKL_NUM_THREADS=str(n))
             args = [sys.executable, os.path.abspath(__file__), "--threads", str(n), "--rounds", str(a.rounds), "--reps", str(a.reps)]
-            args += (["--json"] if a.json else []) + ["--no-header"] + a.workloads
+            args += (["--json"] if a.json else []) + (["--f64-reference"] if a.f64_reference else []) + ["--no-header"] + a.workloads
             subprocess.run(args, env=env, check=True)
         return
     if not a.json and not a.no_header:
-        print("%-16s %3s %12s %12s %8s %10s" % ("workload", "thr", "chi ms", "torch ms", "ratio", "max reldiff"))
+        print(header(a.f64_reference))
     for threads in counts:
         for name in a.workloads:
             ct, tt = [], []
@@ -403,13 +450,21 @@ def main():
             diff = max(rel(x, y) for x, y in zip(c["check"], t["check"]))
             row = {"workload": name, "threads": threads, "chi_ms": cm, "torch_ms": tm, "ratio": cm / tm,
                    "max_rel_diff": diff, "chi_check": c["check"], "torch_check": t["check"]}
+            if a.f64_reference:
+                ref = f64_check(name)
+                row["f64_check"] = ref
+                row["chi_vs_f64"] = max(rel(x, y) for x, y in zip(c["check"], ref))
+                row["torch_vs_f64"] = max(rel(x, y) for x, y in zip(t["check"], ref))
             if c["ops"]:
                 row["chi_ns_per_op"] = cm * 1e6 / c["ops"]
                 row["torch_ns_per_op"] = tm * 1e6 / t["ops"]
             if a.json:
                 print(json.dumps(row), flush=True)
             else:
-                print("%-16s %3d %12.3f %12.3f %8.3f %10.2e" % (name, threads, cm, tm, cm / tm, diff), flush=True)
+                line = "%-16s %3d %12.3f %12.3f %8.3f %10.2e" % (name, threads, cm, tm, cm / tm, diff)
+                if a.f64_reference:
+                    line += " %10.2e %10.2e" % (row["chi_vs_f64"], row["torch_vs_f64"])
+                print(line, flush=True)
 
 
 if __name__ == "__main__":
