@@ -127,7 +127,8 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
         let ds = s.empty_dataset(&cfg.dataset);
         // The run's own initialisation stream; the weights are then loaded over it.
         let mut init = super::RunStreams::new(cfg.seed).init;
-        let model = registry::build_model(&registry::model_entry(&cfg.model)?, &cfg.model_options, &ds, &mut init)?;
+        let options = without_pretrained(&cfg.model_options, &weights)?;
+        let model = registry::build_model(&registry::model_entry(&cfg.model)?, &options, &ds, &mut init)?;
         (ds, model)
     };
     match &source {
@@ -202,6 +203,20 @@ pub struct Report {
     pub classes: Vec<String>,
     /// `confusion[true][predicted]` counts.
     pub confusion: Vec<Vec<u64>>,
+}
+
+/// The model options to rebuild a trained model with, its weights to be loaded over it: a model
+/// whose embedding pretrained vectors initialised (`pretrained = FILE`) needs only the
+/// embedding's width, which the weights give, not the vectors file, which may have moved since.
+fn without_pretrained(options: &super::model::ModelConfig, weights: &Path) -> Result<super::model::ModelConfig, String> {
+    let mut o = options.clone();
+    if o.options.contains_key("pretrained") {
+        if let Some(&dim) = checkpoint::read_tensor_shapes(weights)?.get("embedding.weight").and_then(|s| s.get(1)) {
+            o.options.remove("pretrained");
+            o.options.insert("embed".into(), dim.into());
+        }
+    }
+    Ok(o)
 }
 
 /// A classifier's output layer holds at least one value per class, so a schema naming more

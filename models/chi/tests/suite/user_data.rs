@@ -305,6 +305,16 @@ fn edited_run_files_and_odd_requests_are_clear_errors() {
         fails_with(&["train", "--data", s(&reviews), "--model", model, "--model-option", opt, "--steps", "2", "--quiet", "--no-plots", "--out", s(&root.join("big"))], &[what, "limit"]);
     }
 
+    // A model initialised from pretrained vectors loads without them: its weights hold the
+    // embedding (the vectors file may have moved since training).
+    let vectors = w("vec.txt", b"4 3\ngreat 0.5 0.1 -0.2\nstars 0.3 0.3 0.3\ntent 0.1 -0.4 0.2\nbad -0.5 0.2 0.1\n");
+    let textrun = root.join("textrun");
+    ok(&["train", "--data", s(&reviews), "--model", "bow", "--pretrained", s(&vectors), "--steps", "5", "--quiet", "--no-plots", "--out", s(&textrun)]);
+    std::fs::remove_file(&vectors).unwrap();
+    let texts = w("texts.txt", b"The tent looks great.\n");
+    let p = ok(&["predict", s(&textrun), "--input", s(&texts)]);
+    assert!(p.lines().count() == 2, "{p}");
+
     // The predictions may not replace their own input.
     let rows = w("rows.csv", b"weight_g,diameter_cm,colour,texture\n105,5.9,yellow,waxy\n");
     fails_with(&["predict", s(&run), "--input", s(&rows), "--output", s(&rows)], &["is the input file"]);
