@@ -255,6 +255,11 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
         check_range("epochs", e, 1, MAX_EPOCHS)?;
     }
     check_writable(&a.vectors_out)?;
+    if let (Ok(x), Ok(y)) = (std::fs::canonicalize(&a.vectors_out), std::fs::canonicalize(&a.corpus)) {
+        if x == y {
+            return Err(format!("--vectors-out {} is the corpus; write the vectors elsewhere", a.vectors_out.display()));
+        }
+    }
     // Under mpirun every process trains a shard; rank 0 alone reports and writes.
     let world = crate::dist::world();
     let lead = world.as_ref().is_none_or(|w| w.rank() == 0);

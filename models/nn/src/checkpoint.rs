@@ -37,7 +37,41 @@ const CHECKSUM_KEY: &str = "chi.checksum";
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
 /// fsynced and renamed over `path`; then the directory is fsynced.
+///
+/// A symbolic link is followed (the file it names is replaced, the link stays). A path that
+/// names something other than a regular file (a terminal, a pipe, `/dev/null`) is written
+/// directly, as a shell redirection would: replacing it would turn it into a plain file.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), NnError> {
+    let resolved;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+            Ok(target) => {
+                resolved = target;
+                resolved.as_path()
+            }
+            // A dangling link: the file it names does not exist yet; write it there.
+            Err(_) => match std::fs::read_link(path) {
+                Ok(t) => {
+                    resolved = if t.is_absolute() { t } else { path.parent().unwrap_or(Path::new(".")).join(t) };
+                    resolved.as_path()
+                }
+                Err(e) => return Err(NnError::Io { path: path.to_path_buf(), action: "cannot read the link", source: e }),
+            },
+        },
+        _ => path,
+    };
+    if let Ok(m) = std::fs::metadata(path) {
+        if m.is_dir() {
+            return Err(NnError::format(path, "is a directory; name a file"));
+        }
+        if !m.is_file() {
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(bytes))
+                .map_err(|e| NnError::Io { path: path.to_path_buf(), action: "write failed", source: e });
+        }
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -451,4 +485,42 @@ pub fn list_checkpoints(dir: &Path) -> Vec<(u64, PathBuf)> {
 /// The latest full checkpoint in `dir`, if any.
 pub fn latest_checkpoint(dir: &Path) -> Option<PathBuf> {
     list_checkpoints(dir).pop().map(|(_, p)| p)
+}
+
+#[cfg(test)]
+mod atomic_write_tests {
+    use super::atomic_write;
+
+    fn dir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("chi-atomic-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A link is followed and kept; a dangling one gets its file; a device stays a device; a
+    /// directory is an error.
+    #[cfg(unix)]
+    #[test]
+    fn links_devices_and_directories_are_not_replaced() {
+        use std::os::unix::fs::{symlink, FileTypeExt};
+        let d = dir("links");
+        let target = d.join("target.csv");
+        std::fs::write(&target, "keep").unwrap();
+        let link = d.join("out.csv");
+        symlink("target.csv", &link).unwrap();
+        atomic_write(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        let dangling = d.join("dangling.csv");
+        symlink("later.csv", &dangling).unwrap();
+        atomic_write(&dangling, b"made").unwrap();
+        assert_eq!(std::fs::read_to_string(d.join("later.csv")).unwrap(), "made");
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+        atomic_write(std::path::Path::new("/dev/null"), b"gone").unwrap();
+        assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+        let e = atomic_write(&d, b"x").unwrap_err().to_string();
+        assert!(e.contains("is a directory"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

@@ -519,6 +519,11 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
         }
     }
     let t = infer::load_trained(&args.model, false)?;
+    if let Some(o) = &args.output {
+        if is_run_file(o, &t.weights, t.run_dir.as_deref()) {
+            return Err(format!("--output {} is a file of the model's run; write the predictions elsewhere", o.display()));
+        }
+    }
     let p = infer::predict(&t, &args.input, args.saliency, args.attribution)?;
     for w in &p.warnings {
         eprintln!("warning: {w}");
@@ -532,6 +537,21 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
         None => print!("{csv}"),
     }
     Ok(())
+}
+
+/// Whether `out` would replace a file the model's run needs: its weights, or the configuration,
+/// schema, summary, weights and checkpoints inside its directory (`.safetensors`, `.toml`,
+/// `.json`, `.jsonl`). Other files, such as predictions written into the run directory, may be
+/// replaced.
+fn is_run_file(out: &std::path::Path, weights: &std::path::Path, run_dir: Option<&std::path::Path>) -> bool {
+    if same_file(out, weights) {
+        return true;
+    }
+    let (Some(dir), Some(parent)) = (run_dir.and_then(|d| std::fs::canonicalize(d).ok()), out.parent()) else { return false };
+    let parent = if parent.as_os_str().is_empty() { std::path::Path::new(".") } else { parent };
+    let inside = std::fs::canonicalize(parent).is_ok_and(|p| p.starts_with(&dir));
+    let kind = out.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "safetensors" | "toml" | "json" | "jsonl"));
+    inside && kind
 }
 
 /// Whether two paths name the same existing file (or directory).

@@ -115,10 +115,11 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
     }
     let (dataset, model) = if rebuild_data || schema.is_none() {
         let run = Run::new(&cfg).map_err(|e| {
-            if cfg.dataset == registry::FILE_DATASET {
+            let data_gone = cfg.dataset == registry::FILE_DATASET && cfg.data.path.as_deref().is_some_and(|p| !Path::new(p).exists());
+            if data_gone {
                 format!("{e}\n(the run's training data could not be read again, and its splits are needed here: restore the file, or with `chi eval` evaluate on another file with --data FILE)")
             } else {
-                e
+                format!("{}: the run cannot be rebuilt from its configuration: {e}", weights.display())
             }
         })?;
         (run.dataset, run.model)
@@ -128,7 +129,7 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
         // The run's own initialisation stream; the weights are then loaded over it.
         let mut init = super::RunStreams::new(cfg.seed).init;
         let options = without_pretrained(&cfg.model_options, &weights)?;
-        let model = registry::build_model(&registry::model_entry(&cfg.model)?, &options, &ds, &mut init)?;
+        let model = registry::build_model(&registry::model_entry(&cfg.model)?, &options, &ds, &mut init).map_err(|e| format!("{}: the model cannot be built from its configuration: {e}", weights.display()))?;
         (ds, model)
     };
     match &source {

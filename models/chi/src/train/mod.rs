@@ -218,9 +218,13 @@ impl Config {
         let vocab = self.data.classes.saturating_add(opt("distractors", 8));
         check_elements("embedding table (vocabulary × embed)", &[vocab, embed])?;
         let mut input = embed.max(16);
+        let recurrent = matches!(self.model.as_str(), "lstm" | "gru" | "ca-rnn" | "rnn");
         for &h in &self.model_options.hidden {
             // Up to four gates per layer (LSTM) and one activation per example of a batch.
             check_elements("model_options.hidden (a layer's weight matrix, input × 4·hidden)", &[input, 4, h])?;
+            if recurrent {
+                check_elements("model_options.hidden (a recurrent weight matrix, hidden × 4·hidden)", &[h, 4, h])?;
+            }
             check_elements("model_options.hidden (activations, batch_size × hidden × sequence)", &[self.batch_size, h, per_example])?;
             input = h;
         }

@@ -117,6 +117,10 @@ fn zero_vectors_and_unwritable_outputs_are_errors() {
     assert!(stderr(&o).contains("\"cat\" has a zero vector"), "{}", stderr(&o));
     let corpus = d.join("corpus.txt");
     std::fs::write(&corpus, "the quick brown fox jumps over the lazy dog\n".repeat(20)).unwrap();
+    let o = chi(&["embed", "train", "--corpus", s(&corpus), "--vectors-out", s(&corpus), "--dim", "8", "--epochs", "1", "--quiet", "--out", s(&d.join("run"))]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is the corpus"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&corpus).unwrap(), "the quick brown fox jumps over the lazy dog\n".repeat(20));
     let out = d.join("missing").join("vectors.txt");
     let o = chi(&["embed", "train", "--corpus", s(&corpus), "--vectors-out", s(&out), "--dim", "8", "--epochs", "1", "--quiet", "--out", s(&d.join("run"))]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));

@@ -320,6 +320,17 @@ fn edited_run_files_and_odd_requests_are_clear_errors() {
     fails_with(&["predict", s(&run), "--input", s(&rows), "--output", s(&rows)], &["is the input file"]);
     assert_eq!(std::fs::read(&rows).unwrap(), b"weight_g,diameter_cm,colour,texture\n105,5.9,yellow,waxy\n");
 
+    // Nor the model's own files.
+    fails_with(&["predict", s(&run), "--input", s(&rows), "--output", s(&run.join("model.safetensors"))], &["is a file of the model's run"]);
+    fails_with(&["predict", s(&run), "--input", s(&rows), "--output", s(&run.join("config.toml"))], &["is a file of the model's run"]);
+    ok(&["eval", s(&run)]);
+    // A recurrent layer's hidden × 4·hidden weight is checked before allocation too.
+    fails_with(&["train", "--data", s(&reviews), "--model", "lstm", "--hidden", "100000", "--steps", "1", "--quiet", "--no-plots", "--out", s(&root.join("big"))], &["recurrent weight", "limit"]);
+    // A header of megabyte-long names is listed by their starts.
+    let wide = w("wide.csv", format!("{},b\n1,2\n", "Q".repeat(1_000_000)).as_bytes());
+    let t = fails_with(&["predict", s(&run), "--input", s(&wide)], &["wide.csv", "no column"]);
+    assert!(t.len() < 2000, "{} bytes of message", t.len());
+
     // A megabyte-long field is quoted by its start and length, not whole.
     let long = w("long.csv", format!("weight_g,diameter_cm,colour,texture\n{},5.9,yellow,waxy\n", "1x".repeat(500_000)).as_bytes());
     let t = fails_with(&["predict", s(&run), "--input", s(&long)], &["long.csv", "1000000 characters"]);

@@ -201,7 +201,7 @@ impl FileOptions {
 fn target_column(header: &[String], given: Option<&str>, path: &Path) -> Result<usize, NnError> {
     if let Some(t) = given {
         return header.iter().position(|h| h.trim() == t).ok_or_else(|| {
-            DataError::new(Location::Line(1), format!("no target column {t:?}; the columns are {}", header.join(", "))).with_path(path).into()
+            DataError::new(Location::Line(1), format!("no target column {t:?}; the columns are {}", short_list(header))).with_path(path).into()
         });
     }
     for want in ["label", "target", "class", "y"] {
@@ -209,7 +209,7 @@ fn target_column(header: &[String], given: Option<&str>, path: &Path) -> Result<
             return Ok(i);
         }
     }
-    Err(DataError::new(Location::Line(1), format!("which column is the target? pass --target NAME (the columns are {})", header.join(", "))).with_path(path).into())
+    Err(DataError::new(Location::Line(1), format!("which column is the target? pass --target NAME (the columns are {})", short_list(header))).with_path(path).into())
 }
 
 /// What a CSV's columns are used for, decided on the training file.
@@ -240,7 +240,7 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
         Some(f) => {
             for n in f {
                 if !names.contains(n) {
-                    return Err(DataError::new(Location::Line(1), format!("no feature column {n:?}; the columns are {}", names.join(", "))).with_path(path).into());
+                    return Err(DataError::new(Location::Line(1), format!("no feature column {n:?}; the columns are {}", short_list(&names))).with_path(path).into());
                 }
             }
             f.clone()
@@ -249,7 +249,7 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
     };
     if let Some(t) = &o.text_column {
         if !names.contains(t) {
-            return Err(DataError::new(Location::Line(1), format!("no text column {t:?}; the columns are {}", names.join(", "))).with_path(path).into());
+            return Err(DataError::new(Location::Line(1), format!("no text column {t:?}; the columns are {}", short_list(&names))).with_path(path).into());
         }
     }
     // One text-valued feature of several words per row: text classification.
@@ -299,7 +299,7 @@ fn read_csv(path: &Path, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnEr
     };
     unique_names(&names, path)?;
     let col = |n: &str| -> Result<usize, NnError> {
-        names.iter().position(|h| h == n).ok_or_else(|| DataError::new(Location::Line(1), format!("no column {n:?}; the columns are {}", names.join(", "))).with_path(path).into())
+        names.iter().position(|h| h == n).ok_or_else(|| DataError::new(Location::Line(1), format!("no column {n:?}; the columns are {}", short_list(&names))).with_path(path).into())
     };
     let target = if labelled { Some(col(&lay.target)?) } else { names.iter().position(|h| *h == lay.target) };
     let text = lay.text.as_deref().map(col).transpose()?;
@@ -790,6 +790,10 @@ impl DataSchema {
             _ => {}
         }
         crate::limits::check_elements("data schema: classes", &[self.classes.len()])?;
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = self.classes.iter().find(|c| !seen.insert(c.as_str())) {
+            return bad("classes", quoted(dup), "names two classes; class names must differ");
+        }
         if !self.display_names.is_empty() && self.display_names.len() != self.classes.len() {
             return bad("display_names", format!("{} names", self.display_names.len()), &format!("must name each of the {} classes", self.classes.len()));
         }

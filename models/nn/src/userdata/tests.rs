@@ -357,6 +357,8 @@ fn validate_accepts_written_schemas_and_names_each_inconsistency() {
     assert!(e.contains("encoder.shape"), "{e}");
     let e = with(&|s| s.target_scale = Some((0.0, f64::NAN)));
     assert!(e.contains("target_scale"), "{e}");
+    let e = with(&|s| s.classes = vec!["a".into(), "a".into()]);
+    assert!(e.contains("classes = \"a\"") && e.contains("must differ"), "{e}");
     let e = with(&|s| s.display_names = vec!["x".into()]);
     assert!(e.contains("display_names"), "{e}");
     let e = with(&|s| s.encoder = Encoder::Tabular { columns: vec![Column::Categorical { name: "c".into(), categories: vec![] }] });
