@@ -714,13 +714,17 @@ pub fn add_rows_inplace<T: Real>(a: &mut [T], row: &[T]) {
         return;
     }
     let f = |a: &mut [T]| {
-        for r in a.chunks_exact_mut(n) {
-            dispatch!(T, V => binary_inplace_simd::<V>(Binary::Add, cast_mut(r), cast(row)), else => {
+        dispatch!(T, V => {
+            for r in a.chunks_exact_mut(n) {
+                binary_inplace_simd::<V>(Binary::Add, cast_mut(r), cast(row));
+            }
+        }, else => {
+            for r in a.chunks_exact_mut(n) {
                 for (x, &b) in r.iter_mut().zip(row) {
                     *x = *x + b;
                 }
-            })
-        }
+            }
+        })
     };
     let cost = Binary::Add.cost();
     if should_split(a.len(), cost) {

@@ -255,10 +255,8 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
         check_range("epochs", e, 1, MAX_EPOCHS)?;
     }
     check_writable(&a.vectors_out)?;
-    if let (Ok(x), Ok(y)) = (std::fs::canonicalize(&a.vectors_out), std::fs::canonicalize(&a.corpus)) {
-        if x == y {
-            return Err(format!("--vectors-out {} is the corpus; write the vectors elsewhere", a.vectors_out.display()));
-        }
+    if crate::train::rundir::same_file(&a.vectors_out, std::path::Path::new(&a.corpus)) {
+        return Err(format!("--vectors-out {} is the corpus; write the vectors elsewhere", a.vectors_out.display()));
     }
     // Under mpirun every process trains a shard; rank 0 alone reports and writes.
     let world = crate::dist::world();
@@ -476,12 +474,12 @@ fn check_writable(out: &std::path::Path) -> Result<(), String> {
 fn neighbours(a: &NeighboursArgs) -> Result<(), String> {
     check_range("k", a.k, 1, MAX_K)?;
     let v = load_word2vec_text(&a.vectors).map_err(|e| e.to_string())?;
-    let n = v.normalized();
-    let list = n.nearest(&a.word, a.k).ok_or_else(|| format!("{:?} is not in the vocabulary of {} ({} words)", a.word, a.vectors.display(), v.len()))?;
-    if v.index_of(&a.word).is_some_and(|i| v.row(i).iter().all(|&x| x == 0.0)) {
+    let i = v.index_of(&a.word).ok_or_else(|| format!("{:?} is not in the vocabulary of {} ({} words)", a.word, a.vectors.display(), v.len()))?;
+    if v.row(i).iter().all(|&x| x == 0.0) {
         // Cosine similarity is undefined for a zero vector: say so rather than print nothing.
         return Err(format!("{:?} has a zero vector in {}: it has no neighbours by cosine similarity", a.word, a.vectors.display()));
     }
+    let list = v.normalized().nearest(&a.word, a.k).expect("the word is in the vocabulary");
     for (w, s) in list {
         println!("{s:.4}  {w}");
     }

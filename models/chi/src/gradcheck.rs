@@ -37,10 +37,10 @@ pub struct GradcheckArgs {
     #[arg(long, conflicts_with_all = ["op", "model"])]
     pub estimator: Option<String>,
     /// Draws of the estimator for `--estimator` (at least 2; default 2000).
-    #[arg(long, requires = "estimator", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=1_000_000))]
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=1_000_000))]
     pub samples: Option<usize>,
     /// Family-wise false-failure rate of the `--estimator` z-test, in (0, 1; default 0.001).
-    #[arg(long, requires = "estimator")]
+    #[arg(long)]
     pub alpha: Option<f64>,
 }
 
@@ -165,8 +165,8 @@ fn print_row(json: bool, kind: &str, name: &str, order: u32, r: &Result<Gradchec
 
 /// Runs `chi gradcheck`; returns an error (non-zero exit) if anything fails.
 pub fn run_cli(args: &GradcheckArgs) -> Result<(), String> {
-    // clap's `requires` lets these through beside `--op` / `--model` (which conflict with
-    // `--estimator`); they would be ignored there.
+    // Without `--estimator` these would be ignored. (Not clap's `requires`: it lets them
+    // through beside `--op` / `--model`, which conflict with `--estimator`.)
     if args.estimator.is_none() && (args.samples.is_some() || args.alpha.is_some()) {
         return Err("--samples and --alpha set the --estimator check; give --estimator too".into());
     }

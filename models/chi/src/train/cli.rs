@@ -514,7 +514,7 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
     use super::infer;
     if let Some(o) = &args.output {
         // Replacing the inputs by their predictions would lose them.
-        if same_file(o, &args.input) {
+        if super::rundir::same_file(o, &args.input) {
             return Err(format!("--output {} is the input file; write the predictions elsewhere", o.display()));
         }
     }
@@ -539,27 +539,18 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `out` would replace a file the model's run needs: its weights, or the configuration,
-/// schema, summary, weights and checkpoints inside its directory (`.safetensors`, `.toml`,
-/// `.json`, `.jsonl`). Other files, such as predictions written into the run directory, may be
-/// replaced.
-fn is_run_file(out: &std::path::Path, weights: &std::path::Path, run_dir: Option<&std::path::Path>) -> bool {
-    if same_file(out, weights) {
+/// Whether `out` would replace a file the model's run needs: its weights, or one of the run's
+/// own files ([`super::rundir::RUN_FILES`], `data.json`) or something inside its
+/// `checkpoints/`. Other files, such as predictions written into the run directory, may be.
+fn is_run_file(out: &Path, weights: &Path, run_dir: Option<&Path>) -> bool {
+    if super::rundir::same_file(out, weights) {
         return true;
     }
-    let (Some(dir), Some(parent)) = (run_dir.and_then(|d| std::fs::canonicalize(d).ok()), out.parent()) else { return false };
-    let parent = if parent.as_os_str().is_empty() { std::path::Path::new(".") } else { parent };
-    let inside = std::fs::canonicalize(parent).is_ok_and(|p| p.starts_with(&dir));
-    let kind = out.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "safetensors" | "toml" | "json" | "jsonl"));
-    inside && kind
-}
-
-/// Whether two paths name the same existing file (or directory).
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
+    let (Some(dir), Some(name)) = (run_dir.and_then(|d| std::fs::canonicalize(d).ok()), out.file_name()) else { return false };
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let Ok(full) = std::fs::canonicalize(parent).map(|p| p.join(name)) else { return false };
+    let first = full.strip_prefix(&dir).ok().and_then(|r| r.components().next()).and_then(|c| c.as_os_str().to_str());
+    first.is_some_and(|f| super::rundir::RUN_FILES.contains(&f) || f == super::DATA_SCHEMA_FILE)
 }
 
 /// A run's configuration is read again later (by `eval`, `predict`, `explain`, `--resume`) from

@@ -108,10 +108,11 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
     if cfg.dataset == registry::FILE_DATASET && schema.is_none() {
         return Err(format!("{}: the run trained on a file but its data.json is missing; pass the run directory", weights.display()));
     }
-    super::check_checkpoint_sizes(&cfg, &weights)?;
+    let shapes = checkpoint::read_tensor_shapes(&weights)?;
+    super::check_checkpoint_shapes(&cfg, &weights, &shapes)?;
     if let Some(s) = &schema {
         s.validate().map_err(|e| format!("{schema_origin}: {e}"))?;
-        check_schema_fits(s, &schema_origin, &weights)?;
+        check_schema_fits(s, &schema_origin, &weights, super::held_values(&shapes))?;
     }
     let (dataset, model) = if rebuild_data || schema.is_none() {
         let run = Run::new(&cfg).map_err(|e| {
@@ -128,7 +129,7 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
         let ds = s.empty_dataset(&cfg.dataset);
         // The run's own initialisation stream; the weights are then loaded over it.
         let mut init = super::RunStreams::new(cfg.seed).init;
-        let options = without_pretrained(&cfg.model_options, &weights)?;
+        let options = without_pretrained(&cfg.model_options, &shapes);
         let model = registry::build_model(&registry::model_entry(&cfg.model)?, &options, &ds, &mut init).map_err(|e| format!("{}: the model cannot be built from its configuration: {e}", weights.display()))?;
         (ds, model)
     };
@@ -209,22 +210,21 @@ pub struct Report {
 /// The model options to rebuild a trained model with, its weights to be loaded over it: a model
 /// whose embedding pretrained vectors initialised (`pretrained = FILE`) needs only the
 /// embedding's width, which the weights give, not the vectors file, which may have moved since.
-fn without_pretrained(options: &super::model::ModelConfig, weights: &Path) -> Result<super::model::ModelConfig, String> {
+fn without_pretrained(options: &super::model::ModelConfig, shapes: &BTreeMap<String, Vec<usize>>) -> super::model::ModelConfig {
     let mut o = options.clone();
     if o.options.contains_key("pretrained") {
-        if let Some(&dim) = checkpoint::read_tensor_shapes(weights)?.get("embedding.weight").and_then(|s| s.get(1)) {
+        if let Some(&dim) = shapes.get("embedding.weight").and_then(|s| s.get(1)) {
             o.options.remove("pretrained");
             o.options.insert("embed".into(), dim.into());
         }
     }
-    Ok(o)
+    o
 }
 
 /// A classifier's output layer holds at least one value per class, so a schema naming more
 /// classes than the weights file holds values is inconsistent with it; checked before the model
-/// is sized from the schema.
-fn check_schema_fits(s: &DataSchema, origin: &str, weights: &Path) -> Result<(), String> {
-    let held: u128 = checkpoint::read_tensor_shapes(weights)?.values().map(|t| t.iter().map(|&d| d as u128).product::<u128>()).sum();
+/// is sized from the schema. `held`: the values in `weights`.
+fn check_schema_fits(s: &DataSchema, origin: &str, weights: &Path, held: u128) -> Result<(), String> {
     let classes = s.classes.len() as u128;
     if matches!(s.task, Task::Classification { .. }) && classes > held {
         return Err(format!("{origin}: names {classes} classes, but {} holds only {held} parameter values: the schema does not belong to these weights", weights.display()));

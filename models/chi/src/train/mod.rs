@@ -218,7 +218,7 @@ impl Config {
         let vocab = self.data.classes.saturating_add(opt("distractors", 8));
         check_elements("embedding table (vocabulary × embed)", &[vocab, embed])?;
         let mut input = embed.max(16);
-        let recurrent = matches!(self.model.as_str(), "lstm" | "gru" | "ca-rnn" | "rnn");
+        let recurrent = matches!(self.model.as_str(), "lstm" | "gru" | "ca-rnn");
         for &h in &self.model_options.hidden {
             // Up to four gates per layer (LSTM) and one activation per example of a batch.
             check_elements("model_options.hidden (a layer's weight matrix, input × 4·hidden)", &[input, 4, h])?;
@@ -622,8 +622,13 @@ pub fn config_diff(a: &Config, b: &Config) -> String {
 /// Refuses a checkpoint whose configuration asks for a model larger than the parameters the
 /// file holds (a forged or mismatched config), before the model is built.
 pub fn check_checkpoint_sizes(cfg: &Config, path: &Path) -> Result<(), String> {
-    let shapes = checkpoint::read_tensor_shapes(path)?;
-    let held: u128 = shapes.values().map(|s| s.iter().map(|&d| d as u128).product::<u128>()).sum();
+    check_checkpoint_shapes(cfg, path, &checkpoint::read_tensor_shapes(path)?)
+}
+
+/// [`check_checkpoint_sizes`] with the file's tensor shapes already read (reading them parses
+/// and checksums the whole file).
+pub fn check_checkpoint_shapes(cfg: &Config, path: &Path, shapes: &BTreeMap<String, Vec<usize>>) -> Result<(), String> {
+    let held = held_values(shapes);
     let need = cfg.min_parameters();
     if need > held {
         return Err(format!(
@@ -633,6 +638,11 @@ pub fn check_checkpoint_sizes(cfg: &Config, path: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The number of parameter values a weights file holds, from its tensor shapes.
+pub fn held_values(shapes: &BTreeMap<String, Vec<usize>>) -> u128 {
+    shapes.values().map(|s| s.iter().map(|&d| d as u128).product::<u128>()).sum()
 }
 
 impl Run {

@@ -254,6 +254,14 @@ pub fn prune_checkpoints(dir: &Path, keep: usize) {
     }
 }
 
+/// Whether two paths name the same existing file (or directory), links and `..` resolved.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
 /// Writes `text` atomically (used for run files that replace earlier versions).
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     atomic_write(path, text.as_bytes()).map_err(String::from)

@@ -1032,23 +1032,21 @@ fn short_list(v: &[String]) -> String {
 const CLIP_AT: usize = 80;
 const CLIP_KEEP: usize = 60;
 
-/// `s` as written in a message: whole up to [`CLIP_AT`] characters, else its start and its
-/// length. Values come from the user's files and may be megabytes long.
-fn clipped(s: &str) -> String {
+/// The start of `s` and its length in characters when it is too long to write whole in a
+/// message. Values come from the user's files and may be megabytes long.
+fn cut(s: &str) -> Option<(String, usize)> {
     let n = s.chars().count();
-    if n <= CLIP_AT {
-        return s.to_string();
-    }
-    format!("{}… ({n} characters)", s.chars().take(CLIP_KEEP).collect::<String>())
+    (n > CLIP_AT).then(|| (s.chars().take(CLIP_KEEP).collect(), n))
+}
+
+/// `s` as written in a message: whole, or its start and length ([`cut`]).
+fn clipped(s: &str) -> String {
+    cut(s).map_or_else(|| s.to_string(), |(head, n)| format!("{head}… ({n} characters)"))
 }
 
 /// `s` quoted (`{:?}`), cut as [`clipped`] cuts it.
 fn quoted(s: &str) -> String {
-    let n = s.chars().count();
-    if n <= CLIP_AT {
-        return format!("{s:?}");
-    }
-    format!("{:?}… ({n} characters)", s.chars().take(CLIP_KEEP).collect::<String>())
+    cut(s).map_or_else(|| format!("{s:?}"), |(head, n)| format!("{head:?}… ({n} characters)"))
 }
 
 // ------------------------------------------------------------------------------- load
