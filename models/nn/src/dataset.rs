@@ -662,5 +662,10 @@ pub struct DataSchema {
     /// maps a model output back to the target's units.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_scale: Option<(f64, f64)>,
+    /// CSV/TSV read without a header row: the names training gave the columns (`column1`, …,
+    /// in file order), so new files without a header are read the same way. `None` when the
+    /// training file had a header (and for every other format).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headerless_columns: Option<Vec<String>>,
 }
 

@@ -27,9 +27,28 @@
 //! all zeros). Missing values (empty, `NA`, `NaN`, `null`, `?`) are imputed — the training
 //! mean, or a `<missing>` category — and counted in the warnings.
 //!
+//! A column no row has a value in (a trailing comma's unnamed column) is left out, and said.
+//! A file without a header row names its columns `column1`, `column2`, …; new files for the
+//! model are then read without a header too, by position.
+//!
+//! **Text columns.** The feature column is text (a text model reads it) when it is the only
+//! one and holds two words or more per row, or short phrases that nearly all differ; or when the
+//! other feature columns are row identifiers (`id`, `…_id`, all-different whole numbers), which
+//! are left out, and said. Free text beside real features is an error that asks for
+//! `text_column` or `features`: it is never one-hot encoded as categories.
+//!
 //! **Task.** `task = "classification"` or `"regression"` when given; otherwise a target whose
 //! values are all whole numbers with at most [`MAX_INTEGER_CLASSES`] distinct values (or any
-//! text) is a class label, and any other numeric target is regressed.
+//! text) is a class label, and any other numeric target is regressed. Class labels are kept as
+//! written (`01` and `1` are two classes, with a warning when they are the same number); a new
+//! file's label spelled differently from every class matches the one class of equal value.
+//!
+//! **New files** ([`DataSchema::encode_labelled`], [`DataSchema::encode_unlabelled`]) are read
+//! by their own extension: a text model trained on a folder reads a `.csv` by its free-text
+//! column (and its label column), one trained on a CSV reads a `.txt` as one text per line,
+//! and token lines written with their labels have them taken off.
+//! UTF-16 files with a byte-order mark and files with old Mac (`\r`) line endings are read as
+//! text; a line of only spaces is skipped like an empty one.
 
 pub mod text;
 
@@ -98,6 +117,8 @@ struct RawSet {
     /// Shape of one array example.
     shape: Vec<usize>,
     lossy: usize,
+    /// What the reader decided that the user should hear about.
+    notes: Vec<String>,
 }
 
 fn read_bounded(path: &Path) -> Result<Vec<u8>, NnError> {
@@ -112,14 +133,25 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, NnError> {
 }
 
 /// Text of a file that should be text: binary files are an error, non-UTF-8 bytes are
-/// replaced (and counted by the caller through the returned flag).
+/// replaced (and counted by the caller through the returned flag). UTF-16 with a byte-order
+/// mark (what spreadsheets save as "Unicode text") is decoded, and a file whose lines end in a
+/// bare carriage return (old Mac line endings) has them read as line breaks.
 fn read_text(path: &Path) -> Result<(String, bool), NnError> {
     let bytes = read_bounded(path)?;
-    if text::looks_binary(&bytes) {
-        return Err(DataError::whole("looks like a binary file (it has NUL bytes), not text").with_path(path).into());
+    let (mut text, lossy) = match text::decode_utf16(&bytes) {
+        Some(decoded) => decoded,
+        None => {
+            if text::looks_binary(&bytes) {
+                return Err(DataError::whole("looks like a binary file (it has NUL bytes), not text").with_path(path).into());
+            }
+            let b = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(&bytes);
+            text::decode_lossy(b)
+        }
+    };
+    if !text.contains('\n') && text.contains('\r') {
+        text = text.replace('\r', "\n");
     }
-    let b = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(&bytes);
-    Ok(text::decode_lossy(b))
+    Ok((text, lossy))
 }
 
 fn is_missing(v: &str) -> bool {
@@ -133,7 +165,9 @@ fn parse_number(v: &str) -> Option<f64> {
 /// The CSV records of a file (lossy UTF-8), with their line numbers.
 fn csv_records(path: &Path, sep: u8) -> Result<(Vec<crate::data::CsvRecord>, bool), NnError> {
     let (text, lossy) = read_text(path)?;
-    let recs = crate::data::csv_from_bytes_with(text.as_bytes(), sep).map_err(|e| e.with_path(path))?;
+    let mut recs = crate::data::csv_from_bytes_with(text.as_bytes(), sep).map_err(|e| e.with_path(path))?;
+    // A line of only spaces is as empty as an empty line (which the reader already skips).
+    recs.retain(|r| !(r.fields.len() == 1 && r.fields[0].trim().is_empty()));
     Ok((recs, lossy))
 }
 
@@ -201,7 +235,7 @@ impl FileOptions {
 fn target_column(header: &[String], given: Option<&str>, path: &Path) -> Result<usize, NnError> {
     if let Some(t) = given {
         return header.iter().position(|h| h.trim() == t).ok_or_else(|| {
-            DataError::new(Location::Line(1), format!("no target column {t:?}; the columns are {}", short_list(header))).with_path(path).into()
+            DataError::new(Location::Line(1), format!("no target column {t:?}; the columns are {}{}", short_list(header), separator_hint(header))).with_path(path).into()
         });
     }
     for want in ["label", "target", "class", "y"] {
@@ -209,7 +243,22 @@ fn target_column(header: &[String], given: Option<&str>, path: &Path) -> Result<
             return Ok(i);
         }
     }
-    Err(DataError::new(Location::Line(1), format!("which column is the target? pass --target NAME (the columns are {})", short_list(header))).with_path(path).into())
+    Err(DataError::new(Location::Line(1), format!("which column is the target? pass --target NAME (the columns are {}){}", short_list(header), separator_hint(header))).with_path(path).into())
+}
+
+/// A hint for a header read as one column that holds another common separator.
+fn separator_hint(header: &[String]) -> String {
+    match header {
+        [only] => [(';', "semicolon"), ('|', "pipe"), ('\t', "tab")]
+            .iter()
+            .find(|(c, _)| only.contains(*c))
+            .map(|(c, name)| {
+                let fix = if *c == '\t' { "name it .tsv".to_string() } else { format!("convert it to commas (e.g. `tr '{c}' ','`)") };
+                format!(". The header is one column holding {name}s: is the file {name}-separated? chi reads commas (.csv) and tabs (.tsv); {fix}")
+            })
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
 }
 
 /// What a CSV's columns are used for, decided on the training file.
@@ -223,6 +272,61 @@ struct CsvLayout {
     /// Text column (text classification) or feature columns.
     text: Option<String>,
     features: Vec<String>,
+    /// Decisions the user should hear about (columns left out, a text column chosen).
+    notes: Vec<String>,
+}
+
+/// The layout new files are read with: the schema's columns, the header as training had it.
+fn schema_layout(schema: &DataSchema, sep: u8, text: Option<String>, features: Vec<String>) -> CsvLayout {
+    CsvLayout {
+        sep,
+        header: schema.headerless_columns.is_none(),
+        names: schema.headerless_columns.clone().unwrap_or_default(),
+        target: schema.target.clone().unwrap_or_default(),
+        text,
+        features,
+        notes: Vec::new(),
+    }
+}
+
+/// Whether the values of a column read as free text rather than as categories: mostly not
+/// numbers, and either sentences (three words or more on average) that mostly differ, or short
+/// phrases that nearly all differ (titles, names: one-hot categories of them could not
+/// generalise). Repeated multi-word values ("New Zealand", a job title) are categories.
+fn looks_like_text(vals: &[&str]) -> bool {
+    let present: Vec<&str> = vals.iter().copied().filter(|v| !is_missing(v)).collect();
+    let n = present.len();
+    if n == 0 || present.iter().filter(|v| parse_number(v).is_some()).count() * 2 > n {
+        return false;
+    }
+    let words: usize = present.iter().map(|v| v.split_whitespace().count()).sum();
+    let distinct = present.iter().map(|v| v.trim()).collect::<std::collections::HashSet<_>>().len();
+    (words >= 3 * n && distinct * 2 > n) || (2 * words >= 3 * n && n >= 20 && distinct * 10 >= n * 9)
+}
+
+/// Whether the only feature column of a file is its text: [`looks_like_text`], or two words or
+/// more per value even when values repeat (short titles, a text classification file with
+/// duplicate texts): a text model reads the words, where one-hot categories of whole values
+/// could not tell anything about a combination not seen in training.
+fn only_column_is_text(vals: &[&str]) -> bool {
+    let present: Vec<&str> = vals.iter().copied().filter(|v| !is_missing(v)).collect();
+    let n = present.len();
+    let numeric = present.iter().filter(|v| parse_number(v).is_some()).count();
+    let words: usize = present.iter().map(|v| v.split_whitespace().count()).sum();
+    looks_like_text(vals) || (n > 0 && numeric * 2 <= n && words >= 2 * n)
+}
+
+/// Whether a column is a row identifier: named like one, or whole numbers / single words that
+/// are all different.
+fn looks_like_id(name: &str, vals: &[&str]) -> bool {
+    let n = name.trim().to_ascii_lowercase();
+    if matches!(n.as_str(), "" | "id" | "#" | "no" | "index" | "idx" | "key" | "row" | "uid" | "uuid") || n.ends_with("_id") || n.ends_with(" id") || n.starts_with("unnamed") {
+        return true;
+    }
+    let distinct = vals.iter().map(|v| v.trim()).collect::<std::collections::HashSet<_>>().len();
+    vals.len() >= 10
+        && distinct == vals.len()
+        && vals.iter().all(|v| v.split_whitespace().count() == 1 && parse_number(v).is_none_or(|x| x.fract() == 0.0))
 }
 
 fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnError> {
@@ -236,34 +340,71 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
     unique_names(&names, path)?;
     let target = if !header && o.target.is_none() { names.len() - 1 } else { target_column(&names, o.target.as_deref(), path)? };
     let body = if header { &recs[1..] } else { &recs[..] };
+    let sample = |c: usize| -> Vec<&str> { body.iter().take(1000).filter_map(|r| r.fields.get(c)).map(|s| s.as_str()).collect() };
+    let mut notes = Vec::new();
     let mut features: Vec<String> = match &o.features {
         Some(f) => {
-            for n in f {
+            for (i, n) in f.iter().enumerate() {
                 if !names.contains(n) {
                     return Err(DataError::new(Location::Line(1), format!("no feature column {n:?}; the columns are {}", short_list(&names))).with_path(path).into());
+                }
+                if f[..i].contains(n) {
+                    return Err(NnError::invalid("data", "features", quoted(n), "is named twice; name each feature column once"));
                 }
             }
             f.clone()
         }
-        None => names.iter().enumerate().filter(|(i, _)| *i != target).map(|(_, n)| n.clone()).collect(),
+        None => {
+            // A column with no value in any row (a spreadsheet's trailing comma makes an
+            // unnamed one) would only ever encode `<missing>`: left out, and said.
+            let (empty, kept): (Vec<(usize, &String)>, Vec<(usize, &String)>) = names
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != target)
+                .partition(|(i, _)| body.iter().all(|r| r.fields.get(*i).is_none_or(|v| is_missing(v))));
+            if !empty.is_empty() && !kept.is_empty() {
+                let list: Vec<String> = empty.iter().map(|(i, n)| if n.is_empty() { format!("column {} (unnamed)", i + 1) } else { quoted(n) }).collect();
+                notes.push(format!("{}: {} left out: no row has a value in it", path.display(), list.join(", ")));
+            }
+            let kept = if kept.is_empty() { empty } else { kept };
+            kept.into_iter().map(|(_, n)| n.clone()).collect()
+        }
     };
     if let Some(t) = &o.text_column {
         if !names.contains(t) {
             return Err(DataError::new(Location::Line(1), format!("no text column {t:?}; the columns are {}", short_list(&names))).with_path(path).into());
         }
     }
-    // One text-valued feature of several words per row: text classification.
-    let text = o.text_column.clone().or_else(|| {
-        // Feature columns named by the user are features, not text.
-        if features.len() != 1 || o.features.is_some() {
-            return None;
+    let col = |n: &str| names.iter().position(|h| h == n).expect("a feature is a column");
+    // Text classification: one feature column of free text, alone or beside row identifiers
+    // (which carry nothing a model should learn). Feature columns named by the user are
+    // features, not text.
+    let text = match (&o.text_column, &o.features) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(_)) => None,
+        (None, None) => {
+            let texty: Vec<&String> = features.iter().filter(|n| looks_like_text(&sample(col(n)))).collect();
+            match texty.as_slice() {
+                _ if features.len() == 1 => only_column_is_text(&sample(col(&features[0]))).then(|| features[0].clone()),
+                [t] => {
+                    let others: Vec<&String> = features.iter().filter(|n| n != t).collect();
+                    if others.iter().all(|n| looks_like_id(n, &sample(col(n)))) {
+                        let list: Vec<String> = others.iter().map(|n| quoted(n)).collect();
+                        notes.push(format!(
+                            "{}: column {} is free text, read by a text model; {} look(s) like row identifiers and are not used (choose columns with --features, or the text with --text-column)",
+                            path.display(),
+                            quoted(t),
+                            list.join(", ")
+                        ));
+                        Some((*t).clone())
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            }
         }
-        let c = names.iter().position(|n| *n == features[0])?;
-        let vals: Vec<&str> = body.iter().take(200).filter_map(|r| r.fields.get(c)).map(|s| s.as_str()).collect();
-        let numeric = vals.iter().filter(|v| parse_number(v).is_some()).count();
-        let words: usize = vals.iter().map(|v| v.split_whitespace().count()).sum();
-        (numeric * 2 <= vals.len() && words >= 3 * vals.len().max(1)).then(|| features[0].clone())
-    });
+    };
     if text.is_some() {
         features.clear();
     }
@@ -271,9 +412,9 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
         return Err(NnError::invalid("data", "features", names[target].clone(), "the target column cannot also be a feature"));
     }
     if text.is_none() && features.is_empty() {
-        return Err(DataError::new(Location::Line(1), "no feature columns besides the target").with_path(path).into());
+        return Err(DataError::new(Location::Line(1), format!("no feature columns besides the target{}", separator_hint(&names))).with_path(path).into());
     }
-    Ok(CsvLayout { sep: fmt.separator(), header, names: names.clone(), target: names[target].clone(), text, features })
+    Ok(CsvLayout { sep: fmt.separator(), header, names: names.clone(), target: names[target].clone(), text, features, notes })
 }
 
 /// Columns are found by name, so two columns of one name would leave one of them unread
@@ -295,7 +436,24 @@ fn read_csv(path: &Path, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnEr
         let Some(first) = recs.first() else { return Err(DataError::whole("is empty: no header row").with_path(path).into()) };
         (first.fields.iter().map(|f| f.trim().to_string()).collect(), &recs[1..])
     } else {
-        (lay.names.clone(), &recs[..])
+        // No header, as in training: columns by position, with or without the target.
+        let width = recs.first().map_or(lay.names.len(), |r| r.fields.len());
+        let without_target: Vec<String> = lay.names.iter().filter(|n| **n != lay.target).cloned().collect();
+        let names = if width == lay.names.len() {
+            lay.names.clone()
+        } else if width == without_target.len() && !labelled {
+            without_target
+        } else {
+            let line = recs.first().map_or(1, |r| r.line);
+            let label = if labelled { String::new() } else { format!(", or {} without the target {}", without_target.len(), quoted(&lay.target)) };
+            return Err(DataError::new(
+                Location::Line(line),
+                format!("{width} fields, but the model was trained on a file without a header row of {} columns{label}; columns are matched by position", lay.names.len()),
+            )
+            .with_path(path)
+            .into());
+        };
+        (names, &recs[..])
     };
     unique_names(&names, path)?;
     let col = |n: &str| -> Result<usize, NnError> {
@@ -356,6 +514,69 @@ fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
         .collect();
     v.sort();
     Ok(v)
+}
+
+/// One text per non-blank line, unlabelled (`chi predict` on a plain text file).
+fn read_text_lines(path: &Path) -> Result<RawSet, NnError> {
+    let (text, lossy) = read_text(path)?;
+    let mut out = RawSet { path: path.to_path_buf(), lossy: lossy as usize, ..Default::default() };
+    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        out.examples.push(RawExample { origin: format!("{}:{}", path.display(), i + 1), line: i + 1, input: RawInput::Text(l.to_string()), label: None });
+    }
+    Ok(out)
+}
+
+/// How a CSV is read by a text model that was trained on a folder (which names no columns):
+/// a header is detected, the text is the one column that reads as free text (or the only
+/// column), and the label (`labelled`) is the column named like one (label, target, class,
+/// y) or else the column whose values are all class names.
+fn text_csv_layout(path: &Path, fmt: Format, labelled: bool, classes: &[String]) -> Result<CsvLayout, NnError> {
+    let (recs, _) = csv_records(path, fmt.separator())?;
+    let Some(first) = recs.first() else { return Err(DataError::whole("holds no rows").with_path(path).into()) };
+    let header = has_header(&recs, None);
+    let names: Vec<String> = if header { first.fields.iter().map(|f| f.trim().to_string()).collect() } else { (0..first.fields.len()).map(|i| format!("column{}", i + 1)).collect() };
+    let body = if header { &recs[1..] } else { &recs[..] };
+    let values = |c: usize| -> Vec<&str> { body.iter().take(1000).filter_map(|r| r.fields.get(c)).map(|s| s.as_str()).collect() };
+    let is_label = |c: usize| ["label", "target", "class", "y"].iter().any(|w| names[c].eq_ignore_ascii_case(w)) || (!body.is_empty() && values(c).iter().all(|v| classes.iter().any(|k| k == v.trim())));
+    let label = (0..names.len()).find(|&c| is_label(c));
+    let texts: Vec<usize> = (0..names.len()).filter(|&c| Some(c) != label && (names.len() == 1 || looks_like_text(&values(c)))).collect();
+    let what = "the model was trained on a folder of texts";
+    let text = match texts.as_slice() {
+        [t] => *t,
+        [] => return Err(DataError::new(Location::Line(1), format!("no column reads as free text ({what}); the columns are {}", short_list(&names))).with_path(path).into()),
+        many => {
+            let list: Vec<String> = many.iter().map(|&c| names[c].clone()).collect();
+            return Err(DataError::new(Location::Line(1), format!("several columns read as free text ({}) and {what}: keep only the text column (and the label)", short_list(&list))).with_path(path).into());
+        }
+    };
+    if labelled && label.is_none() {
+        return Err(DataError::new(Location::Line(1), format!("no label column: name it label (the columns are {})", short_list(&names))).with_path(path).into());
+    }
+    Ok(CsvLayout {
+        sep: fmt.separator(),
+        header,
+        target: label.map(|c| names[c].clone()).unwrap_or_default(),
+        text: Some(names[text].clone()),
+        features: Vec::new(),
+        names,
+        notes: Vec::new(),
+    })
+}
+
+/// Unlabelled token lines whose first field is, on every line, one of the model's classes were
+/// written with their labels (the training format): the labels are taken off, not read as
+/// tokens. A single line is left as it is (its first token may be a class name by chance).
+fn strip_class_fields(raw: &mut RawSet, classes: &[String]) {
+    let labelled = raw.examples.len() >= 2
+        && raw.examples.iter().all(|e| matches!(&e.input, RawInput::Tokens(t) if t.first().is_some_and(|f| classes.iter().any(|c| c == f))));
+    if labelled {
+        for e in &mut raw.examples {
+            if let RawInput::Tokens(t) = &mut e.input {
+                t.remove(0);
+            }
+        }
+        raw.notes.push(format!("{}: the first field of every line is a class name: read as the line's label, not as a token", raw.path.display()));
+    }
 }
 
 /// A folder of class folders: each file is one example of its folder's class.
@@ -523,9 +744,16 @@ fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> S
         return Ok((Task::Regression, Vec::new()));
     }
     let mut classes: Vec<String> = labels.iter().map(|l| class_key(l)).collect();
-    classes.sort_by(|a, b| match (parse_number(a), parse_number(b)) {
-        (Some(x), Some(y)) => x.total_cmp(&y),
-        _ => a.cmp(b),
+    // Numbers by value before other labels as text; ties as text. A total order (mixing the
+    // two comparisons pairwise is not one: 2 < 10 by value, 10 < 1a < 2 as text), so equal
+    // labels end up next to each other for `dedup`.
+    classes.sort_by(|a, b| {
+        let (x, y) = (parse_number(a), parse_number(b));
+        let value = match (x, y) {
+            (Some(x), Some(y)) => x.total_cmp(&y),
+            _ => y.is_some().cmp(&x.is_some()),
+        };
+        value.then_with(|| a.cmp(b))
     });
     classes.dedup();
     if classes.len() < 2 {
@@ -542,12 +770,28 @@ fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> S
     Ok((Task::Classification { classes: classes.len() }, classes))
 }
 
-/// The class a label text names: numbers compare by value (`1` = `1.0`).
+/// The class a label text names: the label as written, without surrounding white space.
+/// Labels are compared as text, so codes keep their spelling (`01` is not `1`, `7.0` is not
+/// `7`); [`DataSchema::targets`] matches a new file's `1.0` to a class `1` when no class is
+/// spelled `1.0`.
 fn class_key(l: &str) -> String {
-    match parse_number(l) {
-        Some(v) => fmt_number(v),
-        None => l.trim().to_string(),
+    l.trim().to_string()
+}
+
+/// Classes that are one number spelled differently (`7`, `07`, `7.0`), as one line per number:
+/// they stay separate classes, which the user should know.
+fn same_number_classes(classes: &[String]) -> Vec<String> {
+    let mut by_value: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for c in classes {
+        if let Some(v) = parse_number(c) {
+            by_value.entry(fmt_number(v)).or_default().push(c);
+        }
     }
+    by_value
+        .into_values()
+        .filter(|v| v.len() > 1)
+        .map(|v| format!("classes {} are the same number written differently; labels are compared as text, so they are separate classes", v.iter().map(|c| quoted(c)).collect::<Vec<_>>().join(", ")))
+        .collect()
 }
 
 // ------------------------------------------------------------------------------- splitting
@@ -623,7 +867,7 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
                     let mut cats: Vec<String> = vals.iter().map(|v| if is_missing(v) { MISSING.to_string() } else { v.trim().to_string() }).collect();
                     cats.sort();
                     cats.dedup();
-                    if cats.len() > 500 && cats.len() * 2 > vals.len() {
+                    if looks_like_text(&vals) || (cats.len() > 500 && cats.len() * 2 > vals.len()) {
                         return Err(NnError::invalid(
                             format!("{}", raw.path.display()),
                             format!("column {name:?}"),
@@ -681,6 +925,7 @@ fn tokens_of(input: &RawInput, t: &Tokenizer) -> Vec<String> {
 #[derive(Default)]
 struct Replaced {
     imputed: usize,
+    missing_categories: usize,
     unseen_categories: usize,
     empty_texts: usize,
 }
@@ -725,7 +970,12 @@ impl Encoder {
                                 x.push(((val - mean) / std) as f32);
                             }
                             Column::Categorical { categories, .. } => {
-                                let key = if is_missing(v) { MISSING } else { v.trim() };
+                                let key = if is_missing(v) {
+                                    rep.missing_categories += 1;
+                                    MISSING
+                                } else {
+                                    v.trim()
+                                };
                                 let hit = categories.iter().position(|c| c == key);
                                 if hit.is_none() {
                                     rep.unseen_categories += 1;
@@ -760,6 +1010,9 @@ impl Replaced {
     fn report(&self, what: &str, warnings: &mut Vec<String>) {
         if self.imputed > 0 {
             warnings.push(format!("{what}: {} missing numeric values replaced by the training mean", self.imputed));
+        }
+        if self.missing_categories > 0 {
+            warnings.push(format!("{what}: {} missing categorical values encoded as the {MISSING} category", self.missing_categories));
         }
         if self.unseen_categories > 0 {
             warnings.push(format!("{what}: {} categorical values not seen in training (encoded as all zeros)", self.unseen_categories));
@@ -863,11 +1116,20 @@ impl DataSchema {
             }
             _ => {
                 let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(i, c)| (c.as_str(), i)).collect();
+                // A label spelled as no class is, matched by value when exactly one class has
+                // that value (a file written as `1.0` where training wrote `1`; and schemas
+                // saved when numeric labels were stored by value).
+                let by_value = |l: &str| -> Option<usize> {
+                    let x = parse_number(l)?;
+                    let mut hits = self.classes.iter().enumerate().filter(|(_, c)| parse_number(c) == Some(x)).map(|(i, _)| i);
+                    let first = hits.next()?;
+                    hits.next().is_none().then_some(first)
+                };
                 let mut v = Vec::with_capacity(raw.examples.len());
                 for e in &raw.examples {
                     let l = e.label.as_deref().unwrap_or("");
                     let key = class_key(l);
-                    v.push(*index.get(key.as_str()).ok_or_else(|| {
+                    v.push(index.get(key.as_str()).copied().or_else(|| by_value(&key)).ok_or_else(|| {
                         NnError::invalid(&e.origin, "label", quoted(l), format!("was not seen in training (the classes are {})", short_list(&self.classes)))
                     })?);
                 }
@@ -885,12 +1147,22 @@ impl DataSchema {
         match (self.format, &self.encoder) {
             (Format::Csv | Format::Tsv, Encoder::Text { text_column, .. }) if !path.is_dir() => {
                 let Some(tc) = text_column.clone() else { return read_lines(path, false) };
-                let lay = CsvLayout { sep, header: true, names: Vec::new(), target: self.target.clone().unwrap_or_default(), text: Some(tc), features: Vec::new() };
-                read_csv(path, &lay, labelled)
+                if matches!(Format::infer(path), Ok(Format::Lines)) {
+                    if labelled {
+                        return Err(DataError::whole(format!(
+                            "holds no labels: a plain text file is one text per line; evaluate on a CSV with the columns {} and {}",
+                            quoted(&tc),
+                            quoted(self.target.as_deref().unwrap_or("label"))
+                        ))
+                        .with_path(path)
+                        .into());
+                    }
+                    return read_text_lines(path);
+                }
+                read_csv(path, &schema_layout(self, sep, Some(tc), Vec::new()), labelled)
             }
             (Format::Csv | Format::Tsv, Encoder::Tabular { columns }) => {
-                let lay = CsvLayout { sep, header: true, names: Vec::new(), target: self.target.clone().unwrap_or_default(), text: None, features: columns.iter().map(|c| c.name().to_string()).collect() };
-                read_csv(path, &lay, labelled)
+                read_csv(path, &schema_layout(self, sep, None, columns.iter().map(|c| c.name().to_string()).collect()), labelled)
             }
             (_, Encoder::Text { .. }) if path.is_dir() => {
                 if labelled {
@@ -909,14 +1181,19 @@ impl DataSchema {
                     Ok(out)
                 }
             }
-            (Format::Folder, Encoder::Text { .. }) => {
-                // One text per line.
-                let (text, lossy) = read_text(path)?;
-                let mut out = RawSet { path: path.to_path_buf(), lossy: lossy as usize, ..Default::default() };
-                for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                    out.examples.push(RawExample { origin: format!("{}:{}", path.display(), i + 1), line: i + 1, input: RawInput::Text(l.to_string()), label: None });
-                }
-                Ok(out)
+            (Format::Folder, Encoder::Text { .. }) => match Format::infer(path) {
+                Ok(f @ (Format::Csv | Format::Tsv)) => read_csv(path, &text_csv_layout(path, f, labelled, &self.classes)?, labelled),
+                _ if labelled => Err(DataError::whole(
+                    "holds no labels: the model was trained on a folder of class folders, so evaluate it on such a folder (DIR/CLASS/file.txt) or on a CSV with a text and a label column",
+                )
+                .with_path(path)
+                .into()),
+                _ => read_text_lines(path),
+            },
+            (Format::Lines, _) if !labelled => {
+                let mut raw = read_lines(path, false)?;
+                strip_class_fields(&mut raw, &self.classes);
+                Ok(raw)
             }
             (Format::Lines, _) => read_lines(path, labelled),
             (Format::Npy | Format::Idx, _) => {
@@ -938,6 +1215,7 @@ impl DataSchema {
         if raw.lossy > 0 {
             warnings.push(format!("{}: {} files were not valid UTF-8 and were read lossily", path.display(), raw.lossy));
         }
+        warnings.extend(raw.notes.iter().cloned());
         rep.report(&path.display().to_string(), &mut warnings);
         Ok((inputs, warnings))
     }
@@ -1149,6 +1427,7 @@ fn finish(
     if train_raw.examples.is_empty() {
         return Err(DataError::whole("holds no examples").with_path(&path).into());
     }
+    warnings.extend(layout.iter().flat_map(|l| l.notes.iter().cloned()));
     for s in given.iter().flatten().chain(std::iter::once(&train_raw)) {
         if s.lossy > 0 {
             warnings.push(format!("{}: {} file(s) were not valid UTF-8 and were read lossily", s.path.display(), s.lossy));
@@ -1200,6 +1479,7 @@ fn finish(
     let train_labels: Vec<&str> = parts[0].examples.iter().map(|e| e.label.as_deref().unwrap_or("")).collect();
     let origin = |i: usize| parts[0].examples[i].origin.clone();
     let (task, classes) = decide_task(&train_labels, task_hint, &origin)?;
+    warnings.extend(same_number_classes(&classes));
     let kind = match (&format, &layout) {
         (Format::Csv | Format::Tsv, Some(l)) if l.text.is_some() => DataKind::Text,
         (Format::Csv | Format::Tsv, _) => DataKind::Tabular,
@@ -1216,7 +1496,8 @@ fn finish(
         }
     }
     let encoder = fit_encoder(kind, &parts[0], &o, layout.as_ref().and_then(|l| l.text.clone()), &mut warnings)?;
-    let schema = DataSchema { kind, format, task, classes, target: layout.as_ref().map(|l| l.target.clone()), encoder, display_names: Vec::new(), target_scale: None };
+    let headerless_columns = layout.as_ref().filter(|l| !l.header).map(|l| l.names.clone());
+    let schema = DataSchema { kind, format, task, classes, target: layout.as_ref().map(|l| l.target.clone()), encoder, display_names: Vec::new(), target_scale: None, headerless_columns };
     let mut schema = schema;
     if task == Task::Regression {
         let v: Vec<f64> = train_labels.iter().filter_map(|l| parse_number(l)).collect();

@@ -337,6 +337,7 @@ fn validate_accepts_written_schemas_and_names_each_inconsistency() {
         encoder: Encoder::Array { shape: vec![3], mean: vec![0.0; 3], std: vec![1.0; 3] },
         display_names: Vec::new(),
         target_scale: None,
+        headerless_columns: None,
     };
     array.validate().unwrap();
     let err = |s: &DataSchema| s.validate().unwrap_err().to_string();
@@ -391,4 +392,181 @@ fn a_duplicate_column_name_is_an_error() {
     c.target = Some("label".into());
     let e = load_cfg(&c).unwrap_err().to_string();
     assert!(e.contains("dup.csv") && e.contains("columns 1 and 2 are both named \"a\""), "{e}");
+}
+
+/// 60 reviews whose class is decided by one word, each with a different filler.
+fn reviews(with_id: bool) -> String {
+    let mut s = String::from(if with_id { "id,review,label\n" } else { "review,label\n" });
+    for i in 0..60 {
+        let (word, label) = if i % 2 == 0 { ("excellent", "good") } else { ("terrible", "bad") };
+        let id = if with_id { format!("{},", 1000 + i) } else { String::new() };
+        s.push_str(&format!("{id}\"the item number {i} was {word}, said customer {}\",{label}\n", i * 7));
+    }
+    s
+}
+
+#[test]
+fn a_text_column_beside_an_identifier_is_read_as_text_and_said() {
+    let d = TempDir::new("textid");
+    let p = d.write("reviews.csv", reviews(true).as_bytes());
+    let l = load_cfg(&cfg(&p)).unwrap();
+    assert_eq!(l.schema.kind, DataKind::Text);
+    let Encoder::Text { text_column, .. } = &l.schema.encoder else { panic!("{:?}", l.schema.encoder) };
+    assert_eq!(text_column.as_deref(), Some("review"));
+    assert!(l.warnings.iter().any(|w| w.contains("\"review\" is free text") && w.contains("\"id\"")), "{:?}", l.warnings);
+    // Beside a real feature, free text is neither guessed as the input nor one-hot encoded.
+    let mut s = String::from("score,review,label\n");
+    for (i, line) in reviews(false).lines().skip(1).enumerate() {
+        s.push_str(&format!("{}.5,{line}\n", i % 5));
+    }
+    let p = d.write("scored.csv", s.as_bytes());
+    let e = load_cfg(&cfg(&p)).unwrap_err().to_string();
+    assert!(e.contains("\"review\"") && e.contains("--text-column"), "{e}");
+    // Short titles that are all different are text too, not 60 one-hot categories.
+    let mut s = String::from("title,label\n");
+    for i in 0..60 {
+        s.push_str(&format!("{} item{i},{}\n", ["great", "awful"][i % 2], ["good", "bad"][i % 2]));
+    }
+    let l = load_cfg(&cfg(&d.write("titles.csv", s.as_bytes()))).unwrap();
+    assert_eq!(l.schema.kind, DataKind::Text);
+    // Repeated multi-word values are categories.
+    let mut s = String::from("job,years,label\n");
+    for i in 0..60 {
+        s.push_str(&format!("{},{},{}\n", ["senior software engineer", "junior data analyst"][i % 2], i % 9, i % 2));
+    }
+    let l = load_cfg(&cfg(&d.write("jobs.csv", s.as_bytes()))).unwrap();
+    assert_eq!(l.schema.kind, DataKind::Tabular);
+}
+
+#[test]
+fn a_headerless_file_is_read_without_a_header_at_evaluation_and_prediction() {
+    let d = TempDir::new("nohdr2");
+    let mut s = String::new();
+    for i in 0..40 {
+        s.push_str(&format!("{}.25,{}.5,{}\n", i, 40 - i, i % 2));
+    }
+    let p = d.write("pts.csv", s.as_bytes());
+    let l = load_cfg(&cfg(&p)).unwrap();
+    assert_eq!(l.schema.headerless_columns.as_deref(), Some(&["column1".to_string(), "column2".into(), "column3".into()][..]));
+    // The training file itself, labelled: every row is an example, none is taken as a header.
+    let (split, _) = l.schema.encode_labelled(&p, None).unwrap();
+    assert_eq!(split.len(), 40);
+    // New inputs without the target column, by position.
+    let q = d.write("new.csv", b"1.25,39.5\n2.25,38.5\n");
+    let (_, ids, _) = l.schema.encode_unlabelled(&q).unwrap();
+    assert_eq!(ids.len(), 2);
+    let bad = d.write("bad.csv", b"1,2,3,4\n");
+    let e = l.schema.encode_unlabelled(&bad).unwrap_err().to_string();
+    assert!(e.contains("without a header row of 3 columns"), "{e}");
+    // A saved schema keeps it (and one saved without the field reads as having a header).
+    let json = serde_json::to_string(&l.schema).unwrap();
+    assert_eq!(serde_json::from_str::<DataSchema>(&json).unwrap(), l.schema);
+}
+
+#[test]
+fn labels_keep_their_spelling_and_new_spellings_match_by_value() {
+    let d = TempDir::new("labels");
+    let mut s = String::from("x,code\n");
+    for i in 0..30 {
+        s.push_str(&format!("{i},{}\n", ["01", "02", "7", "7.0"][i % 4]));
+    }
+    let mut c = cfg(&d.write("codes.csv", s.as_bytes()));
+    c.target = Some("code".into());
+    let l = load_cfg(&c).unwrap();
+    assert_eq!(l.schema.classes, ["01", "02", "7", "7.0"]);
+    assert!(l.warnings.iter().any(|w| w.contains("\"7\", \"7.0\"") && w.contains("separate classes")), "{:?}", l.warnings);
+    // Numbers mixed with other labels sort by value, then the rest as text.
+    let mut s = String::from("x,code\n");
+    for (i, l) in ["2", "10", "1a", "b", "2", "10", "1a", "b"].iter().enumerate() {
+        s.push_str(&format!("{i},{l}\n"));
+    }
+    let mut m = cfg(&d.write("mixed.csv", s.as_bytes()));
+    m.target = Some("code".into());
+    m.split = Some(vec![0.5, 0.0, 0.5]);
+    assert_eq!(load_cfg(&m).unwrap().schema.classes, ["2", "10", "1a", "b"]);
+    // `1.0` in a new file is the class `01` (the only class of that value); `7.00` matches
+    // two classes by value and none by text: an error.
+    let (split, _) = l.schema.encode_labelled(&d.write("e.csv", b"x,code\n1,1.0\n2,02\n"), None).unwrap();
+    assert_eq!((split.targets.class(0), split.targets.class(1)), (0, 1));
+    let e = l.schema.encode_labelled(&d.write("f.csv", b"x,code\n1,7.00\n"), None).unwrap_err().to_string();
+    assert!(e.contains("was not seen in training"), "{e}");
+}
+
+#[test]
+fn empty_columns_dialects_and_missing_categories_are_handled_and_said() {
+    let d = TempDir::new("dialects");
+    // A trailing comma on every line: an unnamed empty column, left out and said.
+    let mut s = String::from("a,b,label,\n");
+    for i in 0..30 {
+        s.push_str(&format!("{i},{},{},\n", i % 4, i % 2));
+    }
+    let l = load_cfg(&cfg(&d.write("trail.csv", s.as_bytes()))).unwrap();
+    let Encoder::Tabular { columns } = &l.schema.encoder else { panic!() };
+    assert_eq!(columns.iter().map(|c| c.name()).collect::<Vec<_>>(), ["a", "b"]);
+    assert!(l.warnings.iter().any(|w| w.contains("column 4 (unnamed) left out")), "{:?}", l.warnings);
+    let (inputs, _, _) = l.schema.encode_unlabelled(&d.write("ab.csv", b"a,b\n1,2\n")).unwrap();
+    assert_eq!(inputs.len(), 1);
+    // Old Mac line endings, UTF-16 with its mark, a line of spaces: the same rows.
+    let plain: String = s.replace(",\n", "\n").replace("label,", "label");
+    let cr = load_cfg(&cfg(&d.write("cr.csv", plain.replace('\n', "\r").as_bytes()))).unwrap();
+    let utf16: Vec<u8> = [0xFF, 0xFE].into_iter().chain(plain.encode_utf16().flat_map(u16::to_le_bytes)).collect();
+    let wide = load_cfg(&cfg(&d.write("wide.csv", &utf16))).unwrap();
+    let spaced = load_cfg(&cfg(&d.write("sp.csv", format!("{plain}   \n").as_bytes()))).unwrap();
+    for other in [&cr, &wide, &spaced] {
+        assert_eq!(other.schema, l.schema);
+    }
+    // A semicolon-separated file: the error says so.
+    let e = load_cfg(&cfg(&d.write("semi.csv", plain.replace(',', ";").as_bytes()))).unwrap_err().to_string();
+    assert!(e.contains("semicolon-separated"), "{e}");
+    // Missing categorical values are counted like missing numbers.
+    let mut s = String::from("colour,n,label\n");
+    for i in 0..30 {
+        s.push_str(&format!("{},{i},{}\n", ["red", "", "NA", "blue"][i % 4], i % 2));
+    }
+    let l = load_cfg(&cfg(&d.write("cat.csv", s.as_bytes()))).unwrap();
+    assert!(l.warnings.iter().any(|w| w.contains("missing categorical values encoded as the <missing> category")), "{:?}", l.warnings);
+    // A feature named twice is an error.
+    let mut c = cfg(&d.write("cat2.csv", s.as_bytes()));
+    c.features = Some(vec!["n".into(), "n".into()]);
+    assert!(load_cfg(&c).unwrap_err().to_string().contains("named twice"));
+}
+
+#[test]
+fn a_folder_model_reads_csv_and_text_inputs_by_their_format() {
+    let d = TempDir::new("foldercsv");
+    for i in 0..12 {
+        let (class, word) = if i % 2 == 0 { ("good", "excellent") } else { ("bad", "terrible") };
+        d.write(&format!("data/{class}/{i}.txt"), format!("this one was {word} number {i}").as_bytes());
+    }
+    let l = load_cfg(&cfg(&d.0.join("data"))).unwrap();
+    assert_eq!(l.schema.format, Format::Folder);
+    // A CSV with a header: the header row is not a text and the label is not part of one.
+    let csv = d.write("t.csv", b"review,label\n\"it was excellent, truly\",good\nit was terrible,bad\n");
+    let (Inputs::Tokens { seqs, .. }, ids, _) = l.schema.encode_unlabelled(&csv).unwrap() else { panic!() };
+    assert_eq!(ids.len(), 2);
+    let v = l.schema.vocab().unwrap();
+    assert!(v.id("bad") == text::UNK_ID || !seqs[1].contains(&v.id("bad")));
+    assert_eq!(seqs[1].len(), 3, "it was terrible");
+    let (split, _) = l.schema.encode_labelled(&csv, None).unwrap();
+    assert_eq!((split.targets.class(0), split.targets.class(1)), (1, 0), "classes are [bad, good]");
+    // A plain text file cannot be evaluated (no labels), but can be predicted line by line.
+    let txt = d.write("t.txt", b"excellent\nterrible\n");
+    assert!(l.schema.encode_labelled(&txt, None).unwrap_err().to_string().contains("holds no labels"));
+    assert_eq!(l.schema.encode_unlabelled(&txt).unwrap().1.len(), 2);
+}
+
+#[test]
+fn token_lines_given_with_their_labels_are_read_without_them() {
+    let d = TempDir::new("toklines");
+    let mut s = String::new();
+    for i in 0..20 {
+        s.push_str(&format!("{} w{} x{}\n", ["pos", "neg"][i % 2], i % 3, i % 2));
+    }
+    let l = load_cfg(&cfg(&d.write("tok.txt", s.as_bytes()))).unwrap();
+    let with = d.write("with.txt", b"pos w1 x0\nneg w2 x1\n");
+    let without = d.write("without.txt", b"w1 x0\nw2 x1\n");
+    let (a, _, notes) = l.schema.encode_unlabelled(&with).unwrap();
+    let (b, _, _) = l.schema.encode_unlabelled(&without).unwrap();
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    assert!(notes.iter().any(|n| n.contains("class name")), "{notes:?}");
 }

@@ -139,6 +139,32 @@ pub fn looks_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8192)].contains(&0)
 }
 
+/// Decodes UTF-16 text that starts with its byte-order mark (`FF FE` little-endian, `FE FF`
+/// big-endian); `None` without one. Unpaired surrogates become U+FFFD (the flag says so), as
+/// does an odd last byte.
+pub fn decode_utf16(bytes: &[u8]) -> Option<(String, bool)> {
+    let little = match bytes {
+        [0xFF, 0xFE, ..] => true,
+        [0xFE, 0xFF, ..] => false,
+        _ => return None,
+    };
+    let body = &bytes[2..];
+    let units = body.chunks_exact(2).map(|p| if little { u16::from_le_bytes([p[0], p[1]]) } else { u16::from_be_bytes([p[0], p[1]]) });
+    let mut lossy = body.len() % 2 == 1;
+    let mut text: String = char::decode_utf16(units)
+        .map(|c| {
+            c.unwrap_or_else(|_| {
+                lossy = true;
+                char::REPLACEMENT_CHARACTER
+            })
+        })
+        .collect();
+    if body.len() % 2 == 1 {
+        text.push(char::REPLACEMENT_CHARACTER);
+    }
+    Some((text, lossy))
+}
+
 /// Decodes text that may not be UTF-8 (old mail, web pages in Latin-1): invalid bytes become
 /// U+FFFD. Returns the text and whether anything was replaced.
 pub fn decode_lossy(bytes: &[u8]) -> (String, bool) {
@@ -151,6 +177,17 @@ pub fn decode_lossy(bytes: &[u8]) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utf16_with_a_byte_order_mark_is_decoded() {
+        let le: Vec<u8> = [0xFF, 0xFE].into_iter().chain("a,b\né\n".encode_utf16().flat_map(u16::to_le_bytes)).collect();
+        assert_eq!(decode_utf16(&le), Some(("a,b\né\n".to_string(), false)));
+        let be: Vec<u8> = [0xFE, 0xFF].into_iter().chain("x😀".encode_utf16().flat_map(u16::to_be_bytes)).collect();
+        assert_eq!(decode_utf16(&be), Some(("x😀".to_string(), false)));
+        // A lone surrogate and an odd last byte are replaced, and said to be.
+        assert_eq!(decode_utf16(&[0xFF, 0xFE, 0x00, 0xD8, 0x41, 0x00, 0x42]), Some(("\u{FFFD}A\u{FFFD}".to_string(), true)));
+        assert_eq!(decode_utf16(b"plain"), None);
+    }
 
     #[test]
     fn tokenizer_splits_punctuation_lowercases_and_truncates() {
