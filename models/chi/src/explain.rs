@@ -18,7 +18,7 @@ pub struct ExplainArgs {
     /// A text to explain (repeatable).
     #[arg(long)]
     pub text: Vec<String>,
-    /// A file with one text per line.
+    /// A file with one text per line (`-`: standard input).
     #[arg(long)]
     pub input: Option<PathBuf>,
     /// Explain this class instead of the predicted one.
@@ -301,11 +301,30 @@ pub fn picture(path: &std::path::Path, title: &str, ex: &[TextExplanation]) -> R
     crate::train::plot::shaded_text(path, title, &parts)
 }
 
+/// The bytes of `--input PATH`; `-` reads standard input. At most
+/// [`chi_nn::userdata::MAX_FILE_BYTES`], as for any input file.
+fn read_input(p: &std::path::Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let limit = chi_nn::userdata::MAX_FILE_BYTES;
+    let (name, mut bytes) = (p.display().to_string(), Vec::new());
+    let read = if p == std::path::Path::new("-") {
+        std::io::stdin().lock().take(limit + 1).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(p).and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+    };
+    let name = if name == "-" { "standard input".to_string() } else { name };
+    read.map_err(|e| format!("{name}: cannot read: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("{name}: over the {limit}-byte limit of one input file"));
+    }
+    Ok(bytes)
+}
+
 /// Runs `chi explain`.
 pub fn run(args: &ExplainArgs) -> Result<(), String> {
     let mut texts = args.text.clone();
     if let Some(p) = &args.input {
-        let bytes = std::fs::read(p).map_err(|e| format!("{}: cannot read: {e}", p.display()))?;
+        let bytes = read_input(p)?;
         if chi_nn::userdata::text::looks_binary(&bytes) {
             return Err(format!("{}: looks like a binary file, not text", p.display()));
         }

@@ -13,7 +13,7 @@ pub struct TrainArgs {
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Model: mlp (tabular or images), cnn, ca-cnn (images), bow, ca-bsfe, text-cnn, han, lstm, gru,
-    /// ca-rnn (text and token sequences); see --list.
+    /// ca-rnn (text and token sequences); see --list. Default: mlp, or bow for texts.
     #[arg(long)]
     pub model: Option<String>,
     /// Built-in dataset: fashion-mnist, mnist (fetched), spirals, xor-noise, surface, first-token
@@ -76,7 +76,8 @@ pub struct TrainArgs {
     /// Mini-batch size.
     #[arg(long)]
     pub batch_size: Option<usize>,
-    /// Optimiser: sgd, adagrad, rmsprop, adam, adamw.
+    /// Optimiser: sgd, adagrad, rmsprop, adam, adamw (default adagrad with --lr 0.1; ca-rnn:
+    /// adagrad with --lr 0.01, see --list).
     #[arg(long)]
     pub optim: Option<OptimKind>,
     /// Learning rate.
@@ -163,7 +164,7 @@ pub struct EvalArgs {
     #[arg(long)]
     pub target: Option<PathBuf>,
     /// Where to write report.json, confusion.csv and the confusion heat maps (default: RUN/eval-SPLIT
-    /// or RUN/eval-FILE; without a run directory, no files).
+    /// for a split, RUN/eval-file-STEM for --data STEM.csv; without a run directory, no files).
     #[arg(long)]
     pub report: Option<PathBuf>,
 }
@@ -174,7 +175,8 @@ pub struct PredictArgs {
     /// The trained model: a run directory, a checkpoint or a `model.safetensors`.
     pub model: PathBuf,
     /// The inputs: CSV rows (without or with the target column), a text file (one text per
-    /// line), a folder of text files, token lines, or an array file — of the training data's kind.
+    /// line), a folder of text files, token lines, or an array file — of the training data's kind;
+    /// `-` reads standard input.
     #[arg(long)]
     pub input: PathBuf,
     /// Write the CSV here (default: standard output).
@@ -341,8 +343,49 @@ pub fn resolve_config(args: &TrainArgs, seed: u64) -> Result<Config, String> {
     for o in overrides(args)? {
         (o.apply)(&mut c);
     }
+    let source = if args.features.is_some() { "--features" } else { "[data] features" };
+    check_features(c.data.features.as_deref(), source)?;
+    let file_keys: Option<toml::Table> = match &args.config {
+        Some(p) => super::rundir::read_config_text(p)?.parse::<toml::Table>().ok(),
+        None => None,
+    };
+    let in_file = |key: &str| file_keys.as_ref().is_some_and(|t| t.contains_key(key));
+    // Without a model named, texts get a text model (the bag of words, the quickest to train);
+    // tables and arrays keep the multi-layer perceptron.
+    if args.model.is_none() && !in_file("model") && c.dataset == super::registry::FILE_DATASET {
+        if chi_nn::userdata::input_kind(&c.data).map_err(|e| e.to_string())? == chi_nn::userdata::DataKind::Text {
+            c.model = DEFAULT_TEXT_MODEL.into();
+        }
+    }
+    // A model's own default optimiser, unless the flags or the config file choose one.
+    let optim_in_file = in_file("optim");
+    if args.optim.is_none() && args.lr.is_none() && !optim_in_file {
+        // Only the rule and the rate: --momentum or --weight-decay given with it still apply.
+        if let Some(o) = super::registry::model_entry(&c.model).ok().and_then(|e| e.optim) {
+            c.optim.name = o.name;
+            c.optim.lr = o.lr;
+        }
+    }
     c.validate()?;
     Ok(c)
+}
+
+/// The model `chi train --data` uses on texts when no model is named.
+pub const DEFAULT_TEXT_MODEL: &str = "bow";
+
+/// The feature columns of a new run name each column once and no empty name: a duplicate would
+/// encode the column twice, an empty name (`a,,b`) selects nothing the user meant. `source`
+/// names where the list came from, for the message.
+pub fn check_features(features: Option<&[String]>, source: &str) -> Result<(), String> {
+    let Some(list) = features else { return Ok(()) };
+    if list.is_empty() || list.iter().any(|f| f.is_empty()) {
+        return Err(format!("{source} has an empty column name ({:?}); name each feature column, separated by commas", list.join(",")));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = list.iter().find(|f| !seen.insert(f.as_str())) {
+        return Err(format!("{source} names the column {dup:?} more than once; name each feature column once"));
+    }
+    Ok(())
 }
 
 /// The configuration of a resumed run: the directory's (see [`super::rundir::resume_point`]),
@@ -400,7 +443,8 @@ pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> 
         println!("models (and the data each takes):");
         for m in &r.models {
             let fits: Vec<&str> = m.fits.iter().map(|k| k.name()).collect();
-            println!("  {:<10} {:<16} {}", m.name, fits.join(", "), m.about);
+            let optim = m.optim.as_ref().map_or_else(String::new, |o| format!(" [default optimiser: {} lr {}]", format!("{:?}", o.name).to_lowercase(), o.lr));
+            println!("  {:<10} {:<16} {}{optim}", m.name, fits.join(", "), m.about);
         }
         println!("datasets (--data NAME, or --data PATH for your own file or folder):");
         for d in &r.datasets {
@@ -477,8 +521,10 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
                 format!("the model was trained on the built-in dataset {:?}; --data needs a model trained on files (chi train --data PATH)", t.cfg.dataset)
             })?;
             let (split, w) = schema.encode_labelled(d, args.target.as_deref()).map_err(String::from)?;
+            // `file-` keeps a file's report apart from a split's (`--data DIR/test.csv` would
+            // otherwise write into the `--split test` report's directory).
             let stem = d.file_stem().map_or("data".into(), |s| s.to_string_lossy().to_string());
-            (split, format!("file {}", d.display()), (w, stem))
+            (split, format!("file {}", d.display()), (w, format!("file-{stem}")))
         }
         None => {
             let s = match args.split.as_str() {
@@ -524,7 +570,17 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
             return Err(format!("--output {} is a file of the model's run; write the predictions elsewhere", o.display()));
         }
     }
-    let p = infer::predict(&t, &args.input, args.saliency, args.attribution)?;
+    let (input, stdin) = input_path(&args.input)?;
+    let mut p = infer::predict(&t, &input, args.saliency, args.attribution)?;
+    if stdin {
+        // Rows read from standard input are named `stdin:LINE`, not after the device file.
+        let dev = input.display().to_string();
+        for id in &mut p.ids {
+            if let Some(rest) = id.strip_prefix(&dev) {
+                *id = format!("stdin{rest}");
+            }
+        }
+    }
     for w in &p.warnings {
         eprintln!("warning: {w}");
     }
@@ -537,6 +593,21 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
         None => print!("{csv}"),
     }
     Ok(())
+}
+
+/// The file to read `--input PATH` from, and whether it is standard input: `-` names standard
+/// input, read through `/dev/stdin` so that it is read exactly like a file (a pipe has no
+/// name, so its format is the training data's).
+pub fn input_path(p: &Path) -> Result<(PathBuf, bool), String> {
+    if p != Path::new("-") {
+        return Ok((p.to_path_buf(), false));
+    }
+    let dev = Path::new("/dev/stdin");
+    if cfg!(unix) && dev.exists() {
+        Ok((dev.to_path_buf(), true))
+    } else {
+        Err("--input -: standard input cannot be read as a file on this system; save the inputs to a file and give its path".into())
+    }
 }
 
 /// Whether `out` would replace a file the model's run needs: its weights, or one of the run's
@@ -581,4 +652,51 @@ fn absolute_paths(mut cfg: Config) -> Config {
         absolute(s);
     }
     cfg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(model: &str) -> TrainArgs {
+        TrainArgs { model: Some(model.into()), ..TrainArgs::default() }
+    }
+
+    /// `--model ca-rnn` takes its own optimiser unless `--optim`, `--lr` or a config file's
+    /// `[optim]` chooses one; other flags of the optimiser still apply; other models keep the
+    /// general default.
+    #[test]
+    fn a_model_default_optimiser_applies_only_when_none_is_chosen() {
+        let ca = resolve_config(&args("ca-rnn"), 0).unwrap().optim;
+        assert_eq!((ca.name, ca.lr), (OptimKind::Adagrad, 0.01));
+        let gru = resolve_config(&args("gru"), 0).unwrap().optim;
+        assert_eq!((gru.name, gru.lr), (OptimKind::Adagrad, 0.1));
+        let lr = resolve_config(&TrainArgs { lr: Some(0.05), ..args("ca-rnn") }, 0).unwrap().optim;
+        assert_eq!((lr.name, lr.lr), (OptimKind::Adagrad, 0.05));
+        let adam = resolve_config(&TrainArgs { optim: Some(OptimKind::Adam), ..args("ca-rnn") }, 0).unwrap().optim;
+        assert_eq!((adam.name, adam.lr), (OptimKind::Adam, 0.1));
+        let wd = resolve_config(&TrainArgs { weight_decay: Some(0.001), ..args("ca-rnn") }, 0).unwrap().optim;
+        assert_eq!((wd.lr, wd.weight_decay), (0.01, Some(0.001)));
+        let dir = std::env::temp_dir().join(format!("chi-cli-optim-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (with, without) = (dir.join("with.toml"), dir.join("without.toml"));
+        std::fs::write(&with, "model = \"ca-rnn\"\n[optim]\nname = \"adagrad\"\nlr = 0.1\n").unwrap();
+        std::fs::write(&without, "model = \"ca-rnn\"\nsteps = 7\n").unwrap();
+        let from = |p: &Path| resolve_config(&TrainArgs { config: Some(p.to_path_buf()), ..TrainArgs::default() }, 0).unwrap().optim.lr;
+        assert_eq!((from(&with), from(&without)), (0.1, 0.01));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn feature_lists_name_each_column_once() {
+        let list = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_features(Some(&list(&["x", "z"])), "--features").is_ok());
+        assert!(check_features(None, "--features").is_ok());
+        let e = check_features(Some(&list(&["x", "z", "x"])), "--features").unwrap_err();
+        assert!(e.contains("--features") && e.contains("\"x\" more than once"), "{e}");
+        let e = check_features(Some(&list(&["x", ""])), "[data] features").unwrap_err();
+        assert!(e.contains("[data] features") && e.contains("empty column name"), "{e}");
+        let e = resolve_config(&TrainArgs { data: Some("spirals".into()), features: Some("a, b,a".into()), ..TrainArgs::default() }, 0).unwrap_err();
+        assert!(e.contains("\"a\" more than once"), "{e}");
+    }
 }

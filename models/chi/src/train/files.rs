@@ -1,10 +1,13 @@
 //! The file datasets of `chi train`: `--data PATH` (any file or folder [`chi_nn::userdata`]
-//! reads) and the fetched image sets by name (`fashion-mnist`, `mnist`).
+//! reads) and the fetched image sets by name (`fashion-mnist`, `mnist`); the one-line summary of
+//! what a run on them learns ([`describe`]); and the fingerprint of a run's data files
+//! ([`DataFingerprint`]) that lets `--resume` refuse data that changed since the run started.
 
 use chi_autodiff::Rng;
 use chi_nn::data;
-use chi_nn::dataset::{DataConfig, Dataset};
-use chi_nn::userdata;
+use chi_nn::dataset::{DataConfig, Dataset, Task};
+use chi_nn::userdata::{self, Column, DataSchema, Encoder, Format};
+use serde::{Deserialize, Serialize};
 
 /// Fashion-MNIST's ten classes, in label order.
 pub const FASHION_CLASSES: [&str; 10] = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"];
@@ -55,4 +58,284 @@ pub fn build_mnist(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
     let l = userdata::from_image_sets("mnist", &all, None, None, &c, rng)?;
     warn(&l.warnings);
     Ok(l.dataset)
+}
+
+// ------------------------------------------------------------------------------- data summary
+
+/// Most names a data summary lists whole; longer lists show their first [`LIST_HEAD`] names and
+/// the count.
+const LIST_WHOLE: usize = 12;
+const LIST_HEAD: usize = 10;
+/// Longest name written whole in a summary; longer ones are cut to [`NAME_KEEP`] characters.
+const NAME_AT: usize = 80;
+const NAME_KEEP: usize = 60;
+
+/// `s` as written in a summary: whole, or its start and its length (column names and class
+/// labels come from the user's files and may be megabytes long).
+fn clipped(s: &str) -> String {
+    let n = s.chars().count();
+    if n > NAME_AT {
+        format!("{}… ({n} characters)", s.chars().take(NAME_KEEP).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+/// A comma-separated list of names: each longer than 80 characters cut to its start and
+/// length, and after the first 10 names when there are more than 12.
+pub fn short_list(names: &[String]) -> String {
+    let join = |v: &[String]| v.iter().map(|s| clipped(s)).collect::<Vec<_>>().join(", ");
+    if names.len() <= LIST_WHOLE {
+        join(names)
+    } else {
+        format!("{}, … ({} in all)", join(&names[..LIST_HEAD]), names.len())
+    }
+}
+
+/// One line that says what a run on the user's data learns: the target (or where the labels
+/// come from) and the task with its classes, then the inputs — the feature columns (tabular),
+/// the text column and vocabulary size (text), or the shape of an example (arrays). For example
+/// `data: target "y" (regression), features x, z, value (3 numeric, 0 categorical)`.
+pub fn describe(schema: &DataSchema, cfg: &DataConfig) -> String {
+    let file_name = |p: &str| std::path::Path::new(p).file_name().map_or_else(|| p.to_string(), |n| n.to_string_lossy().to_string());
+    let target = match (&schema.target, schema.format) {
+        (Some(t), _) => format!("target \"{}\"", clipped(t)),
+        (None, Format::Folder) => "labels from the class folders".to_string(),
+        (None, Format::Lines) => "labels from the first field of each line".to_string(),
+        (None, Format::Npy | Format::Idx) => match cfg.target.as_deref() {
+            Some(t) => format!("labels from {}", clipped(&file_name(t))),
+            None => "labels".to_string(),
+        },
+        (None, _) => "labels".to_string(),
+    };
+    let classes = schema.class_names();
+    let task = match schema.task {
+        Task::Regression => "regression".to_string(),
+        Task::Binary => format!("binary: {}", short_list(&classes)),
+        Task::Classification { classes: k } => format!("classification, {k} classes: {}", short_list(&classes)),
+    };
+    let inputs = match &schema.encoder {
+        Encoder::Tabular { columns } => {
+            let names: Vec<String> = columns.iter().map(|c| c.name().to_string()).collect();
+            let numeric = columns.iter().filter(|c| matches!(c, Column::Numeric { .. })).count();
+            format!("features {} ({numeric} numeric, {} categorical)", short_list(&names), columns.len() - numeric)
+        }
+        Encoder::Text { vocab, text_column, .. } => {
+            let source = match (text_column, schema.format) {
+                (Some(c), _) => format!("text column \"{}\"", clipped(c)),
+                (None, Format::Folder) => "texts (one per file)".to_string(),
+                (None, Format::Lines) => "token lines".to_string(),
+                (None, _) => "texts".to_string(),
+            };
+            format!("{source}, vocabulary {} (with <unk>)", vocab.len())
+        }
+        Encoder::Array { shape, .. } => match shape.as_slice() {
+            [n] => format!("{n} features per example"),
+            s => format!("{} {}", if s.len() >= 2 { "images" } else { "arrays" }, s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("×")),
+        },
+    };
+    format!("data: {target} ({task}), {inputs}")
+}
+
+// ------------------------------------------------------------------------------- fingerprint
+
+/// 64-bit FNV-1a, fed in pieces.
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    /// Adds `bytes` to the hash.
+    pub fn update(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    /// The hash of everything added so far.
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The fingerprint of one data source of a run (the data, a validation or test file, an
+/// array's label file).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFingerprint {
+    /// What the source is to the run: `data`, `labels`, `validation`, `validation labels`,
+    /// `test` or `test labels`.
+    pub role: String,
+    /// The path as the run's configuration names it.
+    pub path: String,
+    /// Files hashed (1 for a file; a folder's files, hidden ones excepted).
+    pub files: u64,
+    /// Bytes hashed.
+    pub bytes: u64,
+    /// 64-bit FNV-1a of the file's bytes; for a folder, of its files' relative paths (sorted),
+    /// lengths and bytes. Written as 16 hex digits.
+    pub fnv1a64: String,
+}
+
+/// The fingerprints of a run's data sources, recorded when the run starts
+/// ([`DATA_FINGERPRINT_FILE`]) so that `--resume` can refuse data that changed since.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataFingerprint {
+    /// One entry per source, in the order of [`DataFingerprint::of`].
+    pub sources: Vec<SourceFingerprint>,
+}
+
+/// The run file that holds the [`DataFingerprint`] of a run on the user's data.
+pub const DATA_FINGERPRINT_FILE: &str = "data-fingerprint.json";
+
+/// Most nested folders a fingerprint descends into (a guard against links that loop).
+const MAX_FOLDER_DEPTH: usize = 64;
+
+impl DataFingerprint {
+    /// The fingerprints of the files and folders `cfg` reads: the data, the validation and test
+    /// files when given, and for arrays (`.npy`, IDX) their label files.
+    pub fn of(cfg: &DataConfig) -> Result<DataFingerprint, String> {
+        let Some(path) = cfg.path.as_deref() else { return Ok(DataFingerprint { sources: Vec::new() }) };
+        let format = match cfg.format.as_deref() {
+            Some(f) => Format::parse(f).ok(),
+            None => Format::infer(std::path::Path::new(path)).ok(),
+        };
+        // For arrays the `target` options are label files; otherwise they are column names.
+        let arrays = matches!(format, Some(Format::Npy | Format::Idx));
+        let labels = |t: &Option<String>| if arrays { t.clone() } else { None };
+        let sources = [
+            ("data", Some(path.to_string())),
+            ("labels", labels(&cfg.target)),
+            ("validation", cfg.valid_path.clone()),
+            ("validation labels", labels(&cfg.valid_target)),
+            ("test", cfg.test_path.clone()),
+            ("test labels", labels(&cfg.test_target)),
+        ];
+        let mut out = Vec::new();
+        for (role, p) in sources {
+            if let Some(p) = p {
+                out.push(fingerprint_path(role, &p)?);
+            }
+        }
+        Ok(DataFingerprint { sources: out })
+    }
+
+    /// The first source whose fingerprint differs from `earlier`'s (or that one lacks), by role.
+    pub fn changed_since<'a>(&'a self, earlier: &DataFingerprint) -> Option<&'a SourceFingerprint> {
+        self.sources.iter().find(|s| earlier.sources.iter().find(|e| e.role == s.role).is_none_or(|e| e.bytes != s.bytes || e.fnv1a64 != s.fnv1a64 || e.files != s.files))
+    }
+}
+
+/// The fingerprint of one file or folder.
+fn fingerprint_path(role: &str, path: &str) -> Result<SourceFingerprint, String> {
+    let p = std::path::Path::new(path);
+    let mut h = Fnv1a::default();
+    let (mut files, mut bytes) = (0u64, 0u64);
+    if p.is_dir() {
+        let mut visited = std::collections::HashSet::new();
+        hash_folder(p, p, 0, &mut visited, &mut h, &mut files, &mut bytes)?;
+    } else {
+        bytes = hash_file(p, &mut h)?;
+        files = 1;
+    }
+    Ok(SourceFingerprint { role: role.into(), path: path.into(), files, bytes, fnv1a64: format!("{:016x}", h.finish()) })
+}
+
+/// Feeds a file's bytes to `h`; returns their number.
+fn hash_file(p: &std::path::Path, h: &mut Fnv1a) -> Result<u64, String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(p).map_err(|e| format!("{}: cannot read the data to fingerprint it: {e}", p.display()))?;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut n = 0u64;
+    loop {
+        let k = f.read(&mut buf).map_err(|e| format!("{}: cannot read the data to fingerprint it: {e}", p.display()))?;
+        if k == 0 {
+            return Ok(n);
+        }
+        h.update(&buf[..k]);
+        n += k as u64;
+    }
+}
+
+/// Feeds the files under `dir` to `h`, in sorted order of their paths relative to `root`: each
+/// file's relative path, a NUL, its length (8 bytes, little-endian) and its bytes. Names
+/// starting with `.` are skipped, as the data reader skips them.
+fn hash_folder(
+    root: &std::path::Path,
+    dir: &std::path::Path,
+    depth: usize,
+    visited: &mut std::collections::HashSet<std::path::PathBuf>,
+    h: &mut Fnv1a,
+    files: &mut u64,
+    bytes: &mut u64,
+) -> Result<(), String> {
+    let cannot = |e: std::io::Error| format!("{}: cannot read the data folder to fingerprint it: {e}", dir.display());
+    // A folder reached twice (through a link) is hashed once.
+    if depth > MAX_FOLDER_DEPTH || !visited.insert(std::fs::canonicalize(dir).map_err(cannot)?) {
+        return Ok(());
+    }
+    let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map_err(cannot)?
+        .filter_map(|e| e.ok())
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            hash_folder(root, &p, depth + 1, visited, h, files, bytes)?;
+        } else if p.is_file() {
+            let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy().replace('\\', "/");
+            h.update(rel.as_bytes());
+            h.update(&[0]);
+            let len = std::fs::metadata(&p).map_err(|e| format!("{}: cannot read the data to fingerprint it: {e}", p.display()))?.len();
+            h.update(&len.to_le_bytes());
+            *bytes += hash_file(&p, h)?;
+            *files += 1;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The published FNV-1a 64 test vectors.
+    #[test]
+    fn fnv1a_matches_the_reference_values() {
+        let hash = |s: &str| {
+            let mut h = Fnv1a::default();
+            h.update(s.as_bytes());
+            h.finish()
+        };
+        assert_eq!(hash(""), 0xcbf29ce484222325);
+        assert_eq!(hash("a"), 0xaf63dc4c8601ec8c);
+        assert_eq!(hash("foobar"), 0x85944171f73967e8);
+    }
+
+    #[test]
+    fn a_folder_fingerprint_sees_contents_and_names_but_not_hidden_files() {
+        let d = std::env::temp_dir().join(format!("chi-fingerprint-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("good")).unwrap();
+        std::fs::create_dir_all(d.join("bad")).unwrap();
+        std::fs::write(d.join("good/a.txt"), "fine work").unwrap();
+        std::fs::write(d.join("bad/b.txt"), "broken").unwrap();
+        let cfg = DataConfig { path: Some(d.display().to_string()), ..DataConfig::default() };
+        let first = DataFingerprint::of(&cfg).unwrap();
+        assert_eq!((first.sources.len(), first.sources[0].files, first.sources[0].bytes), (1, 2, 15));
+        std::fs::write(d.join(".DS_Store"), "x").unwrap();
+        assert!(DataFingerprint::of(&cfg).unwrap().changed_since(&first).is_none());
+        std::fs::write(d.join("bad/b.txt"), "brokeN").unwrap();
+        assert_eq!(DataFingerprint::of(&cfg).unwrap().changed_since(&first).map(|s| s.role.as_str()), Some("data"));
+        std::fs::write(d.join("bad/b.txt"), "broken").unwrap();
+        std::fs::rename(d.join("bad/b.txt"), d.join("good/b.txt")).unwrap();
+        assert!(DataFingerprint::of(&cfg).unwrap().changed_since(&first).is_some(), "a file moved to another class");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

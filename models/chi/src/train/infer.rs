@@ -104,7 +104,7 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
         }
         (_, m) => (m, format!("{} (the data schema in its metadata)", weights.display())),
     };
-    let schema: Option<DataSchema> = schema_text.map(|t| serde_json::from_str(&t).map_err(|e| format!("{schema_origin}: bad data schema: {e}"))).transpose()?;
+    let schema: Option<DataSchema> = schema_text.as_deref().map(|t| serde_json::from_str(t).map_err(|e| format!("{schema_origin}: bad data schema: {e}"))).transpose()?;
     if cfg.dataset == registry::FILE_DATASET && schema.is_none() {
         return Err(format!("{}: the run trained on a file but its data.json is missing; pass the run directory", weights.display()));
     }
@@ -123,6 +123,17 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
                 format!("{}: the run cannot be rebuilt from its configuration: {e}", weights.display())
             }
         })?;
+        // The splits are rebuilt from the data file; they are the run's only if the file, read
+        // again, gives the preprocessing the model was trained with.
+        if let (Some(saved), Some(fresh)) = (&schema_text, run.dataset.schema.as_deref()) {
+            if !super::same_schema(fresh, saved) {
+                return Err(format!(
+                    "{}: the run's data ({}), read again, gives another preprocessing than the run's ({schema_origin}): the data changed since training, or the run was made by a chi whose rules for reading files differ, so its splits cannot be rebuilt; evaluate on a file with --data FILE (read with the run's own preprocessing)",
+                    weights.display(),
+                    cfg.data.path.as_deref().unwrap_or("?")
+                ));
+            }
+        }
         (run.dataset, run.model)
     } else {
         let s = schema.as_ref().expect("schema");
@@ -197,7 +208,9 @@ pub struct ClassReport {
 pub struct Report {
     /// Examples evaluated.
     pub examples: usize,
-    /// Accuracy, macro-F1, weighted-F1, loss (classification); MSE, MAE, R², Pearson (regression).
+    /// Accuracy, macro-F1 (the mean F1 over the classes in the true or predicted labels, as
+    /// scikit-learn's default), support-weighted F1, loss (classification); MSE, MAE, R², Pearson
+    /// (regression).
     pub metrics: BTreeMap<String, f64>,
     /// Per class (classification).
     pub per_class: Vec<ClassReport>,
@@ -256,9 +269,12 @@ pub fn classification_report(y: &[usize], probs: &[Vec<f64>], names: &[String]) 
     let correct: u64 = (0..k).map(|c| confusion[c][c]).sum();
     let mut metrics = BTreeMap::new();
     metrics.insert("accuracy".into(), correct as f64 / n.max(1) as f64);
-    // Macro-F1 over the classes present in the labels (as scikit-learn with labels=present).
-    let present: Vec<&ClassReport> = per_class.iter().filter(|c| c.support > 0).collect();
-    metrics.insert("macro_f1".into(), present.iter().map(|c| c.f1).sum::<f64>() / present.len().max(1) as f64);
+    // Macro-F1 as scikit-learn's default `f1_score(average="macro")`: the mean over every class
+    // that occurs in the true or the predicted labels. A class the model predicts but that has
+    // no true example counts with F1 0, so wrong predictions of it lower the score; a class
+    // that occurs in neither is left out.
+    let occurring: Vec<f64> = (0..k).filter(|&c| per_class[c].support > 0 || confusion.iter().any(|row| row[c] > 0)).map(|c| per_class[c].f1).collect();
+    metrics.insert("macro_f1".into(), occurring.iter().sum::<f64>() / occurring.len().max(1) as f64);
     metrics.insert("weighted_f1".into(), per_class.iter().map(|c| c.f1 * c.support as f64).sum::<f64>() / n.max(1) as f64);
     metrics.insert("loss".into(), nll / n.max(1) as f64);
     Report { examples: n, metrics, per_class, classes: names.to_vec(), confusion }
@@ -456,6 +472,19 @@ pub fn predict(t: &Trained, input: &Path, saliency: usize, method: Attribution) 
     Ok(Predictions { ids, outputs: outs, salient, warnings })
 }
 
+/// The built-in models that return their embedding lookups ([`ForwardOut::embedded`]) and have
+/// an `embedding.weight` table, so that saliency, gradient × input and integrated gradients
+/// work on them (`ca-bsfe` sums gated word vectors without a lookup and is not among them).
+pub const SALIENCY_MODELS: &[&str] = &["bow", "text-cnn", "han", "lstm", "gru", "ca-rnn"];
+
+/// The built-in models with saliency, for messages: `a, b, … or z`.
+fn saliency_models() -> String {
+    match SALIENCY_MODELS.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => SALIENCY_MODELS.join(", "),
+    }
+}
+
 /// The attribution of each token `t` of example `i` to the chosen class's logit (or the
 /// value): with `g_t` = ∂score/∂e_t summed over every lookup of the token (a bidirectional
 /// model looks each token up twice), Σ_d |g_td| ([`Attribution::Saliency`]) or e_t · g_t
@@ -467,7 +496,7 @@ pub fn token_attribution(model: &dyn Model, task: Task, split: &Split, i: usize,
     };
     let ForwardOut { output, embedded, .. } = model.forward(split, &[i], false, &mut Rng::new(0));
     if embedded.is_empty() {
-        return Err("this model does not expose its embeddings; saliency needs bow, text-cnn, lstm, gru or ca-rnn".into());
+        return Err(format!("this model does not expose its word embeddings; saliency and chi explain need {}", saliency_models()));
     }
     for e in &embedded {
         e.tensor.retain_grad();
@@ -526,7 +555,7 @@ pub fn integrated_gradients(model: &dyn Model, task: Task, split: &Split, i: usi
         .iter()
         .find(|p| p.name() == "embedding.weight")
         .cloned()
-        .ok_or("integrated gradients needs a model with an `embedding.weight` table (bow, text-cnn, lstm, gru, ca-rnn)")?;
+        .ok_or_else(|| format!("integrated gradients needs a model with an `embedding.weight` table ({})", saliency_models()))?;
     let n = match &split.inputs {
         Inputs::Tokens { seqs, .. } => seqs[i].len(),
         _ => return Err("integrated gradients needs token inputs".into()),
@@ -611,10 +640,30 @@ mod tests {
         assert!((r.per_class[0].f1 - 0.5).abs() < 1e-12);
         assert!((r.per_class[1].f1 - 0.8).abs() < 1e-12);
         assert_eq!(r.per_class[2].f1, 0.0);
+        // Every class occurs in the true labels: scikit-learn's f1_score(average="macro") gives
+        // (0.5 + 0.8 + 0) / 3.
         assert!((r.metrics["macro_f1"] - 1.3 / 3.0).abs() < 1e-12);
         assert!((r.metrics["loss"] - (-(0.8f64.ln()) * 3.0 - 0.1f64.ln() * 2.0) / 5.0).abs() < 1e-12);
         let text = report_text(&r);
         assert!(text.contains("confusion matrix") && text.contains("2 c"), "{text}");
+    }
+
+    /// Macro-F1 averages over the classes in the true *or* the predicted labels, as
+    /// scikit-learn's default: f1_score([0, 0, 1, 1], [0, 1, 1, 2], average="macro") averages
+    /// a (P 1, R 1/2, F1 2/3), b (P 1/2, R 1/2, F1 1/2) and c (predicted once, never true: F1 0)
+    /// to 7/18 ≈ 0.3889. Class d occurs in neither and is left out. Averaging over the true
+    /// classes only would give 7/12 ≈ 0.5833 and hide the wrong predictions of c.
+    #[test]
+    fn macro_f1_counts_classes_that_are_only_predicted() {
+        let y = [0, 0, 1, 1];
+        let p = |c: usize| (0..4).map(|i| if i == c { 0.7 } else { 0.1 }).collect::<Vec<f64>>();
+        let probs = vec![p(0), p(1), p(1), p(2)];
+        let names: Vec<String> = ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect();
+        let r = classification_report(&y, &probs, &names);
+        assert_eq!((r.per_class[2].support, r.per_class[2].f1), (0, 0.0));
+        assert!((r.metrics["macro_f1"] - 7.0 / 18.0).abs() < 1e-12, "macro_f1 {}", r.metrics["macro_f1"]);
+        // Support-weighted F1 is unchanged by classes without true examples: (2·2/3 + 2·1/2) / 4.
+        assert!((r.metrics["weighted_f1"] - 7.0 / 12.0).abs() < 1e-12, "weighted_f1 {}", r.metrics["weighted_f1"]);
     }
 
     #[test]
@@ -680,6 +729,28 @@ mod tests {
             assert!(err.abs() <= 1e-3 * (fx - f0).abs().max(1.0), "{model}: Σ IG {} vs f(x) − f(0) {} (error {err})", ig.iter().sum::<f64>(), fx - f0);
             assert_eq!(table.get().to_vec(), before, "{model}: the embedding table was not restored");
             assert!((fx - score(m.as_ref(), task, &split, 0, 0)).abs() < 1e-9);
+        }
+    }
+
+    /// [`SALIENCY_MODELS`] is exactly the registered text models whose forward pass returns its
+    /// embedding lookups and which have an embedding table, and the error for the others names
+    /// them all.
+    #[test]
+    fn the_saliency_model_list_matches_the_models() {
+        use chi_nn::userdata::DataKind;
+        let text_models: Vec<String> = crate::train::registry::snapshot().models.iter().filter(|m| m.fits.contains(&DataKind::Text)).map(|m| m.name.clone()).collect();
+        for name in SALIENCY_MODELS {
+            assert!(text_models.iter().any(|m| m == name), "{name} is not a registered text model");
+        }
+        for name in &text_models {
+            let (m, split) = tiny_text(name);
+            let exposes = !m.forward(&split, &[0], false, &mut Rng::new(0)).embedded.is_empty();
+            let table = m.store().params().iter().any(|p| p.name() == "embedding.weight");
+            assert_eq!(exposes && table, SALIENCY_MODELS.contains(&name.as_str()), "{name}: exposes its embeddings: {exposes}, has a table: {table}");
+            if !exposes {
+                let e = token_attribution(m.as_ref(), Task::Classification { classes: 2 }, &split, 0, 0, Attribution::Saliency).unwrap_err();
+                assert!(SALIENCY_MODELS.iter().all(|s| e.contains(s)), "{e}");
+            }
         }
     }
 

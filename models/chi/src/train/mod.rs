@@ -25,8 +25,10 @@
 //! (‖∂L/∂h_t‖ against t for a few training steps), `checkpoints/step-NNNNNNNN.ckpt.safetensors`,
 //! `model.safetensors` (final weights, with the configuration and data schema in its metadata),
 //! `summary.json`, and for file datasets `data.json` (the [`chi_nn::userdata::DataSchema`]:
-//! how new files are read and encoded, the class names). `chi eval` adds `eval-SPLIT/` or
-//! `eval-FILE/` (`report.json`, `confusion.csv`, `confusion.svg/.png`).
+//! how new files are read and encoded, the class names) and `data-fingerprint.json` (a hash of
+//! the data files, [`files::DataFingerprint`]: `--resume` refuses data that changed since).
+//! `chi eval` adds `eval-SPLIT/` (a split of the run's data) or `eval-file-STEM/` (`--data
+//! STEM.csv`), each with `report.json`, `confusion.csv` and `confusion.svg/.png`.
 //!
 //! ## Data
 //! `--data PATH` trains on the user's file or folder ([`files`], [`chi_nn::userdata`]); the
@@ -588,7 +590,14 @@ fn setup(cfg: &Config, out: &Path, opts: &TrainOptions, ranks: usize) -> Result<
         }
         check_checkpoint_sizes(cfg, path)?;
     }
+    let user_data = cfg.dataset == registry::FILE_DATASET;
+    if opts.resume && user_data {
+        check_same_fingerprint(cfg, out)?;
+    }
     let mut run = Run::with_ranks(cfg, ranks)?;
+    if opts.resume && user_data {
+        check_same_schema(cfg, out, run.dataset.schema.as_deref())?;
+    }
     if let Some((path, step)) = &ckpt {
         run.load(path)?;
         if rundir::is_finished(out, *step, cfg.steps) {
@@ -596,12 +605,70 @@ fn setup(cfg: &Config, out: &Path, opts: &TrainOptions, ranks: usize) -> Result<
             return Ok(Setup::Finished(TrainSummary { step: *step, losses: Vec::new(), test, checkpoint: path.clone() }));
         }
     }
+    if let (true, Some(schema)) = (user_data, &run.dataset.schema) {
+        eprintln!("{}", files::describe(schema, &cfg.data));
+    }
     checkpoint::atomic_write(&out.join("config.toml"), cfg.to_toml().as_bytes())?;
     if let Some(schema) = &run.dataset.schema {
         let json = serde_json::to_string_pretty(schema).map_err(|e| format!("data.json: {e}"))?;
         checkpoint::atomic_write(&out.join(DATA_SCHEMA_FILE), json.as_bytes())?;
     }
+    if user_data && !opts.resume {
+        let fp = files::DataFingerprint::of(&cfg.data)?;
+        let json = serde_json::to_string_pretty(&fp).map_err(|e| format!("{}: {e}", files::DATA_FINGERPRINT_FILE))?;
+        checkpoint::atomic_write(&out.join(files::DATA_FINGERPRINT_FILE), json.as_bytes())?;
+    }
     Ok(Setup::Ready { run, resumed: opts.resume, lock, checkpoint: ckpt.map(|c| c.0) })
+}
+
+/// The refusal of a resume whose data differs from the data the run started with.
+fn data_changed(path: &str) -> String {
+    format!("the data ({path}) changed since this run started: resume needs the same data; start a new run (another --out, or --overwrite)")
+}
+
+/// Refuses to resume when the run's data files differ from their fingerprint recorded at the
+/// run's start ([`files::DATA_FINGERPRINT_FILE`]); a run made without one is checked by its
+/// schema alone ([`check_same_schema`]).
+fn check_same_fingerprint(cfg: &Config, out: &Path) -> Result<(), String> {
+    let file = out.join(files::DATA_FINGERPRINT_FILE);
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: cannot read the run's data fingerprint: {e}", file.display())),
+    };
+    let recorded: files::DataFingerprint =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not a data fingerprint written by chi train ({e}); the run's files were edited", file.display()))?;
+    let now = files::DataFingerprint::of(&cfg.data)?;
+    match now.changed_since(&recorded) {
+        Some(s) => Err(data_changed(&s.path)),
+        None => Ok(()),
+    }
+}
+
+/// Refuses to resume when the data, read and fitted again, gives another schema (statistics,
+/// categories, vocabulary, classes) than the run's `data.json`. The two are compared as the
+/// JSON text the run wrote: a float read back from JSON may differ from the one written in its
+/// last bit, the text of the same value does not.
+fn check_same_schema(cfg: &Config, out: &Path, fresh: Option<&chi_nn::userdata::DataSchema>) -> Result<(), String> {
+    let file = out.join(DATA_SCHEMA_FILE);
+    let (Some(fresh), Ok(text)) = (fresh, std::fs::read_to_string(&file)) else { return Ok(()) };
+    if !same_schema(fresh, &text) {
+        return Err(format!(
+            "the data ({}), read again, gives another preprocessing than the run's {} (its statistics, categories, vocabulary or classes): the data changed since this run started, or the run was made by a chi whose rules for reading files differ; resume needs the same data read the same way; start a new run (another --out, or --overwrite)",
+            cfg.data.path.as_deref().unwrap_or("?"),
+            file.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `fresh` is the schema whose JSON is `saved`. Both are compared as JSON values parsed
+/// from text: a float read back from JSON may differ from the one written in its last bit, but
+/// the same float is written as the same text, and the same text parses to the same value.
+pub fn same_schema(fresh: &chi_nn::userdata::DataSchema, saved: &str) -> bool {
+    let parse = |t: &str| serde_json::from_str::<serde_json::Value>(t).ok();
+    let fresh = serde_json::to_string(fresh).ok();
+    matches!((fresh.as_deref().and_then(parse), parse(saved)), (Some(a), Some(b)) if a == b)
 }
 
 /// The top-level keys whose values differ between two configurations, as `key: a → b`.

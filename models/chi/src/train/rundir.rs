@@ -28,8 +28,18 @@ pub const LOCK_FILE: &str = ".chi.lock";
 
 /// The files and directories that make a directory a run directory (`*.svg` / `*.png` plots are
 /// not listed: they are redrawn from the logs).
-pub const RUN_FILES: &[&str] =
-    &["config.toml", "checkpoints", "log.jsonl", "log.csv", "eval.jsonl", "gradflow.csv", "gradflow_time.csv", "model.safetensors", "summary.json"];
+pub const RUN_FILES: &[&str] = &[
+    "config.toml",
+    "checkpoints",
+    "log.jsonl",
+    "log.csv",
+    "eval.jsonl",
+    "gradflow.csv",
+    "gradflow_time.csv",
+    "model.safetensors",
+    "summary.json",
+    super::files::DATA_FINGERPRINT_FILE,
+];
 
 /// Largest accepted TOML config file (1 MiB): a config is a few hundred bytes; the bound keeps
 /// `--config /dev/zero` from reading forever.

@@ -18,4 +18,5 @@ mod seq2seq_reproduce;
 mod teach_browser;
 mod train;
 mod user_data;
+mod user_runs;
 mod word_vectors;

@@ -90,7 +90,7 @@ fn the_readme_loop_on_the_example_csv() {
     std::fs::write(&new, "fruit,texture,colour,diameter_cm,weight_g\nlemon,waxy,yellow,5.9,105\napple,smooth,red,7.6,175\norange,dimpled,orange,8.2,200\n").unwrap();
     let e = ok(&["eval", s(&run), "--data", s(&new)]);
     assert!(e.contains("3 examples"), "{e}");
-    assert!(run.join("eval-new/report.json").is_file());
+    assert!(run.join("eval-file-new/report.json").is_file());
     let rows = root.join("rows.csv");
     std::fs::write(&rows, "weight_g,diameter_cm,colour,texture\n105,5.9,yellow,waxy\n200,8.2,orange,dimpled\n").unwrap();
     let preds = root.join("preds.csv");

@@ -32,7 +32,8 @@
 //! model are then read without a header too, by position.
 //!
 //! **Text columns.** The feature column is text (a text model reads it) when it is the only
-//! one and holds two words or more per row, or short phrases that nearly all differ; or when the
+//! one and holds two words or more per row over many distinct values (not a few repeated
+//! categories), or short phrases that nearly all differ; or when the
 //! other feature columns are row identifiers (`id`, `…_id`, all-different whole numbers), which
 //! are left out, and said. Free text beside real features is an error that asks for
 //! `text_column` or `features`: it is never one-hot encoded as categories.
@@ -165,10 +166,15 @@ fn parse_number(v: &str) -> Option<f64> {
 /// The CSV records of a file (lossy UTF-8), with their line numbers.
 fn csv_records(path: &Path, sep: u8) -> Result<(Vec<crate::data::CsvRecord>, bool), NnError> {
     let (text, lossy) = read_text(path)?;
+    Ok((csv_records_of(path, &text, sep)?, lossy))
+}
+
+/// The CSV records of text already read from `path` (which names it in errors).
+fn csv_records_of(path: &Path, text: &str, sep: u8) -> Result<Vec<crate::data::CsvRecord>, NnError> {
     let mut recs = crate::data::csv_from_bytes_with(text.as_bytes(), sep).map_err(|e| e.with_path(path))?;
     // A line of only spaces is as empty as an empty line (which the reader already skips).
     recs.retain(|r| !(r.fields.len() == 1 && r.fields[0].trim().is_empty()));
-    Ok((recs, lossy))
+    Ok(recs)
 }
 
 /// Whether the first record is a header: it names the target, or some column is numeric below
@@ -305,15 +311,18 @@ fn looks_like_text(vals: &[&str]) -> bool {
 }
 
 /// Whether the only feature column of a file is its text: [`looks_like_text`], or two words or
-/// more per value even when values repeat (short titles, a text classification file with
-/// duplicate texts): a text model reads the words, where one-hot categories of whole values
-/// could not tell anything about a combination not seen in training.
+/// more per value over more distinct values than categories have (more than 20, and more than
+/// a tenth of the rows: short titles, a text classification file with duplicate texts). A text
+/// model reads the words, where one-hot categories of whole values could tell nothing about a
+/// combination not seen in training; a few values that repeat ("New York", "San Diego") are
+/// categories.
 fn only_column_is_text(vals: &[&str]) -> bool {
     let present: Vec<&str> = vals.iter().copied().filter(|v| !is_missing(v)).collect();
     let n = present.len();
     let numeric = present.iter().filter(|v| parse_number(v).is_some()).count();
     let words: usize = present.iter().map(|v| v.split_whitespace().count()).sum();
-    looks_like_text(vals) || (n > 0 && numeric * 2 <= n && words >= 2 * n)
+    let distinct = present.iter().map(|v| v.trim()).collect::<std::collections::HashSet<_>>().len();
+    looks_like_text(vals) || (n > 0 && numeric * 2 <= n && words >= 2 * n && distinct > 20 && distinct * 10 > n)
 }
 
 /// Whether a column is a row identifier: named like one, or whole numbers / single words that
@@ -380,7 +389,13 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
     // (which carry nothing a model should learn). Feature columns named by the user are
     // features, not text.
     let text = match (&o.text_column, &o.features) {
-        (Some(t), _) => Some(t.clone()),
+        (Some(t), _) => {
+            let unused: Vec<String> = features.iter().filter(|n| *n != t).map(|n| quoted(n)).collect();
+            if !unused.is_empty() {
+                notes.push(format!("{}: a text model reads only the text column {}; {} not used", path.display(), quoted(t), unused.join(", ")));
+            }
+            Some(t.clone())
+        }
         (None, Some(_)) => None,
         (None, None) => {
             let texty: Vec<&String> = features.iter().filter(|n| looks_like_text(&sample(col(n)))).collect();
@@ -431,7 +446,13 @@ fn unique_names(names: &[String], path: &Path) -> Result<(), NnError> {
 
 /// Reads a CSV with a known layout. `labelled`: the target column must be present.
 fn read_csv(path: &Path, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
-    let (recs, lossy) = csv_records(path, lay.sep)?;
+    let (text, lossy) = read_text(path)?;
+    csv_of_text(path, &text, lossy, lay, labelled)
+}
+
+/// [`read_csv`] of text already read (standard input can be read only once).
+fn csv_of_text(path: &Path, text: &str, lossy: bool, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
+    let recs = csv_records_of(path, text, lay.sep)?;
     let (names, body): (Vec<String>, &[crate::data::CsvRecord]) = if lay.header {
         let Some(first) = recs.first() else { return Err(DataError::whole("is empty: no header row").with_path(path).into()) };
         (first.fields.iter().map(|f| f.trim().to_string()).collect(), &recs[1..])
@@ -457,7 +478,7 @@ fn read_csv(path: &Path, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnEr
     };
     unique_names(&names, path)?;
     let col = |n: &str| -> Result<usize, NnError> {
-        names.iter().position(|h| h == n).ok_or_else(|| DataError::new(Location::Line(1), format!("no column {n:?}; the columns are {}", short_list(&names))).with_path(path).into())
+        names.iter().position(|h| h == n).ok_or_else(|| DataError::new(Location::Line(1), format!("no column {n:?}; the columns are {}{}", short_list(&names), separator_hint(&names))).with_path(path).into())
     };
     let target = if labelled { Some(col(&lay.target)?) } else { names.iter().position(|h| *h == lay.target) };
     let text = lay.text.as_deref().map(col).transpose()?;
@@ -516,14 +537,25 @@ fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
     Ok(v)
 }
 
+/// Whether the first line of `path`, split by `sep`, has a field `name`.
+fn first_line_names(text: &str, sep: u8, name: &str) -> bool {
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    first.split(sep as char).any(|f| f.trim().trim_matches('"') == name)
+}
+
 /// One text per non-blank line, unlabelled (`chi predict` on a plain text file).
 fn read_text_lines(path: &Path) -> Result<RawSet, NnError> {
     let (text, lossy) = read_text(path)?;
+    Ok(text_lines_of(path, &text, lossy))
+}
+
+/// [`read_text_lines`] of text already read.
+fn text_lines_of(path: &Path, text: &str, lossy: bool) -> RawSet {
     let mut out = RawSet { path: path.to_path_buf(), lossy: lossy as usize, ..Default::default() };
     for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         out.examples.push(RawExample { origin: format!("{}:{}", path.display(), i + 1), line: i + 1, input: RawInput::Text(l.to_string()), label: None });
     }
-    Ok(out)
+    out
 }
 
 /// How a CSV is read by a text model that was trained on a folder (which names no columns):
@@ -565,10 +597,11 @@ fn text_csv_layout(path: &Path, fmt: Format, labelled: bool, classes: &[String])
 
 /// Unlabelled token lines whose first field is, on every line, one of the model's classes were
 /// written with their labels (the training format): the labels are taken off, not read as
-/// tokens. A single line is left as it is (its first token may be a class name by chance).
+/// tokens. A single line, or a line of one token, leaves the input as it is (a first token may
+/// be a class name by chance).
 fn strip_class_fields(raw: &mut RawSet, classes: &[String]) {
     let labelled = raw.examples.len() >= 2
-        && raw.examples.iter().all(|e| matches!(&e.input, RawInput::Tokens(t) if t.first().is_some_and(|f| classes.iter().any(|c| c == f))));
+        && raw.examples.iter().all(|e| matches!(&e.input, RawInput::Tokens(t) if t.len() >= 2 && classes.iter().any(|c| *c == t[0])));
     if labelled {
         for e in &mut raw.examples {
             if let RawInput::Tokens(t) = &mut e.input {
@@ -1130,6 +1163,10 @@ impl DataSchema {
                     let l = e.label.as_deref().unwrap_or("");
                     let key = class_key(l);
                     v.push(index.get(key.as_str()).copied().or_else(|| by_value(&key)).ok_or_else(|| {
+                        let same: Vec<String> = parse_number(&key).map_or_else(Vec::new, |x| self.classes.iter().filter(|c| parse_number(c) == Some(x)).cloned().collect());
+                        if same.len() > 1 {
+                            return NnError::invalid(&e.origin, "label", quoted(l), format!("has the value of the classes {}, which training kept apart as written: spell it as one of them", short_list(&same)));
+                        }
                         NnError::invalid(&e.origin, "label", quoted(l), format!("was not seen in training (the classes are {})", short_list(&self.classes)))
                     })?);
                 }
@@ -1147,19 +1184,28 @@ impl DataSchema {
         match (self.format, &self.encoder) {
             (Format::Csv | Format::Tsv, Encoder::Text { text_column, .. }) if !path.is_dir() => {
                 let Some(tc) = text_column.clone() else { return read_lines(path, false) };
-                if matches!(Format::infer(path), Ok(Format::Lines)) {
-                    if labelled {
-                        return Err(DataError::whole(format!(
-                            "holds no labels: a plain text file is one text per line; evaluate on a CSV with the columns {} and {}",
-                            quoted(&tc),
-                            quoted(self.target.as_deref().unwrap_or("label"))
-                        ))
-                        .with_path(path)
-                        .into());
+                let lay = schema_layout(self, sep, Some(tc.clone()), Vec::new());
+                match Format::infer(path) {
+                    Ok(Format::Lines) if labelled => Err(DataError::whole(format!(
+                        "holds no labels: a plain text file is one text per line; evaluate on a CSV with the columns {} and {}",
+                        quoted(&tc),
+                        quoted(self.target.as_deref().unwrap_or("label"))
+                    ))
+                    .with_path(path)
+                    .into()),
+                    Ok(Format::Lines) => read_text_lines(path),
+                    Ok(_) => read_csv(path, &lay, labelled),
+                    // A name that says nothing (standard input, no extension), read once: CSV
+                    // when its first line names the text column, else one text per line.
+                    Err(_) => {
+                        let (text, lossy) = read_text(path)?;
+                        if labelled || first_line_names(&text, sep, &tc) {
+                            csv_of_text(path, &text, lossy, &lay, labelled)
+                        } else {
+                            Ok(text_lines_of(path, &text, lossy))
+                        }
                     }
-                    return read_text_lines(path);
                 }
-                read_csv(path, &schema_layout(self, sep, Some(tc), Vec::new()), labelled)
             }
             (Format::Csv | Format::Tsv, Encoder::Tabular { columns }) => {
                 read_csv(path, &schema_layout(self, sep, None, columns.iter().map(|c| c.name().to_string()).collect()), labelled)
@@ -1328,6 +1374,29 @@ fn quoted(s: &str) -> String {
 }
 
 // ------------------------------------------------------------------------------- load
+
+/// The kind of input the file dataset of `cfg.path` holds, as [`load`] would decide it (text
+/// for a folder, token lines or a CSV whose text column is found), without encoding it: what a
+/// caller needs to choose a model before loading.
+pub fn input_kind(cfg: &DataConfig) -> Result<DataKind, NnError> {
+    let Some(path) = cfg.path.as_deref() else {
+        return Err(NnError::invalid("data", "path", "none", "a file dataset needs a path (--data FILE or [data] path)"));
+    };
+    let path = Path::new(path);
+    if !path.exists() {
+        return Err(DataError::whole("no such file or directory").with_path(path).into());
+    }
+    let format = match FileOptions::from_config(cfg)?.format {
+        Some(f) => f,
+        None => Format::infer(path)?,
+    };
+    Ok(match format {
+        Format::Folder | Format::Lines => DataKind::Text,
+        Format::Csv | Format::Tsv if csv_layout(path, format, cfg)?.text.is_some() => DataKind::Text,
+        Format::Csv | Format::Tsv => DataKind::Tabular,
+        Format::Npy | Format::Idx => DataKind::Images,
+    })
+}
 
 /// Loads the file dataset of `cfg.path` (see the module docs). `rng` seeds the split.
 pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnError> {

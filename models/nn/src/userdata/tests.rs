@@ -429,6 +429,18 @@ fn a_text_column_beside_an_identifier_is_read_as_text_and_said() {
     }
     let l = load_cfg(&cfg(&d.write("titles.csv", s.as_bytes()))).unwrap();
     assert_eq!(l.schema.kind, DataKind::Text);
+    // A few multi-word values repeated over many rows, alone: categories, not text.
+    let mut s = String::from("city,label\n");
+    for i in 0..300 {
+        s.push_str(&format!("{},{}\n", ["New York", "San Diego", "Los Angeles", "Las Vegas", "El Paso"][i % 5], i % 5 % 2));
+    }
+    let l = load_cfg(&cfg(&d.write("cities.csv", s.as_bytes()))).unwrap();
+    assert_eq!(l.schema.kind, DataKind::Tabular);
+    // --text-column leaves the other columns out, and says so.
+    let mut c = cfg(&d.write("ids.csv", reviews(true).as_bytes()));
+    c.text_column = Some("review".into());
+    let l = load_cfg(&c).unwrap();
+    assert!(l.warnings.iter().any(|w| w.contains("reads only the text column \"review\"; \"id\" not used")), "{:?}", l.warnings);
     // Repeated multi-word values are categories.
     let mut s = String::from("job,years,label\n");
     for i in 0..60 {
@@ -489,6 +501,8 @@ fn labels_keep_their_spelling_and_new_spellings_match_by_value() {
     let (split, _) = l.schema.encode_labelled(&d.write("e.csv", b"x,code\n1,1.0\n2,02\n"), None).unwrap();
     assert_eq!((split.targets.class(0), split.targets.class(1)), (0, 1));
     let e = l.schema.encode_labelled(&d.write("f.csv", b"x,code\n1,7.00\n"), None).unwrap_err().to_string();
+    assert!(e.contains("has the value of the classes 7, 7.0"), "{e}");
+    let e = l.schema.encode_labelled(&d.write("g.csv", b"x,code\n1,8\n"), None).unwrap_err().to_string();
     assert!(e.contains("was not seen in training"), "{e}");
 }
 
@@ -553,6 +567,13 @@ fn a_folder_model_reads_csv_and_text_inputs_by_their_format() {
     let txt = d.write("t.txt", b"excellent\nterrible\n");
     assert!(l.schema.encode_labelled(&txt, None).unwrap_err().to_string().contains("holds no labels"));
     assert_eq!(l.schema.encode_unlabelled(&txt).unwrap().1.len(), 2);
+    // A model trained on a text CSV: a file whose name says nothing is a CSV when its first line
+    // names the text column, else one text per line.
+    let t = load_cfg(&cfg(&d.write("rv.csv", reviews(false).as_bytes()))).unwrap();
+    let as_csv = d.write("input", b"review,label\n\"it was excellent\",good\n");
+    assert_eq!(t.schema.encode_unlabelled(&as_csv).unwrap().1, [format!("{}:2", as_csv.display())]);
+    let as_lines = d.write("input2", b"it was excellent\nit was terrible\n");
+    assert_eq!(t.schema.encode_unlabelled(&as_lines).unwrap().1.len(), 2);
 }
 
 #[test]
@@ -569,4 +590,9 @@ fn token_lines_given_with_their_labels_are_read_without_them() {
     let (b, _, _) = l.schema.encode_unlabelled(&without).unwrap();
     assert_eq!(format!("{a:?}"), format!("{b:?}"));
     assert!(notes.iter().any(|n| n.contains("class name")), "{notes:?}");
+    // Lines of one token are texts, even when that token is a class name.
+    let (c, _, notes) = l.schema.encode_unlabelled(&d.write("one.txt", b"pos\nneg\n")).unwrap();
+    assert!(notes.is_empty(), "{notes:?}");
+    let Inputs::Tokens { seqs, .. } = c else { panic!() };
+    assert_eq!(seqs.iter().map(Vec::len).collect::<Vec<_>>(), [1, 1]);
 }
