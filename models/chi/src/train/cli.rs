@@ -520,11 +520,12 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
             let schema = t.schema.as_ref().ok_or_else(|| {
                 format!("the model was trained on the built-in dataset {:?}; --data needs a model trained on files (chi train --data PATH)", t.cfg.dataset)
             })?;
-            let (split, w) = schema.encode_labelled(d, args.target.as_deref()).map_err(String::from)?;
+            let (input, stdin) = input_path(d)?;
+            let (split, w) = schema.encode_labelled(&input, args.target.as_deref()).map_err(String::from)?;
             // `file-` keeps a file's report apart from a split's (`--data DIR/test.csv` would
             // otherwise write into the `--split test` report's directory).
-            let stem = d.file_stem().map_or("data".into(), |s| s.to_string_lossy().to_string());
-            (split, format!("file {}", d.display()), (w, format!("file-{stem}")))
+            let stem = if stdin { "stdin".into() } else { d.file_stem().map_or("data".into(), |s| s.to_string_lossy().to_string()) };
+            (split, if stdin { "standard input".into() } else { format!("file {}", d.display()) }, (w, format!("file-{stem}")))
         }
         None => {
             let s = match args.split.as_str() {

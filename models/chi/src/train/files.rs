@@ -6,7 +6,7 @@
 use chi_autodiff::Rng;
 use chi_nn::data;
 use chi_nn::dataset::{DataConfig, Dataset, Task};
-use chi_nn::userdata::{self, Column, DataSchema, Encoder, Format};
+use chi_nn::userdata::{self, clipped, short_list, Column, DataSchema, Encoder, Format};
 use serde::{Deserialize, Serialize};
 
 /// Fashion-MNIST's ten classes, in label order.
@@ -61,36 +61,6 @@ pub fn build_mnist(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
 }
 
 // ------------------------------------------------------------------------------- data summary
-
-/// Most names a data summary lists whole; longer lists show their first [`LIST_HEAD`] names and
-/// the count.
-const LIST_WHOLE: usize = 12;
-const LIST_HEAD: usize = 10;
-/// Longest name written whole in a summary; longer ones are cut to [`NAME_KEEP`] characters.
-const NAME_AT: usize = 80;
-const NAME_KEEP: usize = 60;
-
-/// `s` as written in a summary: whole, or its start and its length (column names and class
-/// labels come from the user's files and may be megabytes long).
-fn clipped(s: &str) -> String {
-    let n = s.chars().count();
-    if n > NAME_AT {
-        format!("{}… ({n} characters)", s.chars().take(NAME_KEEP).collect::<String>())
-    } else {
-        s.to_string()
-    }
-}
-
-/// A comma-separated list of names: each longer than 80 characters cut to its start and
-/// length, and after the first 10 names when there are more than 12.
-pub fn short_list(names: &[String]) -> String {
-    let join = |v: &[String]| v.iter().map(|s| clipped(s)).collect::<Vec<_>>().join(", ");
-    if names.len() <= LIST_WHOLE {
-        join(names)
-    } else {
-        format!("{}, … ({} in all)", join(&names[..LIST_HEAD]), names.len())
-    }
-}
 
 /// One line that says what a run on the user's data learns: the target (or where the labels
 /// come from) and the task with its classes, then the inputs — the feature columns (tabular),

@@ -5,27 +5,29 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn chi_bin() -> PathBuf {
+/// The `chi` binary under test: `CHI_BIN` if set (to run these tests against another build),
+/// else the one cargo built.
+pub(crate) fn chi_bin() -> PathBuf {
     std::env::var_os("CHI_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_chi")), PathBuf::from)
 }
 
-fn chi(args: &[&str]) -> Output {
+pub(crate) fn chi(args: &[&str]) -> Output {
     Command::new(chi_bin()).args(args).env_remove("CHI_MAX_TENSOR_ELEMENTS").output().unwrap_or_else(|e| panic!("cannot run chi {args:?}: {e}"))
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 #[track_caller]
-fn ok(args: &[&str]) -> String {
+pub(crate) fn ok(args: &[&str]) -> String {
     let o = chi(args);
     assert!(o.status.success(), "chi {args:?} failed ({}):\n{}", o.status, text(&o));
     text(&o)
 }
 
 #[track_caller]
-fn fails_with(args: &[&str], needles: &[&str]) -> String {
+pub(crate) fn fails_with(args: &[&str], needles: &[&str]) -> String {
     let o = chi(args);
     let t = text(&o);
     assert!(matches!(o.status.code(), Some(1 | 2)), "chi {args:?} should fail with exit status 1 or 2, got {}:\n{t}", o.status);
@@ -43,7 +45,7 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
-fn s(p: &Path) -> &str {
+pub(crate) fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 

@@ -8,15 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// The `chi` binary under test: `CHI_BIN` if set (to run these tests against another build),
-/// else the one cargo built.
-fn chi_bin() -> PathBuf {
-    std::env::var_os("CHI_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_chi")), PathBuf::from)
-}
-
-fn chi(args: &[&str]) -> Output {
-    Command::new(chi_bin()).args(args).env_remove("CHI_MAX_TENSOR_ELEMENTS").output().unwrap_or_else(|e| panic!("cannot run chi {args:?}: {e}"))
-}
+use super::user_data::{chi_bin, fails_with, ok, s, text};
 
 /// `chi ARGS` with `input` on its standard input.
 fn chi_stdin(args: &[&str], input: &str) -> Output {
@@ -25,38 +17,11 @@ fn chi_stdin(args: &[&str], input: &str) -> Output {
     c.wait_with_output().unwrap()
 }
 
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-#[track_caller]
-fn ok(args: &[&str]) -> String {
-    let o = chi(args);
-    assert!(o.status.success(), "chi {args:?} failed ({}):\n{}", o.status, text(&o));
-    text(&o)
-}
-
-#[track_caller]
-fn fails_with(args: &[&str], needles: &[&str]) -> String {
-    let o = chi(args);
-    let t = text(&o);
-    assert!(matches!(o.status.code(), Some(1 | 2)), "chi {args:?} should fail with exit status 1 or 2, got {}:\n{t}", o.status);
-    assert!(!t.contains("panicked"), "chi {args:?} panicked:\n{t}");
-    for n in needles {
-        assert!(t.contains(n), "chi {args:?}: message lacks {n:?}:\n{t}");
-    }
-    t
-}
-
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("chi-userruns-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// A number after `key ` in chi's `key value, …` output.
@@ -328,6 +293,11 @@ fn stdin_duplicate_features_and_the_saliency_model_list() {
     assert!(got.lines().nth(1).unwrap().starts_with("stdin:2,"), "{got}");
     let probabilities = |t: &str| t.lines().skip(1).map(|l| l.split_once(',').unwrap().1.to_string()).collect::<Vec<_>>();
     assert_eq!(probabilities(&got), probabilities(&want));
+    // eval reads labelled rows from standard input too, and names it so.
+    let o = chi_stdin(&["eval", s(&run), "--data", "-"], "a,b,label\n0.1,0.5,red\n2.2,0.5,blue\n");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("(standard input)") && text(&o).contains("2 examples"), "{}", text(&o));
+    assert!(run.join("eval-file-stdin/report.json").is_file());
 
     let reviews = root.join("reviews.csv");
     keyword_csv(&reviews, 60, 2);

@@ -284,15 +284,26 @@ struct CsvLayout {
 
 /// The layout new files are read with: the schema's columns, the header as training had it.
 fn schema_layout(schema: &DataSchema, sep: u8, text: Option<String>, features: Vec<String>) -> CsvLayout {
+    let headerless = schema.headerless_columns.clone().or_else(|| generated_names(schema, text.as_deref(), &features));
     CsvLayout {
         sep,
-        header: schema.headerless_columns.is_none(),
-        names: schema.headerless_columns.clone().unwrap_or_default(),
+        header: headerless.is_none(),
+        names: headerless.unwrap_or_default(),
         target: schema.target.clone().unwrap_or_default(),
         text,
         features,
         notes: Vec::new(),
     }
+}
+
+/// The columns of a schema saved before schemas recorded a missing header: when the target
+/// and every input column are the names given to a file without a header (`column1`, …,
+/// `columnN`, each once, with none left out), the file had none, and these are its columns.
+fn generated_names(schema: &DataSchema, text: Option<&str>, features: &[String]) -> Option<Vec<String>> {
+    let used: Vec<&str> = schema.target.as_deref().into_iter().chain(text).chain(features.iter().map(String::as_str)).collect();
+    let mut numbers: Vec<usize> = used.iter().map(|n| n.strip_prefix("column")?.parse::<usize>().ok().filter(|&k| k >= 1 && n[6..] == k.to_string())).collect::<Option<_>>()?;
+    numbers.sort_unstable();
+    (numbers.iter().copied().eq(1..=used.len())).then(|| (1..=used.len()).map(|k| format!("column{k}")).collect())
 }
 
 /// Whether the values of a column read as free text rather than as categories: mostly not
@@ -325,11 +336,16 @@ fn only_column_is_text(vals: &[&str]) -> bool {
     looks_like_text(vals) || (n > 0 && numeric * 2 <= n && words >= 2 * n && distinct > 20 && distinct * 10 > n)
 }
 
+/// Whether a column's name says it identifies rows (`id`, `…_id`, `index`, pandas' `Unnamed: 0`).
+fn named_like_id(name: &str) -> bool {
+    let n = name.trim().to_ascii_lowercase();
+    matches!(n.as_str(), "" | "id" | "#" | "no" | "index" | "idx" | "key" | "row" | "uid" | "uuid") || n.ends_with("_id") || n.ends_with(" id") || n.starts_with("unnamed")
+}
+
 /// Whether a column is a row identifier: named like one, or whole numbers / single words that
 /// are all different.
 fn looks_like_id(name: &str, vals: &[&str]) -> bool {
-    let n = name.trim().to_ascii_lowercase();
-    if matches!(n.as_str(), "" | "id" | "#" | "no" | "index" | "idx" | "key" | "row" | "uid" | "uuid") || n.ends_with("_id") || n.ends_with(" id") || n.starts_with("unnamed") {
+    if named_like_id(name) {
         return true;
     }
     let distinct = vals.iter().map(|v| v.trim()).collect::<std::collections::HashSet<_>>().len();
@@ -428,6 +444,14 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
     }
     if text.is_none() && features.is_empty() {
         return Err(DataError::new(Location::Line(1), format!("no feature columns besides the target{}", separator_hint(&names))).with_path(path).into());
+    }
+    if text.is_none() && o.features.is_none() && features.iter().all(|n| named_like_id(n)) {
+        return Err(DataError::new(
+            Location::Line(1),
+            format!("the only feature columns, {}, are row identifiers: there is nothing to learn from (name the columns to use with --features)", features.iter().map(|n| quoted(n)).collect::<Vec<_>>().join(", ")),
+        )
+        .with_path(path)
+        .into());
     }
     Ok(CsvLayout { sep: fmt.separator(), header, names: names.clone(), target: names[target].clone(), text, features, notes })
 }
@@ -811,19 +835,25 @@ fn class_key(l: &str) -> String {
     l.trim().to_string()
 }
 
-/// Classes that are one number spelled differently (`7`, `07`, `7.0`), as one line per number:
-/// they stay separate classes, which the user should know.
+/// Classes that are one number spelled differently (`7`, `07`, `7.0`) or one word in other
+/// letter case (`TRUE`, `true`), as one line each: they stay separate classes, which the user
+/// should know.
 fn same_number_classes(classes: &[String]) -> Vec<String> {
     let mut by_value: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for c in classes {
-        if let Some(v) = parse_number(c) {
-            by_value.entry(fmt_number(v)).or_default().push(c);
-        }
+        let key = match parse_number(c) {
+            Some(v) => format!("number {}", fmt_number(v)),
+            None => format!("word {}", c.to_lowercase()),
+        };
+        by_value.entry(key).or_default().push(c);
     }
     by_value
-        .into_values()
-        .filter(|v| v.len() > 1)
-        .map(|v| format!("classes {} are the same number written differently; labels are compared as text, so they are separate classes", v.iter().map(|c| quoted(c)).collect::<Vec<_>>().join(", ")))
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(k, v)| {
+            let what = if k.starts_with("number") { "the same number written differently" } else { "the same word in other letter case" };
+            format!("classes {} are {what}; labels are compared as text, so they are separate classes", v.iter().map(|c| quoted(c)).collect::<Vec<_>>().join(", "))
+        })
         .collect()
 }
 
@@ -1343,7 +1373,9 @@ impl DataSchema {
     }
 }
 
-fn short_list(v: &[String]) -> String {
+/// A comma-separated list of names for a message: each too long to write whole cut as
+/// [`clipped`] cuts it, and only the first ten of more than twelve, with the count.
+pub fn short_list(v: &[String]) -> String {
     let names = |v: &[String]| v.iter().map(|s| clipped(s)).collect::<Vec<_>>().join(", ");
     if v.len() <= 12 {
         names(v)
@@ -1363,8 +1395,9 @@ fn cut(s: &str) -> Option<(String, usize)> {
     (n > CLIP_AT).then(|| (s.chars().take(CLIP_KEEP).collect(), n))
 }
 
-/// `s` as written in a message: whole, or its start and length ([`cut`]).
-fn clipped(s: &str) -> String {
+/// `s` as written in a message: whole, or its start and length ([`cut`]). Names and values come
+/// from the user's files and may be megabytes long.
+pub fn clipped(s: &str) -> String {
     cut(s).map_or_else(|| s.to_string(), |(head, n)| format!("{head}… ({n} characters)"))
 }
 

@@ -470,7 +470,12 @@ fn a_headerless_file_is_read_without_a_header_at_evaluation_and_prediction() {
     let bad = d.write("bad.csv", b"1,2,3,4\n");
     let e = l.schema.encode_unlabelled(&bad).unwrap_err().to_string();
     assert!(e.contains("without a header row of 3 columns"), "{e}");
-    // A saved schema keeps it (and one saved without the field reads as having a header).
+    // A schema saved before the field existed: the generated names say the file had no header.
+    let mut old = l.schema.clone();
+    old.headerless_columns = None;
+    assert_eq!(old.encode_unlabelled(&q).unwrap().1.len(), 2);
+    assert_eq!(old.encode_labelled(&p, None).unwrap().0.len(), 40);
+    // A saved schema keeps it.
     let json = serde_json::to_string(&l.schema).unwrap();
     assert_eq!(serde_json::from_str::<DataSchema>(&json).unwrap(), l.schema);
 }
@@ -487,6 +492,16 @@ fn labels_keep_their_spelling_and_new_spellings_match_by_value() {
     let l = load_cfg(&c).unwrap();
     assert_eq!(l.schema.classes, ["01", "02", "7", "7.0"]);
     assert!(l.warnings.iter().any(|w| w.contains("\"7\", \"7.0\"") && w.contains("separate classes")), "{:?}", l.warnings);
+    // One word in other letter case: separate classes, said.
+    let mut s = String::from("x,flag\n");
+    for i in 0..30 {
+        s.push_str(&format!("{i},{}\n", ["TRUE", "true", "false"][i % 3]));
+    }
+    let mut b = cfg(&d.write("flags.csv", s.as_bytes()));
+    b.target = Some("flag".into());
+    let flags = load_cfg(&b).unwrap();
+    assert_eq!(flags.schema.classes, ["TRUE", "false", "true"]);
+    assert!(flags.warnings.iter().any(|w| w.contains("\"TRUE\", \"true\" are the same word in other letter case")), "{:?}", flags.warnings);
     // Numbers mixed with other labels sort by value, then the rest as text.
     let mut s = String::from("x,code\n");
     for (i, l) in ["2", "10", "1a", "b", "2", "10", "1a", "b"].iter().enumerate() {
@@ -539,10 +554,18 @@ fn empty_columns_dialects_and_missing_categories_are_handled_and_said() {
     }
     let l = load_cfg(&cfg(&d.write("cat.csv", s.as_bytes()))).unwrap();
     assert!(l.warnings.iter().any(|w| w.contains("missing categorical values encoded as the <missing> category")), "{:?}", l.warnings);
+    // Identifiers alone (the text column empty in every row, so left out) are nothing to learn.
+    let mut s = String::from("id,review,label\n");
+    for i in 0..30 {
+        s.push_str(&format!("{i},,{}\n", i % 2));
+    }
+    let e = load_cfg(&cfg(&d.write("empty_text.csv", s.as_bytes()))).unwrap_err().to_string();
+    assert!(e.contains("are row identifiers"), "{e}");
     // A feature named twice is an error.
-    let mut c = cfg(&d.write("cat2.csv", s.as_bytes()));
+    let mut c = cfg(&d.0.join("cat.csv"));
     c.features = Some(vec!["n".into(), "n".into()]);
-    assert!(load_cfg(&c).unwrap_err().to_string().contains("named twice"));
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("named twice"), "{e}");
 }
 
 #[test]
