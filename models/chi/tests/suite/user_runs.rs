@@ -3,11 +3,11 @@
 //! each other, the CA-RNN's default optimiser on a simple text task, standard input, and the
 //! messages for a repeated feature column or a model without saliency.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use super::reliability::snapshot;
 use super::user_data::{chi_bin, fails_with, ok, s, text};
 
 /// `chi ARGS` with `input` on its standard input.
@@ -28,23 +28,6 @@ fn tmp(name: &str) -> PathBuf {
 fn metric(t: &str, key: &str) -> f64 {
     let at = t.find(&format!("{key} ")).unwrap_or_else(|| panic!("no {key} in:\n{t}"));
     t[at + key.len() + 1..].split(|c: char| c == ',' || c.is_whitespace()).next().unwrap().parse().unwrap()
-}
-
-/// Every file under `dir` (but the lock file) and its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut m = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if e.file_name() != ".chi.lock" {
-                m.insert(p.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    m
 }
 
 /// A small deterministic generator (64-bit LCG) for test data.

@@ -1395,8 +1395,8 @@ fn cut(s: &str) -> Option<(String, usize)> {
     (n > CLIP_AT).then(|| (s.chars().take(CLIP_KEEP).collect(), n))
 }
 
-/// `s` as written in a message: whole, or its start and length ([`cut`]). Names and values come
-/// from the user's files and may be megabytes long.
+/// `s` as written in a message: whole, or, when longer than 80 characters, its first 60 and its
+/// length. Names and values come from the user's files and may be megabytes long.
 pub fn clipped(s: &str) -> String {
     cut(s).map_or_else(|| s.to_string(), |(head, n)| format!("{head}… ({n} characters)"))
 }
