@@ -33,7 +33,7 @@
 //! (small n, or the narrowed panels of a small m) and A's rows are contiguous: the tiles then read
 //! A in place (`DIRECT_A_MAX_PANELS` in `driver.rs`), and the L2 column below does not apply.
 //!
-//! # The two machines
+//! # The machines
 //!
 //! Cache sizes per core, from `lscpu` / `lscpu -C` on each:
 //!
@@ -42,6 +42,9 @@
 //! * **Zen 5** (AMD EPYC family 26, AVX-512F/DQ/BW/VL): L1d 48 KiB (12-way, 64 sets of 64-byte
 //!   lines, so 4 KiB per way), L2 1 MiB, L3 32 MiB shared. `Kernel::select` picks the AVX-512
 //!   kernels there; the AVX2 ones run only when forced (`KernelChoice::Avx2`, tests).
+//! * **Intel Xeon** (family 6 model 207, KVM guest, AVX-512F/DQ/BW/VL and more): L1d 48 KiB, L2
+//!   2 MiB, L3 260 MiB shared. The AVX-512 kernels run there, with the same footprints in L1 as
+//!   on Zen 5 and half the share of L2.
 //!
 //! # Footprints (KC = 256 for every kernel; KiB = 1024 bytes)
 //!
@@ -161,6 +164,37 @@
 //!   n = 1024 and trails it by 7–14 points at 2048, which fits some cost from the overflow at
 //!   large sizes but does not isolate it: no KC sweep was run for f64 (KC = 128 would make
 //!   B̃ + Ã = 28 KiB fit) and cache misses could not be counted.
+//! * **Intel Xeon, AVX-512 f32 and f64, 2026-11-27** (the machine above; 2 vCPUs, nothing else
+//!   running, but the speed of both libraries moved by ±15 % from minute to minute: the FMA ceiling
+//!   stayed at 171–173 GFLOPS f32 while one blocking's sgemm at n = 512 ran at 108–145). A sweep
+//!   of 8 blockings per type, 3 rounds in shuffled order, `CHI_GEMM_BLOCKING=MC,KC,NC
+//!   target/release/chi --threads 1 bench gemm --dtype f32|f64 --sizes 256,512,1024,2048 --reps 5
+//!   --json`). Median ratio chi / matrixmultiply over the 12 (size, round) cells, with its range:
+//!
+//!   | sgemm MC, KC (NC 4096) | ratio | | dgemm MC, KC (NC 2048) | ratio |
+//!   |---|---|---|---|---|
+//!   | **144, 256** | 1.08 (0.92–1.40) | | **96, 256** | 1.25 (0.89–1.40) |
+//!   | 144, 128 | 1.02 (0.85–1.19) | | 96, 128 | 1.33 (1.14–1.54) |
+//!   | 144, 192 | 1.10 (0.85–1.40) | | 96, 192 | 1.28 (1.07–1.44) |
+//!   | 144, 320 | 1.14 (0.92–1.42) | | 48, 128 | 1.36 (1.06–1.50) |
+//!   | 96, 256 | 1.09 (0.89–1.42) | | 144, 128 | 1.28 (1.10–1.69) |
+//!   | 288, 192 | 1.15 (0.94–1.34) | | 192, 128 | 1.18 (1.05–1.41) |
+//!   | 288, 256 | 1.13 (0.89–1.40) | | 192, 192 | 1.19 (1.09–1.51) |
+//!   | 576, 256 | 1.12 (0.90–1.27) | | 384, 128 | 1.28 (1.02–1.60) |
+//!
+//!   Every range overlaps every other: no blocking is distinguishable from the current one at
+//!   this noise, so the constants stay. (KC = 128 would make the f64 B̃ + Ã fit in 48 KiB; the
+//!   `--anatomy` tile-in-L1 figure for KC = 256 read 76–82 % in one minute and 94–95 % in the
+//!   next, KC = 128 90–96 %, so no overflow cost was isolated here either.)
+//!
+//!   What did show at this noise was not blocking but the memory-side code. Two changes, each
+//!   timed against the binary before it in alternating runs (`--threads 1 bench gemm`, medians):
+//!   (1) the AVX-512 tiles read a small row-major A in place, as the AVX2 ones did (driver's
+//!   `DIRECT_A_MAX_PANELS`): sgemm at n = 32…256 from 0.58–1.14× to 1.12–1.39× matrixmultiply
+//!   (5 runs); (2) a row-major A is packed into 12-row panels by the AVX2 6-row transposes
+//!   (twice per panel) instead of element by element: sgemm at n = 288 / 320 / 384 / 512 from
+//!   105 / 103 / 111 / 108 to 117 / 121 / 121 / 117 GFLOPS, 64–66 % to 69–73 % of the ceiling
+//!   (6 runs; dgemm 53–56 to 54–60 GFLOPS).
 //! * The AVX2 kernels on Zen 5 and the portable kernel were not timed against these constants.
 
 /// Blocking parameters of one microkernel (in elements). See the module docs for the loops they

@@ -221,18 +221,25 @@ fn pack_panels<T: Real, const R: usize>(
                 let s = unsafe { &*(src.add(base + kk * sk) as *const [T; R]) };
                 o.copy_from_slice(s);
             }
-        } else if rows == R && sk == 1 && avx2 && R == 6 && (is_f32::<T>() || is_f64::<T>()) {
-            // Row-major A into 6-row panels: 8 (f32) or 4 (f64) columns of the 6 rows per step,
-            // transposed in registers.
-            // SAFETY: the 6 source rows rb .. rb + 5 ≤ r0 + rlen − 1 each have klen elements from
-            // column k0 (sk = 1), all with index ≤ `last` < data.len() (asserted); `out` holds
-            // 6·klen elements; AVX2 is available (the caller's `avx2`).
+        } else if rows == R && sk == 1 && avx2 && (R == 6 || R == 12) && (is_f32::<T>() || is_f64::<T>()) {
+            // Row-major A into 6-row panels (AVX2 kernels) or 12-row panels (AVX-512 kernels, as
+            // two groups of 6 rows): 8 (f32) or 4 (f64) columns of 6 rows per step, transposed in
+            // registers. (The 12-row panels packed element by element cost the AVX-512 sgemm ~10 %
+            // at n = 288–512: measurements in `blocking.rs`.)
             #[cfg(target_arch = "x86_64")]
-            unsafe {
-                if is_f32::<T>() {
-                    x86::pack6_rows_f32(src.add(base).cast(), sr, klen, out.as_mut_ptr().cast())
-                } else {
-                    x86::pack6_rows_f64(src.add(base).cast(), sr, klen, out.as_mut_ptr().cast())
+            for h in 0..R / 6 {
+                // SAFETY: the 6 source rows rb + 6h .. rb + 6h + 5 ≤ r0 + rlen − 1 (rows == R) each
+                // have klen elements from column k0 (sk = 1), all with index ≤ `last` < data.len()
+                // (asserted); rows 6h .. 6h + 5 of every R-element group of `out` (R·klen
+                // elements) are inside it; AVX2 is available (the caller's `avx2`).
+                unsafe {
+                    let (src, out) = (src.add(base + 6 * h * sr), out.as_mut_ptr().add(6 * h));
+                    match (R, is_f32::<T>()) {
+                        (6, true) => x86::pack6_rows_f32::<6>(src.cast(), sr, klen, out.cast()),
+                        (6, false) => x86::pack6_rows_f64::<6>(src.cast(), sr, klen, out.cast()),
+                        (_, true) => x86::pack6_rows_f32::<12>(src.cast(), sr, klen, out.cast()),
+                        (_, false) => x86::pack6_rows_f64::<12>(src.cast(), sr, klen, out.cast()),
+                    }
                 }
             }
         } else if rows == R && sk == 1 {
@@ -272,20 +279,21 @@ fn pack_panels<T: Real, const R: usize>(
     }
 }
 
-/// AVX2 transposes for packing a row-major A into 6-row micro-panels.
+/// AVX2 transposes for packing a row-major A into micro-panels, 6 rows at a time.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    /// `out[t·6 + i] = src[i·sr + t]` for `i < 6`, `t < klen`.
+    /// `out[t·OS + i] = src[i·sr + t]` for `i < 6`, `t < klen` (`OS` = 6 fills a 6-row panel,
+    /// 12 one half of a 12-row panel).
     ///
     /// # Safety
-    /// The CPU supports AVX2; `src + i·sr + t` is readable for `i < 6`, `t < klen`; `out` is
-    /// writable for `6·klen` elements.
+    /// The CPU supports AVX2; `src + i·sr + t` is readable for `i < 6`, `t < klen`; `out + t·OS + i`
+    /// is writable for `i < 6`, `t < klen`.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn pack6_rows_f32(src: *const f32, sr: usize, klen: usize, out: *mut f32) {
+    pub(super) unsafe fn pack6_rows_f32<const OS: usize>(src: *const f32, sr: usize, klen: usize, out: *mut f32) {
         // SAFETY (whole body): every read is src + i·sr + t with i < 6, t < klen, and every
-        // write is below out + 6·klen (contract).
+        // write is out + t·OS + i with i < 6, t < klen (contract).
         unsafe {
             let r: [*const f32; 6] = std::array::from_fn(|i| src.add(i * sr));
             let mut t = 0;
@@ -313,31 +321,31 @@ mod x86 {
                     _mm256_extracti128_si256::<1>(lo45),
                     _mm256_extracti128_si256::<1>(hi45),
                 ];
-                let o = out.add(6 * t);
+                let o = out.add(OS * t);
                 for c in 0..8 {
                     let rows03 = if c < 4 { _mm256_castps256_ps128(q[c]) } else { _mm256_extractf128_ps::<1>(q[c - 4]) };
-                    _mm_storeu_ps(o.add(6 * c), rows03);
+                    _mm_storeu_ps(o.add(OS * c), rows03);
                     let pair = p45[(c / 4) * 2 + (c % 4) / 2];
                     let pair = if c % 2 == 0 { pair } else { _mm_unpackhi_epi64(pair, pair) };
-                    _mm_storel_epi64(o.add(6 * c + 4).cast(), pair);
+                    _mm_storel_epi64(o.add(OS * c + 4).cast(), pair);
                 }
                 t += 8;
             }
             while t < klen {
                 for (i, ri) in r.iter().enumerate() {
-                    *out.add(6 * t + i) = *ri.add(t);
+                    *out.add(OS * t + i) = *ri.add(t);
                 }
                 t += 1;
             }
         }
     }
 
-    /// `out[t·6 + i] = src[i·sr + t]` for `i < 6`, `t < klen`.
+    /// `out[t·OS + i] = src[i·sr + t]` for `i < 6`, `t < klen`.
     ///
     /// # Safety
     /// As for [`pack6_rows_f32`].
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn pack6_rows_f64(src: *const f64, sr: usize, klen: usize, out: *mut f64) {
+    pub(super) unsafe fn pack6_rows_f64<const OS: usize>(src: *const f64, sr: usize, klen: usize, out: *mut f64) {
         // SAFETY (whole body): as in `pack6_rows_f32`.
         unsafe {
             let r: [*const f64; 6] = std::array::from_fn(|i| src.add(i * sr));
@@ -362,16 +370,16 @@ mod x86 {
                     _mm256_extractf128_pd::<1>(lo45),
                     _mm256_extractf128_pd::<1>(hi45),
                 ];
-                let o = out.add(6 * t);
+                let o = out.add(OS * t);
                 for c in 0..4 {
-                    _mm256_storeu_pd(o.add(6 * c), cols[c]);
-                    _mm_storeu_pd(o.add(6 * c + 4), rest[c]);
+                    _mm256_storeu_pd(o.add(OS * c), cols[c]);
+                    _mm_storeu_pd(o.add(OS * c + 4), rest[c]);
                 }
                 t += 4;
             }
             while t < klen {
                 for (i, ri) in r.iter().enumerate() {
-                    *out.add(6 * t + i) = *ri.add(t);
+                    *out.add(OS * t + i) = *ri.add(t);
                 }
                 t += 1;
             }

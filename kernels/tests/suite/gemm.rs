@@ -332,10 +332,10 @@ fn packed_b_shape_mismatch_panics() {
     gemm_packed(1.0, MatRef::row_major(&[0f32; 6], 2, 3), &b, 0.0, MatMut::row_major(&mut c, 2, 5));
 }
 
-/// Shapes on which the AVX2 tiles read a row-major A in place instead of packing it (at most 8 B̃
-/// micro-panels per packed block: n ≤ 8·NR, or m ≤ MC with its narrowed panels), next to the
-/// layouts that still pack A (column-major, transposed, strided): sizes 0, 1 and 2, row counts
-/// around MR and MC, column counts around NR, k around the unroll of 4 and KC, primes, and a
+/// Shapes on which the AVX2 and AVX-512 tiles read a row-major A in place instead of packing it
+/// (at most 8 B̃ micro-panels per packed block: n ≤ 8·NR, or m ≤ MC with its narrowed panels),
+/// next to the layouts that still pack A (column-major, transposed, strided): sizes 0, 1 and 2,
+/// row counts around both MRs (6, 12) and MCs, column counts around every NR (8, 16, 32), k around the unroll of 4 and KC, primes, and a
 /// padded row-major A whose padding is NaN (a read past a row's k elements or past the tile's
 /// rows would show).
 #[test]
@@ -348,6 +348,10 @@ fn direct_a_shapes() {
         (5, 3, 2),
         (6, 16, 4),
         (7, 17, 5),
+        (12, 32, 8),
+        (25, 33, 6),
+        (24, 96, 17),
+        (64, 64, 64),
         (13, 31, 7),
         (11, 9, 9),
         (97, 64, 31),
@@ -359,6 +363,10 @@ fn direct_a_shapes() {
         (145, 127, 3),
         (289, 128, 61),
         (6, 2049, 13),
+        // Too wide for the direct path of either kernel: a row-major A packed by the 6-row
+        // transposes (into 6-row panels, or as the halves of 12-row panels).
+        (157, 300, 37),
+        (150, 257, 9),
     ];
     for (t, &(m, n, k)) in triples.iter().enumerate() {
         let p = Problem::new(m, n, k, 500 + t as u64);
@@ -367,7 +375,7 @@ fn direct_a_shapes() {
             for la in [Layout::Row(0), Layout::Row(3), Layout::Col(1), Layout::TransposedRow, Layout::Strided] {
                 for lb in [Layout::Row(0), Layout::Col(0)] {
                     for lc in [Layout::Row(0), Layout::Row(2), Layout::Col(2)] {
-                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Seq, AVX2), (Par::Split(2), AVX2)] {
+                        for (par, kernel) in [(Par::Seq, AUTO), (Par::Split(2), AUTO), (Par::Seq, AVX2), (Par::Split(2), AVX2)] {
                             let cfg = Config { la, lb, lc, alpha, beta, par, kernel };
                             run_case::<f32>(&p, cfg, &e).unwrap();
                             run_case::<f64>(&p, cfg, &e).unwrap();

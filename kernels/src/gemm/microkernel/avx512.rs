@@ -24,32 +24,32 @@ pub(crate) const NR_F64: usize = 16;
 /// Generates the exact-row-count dispatch of one tile function (so edge tiles with `mr < 12`
 /// rows do no FMAs on missing rows).
 macro_rules! dispatch_rows {
-    ($mr:expr, $v:expr, $f:ident, $args:tt) => {
+    ($mr:expr, $v:expr, $d:literal, $f:ident, $args:tt) => {
         match ($mr, $v) {
-            (12, 2) => $f::<12, 2> $args,
-            (11, 2) => $f::<11, 2> $args,
-            (10, 2) => $f::<10, 2> $args,
-            (9, 2) => $f::<9, 2> $args,
-            (8, 2) => $f::<8, 2> $args,
-            (7, 2) => $f::<7, 2> $args,
-            (6, 2) => $f::<6, 2> $args,
-            (5, 2) => $f::<5, 2> $args,
-            (4, 2) => $f::<4, 2> $args,
-            (3, 2) => $f::<3, 2> $args,
-            (2, 2) => $f::<2, 2> $args,
-            (1, 2) => $f::<1, 2> $args,
-            (12, 1) => $f::<12, 1> $args,
-            (11, 1) => $f::<11, 1> $args,
-            (10, 1) => $f::<10, 1> $args,
-            (9, 1) => $f::<9, 1> $args,
-            (8, 1) => $f::<8, 1> $args,
-            (7, 1) => $f::<7, 1> $args,
-            (6, 1) => $f::<6, 1> $args,
-            (5, 1) => $f::<5, 1> $args,
-            (4, 1) => $f::<4, 1> $args,
-            (3, 1) => $f::<3, 1> $args,
-            (2, 1) => $f::<2, 1> $args,
-            (1, 1) => $f::<1, 1> $args,
+            (12, 2) => $f::<12, 2, $d> $args,
+            (11, 2) => $f::<11, 2, $d> $args,
+            (10, 2) => $f::<10, 2, $d> $args,
+            (9, 2) => $f::<9, 2, $d> $args,
+            (8, 2) => $f::<8, 2, $d> $args,
+            (7, 2) => $f::<7, 2, $d> $args,
+            (6, 2) => $f::<6, 2, $d> $args,
+            (5, 2) => $f::<5, 2, $d> $args,
+            (4, 2) => $f::<4, 2, $d> $args,
+            (3, 2) => $f::<3, 2, $d> $args,
+            (2, 2) => $f::<2, 2, $d> $args,
+            (1, 2) => $f::<1, 2, $d> $args,
+            (12, 1) => $f::<12, 1, $d> $args,
+            (11, 1) => $f::<11, 1, $d> $args,
+            (10, 1) => $f::<10, 1, $d> $args,
+            (9, 1) => $f::<9, 1, $d> $args,
+            (8, 1) => $f::<8, 1, $d> $args,
+            (7, 1) => $f::<7, 1, $d> $args,
+            (6, 1) => $f::<6, 1, $d> $args,
+            (5, 1) => $f::<5, 1, $d> $args,
+            (4, 1) => $f::<4, 1, $d> $args,
+            (3, 1) => $f::<3, 1, $d> $args,
+            (2, 1) => $f::<2, 1, $d> $args,
+            (1, 1) => $f::<1, 1, $d> $args,
             _ => unreachable!("tile with {} rows and {} vectors exceeds the 12-row, 2-vector kernel", $mr, $v),
         }
     };
@@ -64,18 +64,38 @@ macro_rules! dispatch_rows {
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn sgemm_tile(mr: usize, nr: usize, k: usize, alpha: f32, a: *const f32, b: *const f32, beta: f32, c: *mut f32, rsc: usize, csc: usize) {
     let v = if nr > 16 { 2 } else { 1 };
+    // SAFETY: forwarded contract (a packed Ã micro-panel is A with strides (1, 12)); the dispatch
+    // picks M = mr ≤ 12 and V·16 ≥ nr.
+    unsafe { dispatch_rows!(mr, v, false, sgemm_tile_mv, (nr, k, alpha, a, 1, b, beta, c, rsc, csc)) }
+}
+
+/// [`sgemm_tile`] reading A in place instead of from a packed Ã micro-panel: element `(i, kk)` of
+/// the tile's A rows is `a[i·rsa + kk·csa]`, where `csa` must be 1 (rows of A contiguous). Used
+/// for products too small for packing A to pay (the driver's `DIRECT_A_MAX_PANELS`).
+///
+/// # Safety
+/// As for [`sgemm_tile`], except that `csa == 1` and `a + i·rsa + kk` must be readable for
+/// `i < mr`, `kk < k` (instead of a padded micro-panel).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn sgemm_tile_direct(mr: usize, nr: usize, k: usize, alpha: f32, a: *const f32, rsa: usize, csa: usize, b: *const f32, beta: f32, c: *mut f32, rsc: usize, csc: usize) {
+    debug_assert_eq!(csa, 1, "a direct A has contiguous rows");
+    let v = if nr > 16 { 2 } else { 1 };
     // SAFETY: forwarded contract; the dispatch picks M = mr ≤ 12 and V·16 ≥ nr.
-    unsafe { dispatch_rows!(mr, v, sgemm_tile_mv, (nr, k, alpha, a, b, beta, c, rsc, csc)) }
+    unsafe { dispatch_rows!(mr, v, true, sgemm_tile_mv, (nr, k, alpha, a, rsa, b, beta, c, rsc, csc)) }
 }
 
 /// The `M`-row, `V`-vector f32 kernel behind [`sgemm_tile`].
 ///
 /// # Safety
-/// As for [`sgemm_tile`] with `mr = M` and `nr ≤ V·16`.
+/// As for [`sgemm_tile`] (`DIRECT = false`, `rsa` ignored) or [`sgemm_tile_direct`] (`DIRECT = true`)
+/// with `mr = M` and `nr ≤ V·16`.
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn sgemm_tile_mv<const M: usize, const V: usize>(nr: usize, k: usize, alpha: f32, a: *const f32, b: *const f32, beta: f32, c: *mut f32, rsc: usize, csc: usize) {
+unsafe fn sgemm_tile_mv<const M: usize, const V: usize, const DIRECT: bool>(nr: usize, k: usize, alpha: f32, a: *const f32, rsa: usize, b: *const f32, beta: f32, c: *mut f32, rsc: usize, csc: usize) {
     let mut ab = [[_mm512_setzero_ps(); V]; M];
+    // Element (i, kk) of A is a[i·rsa + kk·csa]: a packed Ã micro-panel has the compile-time
+    // strides (1, MR), a direct A unit column stride, so the step offsets fold to constants.
+    let (rsa, csa) = if DIRECT { (rsa, 1) } else { (1, MR) };
     let (mut a, mut b) = (a, b);
     if csc == 1 {
         for i in 0..M {
@@ -93,8 +113,9 @@ unsafe fn sgemm_tile_mv<const M: usize, const V: usize>(nr: usize, k: usize, alp
                 *bv = unsafe { _mm512_load_ps(b.add(NR_F32 * $u + 16 * v)) };
             }
             for (i, abi) in ab.iter_mut().enumerate() {
-                // SAFETY: Ã holds 12·k elements (panels are padded to 12 rows); row i < M ≤ 12.
-                let x = _mm512_set1_ps(unsafe { *a.add(MR * $u + i) });
+                // SAFETY: row i < M = mr and step $u < the steps left are inside A (packed: Ã
+                // holds 12·k elements, panels padded to 12 rows; direct: the caller's rows).
+                let x = _mm512_set1_ps(unsafe { *a.add(i * rsa + $u * csa) });
                 for v in 0..V {
                     abi[v] = _mm512_fmadd_ps(x, bv[v], abi[v]);
                 }
@@ -103,26 +124,25 @@ unsafe fn sgemm_tile_mv<const M: usize, const V: usize>(nr: usize, k: usize, alp
     }
     let mut left = k;
     while left >= 4 {
-        // Prefetch hint (never faults): the Ã panel ahead of the one in use.
-        _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(MR * 8) as *const i8);
+        if !DIRECT {
+            // Prefetch hint (never faults): the Ã panel ahead of the one in use.
+            _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(MR * 8) as *const i8);
+        }
         step!(0);
         step!(1);
         step!(2);
         step!(3);
-        // SAFETY: 4 steps consumed of at least 4 left: the pointers stay in (or one past) the panels.
-        unsafe {
-            a = a.add(4 * MR);
-            b = b.add(4 * NR_F32);
-        }
+        // SAFETY: 4 steps consumed of at least 4 left: B̃'s pointer stays in (or one past) its
+        // panel. Wrapping for A: a direct A's pointer can step past its buffer after the last step.
+        a = a.wrapping_add(4 * csa);
+        b = unsafe { b.add(4 * NR_F32) };
         left -= 4;
     }
     while left > 0 {
         step!(0);
         // SAFETY: one step consumed of at least one left.
-        unsafe {
-            a = a.add(MR);
-            b = b.add(NR_F32);
-        }
+        a = a.wrapping_add(csa);
+        b = unsafe { b.add(NR_F32) };
         left -= 1;
     }
     let va = _mm512_set1_ps(alpha);
@@ -169,18 +189,38 @@ unsafe fn sgemm_tile_mv<const M: usize, const V: usize>(nr: usize, k: usize, alp
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn dgemm_tile(mr: usize, nr: usize, k: usize, alpha: f64, a: *const f64, b: *const f64, beta: f64, c: *mut f64, rsc: usize, csc: usize) {
     let v = if nr > 8 { 2 } else { 1 };
+    // SAFETY: forwarded contract (a packed Ã micro-panel is A with strides (1, 12)); the dispatch
+    // picks M = mr ≤ 12 and V·8 ≥ nr.
+    unsafe { dispatch_rows!(mr, v, false, dgemm_tile_mv, (nr, k, alpha, a, 1, b, beta, c, rsc, csc)) }
+}
+
+/// [`dgemm_tile`] reading A in place instead of from a packed Ã micro-panel: element `(i, kk)` of
+/// the tile's A rows is `a[i·rsa + kk·csa]`, where `csa` must be 1 (rows of A contiguous). Used
+/// for products too small for packing A to pay (the driver's `DIRECT_A_MAX_PANELS`).
+///
+/// # Safety
+/// As for [`dgemm_tile`], except that `csa == 1` and `a + i·rsa + kk` must be readable for
+/// `i < mr`, `kk < k` (instead of a padded micro-panel).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn dgemm_tile_direct(mr: usize, nr: usize, k: usize, alpha: f64, a: *const f64, rsa: usize, csa: usize, b: *const f64, beta: f64, c: *mut f64, rsc: usize, csc: usize) {
+    debug_assert_eq!(csa, 1, "a direct A has contiguous rows");
+    let v = if nr > 8 { 2 } else { 1 };
     // SAFETY: forwarded contract; the dispatch picks M = mr ≤ 12 and V·8 ≥ nr.
-    unsafe { dispatch_rows!(mr, v, dgemm_tile_mv, (nr, k, alpha, a, b, beta, c, rsc, csc)) }
+    unsafe { dispatch_rows!(mr, v, true, dgemm_tile_mv, (nr, k, alpha, a, rsa, b, beta, c, rsc, csc)) }
 }
 
 /// The `M`-row, `V`-vector f64 kernel behind [`dgemm_tile`].
 ///
 /// # Safety
-/// As for [`dgemm_tile`] with `mr = M` and `nr ≤ V·8`.
+/// As for [`dgemm_tile`] (`DIRECT = false`, `rsa` ignored) or [`dgemm_tile_direct`] (`DIRECT = true`)
+/// with `mr = M` and `nr ≤ V·8`.
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn dgemm_tile_mv<const M: usize, const V: usize>(nr: usize, k: usize, alpha: f64, a: *const f64, b: *const f64, beta: f64, c: *mut f64, rsc: usize, csc: usize) {
+unsafe fn dgemm_tile_mv<const M: usize, const V: usize, const DIRECT: bool>(nr: usize, k: usize, alpha: f64, a: *const f64, rsa: usize, b: *const f64, beta: f64, c: *mut f64, rsc: usize, csc: usize) {
     let mut ab = [[_mm512_setzero_pd(); V]; M];
+    // Element (i, kk) of A is a[i·rsa + kk·csa]: a packed Ã micro-panel has the compile-time
+    // strides (1, MR), a direct A unit column stride, so the step offsets fold to constants.
+    let (rsa, csa) = if DIRECT { (rsa, 1) } else { (1, MR) };
     let (mut a, mut b) = (a, b);
     if csc == 1 {
         for i in 0..M {
@@ -198,8 +238,9 @@ unsafe fn dgemm_tile_mv<const M: usize, const V: usize>(nr: usize, k: usize, alp
                 *bv = unsafe { _mm512_load_pd(b.add(NR_F64 * $u + 8 * v)) };
             }
             for (i, abi) in ab.iter_mut().enumerate() {
-                // SAFETY: Ã holds 12·k elements (panels are padded to 12 rows); row i < M ≤ 12.
-                let x = _mm512_set1_pd(unsafe { *a.add(MR * $u + i) });
+                // SAFETY: row i < M = mr and step $u < the steps left are inside A (packed: Ã
+                // holds 12·k elements, panels padded to 12 rows; direct: the caller's rows).
+                let x = _mm512_set1_pd(unsafe { *a.add(i * rsa + $u * csa) });
                 for v in 0..V {
                     abi[v] = _mm512_fmadd_pd(x, bv[v], abi[v]);
                 }
@@ -208,26 +249,25 @@ unsafe fn dgemm_tile_mv<const M: usize, const V: usize>(nr: usize, k: usize, alp
     }
     let mut left = k;
     while left >= 4 {
-        // Prefetch hint (never faults): the Ã panel ahead of the one in use.
-        _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(MR * 8) as *const i8);
+        if !DIRECT {
+            // Prefetch hint (never faults): the Ã panel ahead of the one in use.
+            _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(MR * 8) as *const i8);
+        }
         step!(0);
         step!(1);
         step!(2);
         step!(3);
-        // SAFETY: 4 steps consumed of at least 4 left: the pointers stay in (or one past) the panels.
-        unsafe {
-            a = a.add(4 * MR);
-            b = b.add(4 * NR_F64);
-        }
+        // SAFETY: 4 steps consumed of at least 4 left: B̃'s pointer stays in (or one past) its
+        // panel. Wrapping for A: a direct A's pointer can step past its buffer after the last step.
+        a = a.wrapping_add(4 * csa);
+        b = unsafe { b.add(4 * NR_F64) };
         left -= 4;
     }
     while left > 0 {
         step!(0);
         // SAFETY: one step consumed of at least one left.
-        unsafe {
-            a = a.add(MR);
-            b = b.add(NR_F64);
-        }
+        a = a.wrapping_add(csa);
+        b = unsafe { b.add(NR_F64) };
         left -= 1;
     }
     let va = _mm512_set1_pd(alpha);

@@ -10,8 +10,10 @@
 //!   driver's small products.
 //! * [`avx512`]: hand-written AVX-512F kernels, 12×32 for f32 and 12×16 for f64, the same
 //!   broadcast-load design with 24 zmm accumulators; chosen over AVX2 when the CPU has AVX-512F
-//!   (512-bit FMA units double the flops per instruction; measured on Zen 5 in `blocking.rs`).
-//!   Partial columns are stored with lane masks instead of a buffer.
+//!   (512-bit FMA units double the flops per instruction; measured on Zen 5 and an Intel Xeon in
+//!   `blocking.rs`). Partial columns are stored with lane masks instead of a buffer. These too
+//!   exist reading A in place: on the Xeon that took sgemm at n = 64 from 0.7× to 1.3×
+//!   matrixmultiply (`blocking.rs`).
 //! * [`portable`]: a 4×8 kernel in plain Rust for machines without AVX2/FMA (and for tests); its
 //!   edge tiles compute the full tile and store the valid part.
 //!
@@ -123,10 +125,10 @@ impl<T: Real> Kernel<T> {
         #[cfg(target_arch = "x86_64")]
         if choice == KernelChoice::Auto && has_avx512() {
             if is_f32::<T>() {
-                return Kernel { mr: avx512::MR, nr: avx512::NR_F32, blocking: blocking::AVX512_F32, tile: avx512_tile::<T>, tile_direct: None, par_min_flops: super::PAR_MIN_FLOPS_AVX512_F32 };
+                return Kernel { mr: avx512::MR, nr: avx512::NR_F32, blocking: blocking::AVX512_F32, tile: avx512_tile::<T>, tile_direct: Some(avx512_tile_direct::<T>), par_min_flops: super::PAR_MIN_FLOPS_AVX512_F32 };
             }
             if is_f64::<T>() {
-                return Kernel { mr: avx512::MR, nr: avx512::NR_F64, blocking: blocking::AVX512_F64, tile: avx512_tile::<T>, tile_direct: None, par_min_flops: super::PAR_MIN_FLOPS_AVX512_F64 };
+                return Kernel { mr: avx512::MR, nr: avx512::NR_F64, blocking: blocking::AVX512_F64, tile: avx512_tile::<T>, tile_direct: Some(avx512_tile_direct::<T>), par_min_flops: super::PAR_MIN_FLOPS_AVX512_F64 };
             }
         }
         if choice != KernelChoice::Portable && has_avx2_fma() {
@@ -255,5 +257,37 @@ unsafe fn avx512_tile<T: Real>(
         debug_assert!(is_f64::<T>());
         // SAFETY: as above, with T = f64 (the only other type `select` picks this kernel for).
         unsafe { avx512::dgemm_tile(mr, nr, k, alpha.to_f64(), a.cast(), b.cast(), beta.to_f64(), c.cast(), rsc, csc) }
+    }
+}
+
+/// [`avx512_tile`] reading A in place ([`TileDirectFn`]).
+///
+/// # Safety
+/// As for [`TileDirectFn`] (with B̃ 64-byte aligned), plus: the CPU supports AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn avx512_tile_direct<T: Real>(
+    mr: usize,
+    nr: usize,
+    k: usize,
+    alpha: T,
+    a: *const T,
+    rsa: usize,
+    csa: usize,
+    b: *const T,
+    beta: T,
+    c: *mut T,
+    rsc: usize,
+    csc: usize,
+) {
+    if is_f32::<T>() {
+        // SAFETY: as in `avx512_tile`.
+        unsafe {
+            avx512::sgemm_tile_direct(mr, nr, k, alpha.to_f64() as f32, a.cast(), rsa, csa, b.cast(), beta.to_f64() as f32, c.cast(), rsc, csc)
+        }
+    } else {
+        debug_assert!(is_f64::<T>());
+        // SAFETY: as in `avx512_tile`.
+        unsafe { avx512::dgemm_tile_direct(mr, nr, k, alpha.to_f64(), a.cast(), rsa, csa, b.cast(), beta.to_f64(), c.cast(), rsc, csc) }
     }
 }
