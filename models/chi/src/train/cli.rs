@@ -164,7 +164,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub target: Option<PathBuf>,
     /// Where to write report.json, confusion.csv and the confusion heat maps (default: RUN/eval-SPLIT
-    /// for a split, RUN/eval-file-STEM for --data STEM.csv; without a run directory, no files).
+    /// for a split, RUN/eval-file-STEM for --data STEM.csv, RUN/eval-file-STEM-2, … for another
+    /// file of the same stem; without a run directory, no files).
     #[arg(long)]
     pub report: Option<PathBuf>,
 }
@@ -544,7 +545,12 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
     let data = t.cfg.data.path.clone().unwrap_or_else(|| t.cfg.dataset.clone());
     println!("{} on {data} ({what}) at step {}: {}", t.cfg.model, t.step, fmt_metrics(&r.metrics));
     print!("{}", infer::report_text(&r));
-    let dir = args.report.clone().or_else(|| t.run_dir.as_ref().map(|d| d.join(format!("eval-{}", warnings.1))));
+    let dir = match (&args.report, &t.run_dir, &args.data) {
+        (Some(dir), _, _) => Some(dir.clone()),
+        (None, Some(run), Some(d)) => Some(file_report_dir(run, &warnings.1, d)?),
+        (None, Some(run), None) => Some(run.join(format!("eval-{}", warnings.1))),
+        (None, None, _) => None,
+    };
     if let Some(dir) = dir {
         let title = format!("{} on {data} ({what}), step {}", t.cfg.model, t.step);
         let files = infer::write_report(&dir, &title, &r)?;
@@ -554,6 +560,34 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
         return Err(format!("{}: the {what} metric {k} is {v}, not a number", t.weights.display()));
     }
     Ok(())
+}
+
+/// The file that names the data file a `RUN/eval-file-STEM*` report was made from.
+const REPORT_SOURCE: &str = "source.txt";
+
+/// The report directory in `run` for `chi eval --data FILE`: `eval-NAME` (NAME = `file-STEM`)
+/// when it is new or holds the report of the same file, else the first of `eval-NAME-2`,
+/// `eval-NAME-3`, … that is. Files of one stem in different folders thus keep their own reports
+/// instead of replacing each other's; a directory made before its source was recorded is left
+/// alone. The directory is created and its source recorded before it is returned.
+fn file_report_dir(run: &Path, name: &str, data: &Path) -> Result<PathBuf, String> {
+    // The same file however it is named on the command line (relative, through a link);
+    // standard input is its own source.
+    let source = std::fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf()).display().to_string();
+    for i in 1..=1000 {
+        let dir = run.join(if i == 1 { format!("eval-{name}") } else { format!("eval-{name}-{i}") });
+        let recorded = dir.join(REPORT_SOURCE);
+        if dir.exists() {
+            match std::fs::read_to_string(&recorded) {
+                Ok(s) if s.trim_end_matches('\n') == source => return Ok(dir),
+                _ => continue,
+            }
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+        checkpoint::atomic_write(&recorded, format!("{source}\n").as_bytes())?;
+        return Ok(dir);
+    }
+    Err(format!("{}: 1000 report directories eval-{name}* already hold other files' reports; give --report DIR", run.display()))
 }
 
 /// Runs `chi predict`.

@@ -28,7 +28,8 @@
 //! how new files are read and encoded, the class names) and `data-fingerprint.json` (a hash of
 //! the data files, [`files::DataFingerprint`]: `--resume` refuses data that changed since).
 //! `chi eval` adds `eval-SPLIT/` (a split of the run's data) or `eval-file-STEM/` (`--data
-//! STEM.csv`), each with `report.json`, `confusion.csv` and `confusion.svg/.png`.
+//! STEM.csv`; `eval-file-STEM-2/`, … for other files of that stem, each directory's `source.txt`
+//! naming its file), each with `report.json`, `confusion.csv` and `confusion.svg/.png`.
 //!
 //! ## Data
 //! `--data PATH` trains on the user's file or folder ([`files`], [`chi_nn::userdata`]); the

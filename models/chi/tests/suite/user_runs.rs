@@ -228,6 +228,21 @@ fn eval_reports_of_a_file_and_of_a_split_do_not_collide() {
     assert_eq!(std::fs::read(run.join("eval-test/report.json")).unwrap(), split_report, "the file's report replaced the split's");
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("eval-file-test/report.json")).unwrap()).unwrap();
     assert_eq!(r["examples"], 36);
+    // Another file of the same stem in another folder gets its own directory; the first file,
+    // evaluated again (named through a relative path), returns to its own.
+    std::fs::create_dir_all(root.join("more")).unwrap();
+    let second = root.join("more/test.csv");
+    classes_csv(&second, 48, 1.0);
+    let e = ok(&["eval", s(&run), "--data", s(&second)]);
+    assert!(e.contains(s(&run.join("eval-file-test-2").join("report.json"))), "{e}");
+    let examples = |d: &str| -> serde_json::Value {
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(run.join(d).join("report.json")).unwrap()).unwrap()["examples"].clone()
+    };
+    assert_eq!((examples("eval-file-test"), examples("eval-file-test-2")), (36.into(), 48.into()), "one file's report replaced the other's");
+    let o = Command::new(chi_bin()).current_dir(&root).args(["eval", s(&run), "--data", "other/../other/test.csv"]).output().unwrap();
+    let e = text(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(e.contains(s(&run.join("eval-file-test").join("report.json"))) && !run.join("eval-file-test-3").exists(), "{e}");
     let _ = std::fs::remove_dir_all(&root);
 }
 
