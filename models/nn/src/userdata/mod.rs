@@ -120,6 +120,19 @@ struct RawSet {
     lossy: usize,
     /// What the reader decided that the user should hear about.
     notes: Vec<String>,
+    /// Read as a CSV without a header row: its line 1 is data.
+    headerless: bool,
+}
+
+/// What to add to an error about the value on `line` of `raw`: the first line of a file read
+/// without a header row (as the model's training file had none) may be a header the file
+/// should not have.
+fn header_hint(raw: &RawSet, line: usize) -> &'static str {
+    if raw.headerless && line == 1 {
+        " (the file is read without a header row, as the model's training file had none: if line 1 is a header, remove it)"
+    } else {
+        ""
+    }
 }
 
 fn read_bounded(path: &Path) -> Result<Vec<u8>, NnError> {
@@ -507,7 +520,7 @@ fn csv_of_text(path: &Path, text: &str, lossy: bool, lay: &CsvLayout, labelled: 
     let target = if labelled { Some(col(&lay.target)?) } else { names.iter().position(|h| *h == lay.target) };
     let text = lay.text.as_deref().map(col).transpose()?;
     let feats: Vec<usize> = lay.features.iter().map(|n| col(n)).collect::<Result<_, _>>()?;
-    let mut out = RawSet { path: path.to_path_buf(), columns: lay.features.clone(), lossy: lossy as usize, ..Default::default() };
+    let mut out = RawSet { path: path.to_path_buf(), columns: lay.features.clone(), lossy: lossy as usize, headerless: !lay.header, ..Default::default() };
     for r in body {
         if r.fields.len() != names.len() {
             return Err(DataError::new(Location::Line(r.line), format!("{} fields, but the header has {} columns", r.fields.len(), names.len())).with_path(path).into());
@@ -1026,7 +1039,7 @@ impl Encoder {
                                     parse_number(v).ok_or_else(|| {
                                         NnError::from(DataError::new(
                                             Location::Line(e.line),
-                                            format!("column {name:?}: {} is not a number, and the column is numeric", quoted(v)),
+                                            format!("column {name:?}: {} is not a number, and the column is numeric{}", quoted(v), header_hint(raw, e.line)),
                                         ).with_path(&raw.path))
                                     })?
                                 };
@@ -1172,7 +1185,9 @@ impl DataSchema {
                 let mut v = Vec::with_capacity(raw.examples.len());
                 for e in &raw.examples {
                     let l = e.label.as_deref().unwrap_or("");
-                    let y = parse_number(l).ok_or_else(|| NnError::invalid(&e.origin, "target", quoted(l), "is not a number, but the task is regression"))?;
+                    let y = parse_number(l).ok_or_else(|| {
+                        NnError::invalid(&e.origin, "target", quoted(l), format!("is not a number, but the task is regression{}", header_hint(raw, e.line)))
+                    })?;
                     v.push(((y - mean) / sd) as f32);
                 }
                 Ok(Targets::Values(v))
@@ -1197,7 +1212,7 @@ impl DataSchema {
                         if same.len() > 1 {
                             return NnError::invalid(&e.origin, "label", quoted(l), format!("has the value of the classes {}, which training kept apart as written: spell it as one of them", short_list(&same)));
                         }
-                        NnError::invalid(&e.origin, "label", quoted(l), format!("was not seen in training (the classes are {})", short_list(&self.classes)))
+                        NnError::invalid(&e.origin, "label", quoted(l), format!("was not seen in training (the classes are {}){}", short_list(&self.classes), header_hint(raw, e.line)))
                     })?);
                 }
                 Ok(Targets::Classes(v))
