@@ -234,11 +234,10 @@ fn pack_panels<T: Real, const R: usize>(
                 // elements) are inside it; AVX2 is available (the caller's `avx2`).
                 unsafe {
                     let (src, out) = (src.add(base + 6 * h * sr), out.as_mut_ptr().add(6 * h));
-                    match (R, is_f32::<T>()) {
-                        (6, true) => x86::pack6_rows_f32::<6>(src.cast(), sr, klen, out.cast()),
-                        (6, false) => x86::pack6_rows_f64::<6>(src.cast(), sr, klen, out.cast()),
-                        (_, true) => x86::pack6_rows_f32::<12>(src.cast(), sr, klen, out.cast()),
-                        (_, false) => x86::pack6_rows_f64::<12>(src.cast(), sr, klen, out.cast()),
+                    if is_f32::<T>() {
+                        x86::pack6_rows_f32::<R>(src.cast(), sr, klen, out.cast())
+                    } else {
+                        x86::pack6_rows_f64::<R>(src.cast(), sr, klen, out.cast())
                     }
                 }
             }
