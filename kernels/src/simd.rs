@@ -132,6 +132,32 @@ pub fn force_simd_level(level: Option<SimdLevel>) {
     FORCED.store(level.map_or(UNKNOWN, encode), Ordering::Relaxed);
 }
 
+/// Runs `f` compiled for the vector instructions of the current level ([`simd_level`]): inside a
+/// function with AVX2 and FMA enabled when the level is [`SimdLevel::Avx2Fma`], directly
+/// otherwise. For loops outside this crate that the compiler vectorises by itself (an
+/// optimiser's update over a parameter), which a plain x86-64 build compiles for SSE2's two f64
+/// lanes. Mark `f` (and what it calls in the loop) `#[inline(always)]` so that its body is
+/// compiled inside the wider function.
+///
+/// Results do not depend on the level: Rust never contracts `a * b + c` into a fused
+/// multiply-add on its own, and every other IEEE operation (and conversion) rounds each lane
+/// exactly as the scalar code does.
+///
+/// ```
+/// let x = vec![1.5f32; 1000];
+/// let s: f64 = chi_kernels::simd::vectorized(#[inline(always)] || x.iter().map(|&v| v as f64).sum());
+/// assert_eq!(s, 1500.0);
+/// ```
+#[inline]
+pub fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+    match simd_level() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `simd_level` only reports AVX2+FMA when the CPU has both.
+        SimdLevel::Avx2Fma => unsafe { run_avx2(f) },
+        _ => f(),
+    }
+}
+
 /// Runs `f` in a function compiled with AVX2 and FMA enabled, so that `f`'s body (inlined into it,
 /// together with the `#[inline(always)]` vector code it calls) is compiled to AVX2+FMA
 /// instructions.

@@ -467,7 +467,6 @@ impl<T: Float> Optimizer<T> {
         let cfg = self.cfg.clone();
         let lr = self.lr;
         let wd = cfg.weight_decay();
-        let eps = cfg.eps();
         let slots = cfg.slot_names();
         let st = self.state.entry(p.name().to_string()).or_insert_with(|| ParamState {
             step: 0,
@@ -508,97 +507,269 @@ impl<T: Float> Optimizer<T> {
             Grad::Rows { dim, .. } => *dim,
         };
         let mut bufs: Vec<Vec<T>> = slots.iter().map(|s| std::mem::take(st.slots.get_mut(*s).unwrap())).collect();
-        if cfg.name == OptimKind::Adagrad {
-            // Its own loop, outside the general loop's per-element `match`, so the compiler can
-            // vectorise it (run inside that loop it was a fifth of an NMT training step, 2M
-            // parameters). The accumulator is stored in T and read back before the square root,
-            // as the general loop does for every state.
-            let clr = lr / (1.0 + (t - 1) as f64 * cfg.lr_decay);
-            let sums = &mut bufs[0];
-            p.update(|w| {
-                for &(go, wo) in &ranges {
-                    let rows = w[wo..wo + len].iter_mut().zip(&gv[go..go + len]).zip(&mut sums[wo..wo + len]);
-                    for ((wv, &gi), sv) in rows {
-                        let theta = wv.to_f64();
-                        let grad = gi.to_f64() + wd * theta;
-                        *sv = T::from_f64(sv.to_f64() + grad * grad);
-                        *wv = T::from_f64(theta - clr * grad / (sv.to_f64().sqrt() + eps));
-                    }
-                }
-            });
-            st.slots.insert("sum".to_string(), std::mem::take(&mut bufs[0]));
-            return;
-        }
+        // One loop per rule, over slices, with the step's constants computed once: a loop that
+        // matched on the rule and re-derived the bias corrections for every element ran at
+        // ~26 ns per element for Adam (the `optim` bench). Each rule computes the same f64
+        // expression, in the same order, as that loop did, so results are bit for bit unchanged
+        // (the tests below check each rule against an element-by-element reference).
+        let rule = Rule::new(&cfg, lr, t);
+        // Compiled for the CPU's vector width (SSE2 gives two f64 lanes, AVX2 four).
         p.update(|w| {
-            for &(go, wo) in &ranges {
-                for j in 0..len {
-                    let gi = go + j;
-                    let i = wo + j;
-                    let theta = w[i].to_f64();
-                    let mut grad = gv[gi].to_f64();
-                    let new = match cfg.name {
-                        OptimKind::Sgd => {
-                            grad += wd * theta;
-                            if cfg.momentum != 0.0 {
-                                let b = if t == 1 { grad } else { cfg.momentum * bufs[0][i].to_f64() + (1.0 - cfg.dampening) * grad };
-                                bufs[0][i] = T::from_f64(b);
-                                let b = bufs[0][i].to_f64();
-                                grad = if cfg.nesterov { grad + cfg.momentum * b } else { b };
-                            }
-                            theta - lr * grad
-                        }
-                        OptimKind::Adagrad => unreachable!("Adagrad takes its own loop above"),
-                        OptimKind::Rmsprop => {
-                            grad += wd * theta;
-                            let a = cfg.alpha;
-                            let v = a * bufs[0][i].to_f64() + (1.0 - a) * grad * grad;
-                            bufs[0][i] = T::from_f64(v);
-                            let v = bufs[0][i].to_f64();
-                            let mut k = 1;
-                            let mb = if cfg.momentum > 0.0 {
-                                k += 1;
-                                Some(1)
-                            } else {
-                                None
-                            };
-                            let avg = if cfg.centered {
-                                let ga = a * bufs[k][i].to_f64() + (1.0 - a) * grad;
-                                bufs[k][i] = T::from_f64(ga);
-                                let ga = bufs[k][i].to_f64();
-                                (v - ga * ga).sqrt() + eps
-                            } else {
-                                v.sqrt() + eps
-                            };
-                            if let Some(m) = mb {
-                                let b = cfg.momentum * bufs[m][i].to_f64() + grad / avg;
-                                bufs[m][i] = T::from_f64(b);
-                                theta - lr * bufs[m][i].to_f64()
-                            } else {
-                                theta - lr * grad / avg
-                            }
-                        }
-                        OptimKind::Adam | OptimKind::Adamw => {
-                            let mut theta = theta;
-                            if cfg.name == OptimKind::Adamw {
-                                theta *= 1.0 - lr * wd;
-                            } else {
-                                grad += wd * theta;
-                            }
-                            let m = cfg.beta1 * bufs[0][i].to_f64() + (1.0 - cfg.beta1) * grad;
-                            let v = cfg.beta2 * bufs[1][i].to_f64() + (1.0 - cfg.beta2) * grad * grad;
-                            bufs[0][i] = T::from_f64(m);
-                            bufs[1][i] = T::from_f64(v);
-                            let m_hat = bufs[0][i].to_f64() / (1.0 - cfg.beta1.powi(t as i32));
-                            let v_hat = bufs[1][i].to_f64() / (1.0 - cfg.beta2.powi(t as i32));
-                            theta - lr * m_hat / (v_hat.sqrt() + eps)
-                        }
-                    };
-                    w[i] = T::from_f64(new);
-                }
-            }
+            chi_kernels::simd::vectorized(
+                #[inline(always)]
+                || {
+                    for &(go, wo) in &ranges {
+                        let mut state: Vec<&mut [T]> = bufs.iter_mut().map(|b| &mut b[wo..wo + len]).collect();
+                        rule.apply(&mut w[wo..wo + len], &gv[go..go + len], &mut state);
+                    }
+                },
+            )
         });
         for (s, b) in slots.iter().zip(bufs) {
             *st.slots.get_mut(*s).unwrap() = b;
+        }
+    }
+}
+
+/// One step's update rule with its constants (learning rate, decays, bias corrections) resolved.
+enum Rule {
+    /// SGD; `momentum` is `Some((μ, dampening, nesterov, first step))` with a momentum buffer.
+    Sgd { lr: f64, wd: f64, momentum: Option<(f64, f64, bool, bool)> },
+    /// Adagrad with the step's decayed learning rate.
+    Adagrad { clr: f64, wd: f64, eps: f64 },
+    /// RMSProp: state `[square_avg, momentum_buffer?, grad_avg?]`.
+    Rmsprop { lr: f64, wd: f64, eps: f64, alpha: f64, momentum: f64, centered: bool },
+    /// Adam (`decoupled = false`) or AdamW; `bc1`, `bc2` are `1 − βᵗ`.
+    Adam { lr: f64, wd: f64, eps: f64, beta1: f64, beta2: f64, bc1: f64, bc2: f64, decoupled: bool },
+}
+
+impl Rule {
+    fn new(cfg: &OptimConfig, lr: f64, t: u64) -> Self {
+        let (wd, eps) = (cfg.weight_decay(), cfg.eps());
+        match cfg.name {
+            OptimKind::Sgd => Rule::Sgd { lr, wd, momentum: (cfg.momentum != 0.0).then_some((cfg.momentum, cfg.dampening, cfg.nesterov, t == 1)) },
+            OptimKind::Adagrad => Rule::Adagrad { clr: lr / (1.0 + (t - 1) as f64 * cfg.lr_decay), wd, eps },
+            OptimKind::Rmsprop => Rule::Rmsprop { lr, wd, eps, alpha: cfg.alpha, momentum: cfg.momentum, centered: cfg.centered },
+            OptimKind::Adam | OptimKind::Adamw => Rule::Adam {
+                lr,
+                wd,
+                eps,
+                beta1: cfg.beta1,
+                beta2: cfg.beta2,
+                bc1: 1.0 - cfg.beta1.powi(t as i32),
+                bc2: 1.0 - cfg.beta2.powi(t as i32),
+                decoupled: cfg.name == OptimKind::Adamw,
+            },
+        }
+    }
+
+    /// Updates the weights `w` from the gradient `g` and the state slices `s` (the rule's slots,
+    /// in [`OptimConfig::slot_names`] order, each as long as `w`). States are stored in `T` and
+    /// read back before use, as PyTorch's update of a `T` tensor does.
+    #[inline(always)]
+    fn apply<T: Float>(&self, w: &mut [T], g: &[T], s: &mut [&mut [T]]) {
+        let n = w.len();
+        assert!(g.len() == n && s.iter().all(|b| b.len() == n), "optimiser state and gradient must match the parameter");
+        let f = T::from_f64;
+        match *self {
+            Rule::Sgd { lr, wd, momentum: None } => {
+                for (wv, &gi) in w.iter_mut().zip(g) {
+                    let theta = wv.to_f64();
+                    *wv = f(theta - lr * (gi.to_f64() + wd * theta));
+                }
+            }
+            Rule::Sgd { lr, wd, momentum: Some((mu, dampening, nesterov, first)) } => {
+                for ((wv, &gi), bv) in w.iter_mut().zip(g).zip(s[0].iter_mut()) {
+                    let theta = wv.to_f64();
+                    let grad = gi.to_f64() + wd * theta;
+                    *bv = f(if first { grad } else { mu * bv.to_f64() + (1.0 - dampening) * grad });
+                    let b = bv.to_f64();
+                    *wv = f(theta - lr * if nesterov { grad + mu * b } else { b });
+                }
+            }
+            Rule::Adagrad { clr, wd, eps } => {
+                for ((wv, &gi), sv) in w.iter_mut().zip(g).zip(s[0].iter_mut()) {
+                    let theta = wv.to_f64();
+                    let grad = gi.to_f64() + wd * theta;
+                    *sv = f(sv.to_f64() + grad * grad);
+                    *wv = f(theta - clr * grad / (sv.to_f64().sqrt() + eps));
+                }
+            }
+            Rule::Rmsprop { lr, wd, eps, alpha, momentum, centered } => {
+                let (sq, rest) = s.split_first_mut().expect("RMSProp keeps square_avg");
+                let (mom, rest): (&mut [T], &mut [&mut [T]]) = if momentum > 0.0 {
+                    let (m, r) = rest.split_first_mut().expect("RMSProp with momentum keeps momentum_buffer");
+                    (m, r)
+                } else {
+                    (&mut [], rest)
+                };
+                let gavg: &mut [T] = if centered { rest.first_mut().expect("centred RMSProp keeps grad_avg") } else { &mut [] };
+                let k = RmspropConsts { lr, wd, eps, alpha, momentum };
+                // One monomorphic loop per (momentum, centred) pair, so that none tests per element.
+                match (momentum > 0.0, centered) {
+                    (false, false) => rmsprop::<T, false, false>(&k, w, g, sq, mom, gavg),
+                    (true, false) => rmsprop::<T, true, false>(&k, w, g, sq, mom, gavg),
+                    (false, true) => rmsprop::<T, false, true>(&k, w, g, sq, mom, gavg),
+                    (true, true) => rmsprop::<T, true, true>(&k, w, g, sq, mom, gavg),
+                }
+            }
+            Rule::Adam { lr, wd, eps, beta1, beta2, bc1, bc2, decoupled } => {
+                let [m, v] = s else { unreachable!("Adam keeps exp_avg and exp_avg_sq") };
+                let decay = 1.0 - lr * wd;
+                for (((wv, &gi), mv), vv) in w.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+                    let (mut theta, mut grad) = (wv.to_f64(), gi.to_f64());
+                    if decoupled {
+                        theta *= decay;
+                    } else {
+                        grad += wd * theta;
+                    }
+                    *mv = f(beta1 * mv.to_f64() + (1.0 - beta1) * grad);
+                    *vv = f(beta2 * vv.to_f64() + (1.0 - beta2) * grad * grad);
+                    let (m_hat, v_hat) = (mv.to_f64() / bc1, vv.to_f64() / bc2);
+                    *wv = f(theta - lr * m_hat / (v_hat.sqrt() + eps));
+                }
+            }
+        }
+    }
+}
+
+/// The constants of an RMSProp step.
+struct RmspropConsts {
+    lr: f64,
+    wd: f64,
+    eps: f64,
+    alpha: f64,
+    momentum: f64,
+}
+
+/// RMSProp over slices: `sq` the square average, `mb` the momentum buffer (used when `MOM`),
+/// `ga` the gradient average (used when `CEN`); an unused buffer may be empty.
+#[inline(always)]
+fn rmsprop<T: Float, const MOM: bool, const CEN: bool>(k: &RmspropConsts, w: &mut [T], g: &[T], sq: &mut [T], mb: &mut [T], ga: &mut [T]) {
+    let n = w.len();
+    assert!(g.len() == n && sq.len() == n && (!MOM || mb.len() == n) && (!CEN || ga.len() == n));
+    let (f, a) = (T::from_f64, k.alpha);
+    for i in 0..n {
+        let theta = w[i].to_f64();
+        let grad = g[i].to_f64() + k.wd * theta;
+        sq[i] = f(a * sq[i].to_f64() + (1.0 - a) * grad * grad);
+        let v = sq[i].to_f64();
+        let avg = if CEN {
+            ga[i] = f(a * ga[i].to_f64() + (1.0 - a) * grad);
+            let gm = ga[i].to_f64();
+            (v - gm * gm).sqrt() + k.eps
+        } else {
+            v.sqrt() + k.eps
+        };
+        w[i] = f(if MOM {
+            mb[i] = f(k.momentum * mb[i].to_f64() + grad / avg);
+            theta - k.lr * mb[i].to_f64()
+        } else {
+            theta - k.lr * grad / avg
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chi_autodiff::Tensor;
+
+    /// Each rule written element by element as PyTorch's single-tensor update states it (f64
+    /// arithmetic, state stored in f32 and read back): the reference the slice loops of
+    /// [`Rule::apply`] must equal bit for bit, over three steps on f32 weights.
+    fn reference(cfg: &OptimConfig, w: &mut [f32], g: &[f32], s: &mut [Vec<f32>], t: u64) {
+        let (lr, wd, eps) = (cfg.lr, cfg.weight_decay(), cfg.eps());
+        let r = |x: f64| x as f32 as f64;
+        for i in 0..w.len() {
+            let mut theta = w[i] as f64;
+            let mut grad = g[i] as f64;
+            let new = match cfg.name {
+                OptimKind::Sgd => {
+                    grad += wd * theta;
+                    if cfg.momentum != 0.0 {
+                        let b = if t == 1 { grad } else { cfg.momentum * s[0][i] as f64 + (1.0 - cfg.dampening) * grad };
+                        s[0][i] = b as f32;
+                        grad = if cfg.nesterov { grad + cfg.momentum * s[0][i] as f64 } else { s[0][i] as f64 };
+                    }
+                    theta - lr * grad
+                }
+                OptimKind::Adagrad => {
+                    grad += wd * theta;
+                    s[0][i] = (s[0][i] as f64 + grad * grad) as f32;
+                    let clr = lr / (1.0 + (t - 1) as f64 * cfg.lr_decay);
+                    theta - clr * grad / ((s[0][i] as f64).sqrt() + eps)
+                }
+                // State [square_avg, momentum_buffer (with momentum), grad_avg (centred)].
+                OptimKind::Rmsprop => {
+                    grad += wd * theta;
+                    let a = cfg.alpha;
+                    let (mi, gi) = (1, if cfg.momentum > 0.0 { 2 } else { 1 });
+                    let v = r(a * s[0][i] as f64 + (1.0 - a) * grad * grad);
+                    s[0][i] = v as f32;
+                    let avg = if cfg.centered {
+                        let ga = r(a * s[gi][i] as f64 + (1.0 - a) * grad);
+                        s[gi][i] = ga as f32;
+                        (v - ga * ga).sqrt() + eps
+                    } else {
+                        v.sqrt() + eps
+                    };
+                    if cfg.momentum > 0.0 {
+                        s[mi][i] = (cfg.momentum * s[mi][i] as f64 + grad / avg) as f32;
+                        theta - lr * s[mi][i] as f64
+                    } else {
+                        theta - lr * grad / avg
+                    }
+                }
+                OptimKind::Adam | OptimKind::Adamw => {
+                    if cfg.name == OptimKind::Adamw {
+                        theta *= 1.0 - lr * wd;
+                    } else {
+                        grad += wd * theta;
+                    }
+                    s[0][i] = (cfg.beta1 * s[0][i] as f64 + (1.0 - cfg.beta1) * grad) as f32;
+                    s[1][i] = (cfg.beta2 * s[1][i] as f64 + (1.0 - cfg.beta2) * grad * grad) as f32;
+                    let m_hat = s[0][i] as f64 / (1.0 - cfg.beta1.powi(t as i32));
+                    let v_hat = s[1][i] as f64 / (1.0 - cfg.beta2.powi(t as i32));
+                    theta - lr * m_hat / (v_hat.sqrt() + eps)
+                }
+            };
+            w[i] = new as f32;
+        }
+    }
+
+    #[test]
+    fn each_rule_equals_its_element_by_element_reference_bitwise() {
+        let n = 37;
+        let w0: Vec<f32> = (0..n).map(|i| (0.37 * i as f64).sin() as f32).collect();
+        let grads: Vec<Vec<f32>> = (0..3).map(|t| (0..n).map(|i| (0.11 * i as f64 + t as f64).cos() as f32 * 0.3).collect()).collect();
+        let configs = [
+            OptimConfig::sgd(0.1),
+            OptimConfig { momentum: 0.9, nesterov: true, weight_decay: Some(0.01), ..OptimConfig::sgd(0.1) },
+            OptimConfig { momentum: 0.9, dampening: 0.1, ..OptimConfig::sgd(0.1) },
+            OptimConfig { initial_accumulator_value: 0.1, lr_decay: 0.5, weight_decay: Some(0.02), ..OptimConfig::adagrad(0.1) },
+            OptimConfig { centered: true, momentum: 0.5, weight_decay: Some(0.01), ..OptimConfig::rmsprop(0.01) },
+            OptimConfig::rmsprop(0.01),
+            OptimConfig { momentum: 0.5, ..OptimConfig::rmsprop(0.01) },
+            OptimConfig { centered: true, ..OptimConfig::rmsprop(0.01) },
+            OptimConfig { weight_decay: Some(0.1), ..OptimConfig::adam(0.01) },
+            OptimConfig::adamw(0.01),
+        ];
+        for cfg in configs {
+            let mut store = crate::ParamStore::<f32>::new();
+            let p = store.add("w", "g", Tensor::from_vec(w0.clone(), &[n]));
+            let mut opt = Optimizer::<f32>::new(cfg.clone());
+            let mut w = w0.clone();
+            let init = if cfg.name == OptimKind::Adagrad { cfg.initial_accumulator_value as f32 } else { 0.0 };
+            let mut s = vec![vec![init; n]; 3];
+            for (t, g) in grads.iter().enumerate() {
+                opt.step(std::slice::from_ref(&p), &Grads { items: vec![Some(Grad::Dense(g.clone()))] });
+                reference(&cfg, &mut w, g, &mut s, t as u64 + 1);
+                let got = p.to_vec();
+                for (i, (a, b)) in got.iter().zip(&w).enumerate() {
+                    assert_eq!(a.to_bits(), b.to_bits(), "{:?} step {} element {i}: {a} vs {b}", cfg.name, t + 1);
+                }
+            }
         }
     }
 }
