@@ -67,9 +67,10 @@ fn set_same(p: &Param<f32>, tag: f64, scale: f64) {
 fn sgd(store: &ParamStore<f32>, lr: f32) {
     no_grad(|| {
         for p in store.params() {
+            // In place, reading the gradient where backward left it (as PyTorch's
+            // `p -= lr * p.grad` does; no copy of the gradient first).
             if let Some(g) = p.grad() {
-                let g = g.to_vec();
-                p.update(|v| v.iter_mut().zip(&g).for_each(|(w, d)| *w -= lr * d));
+                p.update(|v| v.iter_mut().zip(g.data()).for_each(|(w, d)| *w -= lr * d));
             }
         }
     });
