@@ -67,10 +67,10 @@ fn set_same(p: &Param<f32>, tag: f64, scale: f64) {
 fn sgd(store: &ParamStore<f32>, lr: f32) {
     no_grad(|| {
         for p in store.params() {
-            // In place, reading the gradient where backward left it (as PyTorch's
-            // `p -= lr * p.grad` does; no copy of the gradient first).
+            // In place with chi's elementwise `axpy` (SIMD, split over the pool's threads when
+            // large), as PyTorch's `p -= lr * p.grad` runs ATen's elementwise kernels.
             if let Some(g) = p.grad() {
-                p.update(|v| v.iter_mut().zip(g.data()).for_each(|(w, d)| *w -= lr * d));
+                p.update(|v| chi_kernels::elementwise::axpy(-lr, g.data(), v));
             }
         }
     });
