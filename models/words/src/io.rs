@@ -62,6 +62,9 @@ pub fn parse_word2vec_text(text: &[u8], path: &Path) -> Result<Vectors, WordsErr
     }
     let mut words = Vec::with_capacity(v.min(text.len() / 2));
     let mut data = Vec::with_capacity((v * d).min(text.len() / 2));
+    // A word given twice would have two vectors of which lookups see only the first while
+    // neighbour lists and saved copies keep both: refused, naming both lines.
+    let mut first_line: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(words.capacity());
     for (no, line) in lines {
         if line.trim().is_empty() {
             continue;
@@ -71,6 +74,9 @@ pub fn parse_word2vec_text(text: &[u8], path: &Path) -> Result<Vectors, WordsErr
         }
         let mut f = line.split_whitespace();
         let word = f.next().expect("non-empty line has a field");
+        if let Some(first) = first_line.insert(word, no) {
+            return Err(bad(Some(no), format!("{word:?} appears again (first on line {first}): each word needs exactly one vector")));
+        }
         let before = data.len();
         for (k, s) in f.enumerate() {
             let x: f32 = s.parse().map_err(|_| bad(Some(no), format!("value {} of {word:?}, {s:?}, is not a number", k + 1)))?;

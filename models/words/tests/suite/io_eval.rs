@@ -39,7 +39,7 @@ fn err(text: &str) -> WordsError {
 
 #[test]
 fn bad_vector_files_name_file_line_and_problem() {
-    let cases: [(&str, Option<usize>, &str); 8] = [
+    let cases: [(&str, Option<usize>, &str); 9] = [
         ("", None, "empty file"),
         ("2\n", Some(1), "two integers"),
         ("x 3\n", Some(1), "word count"),
@@ -48,6 +48,7 @@ fn bad_vector_files_name_file_line_and_problem() {
         ("1 2\na 1 zz\n", Some(2), "\"zz\", is not a number"),
         ("1 2\na 1 2\nb 3 4\n", Some(3), "more than the 1 vectors"),
         ("3 2\na 1 2\n", None, "announces 3 vectors, the file holds 1"),
+        ("3 1\na 1\nb 2\n\na 3\n", Some(5), "\"a\" appears again (first on line 2)"),
     ];
     for (text, line, what) in cases {
         match err(text) {
