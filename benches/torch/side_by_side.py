@@ -2,7 +2,7 @@
 """chi vs PyTorch (CPU), the same workloads side by side on this machine.
 
 Usage: benches/torch/side_by_side.py [--threads 1,2] [--rounds 3] [--reps 5] [--json] [--f64-reference]
-                                    [WORKLOAD...]
+                                    [--flush-denormals] [WORKLOAD...]
 
 For each workload and thread count, rounds alternate: chi (the Rust binary
 `target/release/side_by_side`, built by `cargo build --release -p chi-benches`) runs `reps` timed
@@ -363,8 +363,9 @@ def workload(name):
     }[name]()
 
 
-def torch_side(name, threads, reps):
+def torch_side(name, threads, reps, flush_denormals=False):
     torch.set_num_threads(threads)
+    torch.set_flush_denormal(flush_denormals)
     step, check, ops = workload(name)
     c = check()
     for _ in range(2):
@@ -377,8 +378,9 @@ def torch_side(name, threads, reps):
     return {"times_ms": times, "check": c, "ops": ops}
 
 
-def chi_side(name, threads, reps):
-    out = subprocess.run([CHI, name, "--threads", str(threads), "--reps", str(reps)], check=True, capture_output=True, text=True)
+def chi_side(name, threads, reps, flush_denormals=False):
+    flags = ["--flush-denormals"] if flush_denormals else []
+    out = subprocess.run([CHI, name, "--threads", str(threads), "--reps", str(reps)] + flags, check=True, capture_output=True, text=True)
     d = json.loads(out.stdout.strip().splitlines()[-1])
     return {"times_ms": d["times_ms"], "check": [d["loss0"], d["loss1"], d["grad_sum"], d["grad_sumsq"]], "ops": d["ops"]}
 
@@ -416,6 +418,10 @@ def main():
     ap.add_argument("--f64-reference", action="store_true",
                     help="also run each workload's check in float64 with PyTorch and report how far "
                          "each float32 side is from it (largest relative difference)")
+    ap.add_argument("--flush-denormals", action="store_true",
+                    help="both sides treat subnormal floats as zero (chi_kernels::fpmode::set_flush_denormals, "
+                         "torch.set_flush_denormal): a workload whose training diverges (the MLP's loss rises "
+                         "step after step) otherwise also measures each CPU's cost of subnormal operands")
     ap.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if not os.path.exists(CHI):
@@ -433,7 +439,8 @@ def main():
         for n in counts:
             env = dict(os.environ, OMP_NUM_THREADS=str(n), OPENBLAS_NUM_THREADS=str(n), MKL_NUM_THREADS=str(n))
             args = [sys.executable, os.path.abspath(__file__), "--threads", str(n), "--rounds", str(a.rounds), "--reps", str(a.reps)]
-            args += (["--json"] if a.json else []) + (["--f64-reference"] if a.f64_reference else []) + ["--no-header"] + a.workloads
+            args += (["--json"] if a.json else []) + (["--f64-reference"] if a.f64_reference else [])
+            args += (["--flush-denormals"] if a.flush_denormals else []) + ["--no-header"] + a.workloads
             subprocess.run(args, env=env, check=True)
         return
     if not a.json and not a.no_header:
@@ -442,8 +449,8 @@ def main():
         for name in a.workloads:
             ct, tt = [], []
             for _ in range(a.rounds):
-                c = chi_side(name, threads, a.reps)
-                t = torch_side(name, threads, a.reps)
+                c = chi_side(name, threads, a.reps, a.flush_denormals)
+                t = torch_side(name, threads, a.reps, a.flush_denormals)
                 ct += c["times_ms"]
                 tt += t["times_ms"]
             cm, tm = statistics.median(ct), statistics.median(tt)

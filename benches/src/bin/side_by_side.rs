@@ -415,7 +415,7 @@ fn main() {
         return;
     }
     let name = args.first().cloned().unwrap_or_else(|| {
-        eprintln!("usage: side_by_side WORKLOAD [--threads N] [--reps R] (--list for workloads)");
+        eprintln!("usage: side_by_side WORKLOAD [--threads N] [--reps R] [--flush-denormals] (--list for workloads)");
         std::process::exit(2)
     });
     let opt = |flag: &str, default: usize| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).map_or(default, |v| v.parse().expect("a number"));
@@ -426,6 +426,11 @@ fn main() {
         chi_autodiff::malloc::keep_freed_memory();
     }
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().expect("thread pool");
+    // Subnormal operands cost some CPUs (Intel's) a microcode assist per FMA; with this flag both
+    // harnesses flush them (PyTorch: `torch.set_flush_denormal(True)`).
+    if args.iter().any(|a| a == "--flush-denormals") {
+        chi_kernels::fpmode::set_flush_denormals(true);
+    }
     let Some(mut w) = workload(&name) else {
         eprintln!("unknown workload {name}; one of {WORKLOADS:?}");
         std::process::exit(2)

@@ -15,6 +15,14 @@ pub struct Cli {
     /// Output directory for logs, plots and checkpoints.
     #[arg(long, global = true, default_value = "runs")]
     pub out: std::path::PathBuf,
+    /// Treat subnormal numbers as zero on every thread (x86 flush-to-zero and denormals-are-zero,
+    /// as PyTorch's `torch.set_flush_denormal(True)`). Off by default: it changes results below
+    /// 1.2e-38 (f32) / 2.2e-308 (f64). On CPUs that take a microcode assist per subnormal operand
+    /// (Intel's) it can make training several times faster: gradients that fade through time
+    /// steps or a saturated softmax fill products with subnormals (BENCHMARKS.md, "Subnormal
+    /// numbers on the Intel Xeon").
+    #[arg(long, global = true)]
+    pub flush_denormals: bool,
     /// What to do (default: `reproduce`, the paper's built-in experiments).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -77,6 +85,11 @@ pub fn run(cli: Cli) -> Result<(), String> {
             .num_threads(n)
             .build_global()
             .map_err(|e| format!("could not start {n} threads: {e}"))?;
+    }
+    if cli.flush_denormals {
+        // After the pool exists: this sets the calling thread and every rayon worker (the
+        // kernels' partner thread takes the caller's setting with each job).
+        chi_kernels::fpmode::set_flush_denormals(true);
     }
     if let Some(w) = crate::dist::world().filter(|w| w.size() > 1) {
         // K copies of a one-process command would race for the same output files.

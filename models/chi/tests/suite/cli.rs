@@ -169,6 +169,17 @@ fn bench_gemm_json_has_the_documented_keys() {
     assert_eq!(m["threads"], 1);
 }
 
+/// `--flush-denormals` is a global flag: it is set after the thread pool `--threads` builds (the
+/// other order would make building the pool fail), on every thread that runs kernels.
+#[test]
+fn flush_denormals_is_accepted_with_an_explicit_pool() {
+    for threads in ["1", "2"] {
+        let out = chi_ok(&["--flush-denormals", "--threads", threads, "bench", "gemm", "--sizes", "64", "--reps", "1", "--json"]);
+        let m = json_object(out.lines().find(|l| !l.trim().is_empty()).expect("a JSON line"));
+        positive_number(&m, "chi_gflops");
+    }
+}
+
 /// `--anatomy` adds the microkernel's two rates (as % of the ceiling) to each line, and refuses
 /// more than one thread (it times one thread's microkernel).
 #[test]
