@@ -406,7 +406,8 @@ pub fn resume_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<(Config,
         return conflict("--seed", &seed.to_string(), &base.seed.to_string());
     }
     if let Some(p) = &args.config {
-        let file = Config::load(p)?;
+        // Paths compare as the run stored them (absolute, see `absolute_paths`).
+        let file = absolute_paths(Config::load(p)?);
         let same = |a: &Config, b: &Config| Config { steps: 0, seed: 0, ..a.clone() } == Config { steps: 0, seed: 0, ..b.clone() };
         if !same(&file, &base) {
             return Err(format!(
@@ -420,7 +421,9 @@ pub fn resume_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<(Config,
     for o in overrides(args)? {
         let mut c = base.clone();
         (o.apply)(&mut c);
-        if c != base {
+        // A relative `--data` (or `--test`, …) naming the run's file is the same file: the run
+        // stored the absolute path, so the starting command repeated with `--resume` resumes.
+        if absolute_paths(c) != base {
             return conflict(o.flag, &o.given, &(o.show)(&base));
         }
     }

@@ -130,6 +130,29 @@ fn the_default_model_fits_the_data() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// The starting command repeated with `--resume` resumes when it names the data by a relative
+/// path (the run stored the absolute one); a different file under the same name is refused.
+#[test]
+fn resume_accepts_the_starting_commands_relative_data_path() {
+    let root = tmp("resume-relative");
+    classes_csv(&root.join("colours.csv"), 150, 1.0);
+    std::fs::create_dir_all(root.join("other")).unwrap();
+    classes_csv(&root.join("other").join("colours.csv"), 150, 1.0);
+    let chi = |data: &str, extra: &[&str]| {
+        let mut a = vec!["train", "--data", data, "--out", "run", "--quiet", "--no-plots", "--checkpoint-every", "10"];
+        a.extend_from_slice(extra);
+        Command::new(chi_bin()).args(&a).current_dir(&root).env_remove("CHI_MAX_TENSOR_ELEMENTS").output().unwrap()
+    };
+    let text = |o: &Output| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let o = chi("colours.csv", &["--steps", "20"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = chi("colours.csv", &["--steps", "40", "--resume"]);
+    assert!(o.status.success() && text(&o).contains("for 40 steps"), "{}", text(&o));
+    let o = chi("other/colours.csv", &["--steps", "60", "--resume"]);
+    assert!(!o.status.success() && text(&o).contains("--data other/colours.csv conflicts"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// `--resume` continues only on the data the run started with: a changed data file (or test
 /// file) is refused with a message naming it, and leaves the run as it was; the same data
 /// resumes. A run made before runs recorded a fingerprint is checked by its data schema.
