@@ -18,9 +18,9 @@ pub struct Cli {
     /// Treat subnormal numbers as zero on every thread (x86 flush-to-zero and denormals-are-zero,
     /// as PyTorch's `torch.set_flush_denormal(True)`). Off by default: it changes results below
     /// 1.2e-38 (f32) / 2.2e-308 (f64). On CPUs that take a microcode assist per subnormal operand
-    /// (Intel's) it can make training several times faster: gradients that fade through time
-    /// steps or a saturated softmax fill products with subnormals (BENCHMARKS.md, "Subnormal
-    /// numbers on the Intel Xeon").
+    /// (Intel's) it speeds up runs whose values fall that low (gradients fading through many time
+    /// steps, a saturated softmax): 4× for one LSTM benchmark, nothing measurable for a healthy
+    /// run (BENCHMARKS.md, "Subnormal numbers on the Intel Xeon").
     #[arg(long, global = true)]
     pub flush_denormals: bool,
     /// What to do (default: `reproduce`, the paper's built-in experiments).
