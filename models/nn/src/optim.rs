@@ -531,9 +531,14 @@ impl<T: Float> Optimizer<T> {
                     return;
                 }
             }
+            // One range per row of a sparse gradient: the state slices (at most three slots) go
+            // on the stack rather than into a vector allocated per row.
+            let slots = bufs.len();
+            assert!(slots <= 3, "an update rule keeps at most three state slots");
             for &(go, wo) in &ranges {
-                let mut state: Vec<&mut [T]> = bufs.iter_mut().map(|b| &mut b[wo..wo + len]).collect();
-                run(&mut w[wo..wo + len], &gv[go..go + len], &mut state);
+                let mut it = bufs.iter_mut();
+                let mut state: [&mut [T]; 3] = std::array::from_fn(|_| it.next().map_or_else(Default::default, |b| &mut b[wo..wo + len]));
+                run(&mut w[wo..wo + len], &gv[go..go + len], &mut state[..slots]);
             }
         });
         for (s, b) in slots.iter().zip(bufs) {
