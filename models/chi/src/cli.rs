@@ -171,6 +171,7 @@ pub fn main(starter: Option<crate::dist::Starter>) {
     crate::allocator::keep_freed_memory();
     chi_autodiff::malloc::keep_freed_memory();
     default_sigpipe();
+    file_size_limit_is_an_error();
     output_errors_are_not_panics();
     let cli = Cli::parse();
     // A bad GEMM blocking override would make the first matrix product panic: report it here.
@@ -217,6 +218,27 @@ pub fn default_sigpipe() {
         // handler code runs in this process.
         unsafe {
             signal(SIGPIPE, SIG_DFL);
+        }
+    }
+}
+
+/// Makes a write past the shell's file-size limit (`ulimit -f`) fail with an error (`EFBIG`,
+/// "File too large") instead of killing the process with `SIGXFSZ`: killed, chi would stop
+/// without a word and leave the temporary file of an atomic write behind; with the error, the
+/// writer removes its temporary file and chi names the file it could not write.
+pub fn file_size_limit_is_an_error() {
+    #[cfg(unix)]
+    {
+        extern "C" {
+            fn signal(signum: i32, handler: usize) -> usize;
+        }
+        // SIGXFSZ is 25 on Linux (every architecture) and on the BSDs and macOS.
+        const SIGXFSZ: i32 = 25;
+        const SIG_IGN: usize = 1;
+        // SAFETY: sets the disposition of one signal to "ignore" before any thread starts; no
+        // handler code runs in this process.
+        unsafe {
+            signal(SIGXFSZ, SIG_IGN);
         }
     }
 }

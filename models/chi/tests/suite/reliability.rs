@@ -430,6 +430,25 @@ fn two_runs_in_sequence_in_the_default_directory_keep_both_runs_checkpoints() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// Every file under `dir` whose name marks an unfinished atomic write (`.NAME.tmp-PID`).
+fn temporaries(dir: &Path) -> Vec<PathBuf> {
+    snapshot(dir).into_keys().filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains(".tmp"))).collect()
+}
+
+#[test]
+fn a_file_size_limit_is_an_error_that_leaves_no_temporary_file() {
+    let root = tmp("fsize");
+    let out = root.join("run");
+    // The shell's `ulimit -f 8` (8 blocks of 512 bytes) lets the run's small files through and
+    // stops the first checkpoint (tens of KiB): the write must fail with an error naming the
+    // file, not kill chi with SIGXFSZ half-way through a temporary file.
+    let args = ["train", "--out", s(&out), "--steps", "10", "--checkpoint-every", "10", "--hidden", "64", "--quiet", "--no-plots"];
+    let o = Command::new("sh").arg("-c").arg("ulimit -f 8 && exec \"$0\" \"$@\"").arg(chi_bin()).args(&args).output().unwrap();
+    let t = fails(o, "train under ulimit -f 8", &["step-00000010.ckpt.safetensors", "File too large"]);
+    assert!(temporaries(&out).is_empty(), "temporary files left: {:?}\n{t}", temporaries(&out));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 #[test]
 fn a_full_stdout_is_an_error_not_a_panic() {
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else { return };
