@@ -187,6 +187,12 @@ fn csv_records_of(path: &Path, text: &str, sep: u8) -> Result<Vec<crate::data::C
     let mut recs = crate::data::csv_from_bytes_with(text.as_bytes(), sep).map_err(|e| e.with_path(path))?;
     // A line of only spaces is as empty as an empty line (which the reader already skips).
     recs.retain(|r| !(r.fields.len() == 1 && r.fields[0].trim().is_empty()));
+    // A first line of only separators (`,,,`: a spreadsheet's header row whose columns have no
+    // names) names nothing and holds no value: skipped like an empty line, so the line below it
+    // is read as the header or as the first row, as in a file without it.
+    if recs.first().is_some_and(|r| r.fields.iter().all(|f| f.trim().is_empty())) {
+        recs.remove(0);
+    }
     Ok(recs)
 }
 

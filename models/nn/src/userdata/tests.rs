@@ -627,3 +627,29 @@ fn token_lines_given_with_their_labels_are_read_without_them() {
     let Inputs::Tokens { seqs, .. } = c else { panic!() };
     assert_eq!(seqs.iter().map(Vec::len).collect::<Vec<_>>(), [1, 1]);
 }
+
+#[test]
+fn a_first_line_of_only_separators_is_skipped_like_an_empty_line() {
+    let d = TempDir::new("sepline");
+    let mut rows = String::new();
+    for i in 0..30 {
+        rows.push_str(&format!("{}.5,{},{}\n", i, 30 - i, i % 2));
+    }
+    // Above data: the file is read as without it (headerless, target the last column), every
+    // row an example.
+    let p = d.write("unnamed.csv", format!(",,\n{rows}").as_bytes());
+    let l = load_cfg(&cfg(&p)).unwrap();
+    assert_eq!(l.schema.target.as_deref(), Some("column3"));
+    assert_eq!(l.dataset.train.len() + l.dataset.valid.as_ref().unwrap().len() + l.dataset.test.len(), 30);
+    // At prediction the line is skipped too, and the rows keep their own line numbers.
+    let q = d.write("new.csv", b" , ,\n1.5,2\n");
+    let (_, ids, _) = l.schema.encode_unlabelled(&q).unwrap();
+    assert_eq!(ids, [format!("{}:2", q.display())]);
+    // Above a header: the header is found on line 2.
+    let p = d.write("named.csv", format!(",,\na,b,label\n{rows}").as_bytes());
+    let l = load_cfg(&cfg(&p)).unwrap();
+    assert_eq!(l.schema.target.as_deref(), Some("label"));
+    // A file of only such a line holds no rows.
+    let e = load_cfg(&cfg(&d.write("only.csv", b",,,\n"))).err().unwrap().to_string();
+    assert!(e.contains("only.csv") && e.contains("holds no rows"), "{e}");
+}
