@@ -87,7 +87,7 @@ pub fn csv_from_bytes_with(bytes: &[u8], sep: u8) -> Result<Vec<CsvRecord>> {
                     Some(&c) => {
                         return Err(DataError::new(
                             Location::LineCol(line, col(i, line_start)),
-                            format!("unexpected {} after a closing quote (expected separator or end of line)", show(c)),
+                            format!("unexpected {} after a closing quote (expected separator or end of line){}", show(c), separator_hint(c, sep)),
                         ))
                     }
                 }
@@ -126,6 +126,21 @@ pub fn csv_from_bytes_with(bytes: &[u8], sep: u8) -> Result<Vec<CsvRecord>> {
         out.push(CsvRecord { line: rec_line, fields });
     }
     Ok(out)
+}
+
+/// What to add when `c`, found where the separator `sep` should be, is another common
+/// separator: quoted fields of a file separated by it fail here, before its header could be
+/// read as one column.
+fn separator_hint(c: u8, sep: u8) -> String {
+    let name = match c {
+        b';' => "semicolon",
+        b'|' => "pipe",
+        b'\t' => "tab",
+        b',' => "comma",
+        _ => return String::new(),
+    };
+    let reads = if sep == b'\t' { "tabs (it reads this file as .tsv; commas in .csv files)" } else { "commas (tabs in .tsv files)" };
+    format!(". Is the file {name}-separated? chi reads {reads}")
 }
 
 fn show(c: u8) -> String {

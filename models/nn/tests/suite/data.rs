@@ -91,6 +91,12 @@ fn csv_quoting_and_errors() {
     assert_err_at(data::load_csv(&p), &p, "line 2");
     let p = write("after.csv", b"\"a\"b,c\n");
     assert_err_at(data::load_csv(&p), &p, "line 1");
+    let e = data::load_csv(&p).unwrap_err().to_string();
+    assert!(!e.contains("separated"), "{e}");
+    // Quoted fields of a semicolon-separated file: the error asks about the separator.
+    let p = write("semi.csv", b"\"a\";\"b\"\n\"1\";\"2\"\n");
+    let e = data::load_csv(&p).unwrap_err().to_string();
+    assert!(e.contains("line 1, column 4") && e.contains("unexpected ';'") && e.contains("Is the file semicolon-separated? chi reads commas"), "{e}");
 }
 
 #[test]
