@@ -42,7 +42,7 @@ except ImportError:
     sys.exit(3)
 
 WORKLOADS = ["scalar_chain", "lstm_h128_b16", "lstm_h512_b16", "lstm_h512_b64", "gru_h128_b16", "gru_h512_b16",
-             "gru_h512_b64", "ca_rnn_h128_b16", "ca_rnn_h512_b16", "bilstm_h256_b16", "bilstm_h256_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "softmax_fb", "log_softmax_fb"]
+             "gru_h512_b64", "ca_rnn_h128_b16", "ca_rnn_h512_b16", "bilstm_h256_b16", "bilstm_h256_b64", "mlp", "textcnn", "sgemm256", "sgemm1024", "gemm_gru_xw", "gemm_gru_xt_dy", "gemm_gru_dy_wt", "softmax_fb", "log_softmax_fb"]
 
 
 # Element type of the PyTorch side: float32, or float64 for the `--f64-reference` check.
@@ -316,6 +316,24 @@ def sgemm(n):
     return (lambda: float((a @ b)[0, 0])), check, 0
 
 
+def gemm_shape(m, k, n, ta, tb):
+    # As chi's side: A (B) is the transposed view of a row-major [k, m] ([n, k]) tensor when ta (tb).
+    a = fill(1.0, (k, m), 1.0).t() if ta else fill(1.0, (m, k), 1.0)
+    b = fill(2.0, (n, k), 1.0).t() if tb else fill(2.0, (k, n), 1.0)
+    c = torch.empty(m, n, dtype=DTYPE)
+
+    def check():
+        r = (a @ b).double()
+        q = float((r * r).sum())
+        return [q, q, float(r.abs().sum()), q]
+
+    def step():
+        torch.mm(a, b, out=c)
+        return float(c[0, 0])
+
+    return step, check, 0
+
+
 def softmax_fb(log):
     # Inputs are made once (outside the timed step): the step is forward + backward only.
     x0 = fill(1.0, (4096, 1024), 3.0)
@@ -358,6 +376,9 @@ def workload(name):
         "textcnn": textcnn,
         "sgemm256": lambda: sgemm(256),
         "sgemm1024": lambda: sgemm(1024),
+        "gemm_gru_xw": lambda: gemm_shape(1600, 512, 1536, False, False),
+        "gemm_gru_xt_dy": lambda: gemm_shape(512, 1600, 1536, True, False),
+        "gemm_gru_dy_wt": lambda: gemm_shape(1600, 1536, 512, False, True),
         "softmax_fb": lambda: softmax_fb(False),
         "log_softmax_fb": lambda: softmax_fb(True),
     }[name]()

@@ -17,7 +17,7 @@ use chi_autodiff::Rng;
 use std::time::Instant;
 
 /// Every `lstm_*` and `gru_*` workload also exists as `NAME_composed` (the unfused cell step).
-const WORKLOADS: [&str; 17] = [
+const WORKLOADS: [&str; 20] = [
     "scalar_chain",
     "lstm_h128_b16",
     "lstm_h512_b16",
@@ -33,6 +33,9 @@ const WORKLOADS: [&str; 17] = [
     "textcnn",
     "sgemm256",
     "sgemm1024",
+    "gemm_gru_xw",
+    "gemm_gru_xt_dy",
+    "gemm_gru_dy_wt",
     "softmax_fb",
     "log_softmax_fb",
 ];
@@ -354,6 +357,39 @@ fn sgemm(n: usize) -> Work {
     }
 }
 
+/// One product `C = op(A)·op(B)` of shape `m × k × n` straight through chi's GEMM, with `A`
+/// (`B`) read transposed in place when `ta` (`tb`), as the backward passes call it: the three
+/// products of the GRU 512 b64 step's sequence-wide work (`gemm_gru_*`, `[B·T = 1600, 512]`
+/// inputs, `[512, 3·512]` weights): the input projection `X·W`, the weight gradient `Xᵀ·dY` and
+/// the input gradient `dY·Wᵀ`. PyTorch: `a @ b` on the same (transposed) views.
+fn gemm_shape(m: usize, k: usize, n: usize, ta: bool, tb: bool) -> Work {
+    use chi_kernels::gemm::{gemm, MatMut, MatRef};
+    let a = fill(1.0, m * k, 1.0);
+    let b = fill(2.0, k * n, 1.0);
+    let run = move |c: &mut Vec<f32>| {
+        let am = if ta { MatRef::row_major(&a, k, m).t() } else { MatRef::row_major(&a, m, k) };
+        let bm = if tb { MatRef::row_major(&b, n, k).t() } else { MatRef::row_major(&b, k, n) };
+        gemm(1.0, am, bm, 0.0, MatMut::row_major(c, m, n));
+    };
+    let run = std::rc::Rc::new(run);
+    let run2 = run.clone();
+    let mut c = vec![0.0f32; m * n];
+    Work {
+        step: Box::new(move || {
+            run(&mut c);
+            c[0] as f64
+        }),
+        check: Box::new(move || {
+            let mut c = vec![0.0f32; m * n];
+            run2(&mut c);
+            let a: f64 = c.iter().map(|x| (*x as f64).abs()).sum();
+            let q: f64 = c.iter().map(|x| (*x as f64).powi(2)).sum();
+            [q, q, a, q]
+        }),
+        ops: 0,
+    }
+}
+
 fn softmax_fb(log: bool) -> Work {
     // Inputs are made once (outside the timed step): the step is forward + backward only.
     let x0 = Tensor::from_vec(fill(1.0, 4096 * 1024, 3.0), &[4096, 1024]);
@@ -402,6 +438,9 @@ fn workload(name: &str) -> Option<Work> {
         "textcnn" => textcnn(),
         "sgemm256" => sgemm(256),
         "sgemm1024" => sgemm(1024),
+        "gemm_gru_xw" => gemm_shape(1600, 512, 1536, false, false),
+        "gemm_gru_xt_dy" => gemm_shape(512, 1600, 1536, true, false),
+        "gemm_gru_dy_wt" => gemm_shape(1600, 1536, 512, false, true),
         "softmax_fb" => softmax_fb(false),
         "log_softmax_fb" => softmax_fb(true),
         _ => return None,
