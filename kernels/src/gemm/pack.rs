@@ -241,6 +241,29 @@ fn pack_panels<T: Real, const R: usize>(
                     }
                 }
             }
+        } else if rows == R && sk == 1 && avx2 && ((is_f32::<T>() && R % 8 == 0) || (is_f64::<T>() && R % 4 == 0)) {
+            // Each of the panel's R source rows is contiguous along k (B = Wᵀ for a row-major W,
+            // the input gradient `dY·Wᵀ` of every linear layer): 8 × 8 (f32) or 4 × 4 (f64)
+            // blocks of rows × k transposed in registers, one vector load per row and one vector
+            // store per k, instead of one scalar store per element (below).
+            #[cfg(target_arch = "x86_64")]
+            {
+                let g = if is_f32::<T>() { 8 } else { 4 };
+                for h in 0..R / g {
+                    // SAFETY: the g source rows rb + g·h .. rb + g·h + g − 1 ≤ r0 + rlen − 1 (rows ==
+                    // R) each have klen elements from column k0 (sk = 1), all with index ≤ `last`
+                    // < data.len() (asserted); rows g·h .. g·h + g − 1 of every R-element group of
+                    // `out` (R·klen elements) are inside it; AVX2 is available (the caller's `avx2`).
+                    unsafe {
+                        let (src, out) = (src.add(base + g * h * sr), out.as_mut_ptr().add(g * h));
+                        if is_f32::<T>() {
+                            x86::pack8_rows_f32::<R>(src.cast(), sr, klen, out.cast())
+                        } else {
+                            x86::pack4_rows_f64::<R>(src.cast(), sr, klen, out.cast())
+                        }
+                    }
+                }
+            }
         } else if rows == R && sk == 1 {
             // Each of the panel's R source rows is contiguous along k (e.g. B = Wᵀ for a row-major
             // W): transpose in KB × R tiles, reading KB contiguous elements of every row (one
@@ -278,7 +301,8 @@ fn pack_panels<T: Real, const R: usize>(
     }
 }
 
-/// AVX2 transposes for packing a row-major A into micro-panels, 6 rows at a time.
+/// AVX2 transposes for packing a row-major A into micro-panels (6 rows at a time) and a
+/// transposed B (Wᵀ of a row-major W) into B̃ micro-panels (8 f32 or 4 f64 rows at a time).
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
@@ -329,6 +353,79 @@ mod x86 {
                     _mm_storel_epi64(o.add(OS * c + 4).cast(), pair);
                 }
                 t += 8;
+            }
+            while t < klen {
+                for (i, ri) in r.iter().enumerate() {
+                    *out.add(OS * t + i) = *ri.add(t);
+                }
+                t += 1;
+            }
+        }
+    }
+
+    /// `out[t·OS + i] = src[i·sr + t]` for `i < 8`, `t < klen` (8 rows of a B̃ micro-panel of
+    /// `OS` columns packed from Wᵀ).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; `src + i·sr + t` is readable for `i < 8`, `t < klen`; `out + t·OS + i`
+    /// is writable for `i < 8`, `t < klen`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn pack8_rows_f32<const OS: usize>(src: *const f32, sr: usize, klen: usize, out: *mut f32) {
+        // SAFETY (whole body): every read is src + i·sr + t with i < 8, t < klen, and every
+        // write is out + t·OS + i with i < 8, t < klen (contract).
+        unsafe {
+            let r: [*const f32; 8] = std::array::from_fn(|i| src.add(i * sr));
+            let mut t = 0;
+            while t + 8 <= klen {
+                let x: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(r[i].add(t)));
+                // u[2p] = rows 2p, 2p+1 interleaved over columns 0, 1 | 4, 5; u[2p+1] over 2, 3 | 6, 7.
+                let u: [__m256; 8] = std::array::from_fn(|j| if j % 2 == 0 { _mm256_unpacklo_ps(x[j], x[j + 1]) } else { _mm256_unpackhi_ps(x[j - 1], x[j]) });
+                // v[c] (c < 4) = rows 0..4 of columns (c, c + 4) in its two lanes; v[4 + c] rows 4..8.
+                let v: [__m256; 8] = std::array::from_fn(|j| {
+                    let (lo, hi) = (u[4 * (j / 4) + (j % 4) / 2], u[4 * (j / 4) + 2 + (j % 4) / 2]);
+                    if j % 2 == 0 { _mm256_shuffle_ps::<0x44>(lo, hi) } else { _mm256_shuffle_ps::<0xEE>(lo, hi) }
+                });
+                let o = out.add(OS * t);
+                for c in 0..4 {
+                    // Column c: the low lanes of v[c] (rows 0..4) and v[4 + c] (rows 4..8); column
+                    // c + 4: their high lanes.
+                    _mm256_storeu_ps(o.add(OS * c), _mm256_permute2f128_ps::<0x20>(v[c], v[4 + c]));
+                    _mm256_storeu_ps(o.add(OS * (c + 4)), _mm256_permute2f128_ps::<0x31>(v[c], v[4 + c]));
+                }
+                t += 8;
+            }
+            while t < klen {
+                for (i, ri) in r.iter().enumerate() {
+                    *out.add(OS * t + i) = *ri.add(t);
+                }
+                t += 1;
+            }
+        }
+    }
+
+    /// `out[t·OS + i] = src[i·sr + t]` for `i < 4`, `t < klen`.
+    ///
+    /// # Safety
+    /// As for [`pack8_rows_f32`] with 4 rows.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn pack4_rows_f64<const OS: usize>(src: *const f64, sr: usize, klen: usize, out: *mut f64) {
+        // SAFETY (whole body): every read is src + i·sr + t with i < 4, t < klen, and every
+        // write is out + t·OS + i with i < 4, t < klen (contract).
+        unsafe {
+            let r: [*const f64; 4] = std::array::from_fn(|i| src.add(i * sr));
+            let mut t = 0;
+            while t + 4 <= klen {
+                let x: [__m256d; 4] = std::array::from_fn(|i| _mm256_loadu_pd(r[i].add(t)));
+                let lo01 = _mm256_unpacklo_pd(x[0], x[1]); // a0 b0 | a2 b2
+                let hi01 = _mm256_unpackhi_pd(x[0], x[1]); // a1 b1 | a3 b3
+                let lo23 = _mm256_unpacklo_pd(x[2], x[3]);
+                let hi23 = _mm256_unpackhi_pd(x[2], x[3]);
+                let o = out.add(OS * t);
+                _mm256_storeu_pd(o, _mm256_permute2f128_pd::<0x20>(lo01, lo23));
+                _mm256_storeu_pd(o.add(OS), _mm256_permute2f128_pd::<0x20>(hi01, hi23));
+                _mm256_storeu_pd(o.add(2 * OS), _mm256_permute2f128_pd::<0x31>(lo01, lo23));
+                _mm256_storeu_pd(o.add(3 * OS), _mm256_permute2f128_pd::<0x31>(hi01, hi23));
+                t += 4;
             }
             while t < klen {
                 for (i, ri) in r.iter().enumerate() {
