@@ -207,19 +207,8 @@ pub fn main(starter: Option<crate::dist::Starter>) {
 /// Unix tools, instead of `println!` panicking on `EPIPE`: restores the default action of
 /// `SIGPIPE`, which the Rust runtime sets to "ignore".
 pub fn default_sigpipe() {
-    #[cfg(unix)]
-    {
-        extern "C" {
-            fn signal(signum: i32, handler: usize) -> usize;
-        }
-        const SIGPIPE: i32 = 13;
-        const SIG_DFL: usize = 0;
-        // SAFETY: installs the default disposition for one signal before any thread starts; no
-        // handler code runs in this process.
-        unsafe {
-            signal(SIGPIPE, SIG_DFL);
-        }
-    }
+    // SIGPIPE is 13 on Linux, the BSDs and macOS; 0 is SIG_DFL.
+    set_signal_disposition(13, 0);
 }
 
 /// Makes a write past the shell's file-size limit (`ulimit -f`) fail with an error (`EFBIG`,
@@ -227,20 +216,25 @@ pub fn default_sigpipe() {
 /// without a word and leave the temporary file of an atomic write behind; with the error, the
 /// writer removes its temporary file and chi names the file it could not write.
 pub fn file_size_limit_is_an_error() {
+    // SIGXFSZ is 25 on Linux (every architecture), the BSDs and macOS; 1 is SIG_IGN.
+    set_signal_disposition(25, 1);
+}
+
+/// Sets the disposition of signal `signum` to `SIG_DFL` (0) or `SIG_IGN` (1); nothing off Unix.
+fn set_signal_disposition(signum: i32, disposition: usize) {
     #[cfg(unix)]
     {
         extern "C" {
             fn signal(signum: i32, handler: usize) -> usize;
         }
-        // SIGXFSZ is 25 on Linux (every architecture) and on the BSDs and macOS.
-        const SIGXFSZ: i32 = 25;
-        const SIG_IGN: usize = 1;
-        // SAFETY: sets the disposition of one signal to "ignore" before any thread starts; no
-        // handler code runs in this process.
+        // SAFETY: sets a default or "ignore" disposition for one signal before any thread
+        // starts; no handler code runs in this process.
         unsafe {
-            signal(SIGXFSZ, SIG_IGN);
+            signal(signum, disposition);
         }
     }
+    #[cfg(not(unix))]
+    let _ = (signum, disposition);
 }
 
 /// Makes a failed write to stdout or stderr (`chi … > /dev/full`, a closed terminal) end the
