@@ -307,6 +307,21 @@ fn pack_panels<T: Real, const R: usize>(
 mod x86 {
     use std::arch::x86_64::*;
 
+    /// The columns `t0 .. klen` the vector loop of a transposing pack left over (fewer than one
+    /// vector), one element at a time: `out[t·OS + i] = rows[i][t]`.
+    ///
+    /// # Safety
+    /// `rows[i] + t` is readable and `out + t·OS + i` writable for every row `i`, `t0 ≤ t < klen`.
+    #[inline(always)]
+    unsafe fn tail<T: Copy, const OS: usize>(rows: &[*const T], t0: usize, klen: usize, out: *mut T) {
+        for t in t0..klen {
+            for (i, ri) in rows.iter().enumerate() {
+                // SAFETY: i and t are in the ranges of the contract.
+                unsafe { *out.add(OS * t + i) = *ri.add(t) };
+            }
+        }
+    }
+
     /// `out[t·OS + i] = src[i·sr + t]` for `i < 6`, `t < klen` (`OS` = 6 fills a 6-row panel,
     /// 12 one half of a 12-row panel).
     ///
@@ -354,12 +369,7 @@ mod x86 {
                 }
                 t += 8;
             }
-            while t < klen {
-                for (i, ri) in r.iter().enumerate() {
-                    *out.add(OS * t + i) = *ri.add(t);
-                }
-                t += 1;
-            }
+            tail::<_, OS>(&r, t, klen, out);
         }
     }
 
@@ -394,12 +404,7 @@ mod x86 {
                 }
                 t += 8;
             }
-            while t < klen {
-                for (i, ri) in r.iter().enumerate() {
-                    *out.add(OS * t + i) = *ri.add(t);
-                }
-                t += 1;
-            }
+            tail::<_, OS>(&r, t, klen, out);
         }
     }
 
@@ -427,12 +432,7 @@ mod x86 {
                 _mm256_storeu_pd(o.add(3 * OS), _mm256_permute2f128_pd::<0x31>(hi01, hi23));
                 t += 4;
             }
-            while t < klen {
-                for (i, ri) in r.iter().enumerate() {
-                    *out.add(OS * t + i) = *ri.add(t);
-                }
-                t += 1;
-            }
+            tail::<_, OS>(&r, t, klen, out);
         }
     }
 
@@ -473,12 +473,7 @@ mod x86 {
                 }
                 t += 4;
             }
-            while t < klen {
-                for (i, ri) in r.iter().enumerate() {
-                    *out.add(OS * t + i) = *ri.add(t);
-                }
-                t += 1;
-            }
+            tail::<_, OS>(&r, t, klen, out);
         }
     }
 }
