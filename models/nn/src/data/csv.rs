@@ -132,15 +132,21 @@ pub fn csv_from_bytes_with(bytes: &[u8], sep: u8) -> Result<Vec<CsvRecord>> {
 /// separator: quoted fields of a file separated by it fail here, before its header could be
 /// read as one column.
 fn separator_hint(c: u8, sep: u8) -> String {
-    let name = match c {
-        b';' => "semicolon",
-        b'|' => "pipe",
-        b'\t' => "tab",
-        b',' => "comma",
-        _ => return String::new(),
-    };
+    let Some(name) = separator_name(c) else { return String::new() };
     let reads = if sep == b'\t' { "tabs (it reads this file as .tsv; commas in .csv files)" } else { "commas (tabs in .tsv files)" };
     format!(". Is the file {name}-separated? chi reads {reads}")
+}
+
+/// The name of a common field separator (`;`, `|`, tab, `,`), for messages that ask whether a
+/// file is separated by it.
+pub(crate) fn separator_name(c: u8) -> Option<&'static str> {
+    match c {
+        b';' => Some("semicolon"),
+        b'|' => Some("pipe"),
+        b'\t' => Some("tab"),
+        b',' => Some("comma"),
+        _ => None,
+    }
 }
 
 fn show(c: u8) -> String {

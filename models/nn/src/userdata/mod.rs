@@ -274,11 +274,12 @@ fn target_column(header: &[String], given: Option<&str>, path: &Path) -> Result<
 /// A hint for a header read as one column that holds another common separator.
 fn separator_hint(header: &[String]) -> String {
     match header {
-        [only] => [(';', "semicolon"), ('|', "pipe"), ('\t', "tab")]
-            .iter()
-            .find(|(c, _)| only.contains(*c))
+        [only] => [b';', b'|', b'\t']
+            .into_iter()
+            .find(|&c| only.contains(c as char))
+            .and_then(|c| Some((c as char, crate::data::csv::separator_name(c)?)))
             .map(|(c, name)| {
-                let fix = if *c == '\t' { "name it .tsv".to_string() } else { format!("convert it to commas (e.g. `tr '{c}' ','`)") };
+                let fix = if c == '\t' { "name it .tsv".to_string() } else { format!("convert it to commas (e.g. `tr '{c}' ','`)") };
                 format!(". The header is one column holding {name}s: is the file {name}-separated? chi reads commas (.csv) and tabs (.tsv); {fix}")
             })
             .unwrap_or_default(),
