@@ -338,9 +338,13 @@ pub fn gemm_with_kernel<T: Real>(choice: KernelChoice, par: Par, alpha: T, a: Ma
     }
     // Column-major C: compute Cᵀ = Bᵀ·Aᵀ instead, so the kernel writes C's contiguous dimension
     // with vector stores.
-    let (a, b, mut c) = if c.rs == 1 && c.cs != 1 { (b.t(), a.t(), c.t()) } else { (a, b, c) };
-    let (m, n) = (c.rows, c.cols);
+    let (a, b, c) = if c.rs == 1 && c.cs != 1 { (b.t(), a.t(), c.t()) } else { (a, b, c) };
     let kern = microkernel::Kernel::<T>::select(choice);
+    // A narrow C (a classifier head's few logits, its weight gradient): the tile's vectors run
+    // along n, so with n below a vector's width most lanes idle. Cᵀ = Bᵀ·Aᵀ puts the long side
+    // along the vectors, at the price of storing C through the kernel's strided path.
+    let (a, b, mut c) = if a.cs != 1 && narrow_output_pays(&kern, c.rows, c.cols, k) { (b.t(), a.t(), c.t()) } else { (a, b, c) };
+    let (m, n) = (c.rows, c.cols);
     let threads = threads_for(par, 2 * m * n * k >= kern.par_min_flops);
     if n == 1 {
         let (rs, data) = (c.rs, &mut *c.data);
@@ -354,6 +358,26 @@ pub fn gemm_with_kernel<T: Real>(choice: KernelChoice, par: Par, alpha: T, a: Ma
     } else {
         driver::gemm(&kern, threads, alpha, a, driver::BSrc::Mat(b), beta, driver::CView::new(&mut c));
     }
+}
+
+/// The depth below which [`narrow_output_pays`] keeps the orientation: the swapped tiles store
+/// C element by element once per KC slice, which shallow products cannot repay (at 500 × 64 × 20
+/// with a transposed A the two orientations were within the noise, 19–24 µs against 21–26).
+const NARROW_SWAP_MIN_K: usize = 64;
+
+/// Whether an `m × n` product of depth `k` runs on fewer vector FMAs as `Cᵀ = Bᵀ·Aᵀ`: a tile
+/// row of `nr` columns is two vectors, so a k step costs `m · ⌈n / (nr/2)⌉` vector FMAs one way
+/// and `n · ⌈m / (nr/2)⌉` the other. The swap must save a quarter of them, and `k` must be deep
+/// enough that the swapped tiles' element-by-element stores of C (once per KC slice) stay small
+/// beside their FMAs. The caller swaps only when A's rows are not contiguous: a row-major A is
+/// read in place by the narrow tiles, while swapped it would need a transposing pack (measured on
+/// the Intel Xeon of `blocking.rs`, sgemm, 1 thread, three alternating runs: with a transposed A,
+/// 96 × 1386 × 11 took 75–80 µs unswapped and 39–43 µs swapped, 1024 × 128 × 10 64–67 and 39–49;
+/// with a row-major A swapping was slower, 1024 × 128 × 10 30–41 µs against 44–52).
+fn narrow_output_pays<T>(kern: &microkernel::Kernel<T>, m: usize, n: usize, k: usize) -> bool {
+    let w = (kern.nr / 2).max(1);
+    let vectors = |rows: usize, cols: usize| rows * cols.div_ceil(w);
+    m >= 2 && n >= 2 && k >= NARROW_SWAP_MIN_K && 4 * vectors(n, m) <= 3 * vectors(m, n)
 }
 
 /// A `k × n` matrix B packed once into the micro-panel layout of the GEMM's microkernel, to be

@@ -193,7 +193,7 @@ const PORTABLE: KernelChoice = KernelChoice::Portable;
 const AVX2: KernelChoice = KernelChoice::Avx2;
 
 /// Tile multiples ± 1 (AVX-512: MR = 12, NR = 32 f32 / 16 f64; AVX2: MR = 6, NR = 16 f32 / 8 f64;
-/// portable: 4 × 8; MC = 96/128/144, KC = 256), primes, and 1.
+/// portable: 4 × 8; MC = 96/128/144, KC = 256), primes, 1, and narrow outputs.
 #[test]
 fn fixed_sizes_all_layouts() {
     let triples = [
@@ -217,6 +217,9 @@ fn fixed_sizes_all_layouts() {
         (97, 129, 100),
         (289, 40, 20),
         (64, 33, 513),
+        // Narrow outputs, computed as Cᵀ = Bᵀ·Aᵀ when A's rows are not contiguous.
+        (200, 5, 70),
+        (97, 13, 300),
     ];
     for (t, &(m, n, k)) in triples.iter().enumerate() {
         let p = Problem::new(m, n, k, t as u64 * 10);
