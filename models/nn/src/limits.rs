@@ -7,7 +7,10 @@
 //! buffer a flag, config value or file header asks for (a weight matrix `hidden × hidden`, a
 //! dataset `n_train × features`, a GEMM benchmark `n × n`, the dimensions in an IDX or `.npy`
 //! header) must be at most this many elements; larger requests are refused with an error
-//! naming the value and the limit instead of aborting on allocation.
+//! naming the value and the limit instead of aborting on allocation. Whatever the limit, a buffer
+//! is also refused when its `f32` size exceeds the memory the machine has available (Linux's
+//! `MemAvailable` plus free swap, read once), so that a raised limit gives an error instead of
+//! the out-of-memory killer.
 
 use crate::error::NnError;
 
@@ -52,7 +55,26 @@ pub fn check_elements(what: &str, dims: &[usize]) -> Result<usize, NnError> {
     let limit = max_tensor_elements();
     let prod = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
     match prod {
-        Some(p) if p <= limit => Ok(p),
+        Some(p) if p <= limit => {
+            // A raised limit can let through a tensor the machine cannot hold; refuse it here
+            // rather than be killed by the kernel's out-of-memory handler halfway through a run.
+            match memory_available() {
+                Some(avail) if (p as u128) * (MIN_ELEMENT_BYTES as u128) > avail as u128 => {
+                    let gib = |b: u128| b as f64 / (1u64 << 30) as f64;
+                    Err(NnError::invalid(
+                        what,
+                        "size",
+                        format!("{p} elements"),
+                        format!(
+                            "at least {:.1} GiB ({MIN_ELEMENT_BYTES} bytes per element), more than the {:.1} GiB of memory this machine has available",
+                            gib(p as u128 * MIN_ELEMENT_BYTES as u128),
+                            gib(avail as u128)
+                        ),
+                    ))
+                }
+                _ => Ok(p),
+            }
+        }
         _ => {
             let shown = dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" × ");
             let total = prod.map_or_else(|| "more than usize::MAX".to_string(), |p| p.to_string());
@@ -64,6 +86,44 @@ pub fn check_elements(what: &str, dims: &[usize]) -> Result<usize, NnError> {
             ))
         }
     }
+}
+
+/// An error if `elements` values of `f32` (together, a lower bound on what a configuration will
+/// hold at once: weights, their gradients and optimiser moments, activations) exceed the memory
+/// this machine has available; `what` names the configuration. Per-tensor limits
+/// ([`check_elements`]) cannot see that many tensors, each allowed, do not fit together.
+pub fn check_total_elements(what: &str, elements: u128) -> Result<(), NnError> {
+    match memory_available() {
+        Some(avail) if elements.saturating_mul(MIN_ELEMENT_BYTES as u128) > avail as u128 => {
+            let gib = |b: u128| b as f64 / (1u64 << 30) as f64;
+            Err(NnError::invalid(
+                what,
+                "memory",
+                format!("at least {elements} values"),
+                format!("at least {:.1} GiB, more than the {:.1} GiB of memory this machine has available", gib(elements.saturating_mul(MIN_ELEMENT_BYTES as u128)), gib(avail as u128)),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The smallest element a sized tensor has (`f32`), for the memory check of [`check_elements`].
+const MIN_ELEMENT_BYTES: usize = 4;
+
+/// The memory this machine can still give a process, in bytes, as the kernel estimates it when
+/// first asked (Linux: `MemAvailable` + `SwapFree` of `/proc/meminfo`); `None` elsewhere or if
+/// the file cannot be read.
+fn memory_available() -> Option<u64> {
+    static AVAILABLE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| parse_meminfo(&m)))
+}
+
+/// `MemAvailable + SwapFree` in bytes from the text of `/proc/meminfo` (values in kB).
+fn parse_meminfo(text: &str) -> Option<u64> {
+    let field = |name: &str| {
+        text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+    };
+    Some(field("MemAvailable")?.saturating_add(field("SwapFree").unwrap_or(0)).saturating_mul(1024))
 }
 
 #[cfg(test)]
@@ -81,5 +141,20 @@ mod tests {
         let e = with_max_tensor_elements(10, || check_elements("t", &[4, 4]).unwrap_err().to_string());
         assert!(e.contains("limit of 10"), "{e}");
         assert_eq!(check_elements("t", &[4, 4]).unwrap(), 16, "the override outlived its closure");
+    }
+
+    #[test]
+    fn a_raised_limit_does_not_let_through_more_than_the_memory() {
+        assert_eq!(parse_meminfo("MemTotal:       24000000 kB\nMemAvailable:   2000000 kB\nSwapFree:  48 kB\n"), Some((2_000_000 + 48) * 1024));
+        assert_eq!(parse_meminfo("MemTotal: 5 kB\n"), None);
+        let Some(avail) = memory_available() else { return };
+        // More f32 elements than the available bytes / 4, under a limit raised past them.
+        let n = (avail / 4 + 1) as usize;
+        let e = with_max_tensor_elements(usize::MAX, || check_elements("weight", &[n]).unwrap_err().to_string());
+        assert!(e.contains("weight") && e.contains("GiB of memory this machine has available"), "{e}");
+        assert_eq!(with_max_tensor_elements(usize::MAX, || check_elements("weight", &[1000, 1000]).unwrap()), 1_000_000);
+        let e = check_total_elements("the model", avail as u128).unwrap_err().to_string();
+        assert!(e.contains("the model") && e.contains("GiB of memory"), "{e}");
+        check_total_elements("the model", 1_000_000).unwrap();
     }
 }

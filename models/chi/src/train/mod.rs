@@ -222,16 +222,31 @@ impl Config {
         check_elements("embedding table (vocabulary × embed)", &[vocab, embed])?;
         let mut input = embed.max(16);
         let recurrent = matches!(self.model.as_str(), "lstm" | "gru" | "ca-rnn");
+        // Lower bounds on what the run holds at once: each layer has at least an input × hidden
+        // weight, a training batch at least batch × hidden activations, and evaluation (chunks
+        // of up to EVAL_CHUNK test examples, without gradients) one layer's chunk × hidden
+        // pre-activations and as many activations.
+        let (mut weights, mut activations, mut eval) = (0u128, 0u128, 0u128);
+        let chunk = self.data.n_test.min(EVAL_CHUNK) as u128;
         for &h in &self.model_options.hidden {
             // Up to four gates per layer (LSTM) and one activation per example of a batch.
             check_elements("model_options.hidden (a layer's weight matrix, input × 4·hidden)", &[input, 4, h])?;
             if recurrent {
                 check_elements("model_options.hidden (a recurrent weight matrix, hidden × 4·hidden)", &[h, 4, h])?;
+                weights += (h * h) as u128;
             }
             check_elements("model_options.hidden (activations, batch_size × hidden × sequence)", &[self.batch_size, h, per_example])?;
+            weights += (input * h) as u128;
+            activations += (self.batch_size * h) as u128;
+            eval = eval.max(2 * chunk * h as u128);
             input = h;
         }
         check_elements("output layer (hidden × classes)", &[input, self.data.classes.max(1)])?;
+        weights += (input * self.data.classes.max(1)) as u128;
+        // Every weight has a gradient and, under Adam (the default), two moment estimates; every
+        // activation a gradient.
+        let total = (4 * weights + 2 * activations).max(weights + eval);
+        chi_nn::limits::check_total_elements("model_options.hidden (the model's weights, gradients, optimiser state and activations)", total)?;
         Ok(())
     }
 
@@ -386,12 +401,15 @@ impl Run {
     }
 }
 
+/// Examples per forward pass when evaluating a split.
+const EVAL_CHUNK: usize = 1024;
+
 /// The test metrics and, when the dataset has a validation split, its metrics as `valid_*`.
 pub fn evaluate_splits(model: &dyn Model, ds: &Dataset) -> BTreeMap<String, f64> {
     let scale = ds.schema.as_ref().and_then(|s| s.target_scale);
-    let mut m = registry::evaluate_scaled(model, ds.task, &ds.test, 1024, scale);
+    let mut m = registry::evaluate_scaled(model, ds.task, &ds.test, EVAL_CHUNK, scale);
     if let Some(v) = &ds.valid {
-        for (k, x) in registry::evaluate_scaled(model, ds.task, v, 1024, scale) {
+        for (k, x) in registry::evaluate_scaled(model, ds.task, v, EVAL_CHUNK, scale) {
             m.insert(format!("valid_{k}"), x);
         }
     }

@@ -257,6 +257,10 @@ fn sizes_from_flags_configs_and_checkpoints_are_bounded() {
     fails_with(&["train", "--out", o, "--steps", "18446744073709551615"], &["steps", "out of range"]);
     // The limit is overridable; an override that is not a positive whole number is an error.
     fails(chi_env(&["train", "--out", o, "--hidden", "64"], &[("CHI_MAX_TENSOR_ELEMENTS", "1000")]), "--hidden 64 under a limit of 1000", &["limit of 1000"]);
+    // A limit raised past the machine's memory gives an error, not the out-of-memory killer
+    // (10^10 hidden units: terabytes of weights and activations).
+    let raised = [("CHI_MAX_TENSOR_ELEMENTS", "1000000000000000")];
+    fails(chi_env(&["train", "--out", o, "--hidden", "10000000000"], &raised), "--hidden 10^10 under a raised limit", &["GiB of memory this machine has available"]);
     for bad in ["4e9", "0", "-1", "18446744073709551616"] {
         fails(chi_env(&["train", "--out", o, "--steps", "1"], &[("CHI_MAX_TENSOR_ELEMENTS", bad)]), &format!("CHI_MAX_TENSOR_ELEMENTS={bad}"), &["CHI_MAX_TENSOR_ELEMENTS", "positive whole number"]);
     }
