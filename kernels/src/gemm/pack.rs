@@ -300,14 +300,12 @@ fn pack_panels<T: Real, const R: usize>(
             // SAFETY: for kk < klen the `rows` elements base + kk·sk + i (i < rows) are rows
             // rb + i ≤ r0 + rlen − 1 of column k0 + kk ≤ k0 + klen − 1 (sr = 1): index ≤ `last`
             // < data.len() (asserted); `out` holds R·klen elements; AVX2 is available (the
-            // caller's `avx2`).
+            // caller's `avx2`). In 32-bit lanes (T is f32 or f64) every count doubles for f64,
+            // so R·w ≤ 64.
             unsafe {
-                let (src, out) = (src.add(base), out.as_mut_ptr());
-                if is_f32::<T>() {
-                    x86::pack_partial_f32::<R>(src.cast(), sk, rows, klen, out.cast())
-                } else {
-                    x86::pack_partial_f64::<R>(src.cast(), sk, rows, klen, out.cast())
-                }
+                // 32-bit lanes per element: 1 (f32) or 2 (f64).
+                let w = std::mem::size_of::<T>() / 4;
+                x86::pack_partial_lanes(src.add(base).cast(), w * sk, w * rows, w * R, klen, out.as_mut_ptr().cast())
             }
         } else if sk == 1 && avx2 && ((is_f32::<T>() && R >= 8) || (is_f64::<T>() && R >= 4)) {
             // The last, partial panel with each row contiguous along k (a row-major A with m not a
@@ -357,60 +355,35 @@ fn pack_panels<T: Real, const R: usize>(
 mod x86 {
     use std::arch::x86_64::*;
 
-    /// `out[t·R + i] = src[t·sk + i]` for `i < rows`, `0` for `rows ≤ i < R`, `t < klen`: one
-    /// masked load per 8 elements (lanes at or past `rows` are neither read nor faulted on) and
-    /// one store (masked past `R`).
+    /// `out[t·r + i] = src[t·sk + i]` for `i < rows`, `0` for `rows ≤ i < r`, `t < klen`, in
+    /// 32-bit lanes: one masked load per 8 lanes (lanes at or past `rows` are neither read nor
+    /// faulted on) and one store (masked past `r`). Moves bits only, so an f64 panel is the same
+    /// copy with every count and stride doubled.
     ///
     /// # Safety
-    /// The CPU supports AVX2; `rows ≤ R ≤ 64`; `src + t·sk + i` is readable for `t < klen`,
-    /// `i < rows`; `out + t·R + i` is writable for `t < klen`, `i < R`.
+    /// The CPU supports AVX2; `rows ≤ r ≤ 64`; `src + t·sk + i` is readable for `t < klen`,
+    /// `i < rows`; `out + t·r + i` is writable for `t < klen`, `i < r`.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn pack_partial_f32<const R: usize>(src: *const f32, sk: usize, rows: usize, klen: usize, out: *mut f32) {
-        let chunks = R.div_ceil(8);
+    pub(super) unsafe fn pack_partial_lanes(src: *const f32, sk: usize, rows: usize, r: usize, klen: usize, out: *mut f32) {
+        debug_assert!(rows <= r && r <= 64);
+        let chunks = r.div_ceil(8);
         let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        // Chunk c covers elements 8c .. 8c + 8: load lanes below `rows`, store lanes below R.
+        // Chunk c covers lanes 8c .. 8c + 8: load lanes below `rows`, store lanes below r.
         let below = |limit: usize, c: usize| _mm256_cmpgt_epi32(_mm256_set1_epi32(limit.saturating_sub(8 * c).min(8) as i32), lanes);
         let load: [__m256i; 8] = std::array::from_fn(|c| below(rows, c));
-        let store: [__m256i; 8] = std::array::from_fn(|c| below(R, c));
+        let store: [__m256i; 8] = std::array::from_fn(|c| below(r, c));
         for t in 0..klen {
-            let (s, o) = (src.wrapping_add(t * sk), out.wrapping_add(t * R));
+            let (s, o) = (src.wrapping_add(t * sk), out.wrapping_add(t * r));
             for c in 0..chunks {
-                // SAFETY: the loaded lanes are elements 8c + j < rows of step t, readable
-                // (contract); masked-off lanes are not accessed. The stored lanes are elements
-                // 8c + j < R of step t, writable (contract).
+                // SAFETY: the loaded lanes are 8c + j < rows of step t, readable (contract);
+                // masked-off lanes are not accessed. The stored lanes are 8c + j < r of step t,
+                // writable (contract).
                 unsafe {
                     let v = _mm256_maskload_ps(s.wrapping_add(8 * c), load[c]);
-                    if 8 * c + 8 <= R {
+                    if 8 * c + 8 <= r {
                         _mm256_storeu_ps(o.add(8 * c), v);
                     } else {
                         _mm256_maskstore_ps(o.add(8 * c), store[c], v);
-                    }
-                }
-            }
-        }
-    }
-
-    /// [`pack_partial_f32`] for f64 (4 elements per vector).
-    ///
-    /// # Safety
-    /// As for [`pack_partial_f32`], with `R ≤ 32`.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn pack_partial_f64<const R: usize>(src: *const f64, sk: usize, rows: usize, klen: usize, out: *mut f64) {
-        let chunks = R.div_ceil(4);
-        let lanes = _mm256_setr_epi64x(0, 1, 2, 3);
-        let below = |limit: usize, c: usize| _mm256_cmpgt_epi64(_mm256_set1_epi64x(limit.saturating_sub(4 * c).min(4) as i64), lanes);
-        let load: [__m256i; 8] = std::array::from_fn(|c| below(rows, c));
-        let store: [__m256i; 8] = std::array::from_fn(|c| below(R, c));
-        for t in 0..klen {
-            let (s, o) = (src.wrapping_add(t * sk), out.wrapping_add(t * R));
-            for c in 0..chunks {
-                // SAFETY: as in `pack_partial_f32`, with 4 elements per chunk.
-                unsafe {
-                    let v = _mm256_maskload_pd(s.wrapping_add(4 * c), load[c]);
-                    if 4 * c + 4 <= R {
-                        _mm256_storeu_pd(o.add(4 * c), v);
-                    } else {
-                        _mm256_maskstore_pd(o.add(4 * c), store[c], v);
                     }
                 }
             }
