@@ -246,24 +246,13 @@ fn pack_panels<T: Real, const R: usize>(
             // the input gradient `dY·Wᵀ` of every linear layer): 8 × 8 (f32) or 4 × 4 (f64)
             // blocks of rows × k transposed in registers, one vector load per row and one vector
             // store per k, instead of one scalar store per element (below).
+            // SAFETY: the R source rows rb .. rb + R − 1 ≤ r0 + rlen − 1 (rows == R) each have klen
+            // elements from column k0 (sk = 1), all with index ≤ `last` < data.len() (asserted);
+            // `out` holds R·klen elements; AVX2 is available (the caller's `avx2`).
             #[cfg(target_arch = "x86_64")]
-            {
-                let g = if is_f32::<T>() { 8 } else { 4 };
-                for h in 0..R / g {
-                    // SAFETY: the g source rows rb + g·h .. rb + g·h + g − 1 ≤ r0 + rlen − 1 (rows ==
-                    // R) each have klen elements from column k0 (sk = 1), all with index ≤ `last`
-                    // < data.len() (asserted); rows g·h .. g·h + g − 1 of every R-element group of
-                    // `out` (R·klen elements) are inside it; AVX2 is available (the caller's `avx2`).
-                    unsafe {
-                        let (src, out) = (src.add(base + g * h * sr), out.as_mut_ptr().add(g * h));
-                        if is_f32::<T>() {
-                            x86::pack8_rows_f32::<R>(src.cast(), sr, klen, out.cast())
-                        } else {
-                            x86::pack4_rows_f64::<R>(src.cast(), sr, klen, out.cast())
-                        }
-                    }
-                }
-            }
+            unsafe {
+                transpose_row_groups::<T, R>(src.add(base), sr, R, klen, out.as_mut_ptr())
+            };
         } else if rows == R && sk == 1 {
             // Each of the panel's R source rows is contiguous along k (e.g. B = Wᵀ for a row-major
             // W): transpose in KB × R tiles, reading KB contiguous elements of every row (one
@@ -315,21 +304,13 @@ fn pack_panels<T: Real, const R: usize>(
             out.fill(T::ZERO);
             let g = if is_f32::<T>() { 8 } else { 4 };
             let grouped = rows / g * g;
+            // SAFETY: the source rows rb .. rb + rows − 1 ≤ r0 + rlen − 1 each have klen elements
+            // from column k0 (sk = 1), all with index ≤ `last` < data.len() (asserted); `out`
+            // holds R·klen elements; AVX2 is available (the caller's `avx2`).
             #[cfg(target_arch = "x86_64")]
-            for h in 0..rows / g {
-                // SAFETY: the g source rows rb + g·h .. rb + g·h + g − 1 < rb + rows ≤ r0 + rlen
-                // each have klen elements from column k0 (sk = 1), all with index ≤ `last` <
-                // data.len() (asserted); rows g·h + i < R of every R-element group of `out` (R·klen
-                // elements) are inside it; AVX2 is available (the caller's `avx2`).
-                unsafe {
-                    let (src, out) = (src.add(base + g * h * sr), out.as_mut_ptr().add(g * h));
-                    if is_f32::<T>() {
-                        x86::pack8_rows_f32::<R>(src.cast(), sr, klen, out.cast())
-                    } else {
-                        x86::pack4_rows_f64::<R>(src.cast(), sr, klen, out.cast())
-                    }
-                }
-            }
+            unsafe {
+                transpose_row_groups::<T, R>(src.add(base), sr, rows, klen, out.as_mut_ptr())
+            };
             for i in grouped..rows {
                 // SAFETY: row rb + i < rb + rows ≤ r0 + rlen and columns k0 .. k0 + klen − 1 (sk =
                 // 1): every index is ≤ `last` < data.len() (asserted).
@@ -343,6 +324,31 @@ fn pack_panels<T: Real, const R: usize>(
                 for (i, oi) in o.iter_mut().enumerate() {
                     *oi = if i < rows { data[base + i * sr + kk * sk] } else { T::ZERO };
                 }
+            }
+        }
+    }
+}
+
+/// `out[t·R + i] = src[i·sr + t]` for the first `rows / g · g` rows `i` (g = 8 for f32, 4 for
+/// f64) and `t < klen`: g rows at a time transposed in registers (the rows past the last whole
+/// group are left to the caller).
+///
+/// # Safety
+/// The CPU supports AVX2; `T` is f32 or f64; `src + i·sr + t` is readable for `i < rows`,
+/// `t < klen`; `out` holds `R·klen` writable elements; `rows ≤ R`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn transpose_row_groups<T: Real, const R: usize>(src: *const T, sr: usize, rows: usize, klen: usize, out: *mut T) {
+    let g = if is_f32::<T>() { 8 } else { 4 };
+    for h in 0..rows / g {
+        // SAFETY: rows g·h .. g·h + g − 1 < rows of the source and of every R-element group of
+        // `out` are inside the contract's ranges.
+        unsafe {
+            let (src, out) = (src.add(g * h * sr), out.add(g * h));
+            if is_f32::<T>() {
+                x86::pack8_rows_f32::<R>(src.cast(), sr, klen, out.cast())
+            } else {
+                x86::pack4_rows_f64::<R>(src.cast(), sr, klen, out.cast())
             }
         }
     }
