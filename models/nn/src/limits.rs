@@ -50,31 +50,15 @@ pub fn max_tensor_elements() -> usize {
 
 /// The product of `dims` if it is at most [`max_tensor_elements`]; otherwise an
 /// [`NnError::InvalidValue`] naming `what`, the dimensions and the limit (also when the product
-/// overflows `usize`).
+/// overflows `usize`). Also an error when that many `f32` values exceed the memory available
+/// ([`check_total_elements`]).
 pub fn check_elements(what: &str, dims: &[usize]) -> Result<usize, NnError> {
     let limit = max_tensor_elements();
     let prod = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
     match prod {
-        Some(p) if p <= limit => {
-            // A raised limit can let through a tensor the machine cannot hold; refuse it here
-            // rather than be killed by the kernel's out-of-memory handler halfway through a run.
-            match memory_available() {
-                Some(avail) if (p as u128) * (MIN_ELEMENT_BYTES as u128) > avail as u128 => {
-                    let gib = |b: u128| b as f64 / (1u64 << 30) as f64;
-                    Err(NnError::invalid(
-                        what,
-                        "size",
-                        format!("{p} elements"),
-                        format!(
-                            "at least {:.1} GiB ({MIN_ELEMENT_BYTES} bytes per element), more than the {:.1} GiB of memory this machine has available",
-                            gib(p as u128 * MIN_ELEMENT_BYTES as u128),
-                            gib(avail as u128)
-                        ),
-                    ))
-                }
-                _ => Ok(p),
-            }
-        }
+        // A raised limit can let through a tensor the machine cannot hold: refuse it here rather
+        // than be killed by the kernel's out-of-memory handler halfway through a run.
+        Some(p) if p <= limit => check_total_elements(what, p as u128).map(|()| p),
         _ => {
             let shown = dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" × ");
             let total = prod.map_or_else(|| "more than usize::MAX".to_string(), |p| p.to_string());
@@ -88,10 +72,10 @@ pub fn check_elements(what: &str, dims: &[usize]) -> Result<usize, NnError> {
     }
 }
 
-/// An error if `elements` values of `f32` (together, a lower bound on what a configuration will
-/// hold at once: weights, their gradients and optimiser moments, activations) exceed the memory
-/// this machine has available; `what` names the configuration. Per-tensor limits
-/// ([`check_elements`]) cannot see that many tensors, each allowed, do not fit together.
+/// An error if `elements` values of `f32` exceed the memory this machine has available; `what`
+/// names them. [`check_elements`] applies it to one tensor; a configuration applies it to a lower
+/// bound on what it holds at once (weights, their gradients and optimiser moments, activations),
+/// which per-tensor checks cannot see.
 pub fn check_total_elements(what: &str, elements: u128) -> Result<(), NnError> {
     match memory_available() {
         Some(avail) if elements.saturating_mul(MIN_ELEMENT_BYTES as u128) > avail as u128 => {
@@ -107,7 +91,7 @@ pub fn check_total_elements(what: &str, elements: u128) -> Result<(), NnError> {
     }
 }
 
-/// The smallest element a sized tensor has (`f32`), for the memory check of [`check_elements`].
+/// The smallest element a sized tensor has (`f32`), for [`check_total_elements`].
 const MIN_ELEMENT_BYTES: usize = 4;
 
 /// The memory this machine can still give a process, in bytes, as the kernel estimates it when
