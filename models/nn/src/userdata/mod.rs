@@ -547,8 +547,13 @@ fn csv_of_text(path: &Path, text: &str, lossy: bool, lay: &CsvLayout, labelled: 
 }
 
 /// Every regular, non-hidden file under `dir`, sorted (so the order is the same everywhere).
+///
+/// Symbolic links to folders are followed, except to a folder already read or to `dir` itself
+/// or one of its parents: a link back up the tree (a loop) would otherwise read the same files
+/// again and again, each time under a longer path (and, in a class folder, under that class).
 fn files_under(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
     let mut out = Vec::new();
+    let mut visited: std::collections::HashSet<PathBuf> = std::fs::canonicalize(dir).into_iter().collect();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         let rd = std::fs::read_dir(&d).map_err(|e| DataError::io(&d, &e))?;
@@ -559,6 +564,14 @@ fn files_under(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
                 continue;
             }
             if p.is_dir() {
+                if leads_back(dir, &p) {
+                    continue;
+                }
+                if let Ok(c) = std::fs::canonicalize(&p) {
+                    if !visited.insert(c) {
+                        continue;
+                    }
+                }
                 stack.push(p);
             } else if p.is_file() {
                 out.push(p);
@@ -569,13 +582,23 @@ fn files_under(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
     Ok(out)
 }
 
+/// Whether the folder `p` (inside `root`) is, through symbolic links, `root` itself or one of
+/// its parents.
+fn leads_back(root: &Path, p: &Path) -> bool {
+    match (std::fs::canonicalize(root), std::fs::canonicalize(p)) {
+        (Ok(r), Ok(c)) => r.starts_with(&c),
+        _ => false,
+    }
+}
+
+/// The non-hidden subfolders of `dir`, sorted, without links back to `dir` or its parents.
 fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| DataError::io(dir, &e))?
         .filter_map(|e| e.ok())
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
-        .filter(|p| p.is_dir())
+        .filter(|p| p.is_dir() && !leads_back(dir, p))
         .collect();
     v.sort();
     Ok(v)
@@ -587,7 +610,9 @@ fn first_line_names(text: &str, sep: u8, name: &str) -> bool {
     first.split(sep as char).any(|f| f.trim().trim_matches('"') == name)
 }
 
-/// One text per non-blank line, unlabelled (`chi predict` on a plain text file).
+/// One text per line, unlabelled (`chi predict` on a plain text file). Blank lines are kept (as
+/// texts without tokens, which the encoder warns about) so that the predictions line up with
+/// the input's lines; only blank lines at the end of the file are dropped.
 fn read_text_lines(path: &Path) -> Result<RawSet, NnError> {
     let (text, lossy) = read_text(path)?;
     Ok(text_lines_of(path, &text, lossy))
@@ -596,7 +621,9 @@ fn read_text_lines(path: &Path) -> Result<RawSet, NnError> {
 /// [`read_text_lines`] of text already read.
 fn text_lines_of(path: &Path, text: &str, lossy: bool) -> RawSet {
     let mut out = RawSet { path: path.to_path_buf(), lossy: lossy as usize, ..Default::default() };
-    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    let lines: Vec<&str> = text.lines().collect();
+    let last = lines.iter().rposition(|l| !l.trim().is_empty()).map_or(0, |i| i + 1);
+    for (i, l) in lines[..last].iter().enumerate() {
         out.examples.push(RawExample { origin: format!("{}:{}", path.display(), i + 1), line: i + 1, input: RawInput::Text(l.to_string()), label: None });
     }
     out

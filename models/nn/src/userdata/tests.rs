@@ -173,6 +173,47 @@ fn text_folders_with_lossy_files_and_given_splits() {
     assert_eq!(ids, ["neg/b.txt", "pos/a.txt"]);
 }
 
+/// Prediction on a plain text file gives one row per line, blank lines included (so rows line
+/// up with the input), except blank lines at the end.
+#[test]
+fn predicting_text_lines_keeps_blank_lines_in_place() {
+    let d = TempDir::new("blank");
+    for (i, (c, t)) in [("pos", "good fun"), ("neg", "bad dull")].iter().cycle().take(24).enumerate() {
+        d.write(&format!("data/{c}/{i}.txt"), t.as_bytes());
+    }
+    let l = load_cfg(&cfg(&d.0.join("data"))).unwrap();
+    let q = d.write("new.txt", b"good fun\n   \nbad dull\r\n\nunknownword\n\n\n");
+    let (inputs, ids, warnings) = l.schema.encode_unlabelled(&q).unwrap();
+    assert_eq!(inputs.len(), 5, "{ids:?}");
+    assert!(ids[1].ends_with("new.txt:2") && ids[4].ends_with("new.txt:5"), "{ids:?}");
+    assert!(warnings.iter().any(|w| w.contains("2 texts have no tokens")), "{warnings:?}");
+}
+
+/// Links back up a text folder (a loop) are not followed: each file is read once, under its own
+/// class; a link to a folder outside is followed.
+#[cfg(unix)]
+#[test]
+fn symbolic_link_loops_in_a_text_folder_are_not_followed() {
+    let d = TempDir::new("loop");
+    for i in 0..12 {
+        d.write(&format!("data/pos/p{i}.txt"), format!("good great {i}").as_bytes());
+        d.write(&format!("data/neg/n{i}.txt"), format!("bad awful {i}").as_bytes());
+    }
+    d.write("extra/n-extra.txt", b"bad dull");
+    let root = d.0.join("data");
+    std::os::unix::fs::symlink("../", root.join("neg/loop")).unwrap();
+    std::os::unix::fs::symlink("../../data", root.join("pos/up")).unwrap();
+    std::os::unix::fs::symlink(&root, root.join("all")).unwrap();
+    std::os::unix::fs::symlink(d.0.join("extra"), root.join("neg/extra")).unwrap();
+    let l = load_cfg(&cfg(&root)).unwrap();
+    assert_eq!(l.schema.classes, ["neg", "pos"], "the link to the root is not a class");
+    let n = l.dataset.train.len() + l.dataset.valid.as_ref().map_or(0, |v| v.len()) + l.dataset.test.len();
+    assert_eq!(n, 25, "12 + 12 files and the linked outside file, each once");
+    // Prediction on a folder with a link to itself: one input per file.
+    let (inputs, ids, _) = l.schema.encode_unlabelled(&root.join("neg")).unwrap();
+    assert_eq!(inputs.len(), 13, "{ids:?}");
+}
+
 #[test]
 fn token_lines_keep_tokens_as_written() {
     let d = TempDir::new("lines");
