@@ -406,6 +406,15 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
             }
         };
         bar.finish_and_clear();
+        if stats.updates == 0 {
+            // Nothing was trained (the vectors are their random start, the mean loss 0/0):
+            // refuse rather than write them as if they were learned.
+            return Err(format!(
+                "no training pairs: of {} corpus words ({} epochs), subsampling frequent words (threshold {}) kept {}, too few to pair within a window of {}; \
+                 word vectors need a larger corpus",
+                stats.words, cfg.epochs, cfg.sample, stats.effective_words, cfg.window
+            ));
+        }
         if lead {
             let whose = if world.is_some() { " (rank 0's shard)" } else { "" };
             eprintln!("{:?}: {} words{whose} in {:.2} s ({:.0} words/s), mean loss {:.4}", a.model, stats.words, stats.seconds, stats.words_per_sec, stats.mean_loss);

@@ -47,6 +47,19 @@ fn train_eval_neighbours_end_to_end() {
     }
 }
 
+/// A corpus too small to give one training pair (frequent words subsampled away) is an error,
+/// not random vectors written with a NaN mean loss and exit status 0.
+#[test]
+fn a_corpus_without_training_pairs_is_an_error() {
+    let (c, v) = (tmp("tiny-corpus.txt"), tmp("tiny.vec"));
+    std::fs::write(&c, "a b c a b c a b\nb c a\n").unwrap();
+    for model in ["sgns", "cbow", "sg-hs", "cbow-hs"] {
+        let o = chi(&["embed", "train", "--model", model, "--corpus", c.to_str().unwrap(), "--dim", "4", "--min-count", "1", "--epochs", "1", "--quiet", "--vectors-out", v.to_str().unwrap()]);
+        fails_with(&o, "no training pairs");
+        assert!(!v.exists(), "{model}: vectors written");
+    }
+}
+
 /// `--x-max` reaches GloVe: two cut-offs give different vectors from the same seed.
 #[test]
 fn glove_x_max_changes_the_vectors() {
