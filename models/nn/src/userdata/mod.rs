@@ -819,6 +819,38 @@ fn fmt_number(v: f64) -> String {
 
 // ------------------------------------------------------------------------------- the task
 
+/// Whether numeric targets are continuous (a regression), not class codes: class codes are few
+/// distinct whole numbers (below 2^53, past which every float is whole and distinct values
+/// would round together as integers).
+fn continuous_numbers(v: &[f64]) -> bool {
+    let whole = v.iter().all(|x| x.fract() == 0.0 && x.abs() < 9.0e15);
+    let mut d: Vec<i64> = v.iter().map(|x| *x as i64).collect();
+    d.sort_unstable();
+    d.dedup();
+    !(whole && d.len() <= MAX_INTEGER_CLASSES)
+}
+
+/// A continuous numeric target with a few values that do not read as finite numbers (a typo,
+/// `1e400`) would silently become a classification with every number a class: an error naming
+/// the first odd value instead (when at least 90 % of the targets are numbers).
+fn odd_value_in_numeric_target(labels: &[&str], origin: &dyn Fn(usize) -> String) -> Result<(), NnError> {
+    let parsed: Vec<f64> = labels.iter().filter_map(|l| parse_number(l)).collect();
+    if parsed.len() == labels.len() || parsed.len() * 10 < labels.len() * 9 || !continuous_numbers(&parsed) {
+        return Ok(());
+    }
+    let i = labels.iter().position(|l| parse_number(l).is_none()).expect("some label is not a number");
+    Err(NnError::invalid(
+        origin(i),
+        "target",
+        quoted(labels[i]),
+        format!(
+            "is not a finite number, but {} of {} targets are numbers (a continuous target): fix it, or pass --task classification if the values are class names",
+            parsed.len(),
+            labels.len()
+        ),
+    ))
+}
+
 /// Decides the task and the class names from the training labels.
 fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> String) -> Result<(Task, Vec<String>), NnError> {
     let missing: Vec<usize> = (0..labels.len()).filter(|&i| is_missing(labels[i])).collect();
@@ -831,19 +863,16 @@ fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> S
         Some("classification") => false,
         Some(t) => return Err(NnError::invalid("data", "task", t, "classification or regression")),
         None => match &numbers {
-            None => false,
-            Some(v) => {
-                let whole = v.iter().all(|x| x.fract() == 0.0);
-                let mut d: Vec<i64> = v.iter().map(|x| *x as i64).collect();
-                d.sort_unstable();
-                d.dedup();
-                !(whole && d.len() <= MAX_INTEGER_CLASSES)
+            None => {
+                odd_value_in_numeric_target(labels, origin)?;
+                false
             }
+            Some(v) => continuous_numbers(v),
         },
     };
     if regression {
         if let Some(i) = labels.iter().position(|l| parse_number(l).is_none()) {
-            return Err(NnError::invalid(origin(i), "target", quoted(labels[i]), "is not a number, but the task is regression"));
+            return Err(NnError::invalid(origin(i), "target", quoted(labels[i]), "is not a finite number, but the task is regression"));
         }
         return Ok((Task::Regression, Vec::new()));
     }
@@ -1591,9 +1620,16 @@ fn finish(
     };
     let labels: Vec<String> = train_raw.examples.iter().map(|e| e.label.clone().unwrap_or_default()).collect();
     let task_hint = cfg.task.as_deref();
+    if task_hint.is_none() && train_raw.examples.iter().all(|e| e.label.is_some()) {
+        // Before the split, whose stratification would otherwise treat every number as a class.
+        let all: Vec<&str> = labels.iter().map(String::as_str).collect();
+        odd_value_in_numeric_target(&all, &|i| train_raw.examples[i].origin.clone())?;
+    }
     let keys: Vec<String> = if task_hint == Some("regression") { vec![String::new(); labels.len()] } else { labels.iter().map(|l| class_key(l)).collect() };
     let need = [false, given[1].is_none(), given[2].is_none()];
     let mut parts: [RawSet; 3] = Default::default();
+    // With stratification: the number of classes and the size of the largest one.
+    let mut strata_sizes: Option<(usize, usize)> = None;
     if need[1] || need[2] {
         let f = [fractions[0], if need[1] { fractions[1] } else { 0.0 }, if need[2] { fractions[2] } else { 0.0 }];
         // A regression target is not stratified (every key is the same).
@@ -1604,6 +1640,13 @@ fn finish(
             d.len() > MAX_INTEGER_CLASSES
         };
         let strata = if numeric_target { vec![String::new(); keys.len()] } else { keys };
+        if !numeric_target {
+            let mut counts: HashMap<&str, usize> = HashMap::new();
+            for k in &strata {
+                *counts.entry(k.as_str()).or_default() += 1;
+            }
+            strata_sizes = Some((counts.len(), counts.values().copied().max().unwrap_or(0)));
+        }
         let idx = stratified_split(&strata, f, rng);
         for s in 0..3 {
             parts[s] = RawSet { examples: idx[s].iter().map(|&i| train_raw.examples[i].clone()).collect(), ..train_raw.clone() };
@@ -1624,7 +1667,15 @@ fn finish(
             format!("{}", path.display()),
             "split",
             format!("{fractions:?} of {} examples", train_raw.examples.len()),
-            "leaves no test examples: use more data, a larger test fraction, or --test FILE",
+            match strata_sizes {
+                // Each class is split on its own: classes of one or two examples give no test
+                // share, which says more about the target column than about the data's size.
+                Some((classes, largest)) if classes > 1 && (largest as f64 * fractions[2]) < 1.0 => format!(
+                    "leaves no test examples: each of the {classes} classes is split on its own and the largest has {largest} example(s); \
+                     is the target the right column? (for a numeric target pass --task regression; else use more data or --test FILE)"
+                ),
+                _ => "leaves no test examples: use more data, a larger test fraction, or --test FILE".to_string(),
+            },
         ));
     }
     let train_labels: Vec<&str> = parts[0].examples.iter().map(|e| e.label.as_deref().unwrap_or("")).collect();

@@ -103,6 +103,33 @@ fn a_continuous_target_is_regression_and_task_overrides() {
     assert_eq!(load_cfg(&c).unwrap().dataset.task, Task::Regression);
 }
 
+/// A continuous target with one value that does not read as a number is an error naming that
+/// value's line (it used to make every number a class); huge whole numbers are continuous.
+#[test]
+fn an_odd_value_in_a_continuous_target_is_named_and_huge_numbers_are_continuous() {
+    let d = TempDir::new("regodd");
+    let mut s = String::from("a,price\n");
+    for i in 0..40 {
+        s.push_str(&format!("{i},{}\n", if i == 11 { "1e400".to_string() } else { format!("{}", 0.1 + 0.05 * (i % 20) as f64) }));
+    }
+    let mut c = cfg(&d.write("odd.csv", s.as_bytes()));
+    c.target = Some("price".into());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("odd.csv:13") && e.contains("\"1e400\"") && e.contains("is not a finite number") && e.contains("--task classification"), "{e}");
+    // Told it is a classification, the values are class names: 20 classes of two examples
+    // each leave no test share, and the message says why.
+    c.task = Some("classification".into());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("the largest has 2 example(s)") && e.contains("right column"), "{e}");
+    let mut s = String::from("a,amount\n");
+    for i in 0..40 {
+        s.push_str(&format!("{i},{:e}\n", 3.0e18 + 7.0e17 * i as f64));
+    }
+    let mut c = cfg(&d.write("huge.csv", s.as_bytes()));
+    c.target = Some("amount".into());
+    assert_eq!(load_cfg(&c).unwrap().dataset.task, Task::Regression);
+}
+
 #[test]
 fn headerless_csv_uses_the_last_column_and_tsv_is_read_by_extension() {
     let d = TempDir::new("nohdr");
