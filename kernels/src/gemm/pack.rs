@@ -241,18 +241,33 @@ fn pack_panels<T: Real, const R: usize>(
                     }
                 }
             }
-        } else if rows == R && sk == 1 && avx2 && ((is_f32::<T>() && R % 8 == 0) || (is_f64::<T>() && R % 4 == 0)) {
-            // Each of the panel's R source rows is contiguous along k (B = Wᵀ for a row-major W,
-            // the input gradient `dY·Wᵀ` of every linear layer): 8 × 8 (f32) or 4 × 4 (f64)
-            // blocks of rows × k transposed in registers, one vector load per row and one vector
-            // store per k, instead of one scalar store per element (below).
-            // SAFETY: the R source rows rb .. rb + R − 1 ≤ r0 + rlen − 1 (rows == R) each have klen
-            // elements from column k0 (sk = 1), all with index ≤ `last` < data.len() (asserted);
-            // `out` holds R·klen elements; AVX2 is available (the caller's `avx2`).
+        } else if sk == 1 && avx2 && ((is_f32::<T>() && R >= 8) || (is_f64::<T>() && R >= 4)) {
+            // Each of the panel's source rows is contiguous along k (B = Wᵀ for a row-major W,
+            // the input gradient `dY·Wᵀ` of every linear layer; a row-major A's last, partial
+            // panel): 8 × 8 (f32) or 4 × 4 (f64) blocks of rows × k transposed in registers, one
+            // vector load per row and one vector store per k, instead of one scalar store per
+            // element (below). Rows past the last whole group (a partial panel's) are copied one
+            // element at a time, and a partial panel's padding is zeroed first.
+            if rows < R {
+                out.fill(T::ZERO);
+            }
+            let g = if is_f32::<T>() { 8 } else { 4 };
+            let grouped = rows / g * g;
+            // SAFETY: the source rows rb .. rb + rows − 1 ≤ r0 + rlen − 1 each have klen elements
+            // from column k0 (sk = 1), all with index ≤ `last` < data.len() (asserted); `out`
+            // holds R·klen elements; AVX2 is available (the caller's `avx2`).
             #[cfg(target_arch = "x86_64")]
             unsafe {
-                transpose_row_groups::<T, R>(src.add(base), sr, R, klen, out.as_mut_ptr())
+                transpose_row_groups::<T, R>(src.add(base), sr, rows, klen, out.as_mut_ptr())
             };
+            for i in grouped..rows {
+                // SAFETY: row rb + i < rb + rows ≤ r0 + rlen and columns k0 .. k0 + klen − 1 (sk =
+                // 1): every index is ≤ `last` < data.len() (asserted).
+                let row = unsafe { std::slice::from_raw_parts(src.add(base + i * sr), klen) };
+                for (t, &v) in row.iter().enumerate() {
+                    out[t * R + i] = v;
+                }
+            }
         } else if rows == R && sk == 1 {
             // Each of the panel's R source rows is contiguous along k (e.g. B = Wᵀ for a row-major
             // W): transpose in KB × R tiles, reading KB contiguous elements of every row (one
@@ -295,29 +310,6 @@ fn pack_panels<T: Real, const R: usize>(
                 // 32-bit lanes per element: 1 (f32) or 2 (f64).
                 let w = std::mem::size_of::<T>() / 4;
                 x86::pack_partial_lanes(src.add(base).cast(), w * sk, w * rows, w * R, klen, out.as_mut_ptr().cast())
-            }
-        } else if sk == 1 && avx2 && ((is_f32::<T>() && R >= 8) || (is_f64::<T>() && R >= 4)) {
-            // The last, partial panel with each row contiguous along k (a row-major A with m not a
-            // multiple of MR, B = Wᵀ with n not a multiple of NR): zero the panel, then transpose
-            // its rows in groups of 8 (f32) or 4 (f64) in registers, the remaining rows in
-            // L1-resident KB × R tiles as above.
-            out.fill(T::ZERO);
-            let g = if is_f32::<T>() { 8 } else { 4 };
-            let grouped = rows / g * g;
-            // SAFETY: the source rows rb .. rb + rows − 1 ≤ r0 + rlen − 1 each have klen elements
-            // from column k0 (sk = 1), all with index ≤ `last` < data.len() (asserted); `out`
-            // holds R·klen elements; AVX2 is available (the caller's `avx2`).
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
-                transpose_row_groups::<T, R>(src.add(base), sr, rows, klen, out.as_mut_ptr())
-            };
-            for i in grouped..rows {
-                // SAFETY: row rb + i < rb + rows ≤ r0 + rlen and columns k0 .. k0 + klen − 1 (sk =
-                // 1): every index is ≤ `last` < data.len() (asserted).
-                let row = unsafe { std::slice::from_raw_parts(src.add(base + i * sr), klen) };
-                for (t, &v) in row.iter().enumerate() {
-                    out[t * R + i] = v;
-                }
             }
         } else {
             for (kk, o) in out.chunks_exact_mut(R).enumerate() {
