@@ -553,7 +553,8 @@ fn csv_of_text(path: &Path, text: &str, lossy: bool, lay: &CsvLayout, labelled: 
 /// again and again, each time under a longer path (and, in a class folder, under that class).
 fn files_under(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
     let mut out = Vec::new();
-    let mut visited: std::collections::HashSet<PathBuf> = std::fs::canonicalize(dir).into_iter().collect();
+    let root = std::fs::canonicalize(dir).ok();
+    let mut visited: std::collections::HashSet<PathBuf> = root.iter().cloned().collect();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         let rd = std::fs::read_dir(&d).map_err(|e| DataError::io(&d, &e))?;
@@ -564,11 +565,9 @@ fn files_under(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
                 continue;
             }
             if p.is_dir() {
-                if leads_back(dir, &p) {
-                    continue;
-                }
                 if let Ok(c) = std::fs::canonicalize(&p) {
-                    if !visited.insert(c) {
+                    // `dir` itself or a parent (a loop), or a folder already read.
+                    if root.as_ref().is_some_and(|r| r.starts_with(&c)) || !visited.insert(c) {
                         continue;
                     }
                 }
