@@ -320,6 +320,28 @@ fn read_input(p: &std::path::Path) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+/// Whether the model can do what `--ngrams` and `--pca` ask, tried on one training text.
+fn check_analyses(t: &infer::Trained, args: &ExplainArgs) -> Result<(), String> {
+    if args.ngrams.is_none() && !args.pca {
+        return Ok(());
+    }
+    let (docs, _, vocab) = training_texts(t)?;
+    let one = token_split(vec![docs[0].clone()], vocab);
+    if args.ngrams.is_some() {
+        let schema = t.schema.as_ref().ok_or("--ngrams needs a text model trained on files")?;
+        if !matches!(schema.encoder, chi_nn::dataset::Encoder::Text { .. }) {
+            return Err("--ngrams needs a text model".into());
+        }
+        if t.model.filter_maps(&one, &[0]).is_none() {
+            return Err(format!("--ngrams needs a convolutional text model (text-cnn); this run trained {}", t.cfg.model));
+        }
+    }
+    if args.pca && t.model.features(&one, &[0]).is_none() {
+        return Err(format!("--pca needs a model with a representation before its output layer (text-cnn); this run trained {}", t.cfg.model));
+    }
+    Ok(())
+}
+
 /// Runs `chi explain`.
 pub fn run(args: &ExplainArgs) -> Result<(), String> {
     let mut texts = args.text.clone();
@@ -335,6 +357,9 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
     }
     // The n-gram and PCA analyses read the training texts again.
     let t = infer::load_trained(&args.model, args.ngrams.is_some() || args.pca)?;
+    // Every analysis asked for is checked possible before any file is written: a refused flag
+    // after the pages of the others would leave a half-finished output.
+    check_analyses(&t, args)?;
     let dir = args.dir.clone().unwrap_or_else(|| t.run_dir.as_ref().map_or_else(|| PathBuf::from("explain"), |d| d.join("explain")));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     if !texts.is_empty() {

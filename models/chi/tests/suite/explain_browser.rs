@@ -150,6 +150,12 @@ fn explain_pages_of_a_text_cnn_and_a_han_render_their_scores() {
         } else {
             assert!(!o.status.success(), "{model}: --ngrams should be refused");
             assert!(String::from_utf8_lossy(&o.stderr).contains("text-cnn"), "{}", String::from_utf8_lossy(&o.stderr));
+            // A refused analysis is refused before the texts' pages are written.
+            let ex2 = dir.join("refused");
+            let o = chi().arg("explain").arg(&run).args(["--text", text, "--pca", "--dir"]).arg(&ex2).output().unwrap();
+            assert!(!o.status.success(), "{model}: --pca should be refused");
+            assert!(String::from_utf8_lossy(&o.stderr).contains("--pca needs"), "{}", String::from_utf8_lossy(&o.stderr));
+            assert!(!ex2.exists(), "{model}: a refused explain wrote {:?}", std::fs::read_dir(&ex2).map(|d| d.count()));
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -29,7 +29,11 @@
 //!
 //! A column no row has a value in (a trailing comma's unnamed column) is left out, and said.
 //! A file without a header row names its columns `column1`, `column2`, …; new files for the
-//! model are then read without a header too, by position.
+//! model are then read without a header too, by position. Header fields left empty are named
+//! `unnamed1`, `unnamed2`, … in their order. Row identifiers beside real features (an unnamed
+//! or `id`-like column with a different whole number or key on every row, as pandas' index)
+//! are left out, and said. Without `target`, the target is the column named `label`, `target`
+//! or `class` (two of them: an error), else `y`.
 //!
 //! **Text columns.** The feature column is text (a text model reads it) when it is the only
 //! one and holds two words or more per row over many distinct values (not a few repeated
@@ -176,6 +180,15 @@ fn parse_number(v: &str) -> Option<f64> {
     v.trim().parse::<f64>().ok().filter(|x| x.is_finite())
 }
 
+/// What is wrong with a value [`parse_number`] refused: not a number at all, or a number no
+/// float holds (`1e400`, `inf`).
+fn not_a_number(v: &str) -> &'static str {
+    match v.trim().parse::<f64>() {
+        Ok(x) if x.is_infinite() => "is infinite or out of range (beyond ±1.8e308)",
+        _ => "is not a number",
+    }
+}
+
 /// The CSV records of a file (lossy UTF-8), with their line numbers.
 fn csv_records(path: &Path, sep: u8) -> Result<(Vec<crate::data::CsvRecord>, bool), NnError> {
     let (text, lossy) = read_text(path)?;
@@ -263,9 +276,26 @@ fn target_column(header: &[String], given: Option<&str>, path: &Path) -> Result<
             DataError::new(Location::Line(1), format!("no target column {t:?}; the columns are {}{}", short_list(header), separator_hint(header))).with_path(path).into()
         });
     }
-    for want in ["label", "target", "class", "y"] {
-        if let Some(i) = header.iter().position(|h| h.trim().eq_ignore_ascii_case(want)) {
-            return Ok(i);
+    // `label`, `target` and `class` name nothing but a target: two of them leave the choice to
+    // the user (training on the wrong one, with the other as a feature, would look like a
+    // perfect model). `y` is a target only when none of them is there (`x, y, label`).
+    let named = |w: &str| header.iter().position(|h| h.trim().eq_ignore_ascii_case(w));
+    let strong: Vec<usize> = ["label", "target", "class"].into_iter().filter_map(named).collect();
+    match strong.as_slice() {
+        [i] => return Ok(*i),
+        [] => {
+            if let Some(i) = named("y") {
+                return Ok(i);
+            }
+        }
+        many => {
+            let list: Vec<String> = many.iter().map(|&i| header[i].clone()).collect();
+            return Err(DataError::new(
+                Location::Line(1),
+                format!("columns {} could each be the target: pass --target NAME (and leave the other out with --features, if it is the same label)", short_list(&list)),
+            )
+            .with_path(path)
+            .into());
         }
     }
     Err(DataError::new(Location::Line(1), format!("which column is the target? pass --target NAME (the columns are {}){}", short_list(header), separator_hint(header))).with_path(path).into())
@@ -362,12 +392,15 @@ fn named_like_id(name: &str) -> bool {
     matches!(n.as_str(), "" | "id" | "#" | "no" | "index" | "idx" | "key" | "row" | "uid" | "uuid") || n.ends_with("_id") || n.ends_with(" id") || n.starts_with("unnamed")
 }
 
-/// Whether a column is a row identifier: named like one, or whole numbers / single words that
-/// are all different.
-fn looks_like_id(name: &str, vals: &[&str]) -> bool {
-    if named_like_id(name) {
-        return true;
-    }
+/// Whether a column is a row identifier: named like one (or not named: `unnamed`), or whole
+/// numbers / single words that are all different.
+fn looks_like_id(name: &str, unnamed: bool, vals: &[&str]) -> bool {
+    unnamed || named_like_id(name) || distinct_keys(vals)
+}
+
+/// Whether the values are whole numbers or single words, at least ten and all different (a
+/// row number, a key).
+fn distinct_keys(vals: &[&str]) -> bool {
     let distinct = vals.iter().map(|v| v.trim()).collect::<std::collections::HashSet<_>>().len();
     vals.len() >= 10
         && distinct == vals.len()
@@ -380,8 +413,8 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
         return Err(DataError::whole("holds no rows").with_path(path).into());
     }
     let header = o.header.unwrap_or_else(|| has_header(&recs, o.target.as_deref()));
-    let names: Vec<String> =
-        if header { recs[0].fields.iter().map(|f| f.trim().to_string()).collect() } else { (0..recs[0].fields.len()).map(|i| format!("column{}", i + 1)).collect() };
+    let names = column_names(&recs[0].fields, header);
+    let unnamed: Vec<bool> = recs[0].fields.iter().map(|f| header && f.trim().is_empty()).collect();
     unique_names(&names, path)?;
     let target = if !header && o.target.is_none() { names.len() - 1 } else { target_column(&names, o.target.as_deref(), path)? };
     let body = if header { &recs[1..] } else { &recs[..] };
@@ -408,7 +441,7 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
                 .filter(|(i, _)| *i != target)
                 .partition(|(i, _)| body.iter().all(|r| r.fields.get(*i).is_none_or(|v| is_missing(v))));
             if !empty.is_empty() && !kept.is_empty() {
-                let list: Vec<String> = empty.iter().map(|(i, n)| if n.is_empty() { format!("column {} (unnamed)", i + 1) } else { quoted(n) }).collect();
+                let list: Vec<String> = empty.iter().map(|(_, n)| quoted(n)).collect();
                 notes.push(format!("{}: {} left out: no row has a value in it", path.display(), list.join(", ")));
             }
             let kept = if kept.is_empty() { empty } else { kept };
@@ -439,7 +472,7 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
                 _ if features.len() == 1 => only_column_is_text(&sample(col(&features[0]))).then(|| features[0].clone()),
                 [t] => {
                     let others: Vec<&String> = features.iter().filter(|n| n != t).collect();
-                    if others.iter().all(|n| looks_like_id(n, &sample(col(n)))) {
+                    if others.iter().all(|n| looks_like_id(n, unnamed[col(n)], &sample(col(n)))) {
                         let list: Vec<String> = others.iter().map(|n| quoted(n)).collect();
                         notes.push(format!(
                             "{}: column {} is free text, read by a text model; {} look(s) like row identifiers and are not used (choose columns with --features, or the text with --text-column)",
@@ -459,13 +492,29 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
     if text.is_some() {
         features.clear();
     }
+    // Row identifiers beside real features (pandas' unnamed index column, an `id`) number the
+    // rows: a model would learn the file's order from them, which new data does not share.
+    // Left out, and said; columns the user names are always used.
+    if text.is_none() && o.features.is_none() {
+        let (ids, rest): (Vec<String>, Vec<String>) =
+            features.iter().cloned().partition(|n| (unnamed[col(n)] || named_like_id(n)) && distinct_keys(&sample(col(n))));
+        if !ids.is_empty() && !rest.is_empty() {
+            let list: Vec<String> = ids.iter().map(|n| quoted(n)).collect();
+            notes.push(format!(
+                "{}: {} left out: a row identifier (a different whole number or key on every row), which would let the model learn the rows' order (use it with --features)",
+                path.display(),
+                list.join(", ")
+            ));
+            features = rest;
+        }
+    }
     if features.contains(&names[target]) {
         return Err(NnError::invalid("data", "features", names[target].clone(), "the target column cannot also be a feature"));
     }
     if text.is_none() && features.is_empty() {
         return Err(DataError::new(Location::Line(1), format!("no feature columns besides the target{}", separator_hint(&names))).with_path(path).into());
     }
-    if text.is_none() && o.features.is_none() && features.iter().all(|n| named_like_id(n)) {
+    if text.is_none() && o.features.is_none() && features.iter().all(|n| named_like_id(n) || (unnamed[col(n)] && distinct_keys(&sample(col(n))))) {
         return Err(DataError::new(
             Location::Line(1),
             format!("the only feature columns, {}, are row identifiers: there is nothing to learn from (name the columns to use with --features)", features.iter().map(|n| quoted(n)).collect::<Vec<_>>().join(", ")),
@@ -474,6 +523,28 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
         .into());
     }
     Ok(CsvLayout { sep: fmt.separator(), header, names: names.clone(), target: names[target].clone(), text, features, notes })
+}
+
+/// The column names of a CSV whose first record is `first`: the header's fields (trimmed), or
+/// `column1`, `column2`, … without a header. Header fields left empty (the index column
+/// pandas' `to_csv` writes, a spreadsheet column without a title) are named `unnamed1`,
+/// `unnamed2`, … in their order, so that they can be named in messages and found again in new
+/// files (counted among the unnamed ones only, a file without the target column finds them
+/// too).
+fn column_names(first: &[String], header: bool) -> Vec<String> {
+    let mut unnamed = 0;
+    first
+        .iter()
+        .enumerate()
+        .map(|(i, f)| match (header, f.trim()) {
+            (false, _) => format!("column{}", i + 1),
+            (true, "") => {
+                unnamed += 1;
+                format!("unnamed{unnamed}")
+            }
+            (true, name) => name.to_string(),
+        })
+        .collect()
 }
 
 /// Columns are found by name, so two columns of one name would leave one of them unread
@@ -499,7 +570,7 @@ fn csv_of_text(path: &Path, text: &str, lossy: bool, lay: &CsvLayout, labelled: 
     let recs = csv_records_of(path, text, lay.sep)?;
     let (names, body): (Vec<String>, &[crate::data::CsvRecord]) = if lay.header {
         let Some(first) = recs.first() else { return Err(DataError::whole("is empty: no header row").with_path(path).into()) };
-        (first.fields.iter().map(|f| f.trim().to_string()).collect(), &recs[1..])
+        (column_names(&first.fields, true), &recs[1..])
     } else {
         // No header, as in training: columns by position, with or without the target.
         let width = recs.first().map_or(lay.names.len(), |r| r.fields.len());
@@ -636,7 +707,7 @@ fn text_csv_layout(path: &Path, fmt: Format, labelled: bool, classes: &[String])
     let (recs, _) = csv_records(path, fmt.separator())?;
     let Some(first) = recs.first() else { return Err(DataError::whole("holds no rows").with_path(path).into()) };
     let header = has_header(&recs, None);
-    let names: Vec<String> = if header { first.fields.iter().map(|f| f.trim().to_string()).collect() } else { (0..first.fields.len()).map(|i| format!("column{}", i + 1)).collect() };
+    let names = column_names(&first.fields, header);
     let body = if header { &recs[1..] } else { &recs[..] };
     let values = |c: usize| -> Vec<&str> { body.iter().take(1000).filter_map(|r| r.fields.get(c)).map(|s| s.as_str()).collect() };
     let is_label = |c: usize| ["label", "target", "class", "y"].iter().any(|w| names[c].eq_ignore_ascii_case(w)) || (!body.is_empty() && values(c).iter().all(|v| classes.iter().any(|k| k == v.trim())));
@@ -1000,6 +1071,15 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
                     let mean = nums.iter().sum::<f64>() / n;
                     let var = nums.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
                     let std = if var.sqrt() > 1e-12 { var.sqrt() } else { 1.0 };
+                    if !(mean.is_finite() && std.is_finite()) {
+                        let big = nums.iter().copied().fold(0.0, |m: f64, x| m.max(x.abs()));
+                        return Err(NnError::invalid(
+                            format!("{}", raw.path.display()),
+                            format!("column {name:?}"),
+                            format!("values up to {big:e}"),
+                            "too large to standardise (the squares overflow beyond ±1e154): rescale the column",
+                        ));
+                    }
                     columns.push(Column::Numeric { name: name.clone(), mean, std });
                 } else {
                     let mut cats: Vec<String> = vals.iter().map(|v| if is_missing(v) { MISSING.to_string() } else { v.trim().to_string() }).collect();
@@ -1101,11 +1181,20 @@ impl Encoder {
                                     parse_number(v).ok_or_else(|| {
                                         NnError::from(DataError::new(
                                             Location::Line(e.line),
-                                            format!("column {name:?}: {} is not a number, and the column is numeric{}", quoted(v), header_hint(raw, e.line)),
+                                            format!("column {name:?}: {} {}, and the column is numeric{}", quoted(v), not_a_number(v), header_hint(raw, e.line)),
                                         ).with_path(&raw.path))
                                     })?
                                 };
-                                x.push(((val - mean) / std) as f32);
+                                let z = ((val - mean) / std) as f32;
+                                if !z.is_finite() {
+                                    return Err(DataError::new(
+                                        Location::Line(e.line),
+                                        format!("column {name:?}: {} is out of range: standardised with the training mean {mean:.6e} and standard deviation {std:.6e} it is beyond ±3.4e38, the largest float32", quoted(v)),
+                                    )
+                                    .with_path(&raw.path)
+                                    .into());
+                                }
+                                x.push(z);
                             }
                             Column::Categorical { categories, .. } => {
                                 let key = if is_missing(v) {
@@ -1248,9 +1337,18 @@ impl DataSchema {
                 for e in &raw.examples {
                     let l = e.label.as_deref().unwrap_or("");
                     let y = parse_number(l).ok_or_else(|| {
-                        NnError::invalid(&e.origin, "target", quoted(l), format!("is not a number, but the task is regression{}", header_hint(raw, e.line)))
+                        NnError::invalid(&e.origin, "target", quoted(l), format!("{}, but the task is regression{}", not_a_number(l), header_hint(raw, e.line)))
                     })?;
-                    v.push(((y - mean) / sd) as f32);
+                    let z = ((y - mean) / sd) as f32;
+                    if !z.is_finite() {
+                        return Err(NnError::invalid(
+                            &e.origin,
+                            "target",
+                            quoted(l),
+                            format!("is out of range: scaled by the training targets (mean {mean:.6e}, standard deviation {sd:.6e}) it is beyond ±3.4e38, the largest float32"),
+                        ));
+                    }
+                    v.push(z);
                 }
                 Ok(Targets::Values(v))
             }
@@ -1705,6 +1803,10 @@ fn finish(
         let n = v.len().max(1) as f64;
         let mean = v.iter().sum::<f64>() / n;
         let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+        if !(mean.is_finite() && sd.is_finite()) {
+            let big = v.iter().copied().fold(0.0, |m: f64, x| m.max(x.abs()));
+            return Err(NnError::invalid("data", "target", format!("values up to {big:e}"), "too large to standardise (the squares overflow beyond ±1e154): rescale the target"));
+        }
         schema.target_scale = Some((mean, if sd > 1e-12 { sd } else { 1.0 }));
     }
     let mut splits = Vec::new();

@@ -608,7 +608,7 @@ fn empty_columns_dialects_and_missing_categories_are_handled_and_said() {
     let l = load_cfg(&cfg(&d.write("trail.csv", s.as_bytes()))).unwrap();
     let Encoder::Tabular { columns } = &l.schema.encoder else { panic!() };
     assert_eq!(columns.iter().map(|c| c.name()).collect::<Vec<_>>(), ["a", "b"]);
-    assert!(l.warnings.iter().any(|w| w.contains("column 4 (unnamed) left out")), "{:?}", l.warnings);
+    assert!(l.warnings.iter().any(|w| w.contains("\"unnamed1\" left out")), "{:?}", l.warnings);
     let (inputs, _, _) = l.schema.encode_unlabelled(&d.write("ab.csv", b"a,b\n1,2\n")).unwrap();
     assert_eq!(inputs.len(), 1);
     // Old Mac line endings, UTF-16 with its mark, a line of spaces: the same rows.
@@ -720,4 +720,100 @@ fn a_first_line_of_only_separators_is_skipped_like_an_empty_line() {
     // A file of only such a line holds no rows.
     let e = load_cfg(&cfg(&d.write("only.csv", b",,,\n"))).err().unwrap().to_string();
     assert!(e.contains("only.csv") && e.contains("holds no rows"), "{e}");
+}
+
+#[test]
+fn unnamed_and_identifier_columns_are_named_by_position_and_left_out_when_they_number_rows() {
+    let d = TempDir::new("pandas");
+    // What pandas' `df.to_csv()` writes: an unnamed index column; also an `id`, a real
+    // feature and a trailing unnamed column with values (a feature that lost its title).
+    let mut s = String::from(",id,x,label,\n");
+    for i in 0..40 {
+        s.push_str(&format!("{i},{},{}.25,{},{}\n", 5000 + 3 * i, i % 7, i % 2, (i % 3) as f64 * 0.5));
+    }
+    let p = d.write("frame.csv", s.as_bytes());
+    let l = load_cfg(&cfg(&p)).unwrap();
+    let Encoder::Tabular { columns } = &l.schema.encoder else { panic!() };
+    assert_eq!(columns.iter().map(|c| c.name()).collect::<Vec<_>>(), ["x", "unnamed2"]);
+    assert!(l.warnings.iter().any(|w| w.contains("\"unnamed1\", \"id\" left out: a row identifier")), "{:?}", l.warnings);
+    // New files are read by the same names, the unnamed columns in their order (here without
+    // the target).
+    let q = d.write("new.csv", b",id,x,\n0,9,1.25,0.5\n");
+    let (inputs, ids, _) = l.schema.encode_unlabelled(&q).unwrap();
+    assert_eq!(ids.len(), 1);
+    let Inputs::Dense { x, .. } = inputs else { panic!() };
+    assert_eq!(x.len(), 2);
+    // Two unnamed columns are two columns, not one name twice.
+    let p = d.write("two.csv", s.replace(",id,x,label,", ",,x,label,").as_bytes());
+    let l = load_cfg(&cfg(&p)).unwrap();
+    let Encoder::Tabular { columns } = &l.schema.encoder else { panic!() };
+    assert_eq!(columns.iter().map(|c| c.name()).collect::<Vec<_>>(), ["x", "unnamed3"]);
+    // Named with --features, an identifier is used.
+    let mut c = cfg(&p);
+    c.features = Some(vec!["unnamed2".into(), "x".into()]);
+    let l = load_cfg(&c).unwrap();
+    let Encoder::Tabular { columns } = &l.schema.encoder else { panic!() };
+    assert_eq!(columns.iter().map(|c| c.name()).collect::<Vec<_>>(), ["unnamed2", "x"]);
+    // A column named like an identifier whose values repeat is a feature.
+    let mut rep = String::from("no,x,label\n");
+    for i in 0..40 {
+        rep.push_str(&format!("{},{}.5,{}\n", i % 3, i % 5, i % 2));
+    }
+    let l = load_cfg(&cfg(&d.write("rep.csv", rep.as_bytes()))).unwrap();
+    let Encoder::Tabular { columns } = &l.schema.encoder else { panic!() };
+    assert_eq!(columns.iter().map(|c| c.name()).collect::<Vec<_>>(), ["no", "x"]);
+}
+
+#[test]
+fn two_columns_named_like_the_target_are_a_question_for_the_user() {
+    let d = TempDir::new("twotargets");
+    let mut s = String::from("x,target,label\n");
+    for i in 0..30 {
+        s.push_str(&format!("{}.5,{},{}\n", i, i % 2, i % 2));
+    }
+    let p = d.write("both.csv", s.as_bytes());
+    let e = load_cfg(&cfg(&p)).err().unwrap().to_string();
+    assert!(e.contains("both.csv") && e.contains("could each be the target") && e.contains("--target"), "{e}");
+    let mut c = cfg(&p);
+    c.target = Some("label".into());
+    c.features = Some(vec!["x".into()]);
+    assert_eq!(load_cfg(&c).unwrap().schema.target.as_deref(), Some("label"));
+    // `y` beside a label is a coordinate, not a second target.
+    let mut s = String::from("x,y,label\n");
+    for i in 0..30 {
+        s.push_str(&format!("{}.5,{}.25,{}\n", i, 30 - i, i % 2));
+    }
+    let l = load_cfg(&cfg(&d.write("xy.csv", s.as_bytes()))).unwrap();
+    assert_eq!(l.schema.target.as_deref(), Some("label"));
+}
+
+#[test]
+fn numbers_beyond_float_range_are_named_as_out_of_range() {
+    let d = TempDir::new("range");
+    let mut s = String::from("a,b,label\n");
+    for i in 0..30 {
+        s.push_str(&format!("{}.5,{},{}\n", i, i % 4, i % 2));
+    }
+    let l = load_cfg(&cfg(&d.write("ok.csv", s.as_bytes()))).unwrap();
+    // Beyond f64: named as out of range, not as "not a number".
+    let q = d.write("huge.csv", b"a,b\n1e400,2\n");
+    let e = l.schema.encode_unlabelled(&q).err().unwrap().to_string();
+    assert!(e.contains("huge.csv") && e.contains("line 2") && e.contains("\"1e400\" is infinite or out of range"), "{e}");
+    // Within f64 but beyond f32 once standardised: an error, not an infinite input.
+    let q = d.write("big.csv", b"a,b\n1e40,2\n");
+    let e = l.schema.encode_unlabelled(&q).err().unwrap().to_string();
+    assert!(e.contains("big.csv") && e.contains("line 2") && e.contains("\"1e40\" is out of range") && e.contains("float32"), "{e}");
+    let q = d.write("fine.csv", b"a,b\n1e30,2\n");
+    let (inputs, _, _) = l.schema.encode_unlabelled(&q).unwrap();
+    let Inputs::Dense { x, .. } = inputs else { panic!() };
+    assert!(x.iter().all(|v| v.is_finite()), "{x:?}");
+    // A regression target too large to standardise.
+    let mut s = String::from("a,price\n");
+    for i in 0..30 {
+        s.push_str(&format!("{i},{}e200\n", i as f64 + 0.5));
+    }
+    let mut c = cfg(&d.write("price.csv", s.as_bytes()));
+    c.target = Some("price".into());
+    let e = load_cfg(&c).err().unwrap().to_string();
+    assert!(e.contains("too large to standardise"), "{e}");
 }
