@@ -180,6 +180,18 @@ fn parse_number(v: &str) -> Option<f64> {
     v.trim().parse::<f64>().ok().filter(|x| x.is_finite())
 }
 
+/// The standard deviation to standardise values by: `sd`, or 1 for a constant column (whose
+/// spread is zero or rounding, below a billionth of the largest magnitude). Relative, so that
+/// values on any scale (1e-13, 1e13) keep their differences.
+fn spread_or_one(sd: f64, vals: &[f64]) -> f64 {
+    let big = vals.iter().fold(0.0, |m: f64, x| m.max(x.abs()));
+    if sd > 1e-9 * big && sd > 0.0 {
+        sd
+    } else {
+        1.0
+    }
+}
+
 /// What is wrong with a value [`parse_number`] refused: not a number at all, or a number no
 /// float holds (`1e400`, `inf`).
 fn not_a_number(v: &str) -> &'static str {
@@ -280,7 +292,8 @@ fn target_column(header: &[String], given: Option<&str>, path: &Path) -> Result<
     // the user (training on the wrong one, with the other as a feature, would look like a
     // perfect model). `y` is a target only when none of them is there (`x, y, label`).
     let named = |w: &str| header.iter().position(|h| h.trim().eq_ignore_ascii_case(w));
-    let strong: Vec<usize> = ["label", "target", "class"].into_iter().filter_map(named).collect();
+    // Every such column, `Label` beside `label` included.
+    let strong: Vec<usize> = (0..header.len()).filter(|&i| ["label", "target", "class"].iter().any(|w| header[i].trim().eq_ignore_ascii_case(w))).collect();
     match strong.as_slice() {
         [i] => return Ok(*i),
         [] => {
@@ -452,8 +465,13 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
         if !names.contains(t) {
             return Err(DataError::new(Location::Line(1), format!("no text column {t:?}; the columns are {}", short_list(&names))).with_path(path).into());
         }
+        if *t == names[target] {
+            return Err(NnError::invalid("data", "text_column", quoted(t), "is the target column: a model reading its own label would learn nothing (name the text column, or another --target)"));
+        }
     }
-    let col = |n: &str| names.iter().position(|h| h == n).expect("a feature is a column");
+    // Column positions by name (a file may have 10^5 columns: no linear search per feature).
+    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+    let col = |n: &str| index[n];
     // Text classification: one feature column of free text, alone or beside row identifiers
     // (which carry nothing a model should learn). Feature columns named by the user are
     // features, not text.
@@ -592,8 +610,9 @@ fn csv_of_text(path: &Path, text: &str, lossy: bool, lay: &CsvLayout, labelled: 
         (names, &recs[..])
     };
     unique_names(&names, path)?;
+    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
     let col = |n: &str| -> Result<usize, NnError> {
-        names.iter().position(|h| h == n).ok_or_else(|| DataError::new(Location::Line(1), format!("no column {n:?}; the columns are {}{}", short_list(&names), separator_hint(&names))).with_path(path).into())
+        index.get(n).copied().ok_or_else(|| DataError::new(Location::Line(1), format!("no column {n:?}; the columns are {}{}", short_list(&names), separator_hint(&names))).with_path(path).into())
     };
     let target = if labelled { Some(col(&lay.target)?) } else { names.iter().position(|h| *h == lay.target) };
     let text = lay.text.as_deref().map(col).transpose()?;
@@ -1070,7 +1089,7 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
                     let n = nums.len().max(1) as f64;
                     let mean = nums.iter().sum::<f64>() / n;
                     let var = nums.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
-                    let std = if var.sqrt() > 1e-12 { var.sqrt() } else { 1.0 };
+                    let std = spread_or_one(var.sqrt(), &nums);
                     if !(mean.is_finite() && std.is_finite()) {
                         let big = nums.iter().copied().fold(0.0, |m: f64, x| m.max(x.abs()));
                         return Err(NnError::invalid(
@@ -1120,7 +1139,10 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
                 .map(|c| {
                     let m = sum[c] / count[c].max(1.0);
                     let v = (sq[c] / count[c].max(1.0) - m * m).max(0.0).sqrt();
-                    if v > 1e-6 { v as f32 } else { 1.0 }
+                    // Relative to the values' size, so that data on a small scale (1e-7) is
+                    // standardised; a constant column's spread is rounding (E[x²] − m² cancels).
+                    let rms = (sq[c] / count[c].max(1.0)).sqrt();
+                    if v > 1e-6 * rms { v as f32 } else { 1.0 }
                 })
                 .collect();
             Ok(Encoder::Array { shape: raw.shape.clone(), mean, std })
@@ -1492,6 +1514,27 @@ impl DataSchema {
         Ok((inputs, ids, warnings))
     }
 
+    /// The texts of a file (or folder) as a text model reads them, before tokenizing: a CSV's
+    /// text column, a text file's lines, a folder's files. With one id per text (`file:line`,
+    /// a file's path), as [`DataSchema::encode_unlabelled`] names its rows.
+    pub fn read_texts(&self, path: &Path) -> Result<(Vec<String>, Vec<String>), NnError> {
+        if !matches!(self.encoder, Encoder::Text { .. }) {
+            return Err(NnError::invalid("data", "input", "text", format!("the model was trained on {} data, not text", self.kind.name())));
+        }
+        let raw = self.read_raw(path, None, false)?;
+        let mut texts = Vec::with_capacity(raw.examples.len());
+        let mut ids = Vec::with_capacity(raw.examples.len());
+        for e in raw.examples {
+            texts.push(match e.input {
+                RawInput::Text(t) => t,
+                RawInput::Tokens(t) => t.join(" "),
+                RawInput::Row(_) | RawInput::Values(_) => return Err(NnError::invalid(&e.origin, "input", "not text", "a text model reads texts")),
+            });
+            ids.push(e.origin);
+        }
+        Ok((texts, ids))
+    }
+
     /// Texts given as strings (a text schema only): the token ids of each, and its tokens as
     /// the tokenizer split them (before the vocabulary mapped unknown ones to `<unk>`).
     pub fn encode_texts(&self, texts: &[&str]) -> Result<(Inputs, Vec<Vec<String>>), NnError> {
@@ -1651,6 +1694,21 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
     } else {
         given[0] = Some(read(&path, label_file("target", &cfg.target)?.as_deref())?);
     }
+    // A held-out file that is the training file (or the other held-out file) would measure the
+    // model on examples it was fitted or selected on: refused, however the path is spelled.
+    let same = |a: &Path, b: &Path| matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y);
+    for (file, flag) in [(&cfg.valid_path, "valid"), (&cfg.test_path, "test")] {
+        if let Some(f) = file {
+            if same(Path::new(f), &path) {
+                return Err(NnError::invalid("data", flag, f, "is the training data: held-out examples must not be training examples; give another file, or leave it out for a split of the training file"));
+            }
+        }
+    }
+    if let (Some(v), Some(t)) = (&cfg.valid_path, &cfg.test_path) {
+        if same(Path::new(v), Path::new(t)) {
+            return Err(NnError::invalid("data", "test", t, "is the validation file too: the test examples would have chosen the model (early stopping, the best checkpoint); give two different files"));
+        }
+    }
     for (slot, file, labels, key) in [(1, &cfg.valid_path, &cfg.valid_target, "valid_target"), (2, &cfg.test_path, &cfg.test_target, "test_target")] {
         if let Some(f) = file {
             given[slot] = Some(read(Path::new(f), label_file(key, labels)?.as_deref())?);
@@ -1807,7 +1865,7 @@ fn finish(
             let big = v.iter().copied().fold(0.0, |m: f64, x| m.max(x.abs()));
             return Err(NnError::invalid("data", "target", format!("values up to {big:e}"), "too large to standardise (the squares overflow beyond ±1e154): rescale the target"));
         }
-        schema.target_scale = Some((mean, if sd > 1e-12 { sd } else { 1.0 }));
+        schema.target_scale = Some((mean, spread_or_one(sd, &v)));
     }
     let mut splits = Vec::new();
     for (s, what) in parts.iter().zip(["training", "validation", "test"]) {

@@ -817,3 +817,92 @@ fn numbers_beyond_float_range_are_named_as_out_of_range() {
     let e = load_cfg(&c).err().unwrap().to_string();
     assert!(e.contains("too large to standardise"), "{e}");
 }
+
+#[test]
+fn values_on_a_tiny_scale_are_standardised_and_constants_are_not() {
+    let d = TempDir::new("scale");
+    // Feature a on the scale 1e-13, a constant c, and a label decided by a.
+    let mut s = String::from("a,c,label\n");
+    for i in 0..40 {
+        let a = ((i * 7) % 40) as f64 / 40.0;
+        s.push_str(&format!("{:e},5.5,{}\n", a * 1e-13, if a > 0.5 { "p" } else { "n" }));
+    }
+    let l = load_cfg(&cfg(&d.write("tiny.csv", s.as_bytes()))).unwrap();
+    let Encoder::Tabular { columns } = &l.schema.encoder else { panic!() };
+    let Column::Numeric { std, .. } = &columns[0] else { panic!() };
+    assert!(*std > 1e-15 && *std < 1e-12, "the 1e-13 column keeps its spread: std {std}");
+    let Column::Numeric { std, .. } = &columns[1] else { panic!() };
+    assert_eq!(*std, 1.0, "a constant column is not divided by its rounding");
+    let Inputs::Dense { x, .. } = &l.dataset.train.inputs else { panic!() };
+    let spread = x.chunks(2).map(|r| r[0]).fold(0f32, |m, v| m.max(v.abs()));
+    assert!(spread > 0.5, "standardised values of a are of order one, not about zero: {spread}");
+    // A regression target on the same scale.
+    let mut s = String::from("a,price\n");
+    for i in 0..40 {
+        s.push_str(&format!("{i},{:e}\n", (i as f64 * 0.37).sin() * 1e-13));
+    }
+    let mut c = cfg(&d.write("reg.csv", s.as_bytes()));
+    c.target = Some("price".into());
+    let l = load_cfg(&c).unwrap();
+    let (_, sd) = l.schema.target_scale.unwrap();
+    assert!(sd > 1e-15 && sd < 1e-12, "target scale {sd}");
+    // An array feature on the scale 1e-7.
+    let n = 30;
+    let x: Vec<f64> = (0..n * 4).map(|i| ((i * 13) % 17) as f64 * 1e-7).collect();
+    let y: Vec<f64> = (0..n).map(|i| (i % 2) as f64).collect();
+    let mut c = cfg(&d.write("x.npy", &npy(&[n, 4], &x, false)));
+    c.target = Some(d.write("y.npy", &npy(&[n], &y, true)).display().to_string());
+    let l = load_cfg(&c).unwrap();
+    let Encoder::Array { std, .. } = &l.schema.encoder else { panic!() };
+    assert!(std.iter().all(|&s| s > 1e-8 && s < 1e-5), "{std:?}");
+}
+
+#[test]
+fn the_target_cannot_be_the_text_and_held_out_files_cannot_be_the_training_file() {
+    let d = TempDir::new("leak");
+    let p = d.write("reviews.csv", reviews(false).as_bytes());
+    let mut c = cfg(&p);
+    c.text_column = Some("label".into());
+    let e = load_cfg(&c).err().unwrap().to_string();
+    assert!(e.contains("text_column") && e.contains("is the target column"), "{e}");
+    // The training file again as the test file, spelled differently.
+    let mut c = cfg(&p);
+    c.test_path = Some(d.0.join(".").join("reviews.csv").display().to_string());
+    let e = load_cfg(&c).err().unwrap().to_string();
+    assert!(e.contains("test") && e.contains("is the training data"), "{e}");
+    let other = d.write("other.csv", reviews(false).as_bytes());
+    let mut c = cfg(&p);
+    c.valid_path = Some(other.display().to_string());
+    c.test_path = Some(other.display().to_string());
+    let e = load_cfg(&c).err().unwrap().to_string();
+    assert!(e.contains("is the validation file too"), "{e}");
+    // `Label` beside `label` is two targets too.
+    let mut s = String::from("a,Label,label\n");
+    for i in 0..30 {
+        s.push_str(&format!("{}.5,{},{}\n", i, i % 2, i % 2));
+    }
+    let e = load_cfg(&cfg(&d.write("case.csv", s.as_bytes()))).err().unwrap().to_string();
+    assert!(e.contains("could each be the target"), "{e}");
+}
+
+#[test]
+fn a_file_of_a_hundred_thousand_columns_is_read() {
+    let d = TempDir::new("wide");
+    let cols = 100_000;
+    let mut s: String = (0..cols).map(|i| format!("f{i},")).collect();
+    s.push_str("label\n");
+    for r in 0..4 {
+        s.push_str(&(0..cols).map(|i| format!("{},", (i + r) % 3)).collect::<String>());
+        s.push_str(&format!("{}\n", r % 2));
+    }
+    let p = d.write("wide.csv", s.as_bytes());
+    let mut c = cfg(&p);
+    c.split = Some(vec![0.5, 0.0, 0.5]);
+    let t = std::time::Instant::now();
+    let l = load_cfg(&c);
+    // Not a timing assertion: a quadratic reader takes minutes here (46 s at 100k columns
+    // before), and the test would then be noticed by its duration, not fail.
+    eprintln!("100k columns read in {:?}: {}", t.elapsed(), l.as_ref().map_or_else(|e| e.to_string(), |_| "ok".into()));
+    let Encoder::Tabular { columns } = &l.unwrap().schema.encoder else { panic!() };
+    assert_eq!(columns.len(), cols);
+}
