@@ -255,8 +255,9 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
         check_range("epochs", e, 1, MAX_EPOCHS)?;
     }
     check_writable(&a.vectors_out)?;
-    if crate::train::rundir::same_file(&a.vectors_out, std::path::Path::new(&a.corpus)) {
-        return Err(format!("--vectors-out {} is the corpus; write the vectors elsewhere", a.vectors_out.display()));
+    let corpus = std::path::Path::new(&a.corpus);
+    if crate::train::rundir::same_file(&a.vectors_out, corpus) || corpus.is_dir() && crate::train::rundir::lies_within(&a.vectors_out, corpus) {
+        return Err(format!("--vectors-out {} is the corpus or inside the corpus folder; write the vectors elsewhere", a.vectors_out.display()));
     }
     // Under mpirun every process trains a shard; rank 0 alone reports and writes.
     let world = crate::dist::world();
@@ -423,6 +424,16 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
     };
     if !lead {
         return Ok(());
+    }
+    // A learning rate too large for the corpus (`--alpha 1`) overflows the vectors: refused,
+    // as `chi train` refuses a diverged run, rather than written as NaN.
+    if let Some(i) = vectors.data().iter().position(|x| !x.is_finite()) {
+        let word = &vectors.words()[i / vectors.dim().max(1)];
+        return Err(format!(
+            "training diverged: the vector of {word:?} holds {} (the loss overflowed); lower --alpha{}",
+            vectors.data()[i],
+            a.alpha.map_or_else(String::new, |al| format!(" (now {al})"))
+        ));
     }
     save_word2vec_text(&vectors, &a.vectors_out).map_err(|e| e.to_string())?;
     println!("wrote {} vectors of dimension {} to {}", vectors.len(), vectors.dim(), a.vectors_out.display());

@@ -345,18 +345,34 @@ fn check_analyses(t: &infer::Trained, args: &ExplainArgs) -> Result<(), String> 
 /// Runs `chi explain`.
 pub fn run(args: &ExplainArgs) -> Result<(), String> {
     let mut texts = args.text.clone();
-    if let Some(p) = &args.input {
+    // A CSV (or a folder) is read as the model reads new files: a CSV's text column, not its
+    // raw lines with the header and the labels.
+    let tabular = |p: &std::path::Path| p.is_dir() || matches!(p.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(), Some("csv" | "tsv" | "tab"));
+    let by_schema = args.input.as_deref().filter(|p| tabular(p));
+    if let Some(p) = args.input.as_deref().filter(|p| !tabular(p)) {
         let bytes = read_input(p)?;
         if chi_nn::userdata::text::looks_binary(&bytes) {
             return Err(format!("{}: looks like a binary file, not text", p.display()));
         }
+        let before = texts.len();
         texts.extend(String::from_utf8_lossy(&bytes).lines().filter(|l| !l.trim().is_empty()).map(String::from));
+        if texts.len() == before && args.ngrams.is_none() && !args.pca {
+            return Err(format!("{}: no text to explain (the file is empty or blank)", p.display()));
+        }
     }
-    if texts.is_empty() && args.ngrams.is_none() && !args.pca {
+    if texts.is_empty() && by_schema.is_none() && args.ngrams.is_none() && !args.pca {
         return Err("nothing to explain: give --text \"…\" or --input FILE (or --ngrams K / --pca)".into());
     }
     // The n-gram and PCA analyses read the training texts again.
     let t = infer::load_trained(&args.model, args.ngrams.is_some() || args.pca)?;
+    if let Some(p) = by_schema {
+        let schema = t.schema.as_ref().ok_or_else(|| format!("{}: a CSV or folder is read by the model's data schema, and this model was not trained on files; give one text per line", p.display()))?;
+        let (found, _) = schema.read_texts(p).map_err(|e| e.to_string())?;
+        if found.is_empty() && texts.is_empty() {
+            return Err(format!("{}: no text to explain", p.display()));
+        }
+        texts.extend(found);
+    }
     // Every analysis asked for is checked possible before any file is written: a refused flag
     // after the pages of the others would leave a half-finished output.
     check_analyses(&t, args)?;

@@ -598,14 +598,20 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
     use super::infer;
     if let Some(o) = &args.output {
         // Replacing the inputs by their predictions would lose them.
-        if super::rundir::same_file(o, &args.input) {
-            return Err(format!("--output {} is the input file; write the predictions elsewhere", o.display()));
+        if super::rundir::same_file(o, &args.input) || args.input.is_dir() && super::rundir::lies_within(o, &args.input) {
+            return Err(format!("--output {} is the input file or inside the input folder; write the predictions elsewhere", o.display()));
         }
     }
     let t = infer::load_trained(&args.model, false)?;
     if let Some(o) = &args.output {
         if is_run_file(o, &t.weights, t.run_dir.as_deref()) {
             return Err(format!("--output {} is a file of the model's run; write the predictions elsewhere", o.display()));
+        }
+        // The model's training data (a CSV, or a file in its text folder) is the user's too.
+        if let Some(d) = t.cfg.data.path.as_deref().map(std::path::Path::new) {
+            if super::rundir::same_file(o, d) || d.is_dir() && super::rundir::lies_within(o, d) {
+                return Err(format!("--output {} is the model's training data ({}); write the predictions elsewhere", o.display(), d.display()));
+            }
         }
     }
     let (input, stdin) = input_path(&args.input)?;

@@ -589,6 +589,12 @@ enum Setup {
 /// checkpoint and writes `config.toml`.
 fn setup(cfg: &Config, out: &Path, opts: &TrainOptions, ranks: usize) -> Result<Setup, String> {
     cfg.validate()?;
+    if let Some(data) = cfg.data.path.as_deref().map(Path::new).filter(|d| cfg.dataset == registry::FILE_DATASET && d.is_dir()) {
+        // Checkpoints and logs inside a text folder would be read as texts by the next run.
+        if rundir::lies_within(out, data) {
+            return Err(format!("--out {} is inside the data folder {}: the run's files would become examples of the next run on it; choose an --out outside it", out.display(), data.display()));
+        }
+    }
     let lock = rundir::prepare(out, opts.resume, opts.overwrite)?;
     let point = if opts.resume { Some(rundir::resume_point(out)?) } else { None };
     if let Some(p) = &point {

@@ -10,6 +10,9 @@
 //!   holds a run's files ([`RUN_FILES`]) is refused, naming the files, unless `--overwrite` is
 //!   given: then the whole directory is renamed to `DIR.old-YYYYMMDD-HHMMSS` (one atomic
 //!   rename, so the old run is intact in one place) and the new run starts in a new, empty `DIR`.
+//!   A directory without a run that holds files a run would write ([`OUTPUT_FILES`]: a user's
+//!   own `data.json`, a plot) is refused with or without `--overwrite`, and left as it was (no
+//!   lock file behind); other files of the user's (a config, notes) may share the directory.
 //! * **Resume.** The directory's configuration is the truth ([`super::cli::resume_config`]); `--resume` in a
 //!   directory without a run is an error.
 //! * **Stale temporary files** left by a killed writer (`.NAME.tmp-PID`, see
@@ -39,6 +42,23 @@ pub const RUN_FILES: &[&str] = &[
     "model.safetensors",
     "summary.json",
     super::files::DATA_FINGERPRINT_FILE,
+];
+
+/// The other files a training run writes into its directory: a directory without a run that
+/// holds one of them (a user's own `data.json`, a plot) is not taken.
+pub const OUTPUT_FILES: &[&str] = &[
+    super::DATA_SCHEMA_FILE,
+    "dist.json",
+    "loss.svg",
+    "loss.png",
+    "eval.svg",
+    "eval.png",
+    "gradflow.svg",
+    "gradflow.png",
+    "gradflow_time.svg",
+    "gradflow_time.png",
+    "gradflow_time_lines.svg",
+    "gradflow_time_lines.png",
 ];
 
 /// Largest accepted TOML config file (1 MiB): a config is a few hundred bytes; the bound keeps
@@ -126,6 +146,23 @@ pub fn run_files(dir: &Path) -> Vec<&'static str> {
         .collect()
 }
 
+/// Whether `path` (which need not exist yet) is `dir` or lies under it, links resolved.
+pub fn lies_within(path: &Path, dir: &Path) -> bool {
+    let Ok(dir) = std::fs::canonicalize(dir) else { return false };
+    let Ok(abs) = std::path::absolute(path) else { return false };
+    // The deepest existing ancestor, resolved, plus the parts that do not exist yet.
+    let mut base = abs.as_path();
+    let mut rest = Vec::new();
+    while !base.exists() {
+        let (Some(parent), Some(name)) = (base.parent(), base.file_name()) else { return false };
+        rest.push(name.to_owned());
+        base = parent;
+    }
+    let Ok(mut full) = std::fs::canonicalize(base) else { return false };
+    full.extend(rest.iter().rev());
+    full.starts_with(&dir)
+}
+
 /// `YYYYMMDD-HHMMSS` (UTC) of now.
 fn timestamp() -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
@@ -177,9 +214,25 @@ pub fn prepare(dir: &Path, resume: bool, overwrite: bool) -> Result<RunLock, Str
     if resume && overwrite {
         return Err("--resume and --overwrite contradict each other: --resume continues the run in the directory, --overwrite moves it aside".into());
     }
+    let had_lock = dir.join(LOCK_FILE).exists();
     let mut lock = RunLock::acquire(dir)?;
     if !resume {
         let found = run_files(dir);
+        let clash: Vec<&str> = if found.is_empty() { OUTPUT_FILES.iter().copied().filter(|f| dir.join(f).exists()).collect() } else { Vec::new() };
+        if !clash.is_empty() {
+            // Not a run, but the user's own files of the names a run writes (a `data.json`, a
+            // plot): the run would replace them, and --overwrite would move the user's folder
+            // itself aside. Refused either way, leaving the folder as it was.
+            drop(lock);
+            if !had_lock {
+                let _ = std::fs::remove_file(dir.join(LOCK_FILE));
+            }
+            return Err(format!(
+                "{} holds no chi run but has files a run would write over ({}); move them, or choose another --out",
+                dir.display(),
+                clash.join(", ")
+            ));
+        }
         if !found.is_empty() {
             if !overwrite {
                 return Err(format!(

@@ -152,3 +152,37 @@ fn named_corpora_are_written_and_read_as_tokenised_sentences() {
     assert!(r.status.success(), "{err}");
     assert!(err.contains("913887 tokens, 97573 sentences"), "{err}");
 }
+
+/// A learning rate that makes word2vec diverge (`--alpha 1` on a small vocabulary) is an error
+/// naming the flag, and no vectors are written (they were written as NaN with exit status 0).
+#[test]
+fn a_diverged_training_is_an_error_and_writes_nothing() {
+    let (c, v) = (tmp("diverge-corpus.txt"), tmp("diverge.vec"));
+    let words = ["king", "queen", "man", "woman", "prince", "princess", "boy", "girl", "royal", "crown", "the", "a", "of", "and"];
+    let mut s = String::new();
+    for i in 0..2000usize {
+        let line: Vec<&str> = (0..10).map(|j| words[(i * 31 + j * 17 + i * j * 7) % words.len()]).collect();
+        s.push_str(&line.join(" "));
+        s.push('\n');
+    }
+    std::fs::write(&c, s).unwrap();
+    let o = chi(&["--seed", "1", "--threads", "1", "embed", "train", "--model", "sgns", "--corpus", c.to_str().unwrap(), "--alpha", "1", "--quiet", "--vectors-out", v.to_str().unwrap()]);
+    fails_with(&o, "training diverged");
+    fails_with(&o, "--alpha (now 1)");
+    assert!(!v.exists(), "vectors written");
+}
+
+/// `--vectors-out` inside a corpus folder would become part of the next run's corpus: refused.
+#[test]
+fn vectors_are_not_written_into_the_corpus_folder() {
+    let dir = tmp("corpus-dir");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "the king and the queen\n".repeat(50)).unwrap();
+    std::fs::write(dir.join("b.txt"), "a man and a woman\n".repeat(50)).unwrap();
+    let before = std::fs::read(dir.join("b.txt")).unwrap();
+    let o = chi(&["embed", "train", "--corpus", dir.to_str().unwrap(), "--dim", "4", "--min-count", "1", "--quiet", "--vectors-out", dir.join("b.txt").to_str().unwrap()]);
+    fails_with(&o, "inside the corpus folder");
+    assert_eq!(std::fs::read(dir.join("b.txt")).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}

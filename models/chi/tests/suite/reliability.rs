@@ -527,3 +527,46 @@ fn an_experiment_on_too_small_a_data_set_is_an_error_naming_the_file() {
     fails(o, "reproduce ca-res-fashion on ten images", &["Fashion-MNIST", "needs at least 100 training"]);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A folder without a run that holds files a run would write (the user's own `data.json`, a
+/// plot) is not taken, with or without `--overwrite`, and is left exactly as it was (no lock
+/// file either); other files of the user's may share a run's directory. A run is not written
+/// into the text folder it trains on.
+#[test]
+fn a_users_folder_is_not_written_over_and_a_run_stays_out_of_its_data_folder() {
+    let root = tmp("userfolder");
+    let proj = root.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::write(proj.join("data.json"), "{\"my\": \"settings\"}").unwrap();
+    std::fs::write(proj.join("loss.svg"), "<svg/>").unwrap();
+    std::fs::write(proj.join("notes.txt"), "mine").unwrap();
+    let before = snapshot(&proj);
+    for extra in [&[][..], &["--overwrite"][..]] {
+        fails(chi(&train_args(s(&proj), "5", extra)), "a run into the user's folder", &["holds no chi run", "data.json", "loss.svg"]);
+        assert_eq!(snapshot(&proj), before, "the user's folder changed");
+        assert!(!proj.join(".chi.lock").exists(), "a refused run left its lock file");
+        assert_eq!(std::fs::read_dir(&root).unwrap().count(), 1, "--overwrite moved the user's folder");
+    }
+    // A folder of the user's other files (here a config) is fine.
+    let mine = root.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "mine").unwrap();
+    ok(&train_args(s(&mine), "5", &[]));
+    assert_eq!(std::fs::read_to_string(mine.join("notes.txt")).unwrap(), "mine");
+    // A text folder as data: --out the folder itself or a folder inside it is refused.
+    let data = root.join("texts");
+    for (class, words) in [("pos", "good fine great"), ("neg", "bad poor awful")] {
+        for i in 0..12 {
+            let f = data.join(class).join(format!("{i}.txt"));
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, format!("{words} {i}")).unwrap();
+        }
+    }
+    let texts = snapshot(&data);
+    for out in [data.clone(), data.join("pos").join("run1")] {
+        fails(chi(&["train", "--data", s(&data), "--out", s(&out), "--steps", "3", "--quiet", "--no-plots"]), "a run inside its data folder", &["is inside the data folder"]);
+    }
+    assert_eq!(snapshot(&data), texts, "the data folder changed");
+    assert!(!data.join("pos").join("run1").exists());
+    let _ = std::fs::remove_dir_all(&root);
+}

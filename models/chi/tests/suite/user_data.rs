@@ -360,3 +360,59 @@ fn fashion_mnist_cnn_by_name() {
     assert!(e.contains("10000 examples") && e.contains("Ankle boot") && e.contains("confusion matrix"), "{e}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `chi predict --output` never replaces the user's inputs: a file inside the input folder, or
+/// the model's own training data.
+#[test]
+fn predictions_are_not_written_over_inputs_or_training_data() {
+    let dir = tmp("predict-over");
+    let data = dir.join("texts");
+    for (class, words) in [("pos", "good fine great"), ("neg", "bad poor awful")] {
+        for i in 0..12 {
+            let f = data.join(class).join(format!("{i}.txt"));
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, format!("{words} {i}")).unwrap();
+        }
+    }
+    let run = dir.join("run");
+    ok(&["train", "--data", s(&data), "--out", s(&run), "--steps", "5", "--quiet", "--no-plots"]);
+    let inputs = dir.join("new");
+    std::fs::create_dir_all(&inputs).unwrap();
+    std::fs::write(inputs.join("1.txt"), "good great").unwrap();
+    std::fs::write(inputs.join("2.txt"), "poor awful").unwrap();
+    fails_with(&["predict", s(&run), "--input", s(&inputs), "--output", s(&inputs.join("1.txt"))], &["inside the input folder"]);
+    assert_eq!(std::fs::read_to_string(inputs.join("1.txt")).unwrap(), "good great");
+    fails_with(&["predict", s(&run), "--input", s(&inputs), "--output", s(&data.join("pos").join("0.txt"))], &["training data"]);
+    assert_eq!(std::fs::read_to_string(data.join("pos").join("0.txt")).unwrap(), "good fine great 0");
+    ok(&["predict", s(&run), "--input", s(&inputs), "--output", s(&dir.join("p.csv"))]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `chi explain --input` on a CSV reads its text column as `chi predict` does (not its header
+/// and labels as texts); an empty input file is named.
+#[test]
+fn explain_reads_a_csvs_text_column() {
+    let dir = tmp("explain-csv");
+    let mut csv = String::from("text,label\n");
+    for i in 0..40 {
+        let (words, label) = if i % 2 == 0 { ("a good fine great film", "pos") } else { ("a bad poor awful film", "neg") };
+        csv.push_str(&format!("\"{words} number {i}\",{label}\n"));
+    }
+    let data = dir.join("reviews.csv");
+    std::fs::write(&data, &csv).unwrap();
+    let run = dir.join("run");
+    ok(&["train", "--data", s(&data), "--out", s(&run), "--steps", "5", "--quiet", "--no-plots"]);
+    let input = dir.join("some.csv");
+    std::fs::write(&input, "text,label\n\"a great film\",pos\n\"an awful film\",neg\n").unwrap();
+    let ex = dir.join("ex");
+    ok(&["explain", s(&run), "--input", s(&input), "--dir", s(&ex), "--steps", "4"]);
+    let json = std::fs::read_to_string(ex.join("explain.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let words: Vec<Vec<String>> = v.as_array().unwrap().iter().map(|e| e["words"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_string()).collect()).collect();
+    assert_eq!(words.len(), 2, "two texts, not the header: {words:?}");
+    assert!(words.iter().flatten().all(|w| !["text", "label", "pos", "neg"].contains(&w.as_str())), "{words:?}");
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "\n  \n").unwrap();
+    fails_with(&["explain", s(&run), "--input", s(&empty)], &["empty.txt", "no text to explain"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
