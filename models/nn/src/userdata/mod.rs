@@ -963,6 +963,12 @@ fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> S
         if let Some(i) = labels.iter().position(|l| parse_number(l).is_none()) {
             return Err(NnError::invalid(origin(i), "target", quoted(labels[i]), "is not a finite number, but the task is regression"));
         }
+        // A constant target leaves nothing to learn, and its correlation metrics are 0/0: said
+        // before training, not as a NaN metric after it.
+        let v: Vec<f64> = labels.iter().filter_map(|l| parse_number(l)).collect();
+        if v.len() > 1 && v.iter().all(|&x| x == v[0]) {
+            return Err(NnError::invalid(origin(0), "target", quoted(labels[0]), format!("every training target is {}: a constant leaves nothing to learn (is the target column right?)", v[0])));
+        }
         return Ok((Task::Regression, Vec::new()));
     }
     let mut classes: Vec<String> = labels.iter().map(|l| class_key(l)).collect();

@@ -906,3 +906,17 @@ fn a_file_of_a_hundred_thousand_columns_is_read() {
     let Encoder::Tabular { columns } = &l.unwrap().schema.encoder else { panic!() };
     assert_eq!(columns.len(), cols);
 }
+
+#[test]
+fn a_constant_regression_target_is_refused_before_training() {
+    let d = TempDir::new("constant");
+    let mut s = String::from("a,price\n");
+    for i in 0..30 {
+        s.push_str(&format!("{i}.5,5.5\n"));
+    }
+    let mut c = cfg(&d.write("flat.csv", s.as_bytes()));
+    c.target = Some("price".into());
+    c.task = Some("regression".into());
+    let e = load_cfg(&c).err().unwrap().to_string();
+    assert!(e.contains("every training target is 5.5") && e.contains("nothing to learn"), "{e}");
+}
