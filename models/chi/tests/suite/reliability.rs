@@ -555,13 +555,7 @@ fn a_users_folder_is_not_written_over_and_a_run_stays_out_of_its_data_folder() {
     assert_eq!(std::fs::read_to_string(mine.join("notes.txt")).unwrap(), "mine");
     // A text folder as data: --out the folder itself or a folder inside it is refused.
     let data = root.join("texts");
-    for (class, words) in [("pos", "good fine great"), ("neg", "bad poor awful")] {
-        for i in 0..12 {
-            let f = data.join(class).join(format!("{i}.txt"));
-            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-            std::fs::write(f, format!("{words} {i}")).unwrap();
-        }
-    }
+    crate::user_data::two_class_text_folder(&data);
     let texts = snapshot(&data);
     for out in [data.clone(), data.join("pos").join("run1")] {
         fails(chi(&["train", "--data", s(&data), "--out", s(&out), "--steps", "3", "--quiet", "--no-plots"]), "a run inside its data folder", &["is inside the data folder"]);

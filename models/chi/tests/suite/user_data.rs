@@ -361,12 +361,8 @@ fn fashion_mnist_cnn_by_name() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// `chi predict --output` never replaces the user's inputs: a file inside the input folder, or
-/// the model's own training data.
-#[test]
-fn predictions_are_not_written_over_inputs_or_training_data() {
-    let dir = tmp("predict-over");
-    let data = dir.join("texts");
+/// A text folder of two classes, `pos` and `neg`, 12 short files each (`good fine great 0`, …).
+pub(crate) fn two_class_text_folder(data: &Path) {
     for (class, words) in [("pos", "good fine great"), ("neg", "bad poor awful")] {
         for i in 0..12 {
             let f = data.join(class).join(format!("{i}.txt"));
@@ -374,6 +370,15 @@ fn predictions_are_not_written_over_inputs_or_training_data() {
             std::fs::write(f, format!("{words} {i}")).unwrap();
         }
     }
+}
+
+/// `chi predict --output` never replaces the user's inputs: a file inside the input folder, or
+/// the model's own training data.
+#[test]
+fn predictions_are_not_written_over_inputs_or_training_data() {
+    let dir = tmp("predict-over");
+    let data = dir.join("texts");
+    two_class_text_folder(&data);
     let run = dir.join("run");
     ok(&["train", "--data", s(&data), "--out", s(&run), "--steps", "5", "--quiet", "--no-plots"]);
     let inputs = dir.join("new");
