@@ -173,7 +173,8 @@ fn read_text(path: &Path) -> Result<(String, bool), NnError> {
 }
 
 fn is_missing(v: &str) -> bool {
-    matches!(v.trim(), "" | "NA" | "N/A" | "NaN" | "nan" | "null" | "NULL" | "None" | "?" | "-")
+    // Every spelling of NaN that number parsers and printers produce (`-nan` is C's printf).
+    matches!(v.trim(), "" | "NA" | "N/A" | "NaN" | "nan" | "NAN" | "Nan" | "-nan" | "-NaN" | "-NAN" | "null" | "NULL" | "None" | "?" | "-")
 }
 
 fn parse_number(v: &str) -> Option<f64> {
@@ -588,6 +589,18 @@ fn csv_of_text(path: &Path, text: &str, lossy: bool, lay: &CsvLayout, labelled: 
     let recs = csv_records_of(path, text, lay.sep)?;
     let (names, body): (Vec<String>, &[crate::data::CsvRecord]) = if lay.header {
         let Some(first) = recs.first() else { return Err(DataError::whole("is empty: no header row").with_path(path).into()) };
+        // A first row of numbers where training had names: the header row is missing (reading
+        // the numbers as names would end in a puzzling "both named 0.9").
+        let wanted: Vec<String> = lay.text.iter().chain(&lay.features).cloned().collect();
+        if first.fields.iter().all(|f| parse_number(f).is_some()) && !wanted.is_empty() && !wanted.iter().any(|n| parse_number(n).is_some()) {
+            let target = if lay.target.is_empty() { String::new() } else { format!(" (and the target {})", quoted(&lay.target)) };
+            return Err(DataError::new(
+                Location::Line(first.line),
+                format!("holds numbers where the header row should be: the model reads the columns {}{target}; add the header row", short_list(&wanted)),
+            )
+            .with_path(path)
+            .into());
+        }
         (column_names(&first.fields, true), &recs[1..])
     } else {
         // No header, as in training: columns by position, with or without the target.
@@ -985,7 +998,12 @@ fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> S
     });
     classes.dedup();
     if classes.len() < 2 {
-        return Err(NnError::invalid("data", "target", classes.first().cloned().unwrap_or_default(), "the training split has only one class; a classifier needs at least two"));
+        return Err(NnError::invalid(
+            "data",
+            "target",
+            classes.first().cloned().unwrap_or_default(),
+            "every example of the training split has this class; a classifier needs at least two (is the target column right? pass --target NAME)",
+        ));
     }
     if classes.len() > MAX_CLASSES {
         return Err(NnError::invalid(

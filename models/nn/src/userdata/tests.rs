@@ -920,3 +920,18 @@ fn a_constant_regression_target_is_refused_before_training() {
     let e = load_cfg(&c).err().unwrap().to_string();
     assert!(e.contains("every training target is 5.5") && e.contains("nothing to learn"), "{e}");
 }
+
+#[test]
+fn a_prediction_file_without_its_header_and_every_nan_spelling_are_understood() {
+    let d = TempDir::new("noheader");
+    let mut s = String::from("a,b,label\n");
+    for i in 0..30 {
+        let a = if i == 3 { "-nan".to_string() } else if i == 4 { "NAN".to_string() } else { format!("{i}.5") };
+        s.push_str(&format!("{a},{},{}\n", i % 4, i % 2));
+    }
+    let l = load_cfg(&cfg(&d.write("t.csv", s.as_bytes()))).unwrap();
+    assert!(l.warnings.iter().any(|w| w.contains("imputed") || w.contains("missing")), "NaN spellings are missing values: {:?}", l.warnings);
+    let q = d.write("rows.csv", b"0.9,0.9\n1.5,2\n");
+    let e = l.schema.encode_unlabelled(&q).err().unwrap().to_string();
+    assert!(e.contains("rows.csv") && e.contains("line 1") && e.contains("where the header row should be") && e.contains("a, b (and the target \"label\")"), "{e}");
+}
