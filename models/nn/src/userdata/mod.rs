@@ -1693,9 +1693,18 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
         _ => None,
     };
     // One labelled source; array inputs take their labels from a second file.
+    let explicit = o.format.is_some();
     let read = |p: &Path, labels: Option<&Path>| -> Result<RawSet, NnError> {
         match format {
-            Format::Csv | Format::Tsv => read_csv(p, layout.as_ref().expect("a CSV layout"), true),
+            Format::Csv | Format::Tsv => {
+                let lay = layout.as_ref().expect("a CSV layout");
+                // A held-out file is read by its own extension (`.csv` or `.tsv`), as `chi eval`
+                // reads new files, unless the format was given.
+                match Format::infer(p) {
+                    Ok(f @ (Format::Csv | Format::Tsv)) if !explicit && f.separator() != lay.sep => read_csv(p, &CsvLayout { sep: f.separator(), ..lay.clone() }, true),
+                    _ => read_csv(p, lay, true),
+                }
+            }
             Format::Folder => read_class_folder(p),
             Format::Lines => read_lines(p, true),
             Format::Npy | Format::Idx => read_arrays(p, format, labels),

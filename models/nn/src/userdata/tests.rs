@@ -935,3 +935,18 @@ fn a_prediction_file_without_its_header_and_every_nan_spelling_are_understood() 
     let e = l.schema.encode_unlabelled(&q).err().unwrap().to_string();
     assert!(e.contains("rows.csv") && e.contains("line 1") && e.contains("where the header row should be") && e.contains("a, b (and the target \"label\")"), "{e}");
 }
+
+#[test]
+fn a_held_out_file_is_read_by_its_own_extension() {
+    let d = TempDir::new("heldout-tsv");
+    let mut csv = String::from("a,b,label\n");
+    let mut tsv = String::from("a\tb\tlabel\n");
+    for i in 0..30 {
+        csv.push_str(&format!("{i}.5,{},{}\n", i % 4, i % 2));
+        tsv.push_str(&format!("{i}.25\t{}\t{}\n", i % 3, i % 2));
+    }
+    let mut c = cfg(&d.write("train.csv", csv.as_bytes()));
+    c.test_path = Some(d.write("test.tsv", tsv.as_bytes()).display().to_string());
+    let l = load_cfg(&c).unwrap();
+    assert_eq!(l.dataset.test.len(), 30, "every row of the tab-separated test file");
+}
