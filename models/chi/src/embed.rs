@@ -256,7 +256,7 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
     }
     check_writable(&a.vectors_out)?;
     let corpus = std::path::Path::new(&a.corpus);
-    if crate::train::rundir::same_file(&a.vectors_out, corpus) || corpus.is_dir() && crate::train::rundir::lies_within(&a.vectors_out, corpus) {
+    if crate::train::rundir::lies_within(&a.vectors_out, corpus) {
         return Err(format!("--vectors-out {} is the corpus or inside the corpus folder; write the vectors elsewhere", a.vectors_out.display()));
     }
     // Under mpirun every process trains a shard; rank 0 alone reports and writes.

@@ -598,7 +598,7 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
     use super::infer;
     if let Some(o) = &args.output {
         // Replacing the inputs by their predictions would lose them.
-        if super::rundir::same_file(o, &args.input) || args.input.is_dir() && super::rundir::lies_within(o, &args.input) {
+        if super::rundir::lies_within(o, &args.input) {
             return Err(format!("--output {} is the input file or inside the input folder; write the predictions elsewhere", o.display()));
         }
     }
@@ -609,7 +609,7 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
         }
         // The model's training data (a CSV, or a file in its text folder) is the user's too.
         if let Some(d) = t.cfg.data.path.as_deref().map(std::path::Path::new) {
-            if super::rundir::same_file(o, d) || d.is_dir() && super::rundir::lies_within(o, d) {
+            if super::rundir::lies_within(o, d) {
                 return Err(format!("--output {} is the model's training data ({}); write the predictions elsewhere", o.display(), d.display()));
             }
         }

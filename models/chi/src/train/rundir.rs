@@ -146,7 +146,8 @@ pub fn run_files(dir: &Path) -> Vec<&'static str> {
         .collect()
 }
 
-/// Whether `path` (which need not exist yet) is `dir` or lies under it, links resolved.
+/// Whether `path` (which need not exist yet) is `dir` or lies under it, links resolved. With a
+/// file for `dir`, whether `path` is that file (as [`same_file`], also for a path not yet made).
 pub fn lies_within(path: &Path, dir: &Path) -> bool {
     let Ok(dir) = std::fs::canonicalize(dir) else { return false };
     let Ok(abs) = std::path::absolute(path) else { return false };

@@ -181,16 +181,22 @@ fn parse_number(v: &str) -> Option<f64> {
     v.trim().parse::<f64>().ok().filter(|x| x.is_finite())
 }
 
-/// The standard deviation to standardise values by: `sd`, or 1 for a constant column (whose
-/// spread is zero or rounding, below a billionth of the largest magnitude). Relative, so that
-/// values on any scale (1e-13, 1e13) keep their differences.
-fn spread_or_one(sd: f64, vals: &[f64]) -> f64 {
+/// Why [`standardisation`] refused values.
+const TOO_LARGE: &str = "too large to standardise (the squares overflow beyond ±1e154)";
+
+/// The mean and standard deviation to standardise values by (a numeric column, a regression
+/// target). A constant's deviation (zero, or rounding below a billionth of the largest
+/// magnitude) is 1; the test is relative, so that values on any scale (1e-13, 1e13) keep their
+/// differences. Values whose squares overflow are an error holding `values up to …`.
+fn standardisation(vals: &[f64]) -> Result<(f64, f64), String> {
+    let n = vals.len().max(1) as f64;
+    let mean = vals.iter().sum::<f64>() / n;
+    let sd = (vals.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
     let big = vals.iter().fold(0.0, |m: f64, x| m.max(x.abs()));
-    if sd > 1e-9 * big && sd > 0.0 {
-        sd
-    } else {
-        1.0
+    if !(mean.is_finite() && sd.is_finite()) {
+        return Err(format!("values up to {big:e}"));
     }
+    Ok((mean, if sd > 1e-9 * big && sd > 0.0 { sd } else { 1.0 }))
 }
 
 /// What is wrong with a value [`parse_number`] refused: not a number at all, or a number no
@@ -1110,19 +1116,8 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
                 let present: Vec<&str> = vals.iter().copied().filter(|v| !is_missing(v)).collect();
                 let nums: Vec<f64> = present.iter().filter_map(|v| parse_number(v)).collect();
                 if !present.is_empty() && nums.len() * 2 > present.len() {
-                    let n = nums.len().max(1) as f64;
-                    let mean = nums.iter().sum::<f64>() / n;
-                    let var = nums.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
-                    let std = spread_or_one(var.sqrt(), &nums);
-                    if !(mean.is_finite() && std.is_finite()) {
-                        let big = nums.iter().copied().fold(0.0, |m: f64, x| m.max(x.abs()));
-                        return Err(NnError::invalid(
-                            format!("{}", raw.path.display()),
-                            format!("column {name:?}"),
-                            format!("values up to {big:e}"),
-                            "too large to standardise (the squares overflow beyond ±1e154): rescale the column",
-                        ));
-                    }
+                    let (mean, std) = standardisation(&nums)
+                        .map_err(|big| NnError::invalid(format!("{}", raw.path.display()), format!("column {name:?}"), big, format!("{TOO_LARGE}: rescale the column")))?;
                     columns.push(Column::Numeric { name: name.clone(), mean, std });
                 } else {
                     let mut cats: Vec<String> = vals.iter().map(|v| if is_missing(v) { MISSING.to_string() } else { v.trim().to_string() }).collect();
@@ -1891,14 +1886,8 @@ fn finish(
     let mut schema = schema;
     if task == Task::Regression {
         let v: Vec<f64> = train_labels.iter().filter_map(|l| parse_number(l)).collect();
-        let n = v.len().max(1) as f64;
-        let mean = v.iter().sum::<f64>() / n;
-        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
-        if !(mean.is_finite() && sd.is_finite()) {
-            let big = v.iter().copied().fold(0.0, |m: f64, x| m.max(x.abs()));
-            return Err(NnError::invalid("data", "target", format!("values up to {big:e}"), "too large to standardise (the squares overflow beyond ±1e154): rescale the target"));
-        }
-        schema.target_scale = Some((mean, spread_or_one(sd, &v)));
+        let scale = standardisation(&v).map_err(|big| NnError::invalid("data", "target", big, format!("{TOO_LARGE}: rescale the target")))?;
+        schema.target_scale = Some(scale);
     }
     let mut splits = Vec::new();
     for (s, what) in parts.iter().zip(["training", "validation", "test"]) {
