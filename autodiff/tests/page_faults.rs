@@ -1,26 +1,16 @@
-//! No page faults in the steady state. A recurrent training step allocates and frees the same
-//! large buffers (projected inputs, gate activations, gradients, packed weights) every
-//! iteration; if the allocator returned them to the system, every step would map and clear them
-//! again in the kernel's page-fault path (11 % of an LSTM step in an earlier profile). With
-//! [`chi_autodiff::malloc::keep_freed_memory`] (what the `chi` program and the benchmark binaries
-//! call at start-up), after warm-up a step takes no minor page faults at all, and the resident
-//! set stays flat. Counted by the kernel (`/proc/self/stat`, `/proc/self/statm`); Linux with glibc
-//! only, otherwise the test says it is skipped.
-//!
-//! This file holds one test so that no other test's allocations land in the process-wide counts.
+//! No page faults in the steady state, for the library under glibc's malloc. A recurrent
+//! training step allocates and frees the same large buffers (projected inputs, gate activations,
+//! gradients, packed weights) every iteration; if the allocator returned them to the system,
+//! every step would map and clear them again in the kernel's page-fault path (11 % of an LSTM
+//! step in an earlier profile). With [`chi_autodiff::malloc::keep_freed_memory`], after warm-up a
+//! step takes no minor page faults at all, and the resident set stays flat. The large-buffer
+//! list (`chi_autodiff::pool::cache_large_buffers`) stays off, its default: under glibc it makes
+//! the heap grow again after warm-up (see its documentation). Counted by the kernel
+//! (`/proc/self/stat`, `/proc/self/statm`); Linux with glibc only, otherwise the test says it is
+//! skipped. The programs' configuration (mimalloc, the list on) is checked by
+//! `models/chi/tests/page_faults.rs`.
 
-use chi_autodiff::{Rng, Tensor};
-
-/// The process's minor page faults and resident pages, or `None` off Linux.
-fn faults_and_resident() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command name: state is field 3, minflt field 10.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let minflt = rest.split(' ').nth(7)?.parse().ok()?;
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let resident = statm.split(' ').nth(1)?.parse().ok()?;
-    Some((minflt, resident))
-}
+include!("common/page_faults.rs");
 
 #[test]
 fn lstm_and_gru_training_steps_take_no_page_faults_after_warm_up() {
@@ -28,50 +18,5 @@ fn lstm_and_gru_training_steps_take_no_page_faults_after_warm_up() {
         eprintln!("skipped: needs Linux with glibc (keep_freed_memory and /proc/self/stat)");
         return;
     }
-    // The LSTM side-by-side workload's sizes (input 64, hidden 128, batch 16, 35 steps), LSTM
-    // and GRU, on one thread (each pool thread has its own allocator arena).
-    let (b, t, inp, h) = (16, 35, 64, 128);
-    chi_kernels::threads::with_threads(1, move || {
-        let mut rng = Rng::new(3);
-        let x = Tensor::<f32>::randn(&[b * t, inp], &mut rng);
-        let param = |shape: &[usize], rng: &mut Rng| Tensor::<f32>::randn(shape, rng).mul_scalar(0.1).requires_grad();
-        // LSTM w_ih, w_hh; GRU w_ih, w_hh, w_hn, b_hn.
-        let shapes: [&[usize]; 6] = [&[inp, 4 * h], &[h, 4 * h], &[inp, 3 * h], &[h, 2 * h], &[h, h], &[h]];
-        let mut ps: Vec<Tensor<f32>> = shapes.iter().map(|s| param(s, &mut rng)).collect();
-        let zeros = Tensor::<f32>::zeros(&[b, h]);
-        let mut step = || {
-            let xl = x.matmul(&ps[0]).reshape(&[b, t, 4 * h]);
-            let yl = Tensor::lstm_sequence(&xl, &zeros, &zeros, &ps[1], None, None);
-            let xg = x.matmul(&ps[2]).reshape(&[b, t, 3 * h]);
-            let yg = Tensor::gru_sequence(&xg, &zeros, &ps[3], &ps[4], Some(&ps[5]), None);
-            yl.square().mean().add(&yg.square().mean()).backward();
-            for p in ps.iter_mut() {
-                let g = p.grad().unwrap();
-                p.update(|v| v.iter_mut().zip(g.data()).for_each(|(a, d)| *a -= 0.01 * d));
-                p.zero_grad();
-            }
-        };
-        // Warm-up: the heap grows to the step's peak working set and the buffer pool's classes
-        // fill (measured on Zen 4: about 140 pages over steps 5 to 55, none after). Warm up until
-        // 20 steps in a row take no fault (at most 400 steps), then measure.
-        for _ in 0..20 {
-            let before = faults_and_resident().unwrap().0;
-            for _ in 0..20 {
-                step();
-            }
-            if faults_and_resident().unwrap().0 == before {
-                break;
-            }
-        }
-        let (f0, r0) = faults_and_resident().unwrap();
-        for _ in 0..100 {
-            step();
-        }
-        let (f1, r1) = faults_and_resident().unwrap();
-        // libtest's main thread may touch a page or two meanwhile; a step that remapped its
-        // buffers would take hundreds (its gate buffers alone are 1.1 MB, 280 pages).
-        assert!(f1 - f0 <= 4, "{} minor page faults in 100 steps after warm-up", f1 - f0);
-        assert!(r1 <= r0 + 4, "resident set grew from {r0} to {r1} pages over 100 steps");
-    })
-    .unwrap();
+    lstm_and_gru_steps_take_no_page_faults_after_warm_up();
 }

@@ -54,7 +54,7 @@ impl<T: Float> Tensor<T> {
         let dim = self.shape()[1];
         let s = Shape::new(shape);
         assert!(s.numel() == ids.len() * dim, "gather_rows: output shape {s:?} does not hold {} rows of {dim}", ids.len());
-        let mut out = crate::pool::zeros(ids.len() * dim);
+        let mut out = crate::pool::for_overwrite(ids.len() * dim);
         chi_kernels::gather::gather_rows(&self.data, dim, &ids, &mut out);
         record(out, s, &[self], loc, |_| Op::GatherRows { table: self.clone(), ids })
     }

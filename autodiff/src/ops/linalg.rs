@@ -75,7 +75,7 @@ impl<T: Float> Tensor<T> {
         let mut s = a.shape()[..ra - 2].to_vec();
         s.extend([m, n]);
         let out_shape = Shape::new(&s);
-        let mut out = crate::pool::zeros(out_shape.numel());
+        let mut out = crate::pool::for_overwrite(out_shape.numel());
         if ra == 2 {
             gemm::gemm(T::ONE, mat(a), mat(b), T::ZERO, MatMut::row_major(&mut out, m, n));
         } else {
@@ -125,7 +125,7 @@ impl<T: Float> Tensor<T> {
         let mut s = x.shape()[..x.rank() - 1].to_vec();
         s.push(n);
         let out_shape = Shape::new(&s);
-        let mut out = crate::pool::zeros(out_shape.numel());
+        let mut out = crate::pool::for_overwrite(out_shape.numel());
         gemm::gemm(T::ONE, MatRef::row_major(&x.data, rows, k), mat(w), T::ZERO, MatMut::row_major(&mut out, rows, n));
         // `product + bias`, each sum as `add` forms it (IEEE addition commutes exactly).
         chi_kernels::elementwise::add_rows_inplace(&mut out, &bias.data);
@@ -168,7 +168,7 @@ impl<T: Float> Tensor<T> {
             return self.clone();
         }
         let out_shape = Shape::new(&perm.iter().map(|&p| self.shape()[p]).collect::<Vec<_>>());
-        let mut out = crate::pool::zeros(self.numel());
+        let mut out = crate::pool::for_overwrite(self.numel());
         chi_kernels::layout::permute(&self.data, self.shape(), perm, &mut out);
         record(out, out_shape, &[self], loc, |_| Op::Permute { x: self.clone(), perm: perm.to_vec(), name })
     }
@@ -189,7 +189,7 @@ pub(crate) fn matmul_backward<T: Float>(a: &Tensor<T>, b: &Tensor<T>, g: &Tensor
     let r = a.rank();
     let (m, k, n) = (a.shape()[r - 2], a.shape()[r - 1], b.shape()[r - 1]);
     let ga = need[0].then(|| {
-        let mut d = crate::pool::zeros(a.numel());
+        let mut d = crate::pool::for_overwrite(a.numel());
         if r == 2 {
             gemm::gemm(T::ONE, mat(g), mat(b).t(), T::ZERO, MatMut::row_major(&mut d, m, k));
         } else {
@@ -198,7 +198,7 @@ pub(crate) fn matmul_backward<T: Float>(a: &Tensor<T>, b: &Tensor<T>, g: &Tensor
         Tensor::from_buf(d, a.shape)
     });
     let gb = need[1].then(|| {
-        let mut d = crate::pool::zeros(b.numel());
+        let mut d = crate::pool::for_overwrite(b.numel());
         if r == 2 {
             gemm::gemm(T::ONE, mat(a).t(), mat(g), T::ZERO, MatMut::row_major(&mut d, k, n));
         } else {
@@ -222,12 +222,12 @@ pub(crate) fn affine_backward<T: Float>(x: &Tensor<T>, w: &Tensor<T>, bias: &Ten
     }
     let (xm, gm) = (MatRef::row_major(&x.data, rows, k), MatRef::row_major(&g.data, rows, n));
     let gx = need[0].then(|| {
-        let mut d = crate::pool::zeros(x.numel());
+        let mut d = crate::pool::for_overwrite(x.numel());
         gemm::gemm(T::ONE, gm, mat(w).t(), T::ZERO, MatMut::row_major(&mut d, rows, k));
         Tensor::from_buf(d, x.shape)
     });
     let gw = need[1].then(|| {
-        let mut d = crate::pool::zeros(w.numel());
+        let mut d = crate::pool::for_overwrite(w.numel());
         gemm::gemm(T::ONE, xm.t(), gm, T::ZERO, MatMut::row_major(&mut d, k, n));
         Tensor::from_buf(d, w.shape)
     });

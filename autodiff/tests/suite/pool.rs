@@ -120,15 +120,17 @@ fn tensors_dropped_at_thread_exit_are_freed() {
 }
 
 /// Op outputs take recycled buffers without clearing them first (`for_overwrite`): every value
-/// of the output must still be written by the op. The pool is filled with buffers of NaN of every
-/// length used below, then each overwriting op (unary, scalar, same-shape and broadcast binary,
+/// of the output must still be written by the op. The pool (the large-buffer list included) is
+/// filled with buffers of NaN of every length used below, then each overwriting op (unary, scalar, same-shape and broadcast binary,
 /// the unary backward rule) runs at those lengths and its result is compared with plain Rust.
 #[test]
 fn ops_overwrite_every_value_of_a_recycled_buffer() {
-    let lens = [1usize, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 511, 1000, 1024];
+    // The large-buffer list too (exact sizes: `n` and the broadcast's `2n`).
+    pool::cache_large_buffers(true);
+    let lens = [1usize, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 511, 1000, 1024, pool::LARGE_MIN_LEN, 3 * pool::LARGE_MIN_LEN + 5];
     for &n in &lens {
         // Stale buffers full of NaN, in the size class of `n` and of `n` + 1 (a longer old length).
-        for m in [n, n + 1] {
+        for m in [n, n + 1, 2 * n] {
             let junk: Vec<Tensor<f64>> = (0..4).map(|_| Tensor::full(&[m], f64::NAN).mul_scalar(1.0)).collect();
             drop(junk);
         }
@@ -157,4 +159,129 @@ fn ops_overwrite_every_value_of_a_recycled_buffer() {
         }
         assert!(seed.data().iter().all(|&v| v == 1.0), "the kept seed was written");
     }
+}
+
+/// Fills the large-buffer list with stale NaN buffers of `n` elements.
+fn stale_large(n: usize) {
+    let junk: Vec<Tensor<f64>> = (0..3).map(|_| Tensor::full(&[n], f64::NAN).mul_scalar(1.0)).collect();
+    drop(junk);
+}
+
+fn close(got: &[f64], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (k, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()), "{what}, element {k}: {a} vs {b}");
+    }
+}
+
+/// `a [m, k] · b [k, n]` in plain Rust.
+fn mm(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            for j in 0..n {
+                c[i * n + j] += a[i * k + p] * b[p * n + j];
+            }
+        }
+    }
+    c
+}
+
+fn values(n: usize, tag: f64) -> Vec<f64> {
+    (0..n).map(|i| (i as f64 * 0.37 + tag).sin()).collect()
+}
+
+/// Large op outputs (at least `LARGE_MIN_LEN` elements) come from the large-buffer list without
+/// being cleared: the matmul (plain, batched, inner dimension 0), affine, permute and row-gather
+/// outputs and both matmul gradients must write every value over stale NaN buffers.
+#[test]
+fn large_outputs_overwrite_every_value_of_a_recycled_buffer() {
+    // On for the rest of this test binary too (never turned off here: tests run concurrently).
+    pool::cache_large_buffers(true);
+    let (m, k, n) = (300, 7, 250);
+    assert!(m * n >= pool::LARGE_MIN_LEN);
+    let (av, bv) = (values(m * k, 0.1), values(k * n, 0.2));
+    let a = Tensor::from_vec(av.clone(), &[m, k]);
+    let b = Tensor::from_vec(bv.clone(), &[k, n]);
+    stale_large(m * n);
+    close(a.matmul(&b).data(), &mm(&av, &bv, m, k, n), "matmul");
+    stale_large(m * n);
+    let empty = Tensor::<f64>::zeros(&[m, 0]).matmul(&Tensor::zeros(&[0, n]));
+    assert!(empty.data().iter().all(|&v| v == 0.0), "an inner dimension of 0 gives zeros");
+    stale_large(m * n);
+    let bias = values(n, 0.3);
+    let want: Vec<f64> = mm(&av, &bv, m, k, n).iter().enumerate().map(|(i, v)| v + bias[i % n]).collect();
+    close(a.affine(&b, &Tensor::from_vec(bias, &[n])).data(), &want, "affine");
+    // Batched: [2, m, 5] · [2, 5, 120].
+    let (ab, bb) = (values(2 * m * 5, 0.4), values(2 * 5 * 120, 0.5));
+    stale_large(2 * m * 120);
+    let c = Tensor::from_vec(ab.clone(), &[2, m, 5]).matmul(&Tensor::from_vec(bb.clone(), &[2, 5, 120]));
+    let mut want = mm(&ab[..m * 5], &bb[..600], m, 5, 120);
+    want.extend(mm(&ab[m * 5..], &bb[600..], m, 5, 120));
+    close(c.data(), &want, "batched matmul");
+    // Permute [m, n] → [n, m].
+    let x = values(m * n, 0.6);
+    stale_large(m * n);
+    let t = Tensor::from_vec(x.clone(), &[m, n]).permute(&[1, 0]);
+    let want: Vec<f64> = (0..n * m).map(|i| x[(i % m) * n + i / m]).collect();
+    close(t.data(), &want, "permute");
+    // Rows 0, 7, 14, … of a [1000, 80] table.
+    let table = values(1000 * 80, 0.7);
+    let ids: Vec<usize> = (0..900).map(|i| i * 7 % 1000).collect();
+    stale_large(900 * 80);
+    let g = Tensor::from_vec(table.clone(), &[1000, 80]).embedding(&ids);
+    let want: Vec<f64> = ids.iter().flat_map(|&r| table[r * 80..(r + 1) * 80].to_vec()).collect();
+    close(g.data(), &want, "embedding rows");
+    // Both gradients of a matmul [m, 250] · [250, m], each m × 250 elements.
+    let (pa, pb) = (values(m * n, 0.8), values(n * m, 0.9));
+    let ta = Tensor::from_vec(pa.clone(), &[m, n]).requires_grad();
+    let tb = Tensor::from_vec(pb.clone(), &[n, m]).requires_grad();
+    let y = ta.matmul(&tb);
+    stale_large(m * n);
+    y.sum().backward();
+    // d(Σ A·B)/dA = 1·Bᵀ (row sums of B), d/dB = Aᵀ·1 (column sums of A).
+    let row_b: Vec<f64> = (0..n).map(|p| pb[p * m..(p + 1) * m].iter().sum()).collect();
+    let col_a: Vec<f64> = (0..n).map(|p| (0..m).map(|i| pa[i * n + p]).sum()).collect();
+    close(ta.grad().unwrap().data(), &(0..m * n).map(|i| row_b[i % n]).collect::<Vec<_>>(), "matmul gradient of A");
+    close(tb.grad().unwrap().data(), &(0..n * m).map(|i| col_a[i / m]).collect::<Vec<_>>(), "matmul gradient of B");
+}
+
+/// The large-buffer list hands a freed buffer back for a request of its size only (not for a
+/// larger or a smaller one), keeps no more than the pool has made (buffers of
+/// `Tensor::from_vec` do not pile up in it), and stays within its bounds by letting the least
+/// recently freed buffers go.
+#[test]
+fn large_buffers_are_reused_by_exact_size_within_bounds() {
+    pool::cache_large_buffers(true);
+    pool::release_pooled::<f64>();
+    let n = 2 * pool::LARGE_MIN_LEN;
+    let outside: Vec<Tensor<f64>> = (0..5).map(|_| Tensor::from_vec(vec![0.5; n], &[n])).collect();
+    drop(outside);
+    assert_eq!(pool::pooled_large::<f64>(), (0, 0), "buffers the pool did not make are not kept beyond what it made");
+    let t = Tensor::<f64>::full(&[n], 1.0);
+    let p = t.data().as_ptr();
+    drop(t);
+    assert_eq!(pool::pooled_large::<f64>().0, 1);
+    // Larger or smaller than the buffer: new ones.
+    let bigger = Tensor::<f64>::full(&[n + 1], 1.0);
+    assert_ne!(bigger.data().as_ptr(), p);
+    let smaller = Tensor::<f64>::full(&[n - n / 5], 3.0);
+    assert_ne!(smaller.data().as_ptr(), p, "a smaller request leaves the buffer to its own size");
+    // The same size: the same buffer, every value written.
+    let same = Tensor::<f64>::full(&[n], 3.0);
+    assert_eq!(same.data().as_ptr(), p, "a request of the buffer's size reuses it");
+    assert!(same.data().iter().all(|&v| v == 3.0));
+    drop((bigger, smaller, same));
+    // Bounds: many distinct large buffers freed at once; the last freed stay.
+    let many: Vec<Tensor<f64>> = (0..2 * pool::MAX_LARGE_POOLED).map(|i| Tensor::full(&[pool::LARGE_MIN_LEN + 7 * i], 0.5)).collect();
+    let last = many.last().unwrap().data().as_ptr();
+    drop(many);
+    let (count, bytes) = pool::pooled_large::<f64>();
+    assert!(count <= pool::MAX_LARGE_POOLED && bytes <= pool::MAX_LARGE_POOLED_BYTES, "{count} buffers, {bytes} bytes");
+    assert!(count > 0);
+    let again = Tensor::<f64>::full(&[pool::LARGE_MIN_LEN + 7 * (2 * pool::MAX_LARGE_POOLED - 1)], 0.0);
+    assert_eq!(again.data().as_ptr(), last, "the most recently freed buffer is kept");
+    drop(again);
+    pool::release_pooled::<f64>();
+    assert_eq!(pool::pooled_large::<f64>(), (0, 0));
 }

@@ -454,7 +454,7 @@ fn main() {
         return;
     }
     let name = args.first().cloned().unwrap_or_else(|| {
-        eprintln!("usage: side_by_side WORKLOAD [--threads N] [--reps R] [--flush-denormals] (--list for workloads)");
+        eprintln!("usage: side_by_side WORKLOAD [--threads N] [--reps R] [--flush-denormals] [--no-large-cache] [--no-malloc-tuning] (--list for workloads)");
         std::process::exit(2)
     });
     let opt = |flag: &str, default: usize| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).map_or(default, |v| v.parse().expect("a number"));
@@ -464,6 +464,9 @@ fn main() {
         chi_cli::allocator::keep_freed_memory();
         chi_autodiff::malloc::keep_freed_memory();
     }
+    // As the `chi` program does: large op outputs are reused, not cleared (`--no-large-cache`
+    // measures without).
+    chi_autodiff::pool::cache_large_buffers(!args.iter().any(|a| a == "--no-large-cache"));
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().expect("thread pool");
     // Subnormal operands cost some CPUs (Intel's) a microcode assist per FMA; with this flag both
     // harnesses flush them (PyTorch: `torch.set_flush_denormal(True)`).

@@ -167,9 +167,12 @@ pub fn check_limit_env() -> Result<(), String> {
 /// exit status (returns only on success).
 pub fn main(starter: Option<crate::dist::Starter>) {
     // Reuse freed tensor memory instead of re-faulting it every step (see `crate::allocator`):
-    // the mimalloc setting for Rust allocations, the glibc one for any C library's.
+    // the mimalloc setting for Rust allocations, the glibc one for any C library's; and keep
+    // large op outputs for reuse, so that they are not cleared before being overwritten
+    // (`chi_autodiff::pool::cache_large_buffers`; with mimalloc it takes no page faults).
     crate::allocator::keep_freed_memory();
     chi_autodiff::malloc::keep_freed_memory();
+    chi_autodiff::pool::cache_large_buffers(true);
     default_sigpipe();
     file_size_limit_is_an_error();
     output_errors_are_not_panics();
