@@ -208,6 +208,7 @@ fn data_dir(d: &Option<PathBuf>) -> PathBuf {
 
 fn write_corpus(a: &CorpusArgs) -> Result<(), String> {
     let names = corpus_names(&a.corpus).ok_or_else(|| format!("--corpus {:?}: expected named corpora joined with '+' ({})", a.corpus, NAMED_CORPORA.join(", ")))?;
+    crate::train::rundir::check_text_output("--out", &a.out)?;
     let sentences = named_sentences(&names, &data_dir(&a.data))?;
     let mut text = String::new();
     for s in &sentences {
@@ -453,6 +454,9 @@ fn evaluate(a: &EvalArgs) -> Result<(), String> {
         let s = eval::evaluate_pairs(&v, &pairs, v.len());
         if s.covered < 2 {
             println!("{name:<12} n/a (only {} of {} pairs covered)", s.covered, pairs.len());
+        } else if !(s.spearman.is_finite() && s.pearson.is_finite()) {
+            // A correlation with a constant is 0/0: the file's scores, or the vectors' cosines.
+            println!("{name:<12} n/a (the human scores or the vectors' similarities are the same for all {} covered pairs: no correlation is defined)", s.covered);
         } else {
             println!("{name:<12} Spearman {:.4}  Pearson {:.4}  ({} pairs covered, {} missing)", s.spearman, s.pearson, s.covered, s.missing);
         }
@@ -475,11 +479,10 @@ fn evaluate(a: &EvalArgs) -> Result<(), String> {
 
 /// Whether `--vectors-out` can be written, checked before training rather than after it: its
 /// directory exists and accepts a new file (the vectors are written through a temporary file
-/// there), and it is not a directory itself.
+/// there), and it is not a directory, a run's file or a binary file
+/// ([`crate::train::rundir::check_text_output`]).
 fn check_writable(out: &std::path::Path) -> Result<(), String> {
-    if out.is_dir() {
-        return Err(format!("--vectors-out {} is a directory; name a file", out.display()));
-    }
+    crate::train::rundir::check_text_output("--vectors-out", out)?;
     let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     let probe = dir.join(format!(".chi-write-check-{}", std::process::id()));
     match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {

@@ -6,7 +6,7 @@
 use chi_seq2seq::{attention_svg, Translator};
 use clap::Args;
 use std::io::{BufRead, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `chi translate MODEL [--beam N] [--alpha A] [--max-len N] [--input FILE] [--heatmap DIR]`.
 #[derive(Args, Debug, Clone)]
@@ -25,7 +25,8 @@ pub struct TranslateArgs {
     /// Read lines from this file instead of standard input.
     #[arg(long)]
     pub input: Option<PathBuf>,
-    /// Write one attention heat map per line (`DIR/line-0001.svg`, …).
+    /// Write one attention heat map per line (`DIR/line-0001.svg`, …), replacing the maps of
+    /// an earlier translation there.
     #[arg(long)]
     pub heatmap: Option<PathBuf>,
 }
@@ -67,6 +68,27 @@ fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max_bytes: usize) 
     Ok(LineRead::Line)
 }
 
+/// Whether `name` is a heat map's file name as `chi translate` writes it (`line-0007.svg`).
+fn is_heatmap_name(name: &str) -> bool {
+    name.strip_prefix("line-").and_then(|r| r.strip_suffix(".svg")).is_some_and(|n| n.len() >= 4 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Removes the heat maps an earlier translation left in `dir`, so that the folder shows this
+/// input's lines only (a shorter input, or a blank line, would otherwise leave another text's
+/// maps beside the new ones); other files are left alone. Returns how many were removed.
+fn remove_old_heatmaps(dir: &Path) -> Result<usize, String> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let is_file = entry.file_type().map_err(|e| e.to_string())?.is_file();
+        if is_file && entry.file_name().to_str().is_some_and(is_heatmap_name) {
+            std::fs::remove_file(entry.path()).map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Runs `chi translate`.
 pub fn run(a: &TranslateArgs) -> Result<(), String> {
     if !(1..=100).contains(&a.beam) {
@@ -81,6 +103,10 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
     let t = Translator::load(&a.model).map_err(|e| e.to_string())?;
     if let Some(d) = &a.heatmap {
         std::fs::create_dir_all(d).map_err(|e| format!("--heatmap {}: {e}", d.display()))?;
+        let old = remove_old_heatmaps(d).map_err(|e| format!("--heatmap {}: {e}", d.display()))?;
+        if old > 0 {
+            eprintln!("chi: --heatmap {}: removed {old} heat maps of an earlier translation", d.display());
+        }
     }
     let mut reader: Box<dyn BufRead> = match &a.input {
         Some(p) => Box::new(std::io::BufReader::new(std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?)),
@@ -116,6 +142,20 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_earlier_translations_heat_maps_are_removed_and_nothing_else() {
+        let d = std::env::temp_dir().join(format!("chi-heatmaps-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("line-0005.svg")).unwrap(); // a folder: not a map
+        for f in ["line-0001.svg", "line-0012.svg", "line-12345.svg", "line-1.svg", "line-00a1.svg", "notes.txt", "line-0003.png"] {
+            std::fs::write(d.join(f), "x").unwrap();
+        }
+        assert_eq!(remove_old_heatmaps(&d).unwrap(), 3);
+        let mut left: Vec<String> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, ["line-0003.png", "line-0005.svg", "line-00a1.svg", "line-1.svg", "notes.txt"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn endless_lines_are_refused_after_a_bounded_read() {

@@ -613,6 +613,7 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
                 return Err(format!("--output {} is the model's training data ({}); write the predictions elsewhere", o.display(), d.display()));
             }
         }
+        super::rundir::check_text_output("--output", o)?;
     }
     let (input, stdin) = input_path(&args.input)?;
     let mut p = infer::predict(&t, &input, args.saliency, args.attribution)?;

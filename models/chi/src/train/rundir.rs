@@ -76,6 +76,10 @@ impl RunLock {
     /// Takes the lock on `dir` (creating `dir` if needed). Fails at once, naming the holder's
     /// PID, if another process holds it.
     pub fn acquire(dir: &Path) -> Result<RunLock, String> {
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) && !dir.exists() {
+            let to = std::fs::read_link(dir).map(|t| t.display().to_string()).unwrap_or_default();
+            return Err(format!("{} is a link to {to}, which does not exist: create that folder or choose another --out", dir.display()));
+        }
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create the run directory: {e}", dir.display()))?;
         let path = dir.join(LOCK_FILE);
         let mut file = OpenOptions::new()
@@ -326,6 +330,39 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// How much of an existing file [`check_text_output`] reads to tell text from binary.
+const TEXT_SNIFF_BYTES: u64 = 8192;
+
+/// Whether `path` may take a text output that replaces whatever is there (`chi embed corpus
+/// --out`, `chi embed train --vectors-out`, `chi predict --output`): it is not a directory, not
+/// one of a run directory's own files (its model, config, logs, checkpoints), and if it exists
+/// it is text (no NUL byte in its first 8 KiB), so that a mistyped path cannot replace a model or
+/// another binary file. `flag` names the option in the error.
+pub fn check_text_output(flag: &str, path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!("{flag} {} is a directory; name a file", path.display()));
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let run_dir = if dir.file_name().is_some_and(|n| n == "checkpoints") { dir.parent() } else { Some(dir) };
+    if let Some(run) = run_dir.filter(|r| !run_files(r).is_empty()) {
+        if run != dir || RUN_FILES.contains(&name) || OUTPUT_FILES.contains(&name) || name == LOCK_FILE {
+            return Err(format!("{flag} {} is a file of the run in {}; write elsewhere", path.display(), run.display()));
+        }
+    }
+    if path.is_file() {
+        let mut head = Vec::new();
+        let read = File::open(path).and_then(|f| f.take(TEXT_SNIFF_BYTES).read_to_end(&mut head));
+        if let Err(e) = read {
+            return Err(format!("{flag} {}: cannot read the file it would replace: {e}", path.display()));
+        }
+        if head.contains(&0) {
+            return Err(format!("{flag} {} exists and is not a text file; name a new file (or remove it first)", path.display()));
+        }
+    }
+    Ok(())
+}
+
 /// Writes `text` atomically (used for run files that replace earlier versions).
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     atomic_write(path, text.as_bytes()).map_err(String::from)
@@ -334,6 +371,37 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dangling_link_as_run_directory_is_named_as_such() {
+        let d = tmp("dangling");
+        std::fs::create_dir_all(&d).unwrap();
+        std::os::unix::fs::symlink(d.join("gone"), d.join("run")).unwrap();
+        let e = RunLock::acquire(&d.join("run")).unwrap_err();
+        assert!(e.contains("is a link to") && e.contains("gone") && e.contains("does not exist"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_text_output_replaces_text_but_not_binary_files_directories_or_a_runs_files() {
+        let d = tmp("text-output");
+        std::fs::create_dir_all(d.join("run/checkpoints")).unwrap();
+        std::fs::write(d.join("run/config.toml"), "model = \"mlp\"\n").unwrap();
+        std::fs::write(d.join("run/checkpoints/step-1.safetensors"), [1u8, 0, 2]).unwrap();
+        std::fs::write(d.join("old.txt"), "the old corpus\n").unwrap();
+        std::fs::write(d.join("model.bin"), [8u8, 0, 0, 0, 0, 0, 0, 0, b'{']).unwrap();
+        let check = |p: &str| check_text_output("--out", &d.join(p));
+        assert!(check("old.txt").is_ok(), "text is replaced");
+        assert!(check("new.txt").is_ok(), "a new file");
+        assert!(check("run/notes.txt").is_ok(), "another file beside a run");
+        let err = |p: &str| check(p).unwrap_err();
+        assert!(err("model.bin").contains("exists and is not a text file"), "{}", err("model.bin"));
+        assert!(err("run").contains("is a directory"));
+        for f in ["run/config.toml", "run/model.safetensors", "run/log.csv", "run/data.json", "run/checkpoints/step-2.safetensors"] {
+            assert!(err(f).contains("is a file of the run in"), "{f}: {}", err(f));
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     fn tmp(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("chi-rundir-{tag}-{}", std::process::id()));

@@ -94,6 +94,13 @@ fn eval_reports_each_benchmark() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(s.contains("WordSim353   Spearman 1.0000"), "{s}");
     assert!(s.contains("SimLex-999   (missing"), "{s}");
+    // Constant human scores: no correlation is defined, and it is said rather than printed NaN.
+    std::fs::write(data.join("wordsim353.tsv"), "tiger\tcat\t5\ntiger\tcomputer\t5\ncat\tcomputer\t5\n").unwrap();
+    let o = chi(&["embed", "eval", v.to_str().unwrap(), "--testdata", data.to_str().unwrap()]);
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.contains("WordSim353   n/a (the human scores or the vectors' similarities are the same for all 3 covered pairs"), "{s}");
+    assert!(!s.contains("NaN"), "{s}");
 }
 
 #[test]
@@ -133,6 +140,12 @@ fn named_corpora_are_written_and_read_as_tokenised_sentences() {
     let o = out.to_str().unwrap();
     fails_with(&chi(&["embed", "corpus", "--corpus", "brown+nope", "--out", o]), "expected named corpora joined with '+'");
     fails_with(&chi(&["embed", "corpus", "--corpus", "sotu", "--data", empty.to_str().unwrap(), "--out", o]), "fetch-data.sh --only sotu");
+    // A binary file in the way (a model, say) is not replaced by the corpus.
+    let model = tmp("corpus-over-model.safetensors");
+    std::fs::write(&model, [8u8, 0, 0, 0, 0, 0, 0, 0, b'{', b'}']).unwrap();
+    fails_with(&chi(&["embed", "corpus", "--corpus", "sotu", "--data", empty.to_str().unwrap(), "--out", model.to_str().unwrap()]), "exists and is not a text file");
+    fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--vectors-out", model.to_str().unwrap()]), "exists and is not a text file");
+    assert_eq!(std::fs::read(&model).unwrap(), [8u8, 0, 0, 0, 0, 0, 0, 0, b'{', b'}']);
     fails_with(&chi(&["embed", "train", "--corpus", "shakespeare", "--data", empty.to_str().unwrap(), "--vectors-out", o]), "fetch-data.sh --only shakespeare");
     if let Err(e) = chi_nn::data::require(chi_nn::data::Dataset::Shakespeare) {
         eprintln!("skipped the real-corpus half: {e}");

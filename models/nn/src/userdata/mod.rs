@@ -1185,6 +1185,8 @@ fn tokens_of(input: &RawInput, t: &Tokenizer) -> Vec<String> {
 struct Replaced {
     imputed: usize,
     missing_categories: usize,
+    /// Missing values of a column that had none in training (no missing category to encode).
+    missing_unseen: usize,
     unseen_categories: usize,
     empty_texts: usize,
 }
@@ -1238,15 +1240,14 @@ impl Encoder {
                                 x.push(z);
                             }
                             Column::Categorical { categories, .. } => {
-                                let key = if is_missing(v) {
-                                    rep.missing_categories += 1;
-                                    MISSING
-                                } else {
-                                    v.trim()
-                                };
+                                let missing = is_missing(v);
+                                let key = if missing { MISSING } else { v.trim() };
                                 let hit = categories.iter().position(|c| c == key);
-                                if hit.is_none() {
-                                    rep.unseen_categories += 1;
+                                match (missing, hit) {
+                                    (true, Some(_)) => rep.missing_categories += 1,
+                                    (true, None) => rep.missing_unseen += 1,
+                                    (false, None) => rep.unseen_categories += 1,
+                                    (false, Some(_)) => {}
                                 }
                                 x.extend((0..categories.len()).map(|j| if Some(j) == hit { 1.0 } else { 0.0 }));
                             }
@@ -1281,6 +1282,9 @@ impl Replaced {
         }
         if self.missing_categories > 0 {
             warnings.push(format!("{what}: {} missing categorical values encoded as the {MISSING} category", self.missing_categories));
+        }
+        if self.missing_unseen > 0 {
+            warnings.push(format!("{what}: {} missing categorical values in columns that had none in training (encoded as all zeros)", self.missing_unseen));
         }
         if self.unseen_categories > 0 {
             warnings.push(format!("{what}: {} categorical values not seen in training (encoded as all zeros)", self.unseen_categories));
@@ -1412,6 +1416,9 @@ impl DataSchema {
                         let same: Vec<String> = parse_number(&key).map_or_else(Vec::new, |x| self.classes.iter().filter(|c| parse_number(c) == Some(x)).cloned().collect());
                         if same.len() > 1 {
                             return NnError::invalid(&e.origin, "label", quoted(l), format!("has the value of the classes {}, which training kept apart as written: spell it as one of them", short_list(&same)));
+                        }
+                        if l.trim().is_empty() {
+                            return NnError::invalid(&e.origin, "label", quoted(l), format!("is empty: every row evaluated needs its label (the classes are {}); predict unlabelled rows with chi predict", short_list(&self.classes)));
                         }
                         NnError::invalid(&e.origin, "label", quoted(l), format!("was not seen in training (the classes are {}){}", short_list(&self.classes), header_hint(raw, e.line)))
                     })?);

@@ -358,6 +358,15 @@ fn a_label_unseen_in_training_is_an_error_at_evaluation() {
     let bad = d.write("bad.csv", b"x,y,colour,species\n1,2,red,chinstrap\n");
     let e = l.schema.encode_labelled(&bad, None).unwrap_err().to_string();
     assert!(e.contains("bad.csv:2") && e.contains("chinstrap") && e.contains("adelie, gentoo"), "{e}");
+    // An empty label is said to be empty, not a class unseen in training.
+    let empty = d.write("empty-label.csv", b"x,y,colour,species\n1,2,red,adelie\n1,2,red,\n");
+    let e = l.schema.encode_labelled(&empty, None).unwrap_err().to_string();
+    assert!(e.contains("empty-label.csv:3") && e.contains("is empty") && !e.contains("not seen"), "{e}");
+    // A missing colour, where training had none: one warning that says so.
+    let gap = d.write("gap.csv", b"x,y,colour,species\n1,2,,adelie\n");
+    let (_, warnings) = l.schema.encode_labelled(&gap, None).unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("1 missing categorical values in columns that had none in training"), "{warnings:?}");
     // A file without a feature column names it.
     let nofeat = d.write("nofeat.csv", b"x,colour,species\n1,red,adelie\n");
     let e = l.schema.encode_labelled(&nofeat, None).unwrap_err().to_string();
