@@ -263,15 +263,31 @@ pub fn explain(t: &infer::Trained, texts: &[String], class: Option<&str>, steps:
     Ok(out)
 }
 
+/// Most characters of a text shown in a caption or on the terminal, and of a word on the page
+/// and in the picture; `explain.json` keeps them whole.
+const SHOWN_TEXT_CHARS: usize = 300;
+const SHOWN_WORD_CHARS: usize = 60;
+
+/// `s`, cut to its first `max` characters and an ellipsis when longer: a pasted log line or an
+/// encoded blob can be one token of megabytes, which the picture would lay out glyph by glyph.
+fn shown(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+        None => s.to_string(),
+    }
+}
+
 /// For each text, the three attributions (and the model's attention, if it has one) as
-/// shaded words: what the HTML page and the PNG show.
+/// shaded words: what the HTML page and the PNG show (long texts and words cut, [`shown`]).
 fn shaded(ex: &[TextExplanation]) -> Vec<chi_text::explain::ShadedText> {
     use chi_text::explain::ShadedText;
     let mut docs = Vec::new();
     for e in ex {
         let p = e.probabilities.iter().copied().fold(f64::NAN, f64::max);
-        docs.push(ShadedText { caption: format!("“{}” — predicted {} (p = {p:.3}); saliency for {}", e.text, e.predicted, e.class), words: e.words.clone(), scores: e.saliency.clone() });
-        docs.push(ShadedText { caption: "gradient × input".into(), words: e.words.clone(), scores: e.grad_x_input.clone() });
+        let words: Vec<String> = e.words.iter().map(|w| shown(w, SHOWN_WORD_CHARS)).collect();
+        let text = shown(&e.text, SHOWN_TEXT_CHARS);
+        docs.push(ShadedText { caption: format!("“{text}” — predicted {} (p = {p:.3}); saliency for {}", e.predicted, e.class), words: words.clone(), scores: e.saliency.clone() });
+        docs.push(ShadedText { caption: "gradient × input".into(), words: words.clone(), scores: e.grad_x_input.clone() });
         docs.push(ShadedText {
             caption: format!(
                 "integrated gradients ({} steps; Σ = {:.4}, f(x) − f(0) = {:.4})",
@@ -279,11 +295,11 @@ fn shaded(ex: &[TextExplanation]) -> Vec<chi_text::explain::ShadedText> {
                 e.integrated_gradients.iter().sum::<f64>(),
                 e.score - e.baseline_score
             ),
-            words: e.words.clone(),
+            words: words.clone(),
             scores: e.integrated_gradients.clone(),
         });
         if let Some(a) = &e.attention {
-            docs.push(ShadedText { caption: "the model's attention (word × sentence weight)".into(), words: e.words.clone(), scores: a.clone() });
+            docs.push(ShadedText { caption: "the model's attention (word × sentence weight)".into(), words: words.clone(), scores: a.clone() });
         }
     }
     docs
@@ -406,10 +422,10 @@ fn explain_texts(t: &infer::Trained, args: &ExplainArgs, texts: &[String], dir: 
     for e in &ex {
         let mut top: Vec<(&String, f64)> = e.words.iter().zip(e.integrated_gradients.iter().copied()).collect();
         top.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let top: Vec<String> = top.iter().take(3).map(|(w, v)| format!("{w} {v:+.3}")).collect();
+        let top: Vec<String> = top.iter().take(3).map(|(w, v)| format!("{} {v:+.3}", shown(w, SHOWN_WORD_CHARS))).collect();
         println!(
             "{:?}: predicted {}; class {} — top integrated gradients: {} (Σ IG − (f(x) − f(0)) = {:.2e})",
-            e.text,
+            shown(&e.text, SHOWN_TEXT_CHARS),
             e.predicted,
             e.class,
             top.join(", "),

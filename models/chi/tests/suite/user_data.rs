@@ -419,5 +419,14 @@ fn explain_reads_a_csvs_text_column() {
     let empty = dir.join("empty.txt");
     std::fs::write(&empty, "\n  \n").unwrap();
     fails_with(&["explain", s(&run), "--input", s(&empty)], &["empty.txt", "no text to explain"]);
+    // One token of a million characters (a pasted blob): shown cut on the terminal, the page
+    // and the picture (laid out glyph by glyph it took 6 s per million), kept whole in the JSON.
+    let long = dir.join("long.txt");
+    std::fs::write(&long, format!("a great film {}\n", "x".repeat(1_000_000))).unwrap();
+    let out = ok(&["explain", s(&run), "--input", s(&long), "--dir", s(&ex), "--steps", "4"]);
+    assert!(out.lines().all(|l| l.chars().count() < 1000), "{}", &out[..out.len().min(2000)]);
+    assert!(std::fs::read_to_string(ex.join("explain.html")).unwrap().len() < 20_000);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(ex.join("explain.json")).unwrap()).unwrap();
+    assert_eq!(v[0]["text"].as_str().unwrap().len(), 1_000_013);
     let _ = std::fs::remove_dir_all(&dir);
 }
