@@ -592,7 +592,11 @@ fn read_csv(path: &Path, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnEr
 
 /// [`read_csv`] of text already read (standard input can be read only once).
 fn csv_of_text(path: &Path, text: &str, lossy: bool, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
-    let recs = csv_records_of(path, text, lay.sep)?;
+    csv_of_records(path, &csv_records_of(path, text, lay.sep)?, lossy, lay, labelled)
+}
+
+/// [`read_csv`] of records already parsed.
+fn csv_of_records(path: &Path, recs: &[crate::data::CsvRecord], lossy: bool, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
     let (names, body): (Vec<String>, &[crate::data::CsvRecord]) = if lay.header {
         let Some(first) = recs.first() else { return Err(DataError::whole("is empty: no header row").with_path(path).into()) };
         // A first row of numbers where training had names: the header row is missing (reading
@@ -741,8 +745,7 @@ fn text_lines_of(path: &Path, text: &str, lossy: bool) -> RawSet {
 /// a header is detected, the text is the one column that reads as free text (or the only
 /// column), and the label (`labelled`) is the column named like one (label, target, class,
 /// y) or else the column whose values are all class names.
-fn text_csv_layout(path: &Path, fmt: Format, labelled: bool, classes: &[String]) -> Result<CsvLayout, NnError> {
-    let (recs, _) = csv_records(path, fmt.separator())?;
+fn text_csv_layout(path: &Path, recs: &[crate::data::CsvRecord], fmt: Format, labelled: bool, classes: &[String]) -> Result<CsvLayout, NnError> {
     let Some(first) = recs.first() else { return Err(DataError::whole("holds no rows").with_path(path).into()) };
     let header = has_header(&recs, None);
     let names = column_names(&first.fields, header);
@@ -1481,7 +1484,11 @@ impl DataSchema {
                 }
             }
             (Format::Folder, Encoder::Text { .. }) => match Format::infer(path) {
-                Ok(f @ (Format::Csv | Format::Tsv)) => read_csv(path, &text_csv_layout(path, f, labelled, &self.classes)?, labelled),
+                Ok(f @ (Format::Csv | Format::Tsv)) => {
+                    // Read and parsed once, for the layout and for the rows.
+                    let (recs, lossy) = csv_records(path, f.separator())?;
+                    csv_of_records(path, &recs, lossy, &text_csv_layout(path, &recs, f, labelled, &self.classes)?, labelled)
+                }
                 _ if labelled => Err(DataError::whole(
                     "holds no labels: the model was trained on a folder of class folders, so evaluate it on such a folder (DIR/CLASS/file.txt) or on a CSV with a text and a label column",
                 )
