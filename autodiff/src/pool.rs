@@ -30,10 +30,10 @@
 //!    separate list instead (when [`cache_large_buffers`] is on), served by exact capacity and
 //!    bounded the same way: never more idle buffers of a capacity than the pool has made of it,
 //!    at most [`MAX_LARGE_POOLED`] buffers and [`MAX_LARGE_POOLED_BYTES`], the least recently
-//!    freed leaving first. Memory therefore stays
-//!    flat in loops once the first iterations have filled the lists; what the lists hold is
-//!    memory the process's allocator keeps anyway (see [`crate::malloc`]), as PyTorch's caching
-//!    allocator does, only kept for the sizes that come back.
+//!    freed leaving first. Memory therefore stays flat in loops once the first iterations have
+//!    filled the lists; what the lists hold is memory the process's allocator keeps anyway (see
+//!    [`crate::malloc`]), as PyTorch's caching allocator does, only kept for the sizes that come
+//!    back.
 //! 4. **Thread exit is safe.** Every access uses `try_with`: a tensor dropped while the
 //!    thread's state is being torn down is freed normally.
 
@@ -91,6 +91,7 @@ pub fn cache_large_buffers(on: bool) {
 fn large_cached() -> bool {
     CACHE_LARGE.load(Ordering::Relaxed)
 }
+
 /// Heap bytes of an `Rc<Vec<T>>` besides the values (counts, pointer, capacity, length).
 const RC_VEC_OVERHEAD: usize = 40;
 
@@ -232,9 +233,8 @@ fn take_buf<T: Float>(k: usize) -> Option<Rc<Vec<T>>> {
 
 /// An idle large buffer of capacity `n ≥ LARGE_MIN_LEN` elements, set to length `n`. Exact
 /// capacity, not best fit: a training loop asks for the same sizes every step, and a buffer
-/// lent to a smaller request would leave the next request of its own size to the allocator,
-/// which then grows its heap around the pinned buffers (page faults in the steady state,
-/// `tests/page_faults.rs`).
+/// lent to a smaller request would leave the next request of its own size to the allocator (a
+/// fresh, cleared allocation every step).
 fn take_large<T: Float>(n: usize) -> Option<Rc<Vec<T>>> {
     let mut rc = T::graph_state()
         .try_with(|s| {
@@ -312,12 +312,14 @@ fn keep_buf<T: Float>(data: Rc<Vec<T>>) {
 }
 
 /// Keeps an idle large buffer while the list holds fewer buffers of its capacity than the pool
-/// has made of it: buffers made elsewhere (by `Tensor::from_vec`, a kernel's own `Vec`) are
-/// kept only in a size the pool is asked for and only up to that demand (kept regardless, they
-/// took the places of the pool's own buffers, whose sizes then missed every step and were
-/// allocated anew, page faults included: seen in the bidirectional LSTM benchmark); within [`MAX_LARGE_POOLED`] and [`MAX_LARGE_POOLED_BYTES`] the least recently freed
-/// buffers go back to the allocator to make room, so that sizes no longer asked for (an
-/// evaluation's batch after training) do not hold the list.
+/// has made of it. Buffers made elsewhere (by `Tensor::from_vec`, a kernel's own `Vec`) are so
+/// kept only in a size the pool is asked for and only up to that demand: kept regardless, they
+/// would take the places of the pool's own buffers, whose sizes would then miss every step and
+/// be allocated anew, page faults included (measured on the bidirectional LSTM benchmark:
+/// BENCHMARKS.md, "Large op outputs reused without clearing"). Within [`MAX_LARGE_POOLED`] and
+/// [`MAX_LARGE_POOLED_BYTES`] the least recently freed buffers go back to the allocator to make
+/// room, so that sizes no longer asked for (an evaluation's batch after training) do not hold
+/// the list.
 fn keep_large<T: Float>(data: Rc<Vec<T>>) {
     let bytes = buf_bytes::<T>(data.capacity());
     if bytes > MAX_LARGE_POOLED_BYTES {
