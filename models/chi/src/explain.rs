@@ -77,16 +77,32 @@ pub struct FilterReport {
     pub top: Vec<(String, f64)>,
 }
 
+/// The vocabulary of a model trained on texts, or why `--ngrams` cannot run on it.
+fn ngram_vocabulary(t: &infer::Trained) -> Result<&chi_nn::userdata::Vocab, String> {
+    let schema = t.schema.as_ref().ok_or("--ngrams needs a text model trained on files")?;
+    match &schema.encoder {
+        chi_nn::dataset::Encoder::Text { vocab, .. } => Ok(vocab),
+        _ => Err("--ngrams needs a text model".into()),
+    }
+}
+
+/// Why `--ngrams` cannot run on a model without convolution filters.
+fn no_filters(t: &infer::Trained) -> String {
+    format!("--ngrams needs a convolutional text model (text-cnn); this run trained {}", t.cfg.model)
+}
+
+/// Why `--pca` cannot run on a model without a representation before its output layer.
+fn no_features(t: &infer::Trained) -> String {
+    format!("--pca needs a model with a representation before its output layer (text-cnn); this run trained {}", t.cfg.model)
+}
+
 /// `--ngrams K`: every filter's top n-grams over the training texts, written to ngrams.json;
 /// prints the filters whose output weights differ most between classes.
 fn ngram_report(t: &infer::Trained, k: usize, dir: &std::path::Path) -> Result<Vec<FilterReport>, String> {
-    let schema = t.schema.as_ref().ok_or("--ngrams needs a text model trained on files")?;
-    let chi_nn::dataset::Encoder::Text { vocab: words, .. } = &schema.encoder else {
-        return Err("--ngrams needs a text model".into());
-    };
+    let words = ngram_vocabulary(t)?;
     let (docs, _, vocab) = training_texts(t)?;
     let Some((widths, probe)) = t.model.filter_maps(&token_split(vec![docs[0].clone()], vocab), &[0]) else {
-        return Err(format!("--ngrams needs a convolutional text model (text-cnn); this run trained {}", t.cfg.model));
+        return Err(no_filters(t));
     };
     let nf = probe.first().map_or(0, |m| m.dim(2));
     let maps_of = |batch: &[&[usize]]| -> chi_text::Result<Vec<chi_autodiff::Tensor<f32>>> {
@@ -153,7 +169,7 @@ fn pca_report(t: &infer::Trained, dir: &std::path::Path) -> Result<PcaReport, St
         let mut rows = Vec::with_capacity(n);
         for start in (0..n).step_by(64) {
             let idx: Vec<usize> = (start..(start + 64).min(n)).collect();
-            let z = m.features(&split, &idx).ok_or_else(|| format!("--pca needs a model with a representation before its output layer (text-cnn); this run trained {}", t.cfg.model))?;
+            let z = m.features(&split, &idx).ok_or_else(|| no_features(t))?;
             let f = z.dim(1);
             rows.extend(z.to_vec().chunks(f).map(|r| r.iter().map(|&v| v as f64).collect::<Vec<f64>>()));
         }
@@ -344,16 +360,13 @@ fn check_analyses(t: &infer::Trained, args: &ExplainArgs) -> Result<(), String> 
     let (docs, _, vocab) = training_texts(t)?;
     let one = token_split(vec![docs[0].clone()], vocab);
     if args.ngrams.is_some() {
-        let schema = t.schema.as_ref().ok_or("--ngrams needs a text model trained on files")?;
-        if !matches!(schema.encoder, chi_nn::dataset::Encoder::Text { .. }) {
-            return Err("--ngrams needs a text model".into());
-        }
+        ngram_vocabulary(t)?;
         if t.model.filter_maps(&one, &[0]).is_none() {
-            return Err(format!("--ngrams needs a convolutional text model (text-cnn); this run trained {}", t.cfg.model));
+            return Err(no_filters(t));
         }
     }
     if args.pca && t.model.features(&one, &[0]).is_none() {
-        return Err(format!("--pca needs a model with a representation before its output layer (text-cnn); this run trained {}", t.cfg.model));
+        return Err(no_features(t));
     }
     Ok(())
 }
