@@ -35,6 +35,14 @@ pub const MAX_STEP: u64 = 1 << 53;
 const FORMAT_KEY: &str = "chi.format";
 const CHECKSUM_KEY: &str = "chi.checksum";
 
+/// Whether two paths name the same existing file (or directory), links and `..` resolved.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
 /// fsynced and renamed over `path`; then the directory is fsynced.
 ///

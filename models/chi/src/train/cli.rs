@@ -656,17 +656,10 @@ pub fn input_path(p: &Path) -> Result<(PathBuf, bool), String> {
 }
 
 /// Whether `out` would replace a file the model's run needs: its weights, or one of the run's
-/// own files ([`super::rundir::RUN_FILES`], `data.json`) or something inside its
-/// `checkpoints/`. Other files, such as predictions written into the run directory, may be.
+/// own files ([`super::rundir::run_of`]: config, logs, `data.json`, checkpoints). Other files,
+/// such as predictions written into the run directory, may be.
 fn is_run_file(out: &Path, weights: &Path, run_dir: Option<&Path>) -> bool {
-    if super::rundir::same_file(out, weights) {
-        return true;
-    }
-    let (Some(dir), Some(name)) = (run_dir.and_then(|d| std::fs::canonicalize(d).ok()), out.file_name()) else { return false };
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let Ok(full) = std::fs::canonicalize(parent).map(|p| p.join(name)) else { return false };
-    let first = full.strip_prefix(&dir).ok().and_then(|r| r.components().next()).and_then(|c| c.as_os_str().to_str());
-    first.is_some_and(|f| super::rundir::RUN_FILES.contains(&f) || f == super::DATA_SCHEMA_FILE)
+    super::rundir::same_file(out, weights) || run_dir.zip(super::rundir::run_of(out)).is_some_and(|(d, r)| super::rundir::same_file(d, &r))
 }
 
 /// A run's configuration is read again later (by `eval`, `predict`, `explain`, `--resume`) from

@@ -323,11 +323,24 @@ pub fn prune_checkpoints(dir: &Path, keep: usize) {
 }
 
 /// Whether two paths name the same existing file (or directory), links and `..` resolved.
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
+pub use chi_nn::checkpoint::same_file;
+
+/// The run directory one of whose own files `path` names (links resolved; `path` need not
+/// exist): a name of [`RUN_FILES`] or [`OUTPUT_FILES`], the lock file, or anything under one of
+/// them (a checkpoint) in the nearest enclosing run directory. `None` for any other path, such
+/// as predictions written beside a run's files.
+pub fn run_of(path: &Path) -> Option<PathBuf> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let full = std::fs::canonicalize(parent).ok()?.join(path.file_name()?);
+    let mut below = full.as_path();
+    while let Some(dir) = below.parent() {
+        if !run_files(dir).is_empty() {
+            let name = below.file_name()?.to_str()?;
+            return (RUN_FILES.contains(&name) || OUTPUT_FILES.contains(&name) || name == LOCK_FILE).then(|| dir.to_path_buf());
+        }
+        below = dir;
     }
+    None
 }
 
 /// How much of an existing file [`check_text_output`] reads to tell text from binary.
@@ -342,13 +355,8 @@ pub fn check_text_output(flag: &str, path: &Path) -> Result<(), String> {
     if path.is_dir() {
         return Err(format!("{flag} {} is a directory; name a file", path.display()));
     }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let run_dir = if dir.file_name().is_some_and(|n| n == "checkpoints") { dir.parent() } else { Some(dir) };
-    if let Some(run) = run_dir.filter(|r| !run_files(r).is_empty()) {
-        if run != dir || RUN_FILES.contains(&name) || OUTPUT_FILES.contains(&name) || name == LOCK_FILE {
-            return Err(format!("{flag} {} is a file of the run in {}; write elsewhere", path.display(), run.display()));
-        }
+    if let Some(run) = run_of(path) {
+        return Err(format!("{flag} {} is a file of the run in {}; write elsewhere", path.display(), run.display()));
     }
     if path.is_file() {
         let mut head = Vec::new();

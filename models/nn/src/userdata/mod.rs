@@ -1738,7 +1738,7 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
     }
     // A held-out file that is the training file (or the other held-out file) would measure the
     // model on examples it was fitted or selected on: refused, however the path is spelled.
-    let same = |a: &Path, b: &Path| matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y);
+    let same = crate::checkpoint::same_file;
     for (file, flag) in [(&cfg.valid_path, "valid"), (&cfg.test_path, "test")] {
         if let Some(f) = file {
             if same(Path::new(f), &path) {
