@@ -376,7 +376,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
     let mut texts = args.text.clone();
     // A CSV (or a folder) is read as the model reads new files: a CSV's text column, not its
     // raw lines with the header and the labels.
-    let tabular = |p: &std::path::Path| p.is_dir() || matches!(p.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(), Some("csv" | "tsv" | "tab"));
+    let tabular = |p: &std::path::Path| matches!(chi_nn::dataset::Format::infer(p), Ok(chi_nn::dataset::Format::Csv | chi_nn::dataset::Format::Tsv | chi_nn::dataset::Format::Folder));
     let by_schema = args.input.as_deref().filter(|p| tabular(p));
     if let Some(p) = args.input.as_deref().filter(|p| !tabular(p)) {
         let bytes = read_input(p)?;
