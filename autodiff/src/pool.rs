@@ -325,24 +325,22 @@ fn keep_large<T: Float>(data: Rc<Vec<T>>) {
     if bytes > MAX_LARGE_POOLED_BYTES {
         return; // dropped here
     }
-    let evicted = T::graph_state().try_with(move |s| {
+    // Buffers dropped here (refused or evicted) are plain `Vec<T>`s, no tensors inside: freeing
+    // them inside the borrow cannot reach the pool again.
+    let _ = T::graph_state().try_with(move |s| {
         let mut p = s.pool.inner.borrow_mut();
         let cap = data.capacity();
         let made = p.large_made.iter().find(|(c, _)| *c == cap).map_or(0, |&(_, m)| m);
         if p.large.iter().filter(|b| b.capacity() == cap).count() >= made {
-            return vec![data];
+            return; // `data` is dropped with the closure
         }
-        let mut out = Vec::new();
         while p.large.len() >= MAX_LARGE_POOLED || p.large_bytes + bytes > MAX_LARGE_POOLED_BYTES {
             let old = p.large.remove(0);
             p.large_bytes -= buf_bytes::<T>(old.capacity());
-            out.push(old);
         }
         p.large.push(data);
         p.large_bytes += bytes;
-        out
     });
-    drop(evicted); // outside the borrow (plain `Vec<T>`s, no tensors inside)
 }
 
 /// An autodiff record for a new tensor: a blank one from the free list (its contents already
