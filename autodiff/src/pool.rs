@@ -214,6 +214,20 @@ pub(crate) fn for_overwrite<T: Float>(n: usize) -> Buf<T> {
     }
 }
 
+/// [`for_overwrite`] as a plain `Vec`, for an op's saved work buffers that are not tensors (a
+/// fused sequence's gate activations): give it back with [`recycle_vec`] when the op is done
+/// with it.
+pub(crate) fn vec_for_overwrite<T: Float>(n: usize) -> Vec<T> {
+    Rc::try_unwrap(for_overwrite::<T>(n).0).unwrap_or_else(|_| unreachable!("a fresh buffer has one owner"))
+}
+
+/// Offers a plain `Vec` to the pool, as a tensor's buffer is offered when the tensor is dropped.
+pub(crate) fn recycle_vec<T: Float>(v: Vec<T>) {
+    if v.capacity() > 0 {
+        keep_buf(Rc::new(v));
+    }
+}
+
 /// A pooled buffer of size class `k`, if one is kept (else `None`, counted as made).
 #[inline]
 fn take_buf<T: Float>(k: usize) -> Option<Rc<Vec<T>>> {

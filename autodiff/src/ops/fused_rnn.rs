@@ -13,6 +13,7 @@
 //! ops and write the adjoint with differentiable ops, so gradients of gradients are exact.
 
 use crate::ops::Op;
+use crate::pool;
 use crate::tape::record;
 use crate::tensor::Tensor;
 use crate::{Float, Shape};
@@ -180,7 +181,8 @@ impl<T: Float> Tensor<T> {
 
 /// `Aᵀ·B` for row-major `A [m, k]` viewed by `a`, `B` by `b`, into a new `[k, n]` buffer.
 fn at_b<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Vec<T> {
-    let mut d = vec![T::ZERO; a.cols * b.cols];
+    // β = 0: the product overwrites every element (zeros when the inner size is 0).
+    let mut d = pool::vec_for_overwrite(a.cols * b.cols);
     gemm::gemm(T::ONE, a.t(), b, T::ZERO, MatMut::row_major(&mut d, a.cols, b.cols));
     d
 }
@@ -461,12 +463,13 @@ fn split_rows<'a, T>(buf: &'a mut [T], w: usize, blocks: &[Range<usize>]) -> Vec
 /// Reorders a time-major `[T, B, w]` buffer into batch-major `[B, T, w]`: the gradient of the
 /// projected inputs, which the ops read at `(r·T + t)·w` for row `r`, step `t`.
 ///
-/// Built by appending rows in output order, so the buffer is written once (no zero fill first).
+/// Every element is written, so the buffer is taken for overwrite (no zero fill first).
 fn to_batch_major<T: Float>(da: &[T], b: usize, t_len: usize, w: usize) -> Vec<T> {
-    let mut d = Vec::with_capacity(da.len());
+    let mut d = pool::vec_for_overwrite(da.len());
     for r in 0..b {
         for t in 0..t_len {
-            d.extend_from_slice(&da[(t * b + r) * w..(t * b + r + 1) * w]);
+            let dst = (r * t_len + t) * w;
+            d[dst..dst + w].copy_from_slice(&da[(t * b + r) * w..(t * b + r + 1) * w]);
         }
     }
     d
@@ -522,6 +525,15 @@ pub struct LstmSeqSaved<T: Float> {
     pub gates: Vec<T>,
     /// `tanh(c_t)` of every step, `[T, B, H]`.
     pub tanh_c: Vec<T>,
+}
+
+impl<T: Float> Drop for LstmSeqSaved<T> {
+    /// The work buffers go back to the pool as a tensor's would: the next step's sequence takes
+    /// them without clearing.
+    fn drop(&mut self) {
+        pool::recycle_vec(std::mem::take(&mut self.gates));
+        pool::recycle_vec(std::mem::take(&mut self.tanh_c));
+    }
 }
 
 /// What every row block of an LSTM sequence reads.
@@ -636,9 +648,11 @@ impl<T: Float> Tensor<T> {
         }
         let g4 = 4 * hd;
         let packed = gemm::PackedB::new(row_major(w_hh));
-        let mut gates = vec![T::ZERO; t_len * b * g4];
-        let mut tanh_c = vec![T::ZERO; t_len * b * hd];
-        let mut out = vec![T::ZERO; t_len * 2 * b * hd];
+        // Every element of these is written below (gates: the copied inputs, then the product
+        // added; the rest by the step kernel), so recycled buffers are taken as they are.
+        let mut gates = pool::vec_for_overwrite(t_len * b * g4);
+        let mut tanh_c = pool::vec_for_overwrite(t_len * b * hd);
+        let mut out = pool::for_overwrite(t_len * 2 * b * hd);
         let (blocks, par) = row_blocks(b, 2 * t_len * b * hd * g4);
         let args = LstmArgs::new(&inputs, &keep, par);
         let jobs: Vec<LstmFwdJob<T>> = split_steps(&mut gates, t_len, g4, &blocks)
@@ -650,8 +664,9 @@ impl<T: Float> Tensor<T> {
             .collect();
         chi_kernels::threads::run_each(jobs, |job| lstm_forward_rows(&args, &packed, job));
         let refs: Vec<&Tensor<T>> = inputs.iter().collect();
-        let saved = inputs.clone();
-        record(out, Shape::new(&[t_len, b, 2 * hd]), &refs, loc, move |_| Op::LstmSequence(Box::new(LstmSeqSaved { inputs: saved, keep, gates, tanh_c })))
+        // Built before recording, so that untracked (its buffers are then recycled on drop).
+        let saved = LstmSeqSaved { inputs: inputs.clone(), keep, gates, tanh_c };
+        record(out, Shape::new(&[t_len, b, 2 * hd]), &refs, loc, move |_| Op::LstmSequence(Box::new(saved)))
     }
 }
 
@@ -752,7 +767,8 @@ pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor
     let (g4, bh) = (4 * hd, b * hd);
     let peep = s.inputs.len() == 7;
     let wt = gemm::PackedB::new(row_major(w).t());
-    let mut da = vec![T::ZERO; t_len * b * g4];
+    // Written whole by the step kernel (carried rows get zeros).
+    let mut da = pool::vec_for_overwrite(t_len * b * g4);
     // Gradient reaching the state of step t from later steps, [B, 2H] as [h, c] per row.
     let mut carry = vec![T::ZERO; 2 * bh];
     let (blocks, par) = row_blocks(b, 2 * t_len * b * hd * g4);
@@ -771,19 +787,19 @@ pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor
     let (dh0, dc0) = (need[1].then(|| Tensor::from_vec(dh0, h0.shape())), need[2].then(|| Tensor::from_vec(dc0, c0.shape())));
     // dW = Σ_t h_{t−1}ᵀ·da_t: one product over the stacked previous states [T·B, H].
     let dw = need[3].then(|| {
-        let mut hprev = Vec::with_capacity(t_len * bh);
+        let mut hprev = pool::vec_for_overwrite(t_len * bh);
         if t_len > 0 {
-            hprev.extend_from_slice(&h0.data);
+            hprev[..bh].copy_from_slice(&h0.data);
         }
-        for t in 1..t_len {
-            for r in 0..b {
-                let src = (t - 1) * 2 * bh + r * 2 * hd;
-                hprev.extend_from_slice(&out.data[src..src + hd]);
-            }
+        for (dst, src) in hprev.chunks_exact_mut(hd.max(1)).skip(b).zip(out.data.chunks_exact((2 * hd).max(1))) {
+            dst.copy_from_slice(&src[..hd]);
         }
-        Tensor::from_vec(at_b(MatRef::row_major(&hprev, t_len * b, hd), MatRef::row_major(&da, t_len * b, g4)), w.shape())
+        let dw = Tensor::from_vec(at_b(MatRef::row_major(&hprev, t_len * b, hd), MatRef::row_major(&da, t_len * b, g4)), w.shape());
+        pool::recycle_vec(hprev);
+        dw
     });
     let dxp = need[0].then(|| Tensor::from_vec(to_batch_major(&da, b, t_len, g4), xp.shape()));
+    pool::recycle_vec(da);
     let mut grads = vec![dxp, dh0, dc0, dw];
     if peep {
         let dp = sum_blocks(&dps);
@@ -809,6 +825,15 @@ pub struct GruSeqSaved<T: Float> {
     pub n: Vec<T>,
     /// `h·W_hn + b_hn` (reset after) or `r⊙h` (reset before) of every step, `[T, B, H]`.
     pub hn: Vec<T>,
+}
+
+impl<T: Float> Drop for GruSeqSaved<T> {
+    /// As for [`LstmSeqSaved`]: the work buffers go back to the pool.
+    fn drop(&mut self) {
+        for v in [&mut self.rz, &mut self.n, &mut self.hn] {
+            pool::recycle_vec(std::mem::take(v));
+        }
+    }
 }
 
 /// What every row block of a GRU sequence reads.
@@ -935,7 +960,10 @@ impl<T: Float> Tensor<T> {
         inputs.extend(b_hn.cloned());
         let (p_hh, p_hn) = (gemm::PackedB::new(row_major(w_hh)), gemm::PackedB::new(row_major(w_hn)));
         let bh = b * hd;
-        let (mut rz, mut n, mut hn, mut out) = (vec![T::ZERO; t_len * 2 * bh], vec![T::ZERO; t_len * bh], vec![T::ZERO; t_len * bh], vec![T::ZERO; t_len * bh]);
+        // Every element of these is written below (by the products and the step kernels), so
+        // recycled buffers are taken as they are.
+        let (mut rz, mut n, mut hn) = (pool::vec_for_overwrite(t_len * 2 * bh), pool::vec_for_overwrite(t_len * bh), pool::vec_for_overwrite(t_len * bh));
+        let mut out = pool::for_overwrite(t_len * bh);
         let (blocks, par) = row_blocks(b, 2 * t_len * b * hd * 3 * hd);
         let args = GruArgs::new(&inputs, &keep, par);
         let jobs: Vec<GruFwdJob<T>> = split_steps(&mut rz, t_len, 2 * hd, &blocks)
@@ -948,8 +976,9 @@ impl<T: Float> Tensor<T> {
             .collect();
         chi_kernels::threads::run_each(jobs, |job| gru_forward_rows(&args, &p_hh, &p_hn, job));
         let refs: Vec<&Tensor<T>> = inputs.iter().collect();
-        let saved = inputs.clone();
-        record(out, Shape::new(&[t_len, b, hd]), &refs, loc, move |_| Op::GruSequence(Box::new(GruSeqSaved { inputs: saved, keep, rz, n, hn })))
+        // Built before recording, so that untracked (its buffers are then recycled on drop).
+        let saved = GruSeqSaved { inputs: inputs.clone(), keep, rz, n, hn };
+        record(out, Shape::new(&[t_len, b, hd]), &refs, loc, move |_| Op::GruSequence(Box::new(saved)))
     }
 }
 
@@ -1046,8 +1075,9 @@ pub(crate) fn gru_sequence_backward<T: Float>(s: &GruSeqSaved<T>, out: &Tensor<T
     let (g3, bh) = (3 * hd, b * hd);
     let ra = s.inputs.len() == 5;
     let wt = GruWeightsT { w_hh: gemm::PackedB::new(row_major(w_hh).t()), w_hn: gemm::PackedB::new(row_major(w_hn).t()) };
-    let mut da = vec![T::ZERO; t_len * b * g3];
-    let mut dhn = vec![T::ZERO; if ra { t_len * bh } else { 0 }];
+    // Written whole by the step kernels (carried rows get zeros).
+    let mut da = pool::vec_for_overwrite(t_len * b * g3);
+    let mut dhn = pool::vec_for_overwrite(if ra { t_len * bh } else { 0 });
     // Gradient reaching the state of step t from later steps, [B, H].
     let mut carry = vec![T::ZERO; bh];
     let (blocks, par) = row_blocks(b, 2 * t_len * b * hd * g3);
@@ -1063,10 +1093,10 @@ pub(crate) fn gru_sequence_backward<T: Float>(s: &GruSeqSaved<T>, out: &Tensor<T
     chi_kernels::threads::run_each(jobs, |job| gru_backward_rows(&args, saved, outd, gd, &wt, job));
     // The previous states [T·B, H]: h0, then the outputs of steps 0 … T−2.
     let hprev = || {
-        let mut v = Vec::with_capacity(t_len * bh);
+        let mut v = pool::vec_for_overwrite(t_len * bh);
         if t_len > 0 {
-            v.extend_from_slice(&h0.data);
-            v.extend_from_slice(&out.data[..(t_len - 1) * bh]);
+            v[..bh].copy_from_slice(&h0.data);
+            v[bh..].copy_from_slice(&out.data[..(t_len - 1) * bh]);
         }
         v
     };
@@ -1080,6 +1110,7 @@ pub(crate) fn gru_sequence_backward<T: Float>(s: &GruSeqSaved<T>, out: &Tensor<T
         if ra && need[3] {
             dw_hn = Some(Tensor::from_vec(at_b(hm, MatRef::row_major(&dhn, tb, hd)), w_hn.shape()));
         }
+        pool::recycle_vec(hp);
     }
     if !ra && need[3] {
         dw_hn = Some(Tensor::from_vec(at_b(MatRef::row_major(&s.hn, tb, hd), cols_of(&da, tb, g3, 2 * hd, hd)), w_hn.shape()));
@@ -1094,6 +1125,8 @@ pub(crate) fn gru_sequence_backward<T: Float>(s: &GruSeqSaved<T>, out: &Tensor<T
             Tensor::from_vec(d, &[hd])
         }));
     }
+    pool::recycle_vec(da);
+    pool::recycle_vec(dhn);
     grads
 }
 

@@ -285,3 +285,75 @@ fn large_buffers_are_reused_by_exact_size_within_bounds() {
     pool::release_pooled::<f64>();
     assert_eq!(pool::pooled_large::<f64>(), (0, 0));
 }
+
+/// The fused LSTM and GRU sequences take their outputs, saved activations and gradient work
+/// buffers from the pool without clearing them: over stale NaN buffers of every size they ask
+/// for (large ones from the large-buffer list, the rest from the size classes), their values and
+/// gradients equal the composed reference's. Ragged rows (`keep`) included, since carried rows
+/// are the ones a kernel could skip.
+#[test]
+fn fused_sequences_overwrite_every_value_of_recycled_buffers() {
+    use chi_autodiff::ops::fused_rnn::{gru_sequence_composed, lstm_sequence_composed};
+    use chi_autodiff::{grad, GradOptions};
+    use std::rc::Rc;
+    pool::cache_large_buffers(true);
+    let (b, t, h) = (16, 20, 80);
+    let tbh = t * b * h;
+    assert!(4 * tbh >= pool::LARGE_MIN_LEN && 3 * tbh >= pool::LARGE_MIN_LEN);
+    let stale = || {
+        for n in [tbh, 2 * tbh, 3 * tbh, 4 * tbh, h * h, 2 * h * h, 4 * h * h] {
+            stale_large(n);
+        }
+    };
+    let mut r = Rng::new(5);
+    let lens: Vec<usize> = (0..b).map(|_| 1 + r.below(t)).collect();
+    let keep: Vec<bool> = (0..t).flat_map(|ti| lens.iter().map(move |&l| ti < l).collect::<Vec<_>>()).collect();
+    let mut rand = |shape: &[usize]| Tensor::<f64>::rand_uniform(shape, -1.0, 1.0, &mut r).requires_grad();
+    type Seq = Box<dyn Fn(&[Tensor<f64>]) -> Tensor<f64>>;
+    // Twenty steps of rounding apart from the composed form (1e-12 holds for the five-step
+    // sequences of the fused-op tests); a stale value would show as NaN or as a wrong number.
+    let close = |got: &[f64], want: &[f64], what: &str| {
+        assert_eq!(got.len(), want.len(), "{what}: length");
+        for (k, (a, b)) in got.iter().zip(want).enumerate() {
+            assert!((a - b).abs() <= 1e-10 * (1.0 + b.abs()), "{what}, element {k}: {a} vs {b}");
+        }
+    };
+    let check = |x: &[Tensor<f64>], fused: Seq, composed: Seq, what: &str| {
+        let refs: Vec<&Tensor<f64>> = x.iter().collect();
+        let yc = composed(x);
+        let seed = Tensor::from_vec(values(yc.numel(), 0.3), yc.shape());
+        let gc = grad(&[&yc], &refs, Some(&[seed.clone()]), GradOptions::default()).unwrap();
+        stale();
+        let yf = fused(x);
+        close(yf.data(), yc.data(), what);
+        stale();
+        let gf = grad(&[&yf], &refs, Some(&[seed]), GradOptions::default()).unwrap();
+        for (k, (a, c)) in gf.iter().zip(&gc).enumerate() {
+            close(a.data(), c.data(), &format!("{what}: gradient of input {k}"));
+        }
+    };
+    for masked in [false, true] {
+        let kp = masked.then(|| keep.clone());
+        let x = vec![rand(&[b, t, 4 * h]), rand(&[b, h]), rand(&[b, h]), rand(&[h, 4 * h]), rand(&[h]), rand(&[h]), rand(&[h])];
+        let (k1, k2) = (kp.clone(), kp.clone());
+        check(
+            &x,
+            Box::new(move |x| Tensor::lstm_sequence(&x[0], &x[1], &x[2], &x[3], Some([&x[4], &x[5], &x[6]]), k1.clone().map(Rc::new))),
+            Box::new(move |x| lstm_sequence_composed(&x[0], &x[1], &x[2], &x[3], Some([&x[4], &x[5], &x[6]]), k2.as_deref())),
+            &format!("lstm_sequence, masked {masked}"),
+        );
+        for after in [false, true] {
+            let mut x = vec![rand(&[b, t, 3 * h]), rand(&[b, h]), rand(&[h, 2 * h]), rand(&[h, h])];
+            if after {
+                x.push(rand(&[h]));
+            }
+            let (k1, k2) = (kp.clone(), kp.clone());
+            check(
+                &x,
+                Box::new(move |x| Tensor::gru_sequence(&x[0], &x[1], &x[2], &x[3], x.get(4), k1.clone().map(Rc::new))),
+                Box::new(move |x| gru_sequence_composed(&x[0], &x[1], &x[2], &x[3], x.get(4), k2.as_deref())),
+                &format!("gru_sequence, reset after {after}, masked {masked}"),
+            );
+        }
+    }
+}
