@@ -40,6 +40,10 @@ pub struct TrainArgs {
     /// File format: csv, tsv, folder, lines, npy, idx (default: from the path).
     #[arg(long)]
     pub format: Option<String>,
+    /// Whether line 1 of a CSV/TSV names the columns: yes or no (default: detected; a line of
+    /// numbers only is read as data).
+    #[arg(long, value_parser = parse_yes_no, value_name = "yes|no")]
+    pub header: Option<bool>,
     /// Train,validation,test fractions of one file (default 0.8,0.1,0.1), seeded and stratified.
     #[arg(long)]
     pub split: Option<String>,
@@ -280,6 +284,7 @@ fn overrides(args: &TrainArgs) -> Result<Vec<Override>, String> {
     if let Some(f) = args.format.as_deref() {
         chi_nn::userdata::Format::parse(f).map_err(|e| format!("bad --format: {e}"))?;
     }
+    flag!("--header", args.header, if args.header == Some(true) { "yes" } else { "no" }.to_string(), |c, v| c.data.header = Some(v), |c| format!("{:?}", c.data.header));
     flag!("--format", args.format.clone(), args.format.clone().unwrap_or_default(), |c, v| c.data.format = Some(v.clone()), |c| format!("{:?}", c.data.format));
     let split = args.split.as_deref().map(parse_split).transpose()?;
     flag!("--split", split, args.split.clone().unwrap_or_default(), |c, v| c.data.split = Some(v.clone()), |c| format!("{:?}", c.data.split));
@@ -692,6 +697,15 @@ fn absolute_paths(mut cfg: Config) -> Config {
     cfg
 }
 
+/// `yes`/`no` (also `true`/`false`) for a flag that overrides a detected yes-or-no.
+fn parse_yes_no(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "yes" | "true" => Ok(true),
+        "no" | "false" => Ok(false),
+        _ => Err(format!("{s:?} is neither yes nor no")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -726,6 +740,24 @@ mod tests {
     }
 
     #[test]
+    fn header_flag_takes_yes_or_no_and_sets_the_data_table() {
+        assert_eq!((parse_yes_no("yes"), parse_yes_no(" No "), parse_yes_no("true")), (Ok(true), Ok(false), Ok(true)));
+        assert!(parse_yes_no("maybe").unwrap_err().contains("neither yes nor no"));
+        let dir = std::env::temp_dir().join(format!("chi-header-flag-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("my.csv");
+        std::fs::write(&csv, "x,label\n1,a\n2,b\n3,a\n").unwrap();
+        let data = Some(csv.display().to_string());
+        for h in [true, false] {
+            let c = resolve_config(&TrainArgs { data: data.clone(), header: Some(h), ..TrainArgs::default() }, 0).unwrap();
+            assert_eq!(c.data.header, Some(h));
+        }
+        let c = resolve_config(&TrainArgs { data, ..TrainArgs::default() }, 0).unwrap();
+        assert_eq!(c.data.header, None, "detected unless given");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn feature_lists_name_each_column_once() {
         let list = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(check_features(Some(&list(&["x", "z"])), "--features").is_ok());
@@ -738,3 +770,4 @@ mod tests {
         assert!(e.contains("\"a\" more than once"), "{e}");
     }
 }
+

@@ -440,6 +440,15 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
     let body = if header { &recs[1..] } else { &recs[..] };
     let sample = |c: usize| -> Vec<&str> { body.iter().take(1000).filter_map(|r| r.fields.get(c)).map(|s| s.as_str()).collect() };
     let mut notes = Vec::new();
+    // A first line of numbers is a data row by every rule `has_header` has, but a header of
+    // years or codes (`2019,2020,2021`) looks the same: say which way it was read.
+    if o.header.is_none() && !header && recs.len() > 1 && recs[0].fields.iter().all(|f| parse_number(f).is_some()) {
+        notes.push(format!(
+            "{}: line 1 ({}) is read as data, not as column names (every field is a number, as in the lines below); if it names the columns, pass --header yes (header = true in [data])",
+            path.display(),
+            short_list(&recs[0].fields)
+        ));
+    }
     let mut features: Vec<String> = match &o.features {
         Some(f) => {
             for (i, n) in f.iter().enumerate() {

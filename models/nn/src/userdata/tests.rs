@@ -142,6 +142,36 @@ fn headerless_csv_uses_the_last_column_and_tsv_is_read_by_extension() {
     assert_eq!(l.schema.format, Format::Tsv);
     assert_eq!(l.schema.target.as_deref(), Some("column3"));
     assert_eq!(l.dataset.train.len() + l.dataset.valid.as_ref().unwrap().len() + l.dataset.test.len(), 20);
+    // Read as data, and said so: a header of numbers would look the same.
+    assert!(l.warnings.iter().any(|w| w.contains("line 1 (0, 0, 0) is read as data") && w.contains("--header yes")), "{:?}", l.warnings);
+}
+
+#[test]
+fn a_header_of_numbers_is_read_as_names_when_asked_and_no_note_is_given_then() {
+    let d = TempDir::new("numhdr");
+    let mut s = String::from("2019,2020,2021\n");
+    for i in 0..30 {
+        s.push_str(&format!("{},{},{}\n", i, i * 3, i % 2));
+    }
+    let p = d.write("years.csv", s.as_bytes());
+    let guessed = load_cfg(&cfg(&p)).unwrap();
+    assert_eq!(guessed.schema.target.as_deref(), Some("column3"));
+    assert!(guessed.warnings.iter().any(|w| w.contains("line 1 (2019, 2020, 2021) is read as data")), "{:?}", guessed.warnings);
+    let mut c = cfg(&p);
+    c.header = Some(true);
+    // Line 1 now names the columns, none of them like a label: the target has to be named.
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("pass --target NAME (the columns are 2019, 2020, 2021)"), "{e}");
+    c.target = Some("2020".into());
+    let told = load_cfg(&c).unwrap();
+    assert_eq!(told.schema.target.as_deref(), Some("2020"));
+    assert_eq!(told.dataset.train.len() + told.dataset.valid.as_ref().unwrap().len() + told.dataset.test.len(), 30);
+    assert!(!told.warnings.iter().any(|w| w.contains("is read as data")), "{:?}", told.warnings);
+    // A file with a named header gets no such note.
+    let named = d.write("named.csv", tabular_csv().as_bytes());
+    let mut c = cfg(&named);
+    c.target = Some("species".into());
+    assert!(!load_cfg(&c).unwrap().warnings.iter().any(|w| w.contains("is read as data")));
 }
 
 fn text_csv() -> String {
