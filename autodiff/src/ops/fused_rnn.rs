@@ -1143,6 +1143,13 @@ pub struct CaRnnSeqSaved<T: Float> {
     pub act: Vec<T>,
 }
 
+impl<T: Float> Drop for CaRnnSeqSaved<T> {
+    /// As for [`LstmSeqSaved`]: the activations go back to the pool.
+    fn drop(&mut self) {
+        pool::recycle_vec(std::mem::take(&mut self.act));
+    }
+}
+
 /// What every row block of a CA-RNN sequence reads.
 struct CaArgs<'a, T> {
     b: usize,
@@ -1264,8 +1271,11 @@ impl<T: Float> Tensor<T> {
         }
         let inputs: Vec<Tensor<T>> = [xp, y0, c0, w_r, w_z, p_v].into_iter().cloned().collect();
         let packed = [gemm::PackedB::new(row_major(w_r)), gemm::PackedB::new(row_major(w_z))];
-        let mut act = vec![T::ZERO; t_len * b * width];
-        let mut out = vec![T::ZERO; t_len * 2 * b * n];
+        // Every element of these is written below (act: the copied inputs, then the products
+        // added and the activations; out: each row stepped or carried), so recycled buffers are
+        // taken as they are.
+        let mut act = pool::vec_for_overwrite(t_len * b * width);
+        let mut out = pool::for_overwrite(t_len * 2 * b * n);
         let (blocks, par) = row_blocks(b, 2 * t_len * b * (2 * n * width + n * (n + 1)));
         let args = CaArgs::new(&inputs, &keep, par);
         let jobs: Vec<CaFwdJob<T>> = split_steps(&mut act, t_len, width, &blocks)
@@ -1276,8 +1286,9 @@ impl<T: Float> Tensor<T> {
             .collect();
         chi_kernels::threads::run_each(jobs, |job| ca_rnn_forward_rows(&args, &packed, job));
         let refs: Vec<&Tensor<T>> = inputs.iter().collect();
-        let saved = inputs.clone();
-        record(out, Shape::new(&[t_len, b, 2 * n]), &refs, loc, move |_| Op::CaRnnSequence(Box::new(CaRnnSeqSaved { inputs: saved, keep, act })))
+        // Built before recording, so that untracked (its buffer is then recycled on drop).
+        let saved = CaRnnSeqSaved { inputs: inputs.clone(), keep, act };
+        record(out, Shape::new(&[t_len, b, 2 * n]), &refs, loc, move |_| Op::CaRnnSequence(Box::new(saved)))
     }
 }
 
@@ -1378,7 +1389,9 @@ pub(crate) fn ca_rnn_sequence_backward<T: Float>(s: &CaRnnSeqSaved<T>, out: &Ten
     let (b, n, t_len) = (y0.shape()[0], y0.shape()[1], xp.shape()[1]);
     let width = k::ca_rnn_width(n);
     let wt = [gemm::PackedB::new(row_major(w_r).t()), gemm::PackedB::new(row_major(w_z).t())];
-    let mut da = vec![T::ZERO; t_len * b * width];
+    // Written whole by the two step kernels (the cell's blocks and the output's; carried rows
+    // get zeros).
+    let mut da = pool::vec_for_overwrite(t_len * b * width);
     let mut carry = vec![T::ZERO; 2 * b * n];
     let (blocks, par) = row_blocks(b, 2 * t_len * b * (2 * n * width + n * (n + 1)));
     let mut dps: Vec<Vec<T>> = blocks.iter().map(|_| vec![T::ZERO; n]).collect();
@@ -1397,15 +1410,19 @@ pub(crate) fn ca_rnn_sequence_backward<T: Float>(s: &CaRnnSeqSaved<T>, out: &Ten
     let (dy0, dc0) = (need[1].then(|| Tensor::from_vec(dy0, y0.shape())), need[2].then(|| Tensor::from_vec(dc0, c0.shape())));
     // dW_r = Σ_t [y_{t−1}, c_{t−1}]ᵀ·da_t over the stacked previous states [T·B, 2n].
     let dw_r = need[3].then(|| {
-        let mut sprev = Vec::new();
+        let mut sprev = pool::vec_for_overwrite(tb * 2 * n);
         if t_len > 0 {
-            sprev = args.initial(&(0..b));
-            sprev.extend_from_slice(&out.data[..(t_len - 1) * 2 * b * n]);
+            sprev[..2 * b * n].copy_from_slice(&args.initial(&(0..b)));
+            sprev[2 * b * n..].copy_from_slice(&out.data[..(t_len - 1) * 2 * b * n]);
         }
-        Tensor::from_vec(at_b(MatRef::row_major(&sprev, tb, 2 * n), MatRef::row_major(&da, tb, width)), w_r.shape())
+        let dw = Tensor::from_vec(at_b(MatRef::row_major(&sprev, tb, 2 * n), MatRef::row_major(&da, tb, width)), w_r.shape());
+        pool::recycle_vec(sprev);
+        dw
     });
     // dW_z = Σ_t c_tᵀ·da_t[o, vᵒ], the c_t read in place from the output.
     let dw_z = need[4].then(|| Tensor::from_vec(at_b(cols_of(&out.data, tb, 2 * n, n, n), cols_of(&da, tb, width, 2 * n + 1, n + 1)), w_z.shape()));
     let dp_v = need[5].then(|| Tensor::from_vec(sum_blocks(&dps), &[n]));
-    vec![need[0].then(|| Tensor::from_vec(to_batch_major(&da, b, t_len, width), xp.shape())), dy0, dc0, dw_r, dw_z, dp_v]
+    let grads = vec![need[0].then(|| Tensor::from_vec(to_batch_major(&da, b, t_len, width), xp.shape())), dy0, dc0, dw_r, dw_z, dp_v];
+    pool::recycle_vec(da);
+    grads
 }
