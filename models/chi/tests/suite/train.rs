@@ -249,6 +249,31 @@ fn schedule_values() {
     assert_eq!(t.schedule, s);
 }
 
+/// Schedules that parse but cannot mean what they say are refused before training: a decay
+/// every 0 steps, a cosine over 0 steps (both dropped the rate at once) and a cosine "down" to a
+/// rate above the one it starts from (it raised the rate 38-fold in three steps).
+#[test]
+fn schedules_that_cannot_decay_as_written_are_refused() {
+    let with = |text: &str, lr: f64| {
+        let mut c: Config = Config::from_toml("").unwrap();
+        c.optim.lr = lr;
+        c.schedule = LrSchedule::parse(text).unwrap();
+        c.validate()
+    };
+    for (text, why) in [
+        ("step:0:0.5", "step EVERY must be at least 1 step"),
+        ("cosine:0", "cosine TOTAL must be at least 1 step"),
+        ("warmup:5,cosine:0", "cosine TOTAL must be at least 1 step"),
+        ("cosine:3:5", "cosine MIN_LR 5 is above the learning rate 0.1"),
+    ] {
+        let e = with(text, 0.1).unwrap_err();
+        assert!(e.contains(why), "{text}: {e}");
+    }
+    for ok in ["step:1:0.5", "cosine:1", "cosine:100:0.1", "warmup:0,constant"] {
+        assert!(with(ok, 0.1).is_ok(), "{ok}");
+    }
+}
+
 #[test]
 fn block_coordinate_alternates_groups() {
     let mut s = ParamStore::<f32>::new();
