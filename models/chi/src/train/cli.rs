@@ -612,10 +612,12 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
         if is_run_file(o, &t.weights, t.run_dir.as_deref()) {
             return Err(format!("--output {} is a file of the model's run; write the predictions elsewhere", o.display()));
         }
-        // The model's training data (a CSV, or a file in its text folder) is the user's too.
-        if let Some(d) = t.cfg.data.path.as_deref().map(std::path::Path::new) {
-            if super::rundir::lies_within(o, d) {
-                return Err(format!("--output {} is the model's training data ({}); write the predictions elsewhere", o.display(), d.display()));
+        // The model's training, validation and test data (a CSV, a file in a text folder, a
+        // label file) are the user's too.
+        for (role, d) in super::files::data_sources(&t.cfg.data) {
+            if super::rundir::lies_within(o, std::path::Path::new(&d)) {
+                let what = if role == "data" { "training data".to_string() } else { format!("{role} data") };
+                return Err(format!("--output {} is the model's {what} ({d}); write the predictions elsewhere", o.display()));
             }
         }
         super::rundir::check_text_output("--output", o)?;

@@ -165,33 +165,36 @@ pub const DATA_FINGERPRINT_FILE: &str = "data-fingerprint.json";
 /// Most nested folders a fingerprint descends into (a guard against links that loop).
 const MAX_FOLDER_DEPTH: usize = 64;
 
+/// The files and folders `cfg` reads, each with its role: the data, the validation and test
+/// files when given, and for arrays (`.npy`, IDX) their label files. The run's record of the
+/// user's data: fingerprinted, and never written over by the program.
+pub fn data_sources(cfg: &DataConfig) -> Vec<(&'static str, String)> {
+    let Some(path) = cfg.path.as_deref() else { return Vec::new() };
+    let format = match cfg.format.as_deref() {
+        Some(f) => Format::parse(f).ok(),
+        None => Format::infer(std::path::Path::new(path)).ok(),
+    };
+    // For arrays the `target` options are label files; otherwise they are column names.
+    let arrays = matches!(format, Some(Format::Npy | Format::Idx));
+    let labels = |t: &Option<String>| if arrays { t.clone() } else { None };
+    [
+        ("data", Some(path.to_string())),
+        ("labels", labels(&cfg.target)),
+        ("validation", cfg.valid_path.clone()),
+        ("validation labels", labels(&cfg.valid_target)),
+        ("test", cfg.test_path.clone()),
+        ("test labels", labels(&cfg.test_target)),
+    ]
+    .into_iter()
+    .filter_map(|(role, p)| p.map(|p| (role, p)))
+    .collect()
+}
+
 impl DataFingerprint {
-    /// The fingerprints of the files and folders `cfg` reads: the data, the validation and test
-    /// files when given, and for arrays (`.npy`, IDX) their label files.
+    /// The fingerprints of the files and folders `cfg` reads ([`data_sources`]).
     pub fn of(cfg: &DataConfig) -> Result<DataFingerprint, String> {
-        let Some(path) = cfg.path.as_deref() else { return Ok(DataFingerprint { sources: Vec::new() }) };
-        let format = match cfg.format.as_deref() {
-            Some(f) => Format::parse(f).ok(),
-            None => Format::infer(std::path::Path::new(path)).ok(),
-        };
-        // For arrays the `target` options are label files; otherwise they are column names.
-        let arrays = matches!(format, Some(Format::Npy | Format::Idx));
-        let labels = |t: &Option<String>| if arrays { t.clone() } else { None };
-        let sources = [
-            ("data", Some(path.to_string())),
-            ("labels", labels(&cfg.target)),
-            ("validation", cfg.valid_path.clone()),
-            ("validation labels", labels(&cfg.valid_target)),
-            ("test", cfg.test_path.clone()),
-            ("test labels", labels(&cfg.test_target)),
-        ];
-        let mut out = Vec::new();
-        for (role, p) in sources {
-            if let Some(p) = p {
-                out.push(fingerprint_path(role, &p)?);
-            }
-        }
-        Ok(DataFingerprint { sources: out })
+        let sources = data_sources(cfg).into_iter().map(|(role, p)| fingerprint_path(role, &p)).collect::<Result<_, _>>()?;
+        Ok(DataFingerprint { sources })
     }
 
     /// The first source whose fingerprint differs from `earlier`'s (or that one lacks), by role.

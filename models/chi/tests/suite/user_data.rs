@@ -373,7 +373,7 @@ pub(crate) fn two_class_text_folder(data: &Path) {
 }
 
 /// `chi predict --output` never replaces the user's inputs: a file inside the input folder, or
-/// the model's own training data.
+/// the model's own training, validation or test data.
 #[test]
 fn predictions_are_not_written_over_inputs_or_training_data() {
     let dir = tmp("predict-over");
@@ -390,6 +390,18 @@ fn predictions_are_not_written_over_inputs_or_training_data() {
     fails_with(&["predict", s(&run), "--input", s(&inputs), "--output", s(&data.join("pos").join("0.txt"))], &["training data"]);
     assert_eq!(std::fs::read_to_string(data.join("pos").join("0.txt")).unwrap(), "good fine great 0");
     ok(&["predict", s(&run), "--input", s(&inputs), "--output", s(&dir.join("p.csv"))]);
+    // Nor its validation or test data.
+    let (valid, test) = (dir.join("valid"), dir.join("test"));
+    two_class_text_folder(&valid);
+    two_class_text_folder(&test);
+    let run2 = dir.join("run2");
+    ok(&["train", "--data", s(&data), "--valid", s(&valid), "--test", s(&test), "--split", "1,0,0", "--out", s(&run2), "--steps", "5", "--quiet", "--no-plots"]);
+    for (d, role) in [(&valid, "validation data"), (&test, "test data")] {
+        let f = d.join("neg").join("1.txt");
+        let before = std::fs::read(&f).unwrap();
+        fails_with(&["predict", s(&run2), "--input", s(&inputs), "--output", s(&f)], &[role]);
+        assert_eq!(std::fs::read(&f).unwrap(), before, "{role} left as it was");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
