@@ -554,7 +554,13 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
     println!("{} on {data} ({what}) at step {}: {}", t.cfg.model, t.step, fmt_metrics(&r.metrics));
     print!("{}", infer::report_text(&r));
     let dir = match (&args.report, &t.run_dir, &args.data) {
-        (Some(dir), _, _) => Some(dir.clone()),
+        (Some(dir), _, _) => {
+            let mut data: Vec<PathBuf> = super::files::data_sources(&t.cfg.data).into_iter().map(|(_, d)| PathBuf::from(d)).collect();
+            data.extend(args.data.clone());
+            let names = ["report.json", "confusion.csv", "confusion.svg", "confusion.png"];
+            super::rundir::check_output_dir("--report", dir, &data, &names, |d| super::rundir::json_with_keys(&d.join("report.json"), &["examples", "metrics", "classes", "confusion"]))?;
+            Some(dir.clone())
+        }
         (None, Some(run), Some(d)) => Some(file_report_dir(run, &warnings.1, d)?),
         (None, Some(run), None) => Some(run.join(format!("eval-{}", warnings.1))),
         (None, None, _) => None,

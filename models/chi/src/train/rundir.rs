@@ -325,6 +325,34 @@ pub fn prune_checkpoints(dir: &Path, keep: usize) {
 /// Whether two paths name the same existing file (or directory), links and `..` resolved.
 pub use chi_nn::checkpoint::same_file;
 
+/// Checks a directory the user named for a command's output files (`chi eval --report DIR`,
+/// `chi explain --dir DIR`) before anything is written: it is not a file, it does not lie inside
+/// any of `data` (the model's data and the command's input: a text folder would read the files as
+/// examples, as [`super::train`] refuses an `--out` there), and if it exists, none of the files
+/// the command writes (`names`) is already there unless `ours(dir)` recognises them as an earlier
+/// output of the same command (which is replaced, as the command's own default directory is).
+pub fn check_output_dir(flag: &str, dir: &Path, data: &[PathBuf], names: &[&str], ours: impl Fn(&Path) -> bool) -> Result<(), String> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("{flag} {} is a file, not a directory", dir.display()));
+    }
+    if let Some(d) = data.iter().find(|d| lies_within(dir, d)) {
+        return Err(format!("{flag} {} is inside the data {}: its files would be read as data next time; choose a directory outside it", dir.display(), d.display()));
+    }
+    let taken: Vec<&str> = names.iter().copied().filter(|n| dir.join(n).symlink_metadata().is_ok()).collect();
+    if !taken.is_empty() && !ours(dir) {
+        return Err(format!("{flag} {} has files it would write over that chi did not write ({}); move them, or choose another directory", dir.display(), taken.join(", ")));
+    }
+    Ok(())
+}
+
+/// Whether `file` holds a JSON object with every one of `keys` (an output chi wrote).
+pub fn json_with_keys(file: &Path, keys: &[&str]) -> bool {
+    std::fs::read(file)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| keys.iter().all(|k| v.get(k).is_some()))
+}
+
 /// The run directory one of whose own files `path` names (links resolved; `path` need not
 /// exist): a name of [`RUN_FILES`] or [`OUTPUT_FILES`], the lock file, or anything under one of
 /// them (a checkpoint) in the nearest enclosing run directory. `None` for any other path, such

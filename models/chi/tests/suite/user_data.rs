@@ -372,6 +372,41 @@ pub(crate) fn two_class_text_folder(data: &Path) {
     }
 }
 
+/// `chi eval --report DIR` and `chi explain --dir DIR` write their files into a directory the
+/// user names: never inside the model's data (the next run on the folder would read them as
+/// examples), never over files chi did not write there, never into a path that is a file; an
+/// earlier report of theirs there is replaced.
+#[test]
+fn report_and_explain_directories_keep_out_of_the_data_and_the_users_files() {
+    let dir = tmp("report-dirs");
+    let data = dir.join("texts");
+    two_class_text_folder(&data);
+    let run = dir.join("run");
+    ok(&["train", "--data", s(&data), "--out", s(&run), "--steps", "5", "--quiet", "--no-plots"]);
+    let inside = data.join("pos");
+    fails_with(&["eval", s(&run), "--data", s(&data), "--report", s(&inside)], &["--report", "is inside the data"]);
+    fails_with(&["explain", s(&run), "--text", "good", "--dir", s(&inside.join("ex"))], &["--dir", "is inside the data"]);
+    assert!(!inside.join("report.json").exists() && !inside.join("ex").exists(), "nothing written into the data");
+    let mine = dir.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("report.json"), "mine").unwrap();
+    fails_with(&["eval", s(&run), "--report", s(&mine)], &["--report", "that chi did not write (report.json)"]);
+    std::fs::write(mine.join("explain.html"), "mine").unwrap();
+    fails_with(&["explain", s(&run), "--text", "good", "--dir", s(&mine)], &["--dir", "that chi did not write (explain.html)"]);
+    assert_eq!(std::fs::read_to_string(mine.join("report.json")).unwrap(), "mine");
+    assert_eq!(std::fs::read_to_string(mine.join("explain.html")).unwrap(), "mine");
+    let file = dir.join("afile.txt");
+    std::fs::write(&file, "x").unwrap();
+    fails_with(&["eval", s(&run), "--report", s(&file)], &["is a file, not a directory"]);
+    let rep = dir.join("rep");
+    ok(&["eval", s(&run), "--report", s(&rep)]);
+    ok(&["eval", s(&run), "--report", s(&rep)]);
+    let ex = dir.join("ex");
+    ok(&["explain", s(&run), "--text", "good", "--dir", s(&ex)]);
+    ok(&["explain", s(&run), "--text", "poor", "--dir", s(&ex)]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `chi predict --output` never replaces the user's inputs: a file inside the input folder, or
 /// the model's own training, validation or test data.
 #[test]
