@@ -36,6 +36,13 @@ impl NpyArray {
             NpyData::F64(v) => v.into_iter().map(|x| x as f32).collect(),
         }
     }
+    /// The elements as f64 (exact for f4, f8 and integers up to 2^53), row-major.
+    pub fn into_f64(self) -> Vec<f64> {
+        match self.data {
+            NpyData::F32(v) => v.into_iter().map(f64::from).collect(),
+            NpyData::F64(v) => v,
+        }
+    }
     /// Number of elements.
     pub fn len(&self) -> usize {
         match &self.data {

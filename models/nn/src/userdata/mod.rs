@@ -887,21 +887,28 @@ fn read_arrays(path: &Path, fmt: Format, labels: Option<&Path>) -> Result<RawSet
     let labels: Option<Vec<String>> = match labels {
         None => None,
         Some(lp) => {
-            let (lshape, lv): (Vec<usize>, Vec<f32>) = match Format::infer(lp).unwrap_or(fmt) {
+            // Read in f64, not the inputs' f32: class codes such as 123456789 name their class
+            // exactly (in f32 they became 123456792, and 16777216 and 16777217 one class).
+            let (lshape, lv): (Vec<usize>, Vec<f64>) = match Format::infer(lp).unwrap_or(fmt) {
                 Format::Npy => {
                     let a = crate::data::read_npy(lp)?;
-                    (a.shape.clone(), a.into_f32())
+                    (a.shape.clone(), a.into_f64())
                 }
                 _ => {
                     let a = crate::data::read_idx(lp)?;
-                    (a.dims.clone(), idx_values(a.data))
+                    (a.dims.clone(), idx_values_f64(a.data))
                 }
             };
             let count: usize = lshape.iter().product();
             if lshape.len() > 2 || count != n || (lshape.len() == 2 && lshape[1] != 1) {
                 return Err(DataError::whole(format!("labels of shape {lshape:?} do not match the {n} examples of {}", path.display())).with_path(lp).into());
             }
-            Some(lv.iter().map(|v| fmt_number(*v as f64)).collect())
+            // Past 2^53 an integer label may already have been rounded on reading (int64 data):
+            // two classes could have become one.
+            if let Some(i) = lv.iter().position(|v| v.fract() == 0.0 && v.abs() > 9_007_199_254_740_992.0) {
+                return Err(DataError::whole(format!("label {i} is {}, beyond 2^53: whole-number labels that large cannot be told apart exactly; renumber the classes", lv[i])).with_path(lp).into());
+            }
+            Some(lv.iter().map(|v| fmt_number(*v)).collect())
         }
     };
     let mut out = RawSet { path: path.to_path_buf(), shape: ex, ..Default::default() };
@@ -925,6 +932,19 @@ fn idx_values(d: crate::data::idx::IdxData) -> Vec<f32> {
         I32(v) => v.into_iter().map(|x| x as f32).collect(),
         F32(v) => v,
         F64(v) => v.into_iter().map(|x| x as f32).collect(),
+    }
+}
+
+/// IDX elements in f64 (exact for every IDX type), for label files.
+fn idx_values_f64(d: crate::data::idx::IdxData) -> Vec<f64> {
+    use crate::data::idx::IdxData::*;
+    match d {
+        U8(v) => v.into_iter().map(f64::from).collect(),
+        I8(v) => v.into_iter().map(f64::from).collect(),
+        I16(v) => v.into_iter().map(f64::from).collect(),
+        I32(v) => v.into_iter().map(f64::from).collect(),
+        F32(v) => v.into_iter().map(f64::from).collect(),
+        F64(v) => v,
     }
 }
 

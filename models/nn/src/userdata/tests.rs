@@ -333,6 +333,18 @@ fn npy_images_and_integer_labels() {
     c.target = Some(bad.display().to_string());
     let e = load_cfg(&c).unwrap_err().to_string();
     assert!(e.contains("y5.npy") && e.contains("do not match"), "{e}");
+    // Integer class codes keep their exact values (read in f32, 123456789 became 123456792, and
+    // 16777216 and 16777217 one class).
+    let codes: Vec<f64> = (0..n).map(|i| [123456789.0, 16777216.0, 16777217.0][i % 3]).collect();
+    c.target = Some(d.write("codes.npy", &npy(&[n], &codes, true)).display().to_string());
+    let mut classes = load_cfg(&c).unwrap().schema.classes.clone();
+    classes.sort();
+    assert_eq!(classes, ["123456789", "16777216", "16777217"]);
+    // Past 2^53 they may already be rounded on reading: refused, not merged.
+    let huge: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 2f64.powi(60) } else { 1.0 }).collect();
+    c.target = Some(d.write("huge.npy", &npy(&[n], &huge, true)).display().to_string());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("huge.npy") && e.contains("beyond 2^53"), "{e}");
 }
 
 #[test]
