@@ -650,6 +650,8 @@ fn csv_of_records(path: &Path, recs: &[crate::data::CsvRecord], lossy: bool, lay
     let text = lay.text.as_deref().map(col).transpose()?;
     let feats: Vec<usize> = lay.features.iter().map(|n| col(n)).collect::<Result<_, _>>()?;
     let mut out = RawSet { path: path.to_path_buf(), columns: lay.features.clone(), lossy: lossy as usize, headerless: !lay.header, ..Default::default() };
+    // Each label read without surrounding spaces, with the spellings that had them.
+    let mut spaced: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
     for r in body {
         if r.fields.len() != names.len() {
             return Err(DataError::new(Location::Line(r.line), format!("{} fields, but the header has {} columns", r.fields.len(), names.len())).with_path(path).into());
@@ -658,12 +660,18 @@ fn csv_of_records(path: &Path, recs: &[crate::data::CsvRecord], lossy: bool, lay
             Some(t) => RawInput::Text(r.fields[t].clone()),
             None => RawInput::Row(feats.iter().map(|&c| r.fields[c].clone()).collect()),
         };
-        out.examples.push(RawExample {
-            origin: format!("{}:{}", path.display(), r.line),
-            line: r.line,
-            input,
-            label: target.map(|t| r.fields[t].trim().to_string()),
-        });
+        let label = target.map(|t| r.fields[t].trim().to_string());
+        if let Some(t) = target.filter(|&t| r.fields[t].trim().len() != r.fields[t].len()) {
+            spaced.entry(r.fields[t].trim().to_string()).or_default().insert(r.fields[t].clone());
+        }
+        out.examples.push(RawExample { origin: format!("{}:{}", path.display(), r.line), line: r.line, input, label });
+    }
+    // Labels are read without the spaces around them, so `sp`, `sp ` and ` sp` are one class:
+    // said, since a user who meant three classes would otherwise not know.
+    if !spaced.is_empty() {
+        let list: Vec<String> = spaced.iter().take(5).map(|(k, v)| format!("{} read as {}", v.iter().map(|s| quoted(s)).collect::<Vec<_>>().join(", "), quoted(k))).collect();
+        let more = if spaced.len() > 5 { format!(" (and {} more)", spaced.len() - 5) } else { String::new() };
+        out.notes.push(format!("{}: labels are read without the spaces around them: {}{more}", path.display(), list.join("; ")));
     }
     Ok(out)
 }
@@ -1838,6 +1846,7 @@ fn finish(
         if s.lossy > 0 {
             warnings.push(format!("{}: {} file(s) were not valid UTF-8 and were read lossily", s.path.display(), s.lossy));
         }
+        warnings.extend(s.notes.iter().cloned());
     }
     // Split one source when validation / test files are not given.
     let fractions = match &cfg.split {

@@ -146,6 +146,28 @@ fn headerless_csv_uses_the_last_column_and_tsv_is_read_by_extension() {
     assert!(l.warnings.iter().any(|w| w.contains("line 1 (0, 0, 0) is read as data") && w.contains("--header yes")), "{:?}", l.warnings);
 }
 
+/// Labels are read without the spaces around them (`sp`, `sp `, ` sp` are one class), and a
+/// note says which spellings were so read.
+#[test]
+fn labels_with_spaces_around_them_are_one_class_and_the_note_says_so() {
+    let d = TempDir::new("spaced");
+    let mut s = String::from("a,b,label\n");
+    for i in 0..60 {
+        s.push_str(&format!("{i},{},{}\n", i % 7, ["sp", "sp ", " sp", "other"][i % 4]));
+    }
+    let l = load_cfg(&cfg(&d.write("sp.csv", s.as_bytes()))).unwrap();
+    let mut classes = l.schema.classes.clone();
+    classes.sort();
+    assert_eq!(classes, ["other", "sp"]);
+    let note = l.warnings.iter().find(|w| w.contains("labels are read without the spaces around them")).unwrap_or_else(|| panic!("{:?}", l.warnings));
+    assert!(note.contains("\" sp\"") && note.contains("\"sp \"") && note.contains("read as \"sp\""), "{note}");
+    // None for labels written without spaces.
+    let plain = d.write("plain.csv", tabular_csv().as_bytes());
+    let mut c = cfg(&plain);
+    c.target = Some("species".into());
+    assert!(!load_cfg(&c).unwrap().warnings.iter().any(|w| w.contains("spaces around them")));
+}
+
 #[test]
 fn a_header_of_numbers_is_read_as_names_when_asked_and_no_note_is_given_then() {
     let d = TempDir::new("numhdr");
