@@ -80,6 +80,9 @@ impl RunLock {
             let to = std::fs::read_link(dir).map(|t| t.display().to_string()).unwrap_or_default();
             return Err(format!("{} is a link to {to}, which does not exist: create that folder or choose another --out", dir.display()));
         }
+        if dir.exists() && !dir.is_dir() {
+            return Err(format!("--out {} is a file, not a directory: choose a directory for the run", dir.display()));
+        }
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create the run directory: {e}", dir.display()))?;
         let path = dir.join(LOCK_FILE);
         let mut file = OpenOptions::new()

@@ -1903,6 +1903,8 @@ fn finish(
             "split",
             format!("{fractions:?} of {} examples", train_raw.examples.len()),
             match strata_sizes {
+                // A test fraction of 0 asks for no test share: the run still needs test examples.
+                _ if fractions[2] == 0.0 => "gives no test share (its third fraction is 0): a run is scored on test examples; give a test fraction above 0 or --test FILE".to_string(),
                 // Each class is split on its own: classes of one or two examples give no test
                 // share, which says more about the target column than about the data's size.
                 Some((classes, largest)) if classes > 1 && (largest as f64 * fractions[2]) < 1.0 => format!(

@@ -385,7 +385,7 @@ fn bad_csv_inputs_are_errors_naming_file_line_and_column() {
     c.target = Some("label".into());
     c.split = Some(vec![1.0, 0.0, 0.0]);
     let e = load_cfg(&c).unwrap_err().to_string();
-    assert!(e.contains("test"), "a split with no test share is refused: {e}");
+    assert!(e.contains("gives no test share") && e.contains("--test FILE") && !e.contains("target the right column"), "a split with no test share is refused as such: {e}");
     c.split = None;
     let e = load_cfg(&c).unwrap_err().to_string();
     assert!(e.contains("nonnum.csv") && e.contains("line 15") && e.contains("\"abc\" is not a number"), "{e}");
