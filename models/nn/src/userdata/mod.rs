@@ -889,6 +889,9 @@ fn read_arrays(path: &Path, fmt: Format, labels: Option<&Path>) -> Result<RawSet
         ex.insert(0, 1); // one channel
     }
     let k: usize = ex.iter().product();
+    if k == 0 {
+        return Err(DataError::whole(format!("shape {shape:?}: each example holds no values (an axis after the first is 0)")).with_path(path).into());
+    }
     if let Some(i) = values.iter().position(|v| !v.is_finite()) {
         return Err(DataError::whole(format!("value {i} (example {}) is {}: inputs must be finite", i / k.max(1), values[i])).with_path(path).into());
     }
