@@ -1006,7 +1006,20 @@ fn odd_value_in_numeric_target(labels: &[&str], origin: &dyn Fn(usize) -> String
 fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> String) -> Result<(Task, Vec<String>), NnError> {
     let missing: Vec<usize> = (0..labels.len()).filter(|&i| is_missing(labels[i])).collect();
     if let Some(&i) = missing.first() {
-        return Err(NnError::invalid(origin(i), "target", quoted(labels[i]), format!("the target is missing ({} examples lack one); drop those rows", missing.len())));
+        // A word such as `NA` may be a class (North America) that happens to be a spelling of
+        // a missing value: say that it was read as one, and how to keep it.
+        let word = labels[i].trim();
+        let as_class = if word.is_empty() { String::new() } else { format!("; if {} is a class, spell it another way in the file", quoted(word)) };
+        return Err(NnError::invalid(
+            origin(i),
+            "target",
+            quoted(labels[i]),
+            format!(
+                "reads as a missing target (missing: empty, NA, N/A, NaN, null, None, ?, -) in {} of the {} training examples; drop those rows{as_class}",
+                missing.len(),
+                labels.len()
+            ),
+        ));
     }
     let numbers: Option<Vec<f64>> = labels.iter().map(|l| parse_number(l)).collect();
     let regression = match given {

@@ -168,6 +168,22 @@ fn labels_with_spaces_around_them_are_one_class_and_the_note_says_so() {
     assert!(!load_cfg(&c).unwrap().warnings.iter().any(|w| w.contains("spaces around them")));
 }
 
+/// A target spelled like a missing value (`NA`) is refused saying that it was read as missing,
+/// in how many training examples, and how to keep it as a class.
+#[test]
+fn a_target_that_reads_as_missing_is_named_with_its_count_and_the_way_out() {
+    let d = TempDir::new("natarget");
+    let mut s = String::from("a,b,region\n");
+    for i in 0..60 {
+        s.push_str(&format!("{i},{},{}\n", i % 7, ["NA", "US"][i % 2]));
+    }
+    let mut c = cfg(&d.write("na.csv", s.as_bytes()));
+    c.target = Some("region".into());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("na.csv") && e.contains("reads as a missing target") && e.contains("if \"NA\" is a class, spell it another way"), "{e}");
+    assert!(e.contains(" of the ") && e.contains("training examples"), "{e}");
+}
+
 #[test]
 fn a_header_of_numbers_is_read_as_names_when_asked_and_no_note_is_given_then() {
     let d = TempDir::new("numhdr");
