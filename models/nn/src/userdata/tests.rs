@@ -184,6 +184,24 @@ fn a_target_that_reads_as_missing_is_named_with_its_count_and_the_way_out() {
     assert!(e.contains(" of the ") && e.contains("training examples"), "{e}");
 }
 
+/// The text options given for data without text are said to do nothing, not silently ignored.
+#[test]
+fn text_options_on_tabular_data_are_said_to_do_nothing() {
+    let d = TempDir::new("textopts");
+    let mut c = cfg(&d.write("pens.csv", tabular_csv().as_bytes()));
+    c.target = Some("species".into());
+    assert!(!load_cfg(&c).unwrap().warnings.iter().any(|w| w.contains("text options")));
+    c.max_vocab = Some(0);
+    c.max_len = Some(5);
+    let l = load_cfg(&c).unwrap();
+    assert!(l.warnings.iter().any(|w| w.contains("the text options max_vocab, max_len") && w.contains("do nothing for tabular data")), "{:?}", l.warnings);
+    // Text data takes them without a word.
+    let mut t = cfg(&d.write("reviews.csv", text_csv().as_bytes()));
+    t.target = Some("sentiment".into());
+    t.max_len = Some(5);
+    assert!(!load_cfg(&t).unwrap().warnings.iter().any(|w| w.contains("text options")));
+}
+
 #[test]
 fn a_header_of_numbers_is_read_as_names_when_asked_and_no_note_is_given_then() {
     let d = TempDir::new("numhdr");
