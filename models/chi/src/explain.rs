@@ -406,14 +406,10 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
     // after the pages of the others would leave a half-finished output.
     check_analyses(&t, args)?;
     if let Some(dir) = &args.dir {
-        let mut data: Vec<PathBuf> = crate::train::files::data_sources(&t.cfg.data).into_iter().map(|(_, d)| PathBuf::from(d)).collect();
-        data.extend(args.input.clone());
         let names = ["explain.html", "explain.png", "explain.json", "ngrams.json", "pca.png", "pca.json"];
         // An earlier explain wrote at least one of its JSON files (a list of texts, or an object).
-        let ours = |d: &std::path::Path| {
-            ["explain.json", "ngrams.json", "pca.json"].iter().any(|n| std::fs::read(d.join(n)).ok().is_some_and(|b| serde_json::from_slice::<serde_json::Value>(&b).is_ok()))
-        };
-        crate::train::rundir::check_output_dir("--dir", dir, &data, &names, ours)?;
+        let ours = |d: &std::path::Path| ["explain.json", "ngrams.json", "pca.json"].iter().any(|n| crate::train::rundir::json_with_keys(&d.join(n), &[]));
+        crate::train::rundir::check_output_dir("--dir", dir, &t.cfg.data, args.input.as_deref(), &names, ours)?;
     }
     let dir = args.dir.clone().unwrap_or_else(|| t.run_dir.as_ref().map_or_else(|| PathBuf::from("explain"), |d| d.join("explain")));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;

@@ -555,10 +555,9 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
     print!("{}", infer::report_text(&r));
     let dir = match (&args.report, &t.run_dir, &args.data) {
         (Some(dir), _, _) => {
-            let mut data: Vec<PathBuf> = super::files::data_sources(&t.cfg.data).into_iter().map(|(_, d)| PathBuf::from(d)).collect();
-            data.extend(args.data.clone());
             let names = ["report.json", "confusion.csv", "confusion.svg", "confusion.png"];
-            super::rundir::check_output_dir("--report", dir, &data, &names, |d| super::rundir::json_with_keys(&d.join("report.json"), &["examples", "metrics", "classes", "confusion"]))?;
+            let ours = |d: &Path| super::rundir::json_with_keys(&d.join("report.json"), &["examples", "metrics", "classes", "confusion"]);
+            super::rundir::check_output_dir("--report", dir, &t.cfg.data, args.data.as_deref(), &names, ours)?;
             Some(dir.clone())
         }
         (None, Some(run), Some(d)) => Some(file_report_dir(run, &warnings.1, d)?),

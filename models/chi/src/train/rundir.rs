@@ -330,15 +330,17 @@ pub use chi_nn::checkpoint::same_file;
 
 /// Checks a directory the user named for a command's output files (`chi eval --report DIR`,
 /// `chi explain --dir DIR`) before anything is written: it is not a file, it does not lie inside
-/// any of `data` (the model's data and the command's input: a text folder would read the files as
-/// examples, as [`super::train`] refuses an `--out` there), and if it exists, none of the files
-/// the command writes (`names`) is already there unless `ours(dir)` recognises them as an earlier
-/// output of the same command (which is replaced, as the command's own default directory is).
-pub fn check_output_dir(flag: &str, dir: &Path, data: &[PathBuf], names: &[&str], ours: impl Fn(&Path) -> bool) -> Result<(), String> {
+/// the model's data ([`super::files::data_sources`] of `data`) or the command's `input` (a text
+/// folder would read the files as examples, as [`super::train`] refuses an `--out` there), and if
+/// it exists, none of the files the command writes (`names`) is already there unless `ours(dir)`
+/// recognises them as an earlier output of the same command (which is replaced, as the command's
+/// own default directory is).
+pub fn check_output_dir(flag: &str, dir: &Path, data: &chi_nn::dataset::DataConfig, input: Option<&Path>, names: &[&str], ours: impl Fn(&Path) -> bool) -> Result<(), String> {
     if dir.exists() && !dir.is_dir() {
         return Err(format!("{flag} {} is a file, not a directory", dir.display()));
     }
-    if let Some(d) = data.iter().find(|d| lies_within(dir, d)) {
+    let sources = super::files::data_sources(data).into_iter().map(|(_, d)| PathBuf::from(d));
+    if let Some(d) = sources.chain(input.map(Path::to_path_buf)).find(|d| lies_within(dir, d)) {
         return Err(format!("{flag} {} is inside the data {}: its files would be read as data next time; choose a directory outside it", dir.display(), d.display()));
     }
     let taken: Vec<&str> = names.iter().copied().filter(|n| dir.join(n).symlink_metadata().is_ok()).collect();
@@ -348,7 +350,8 @@ pub fn check_output_dir(flag: &str, dir: &Path, data: &[PathBuf], names: &[&str]
     Ok(())
 }
 
-/// Whether `file` holds a JSON object with every one of `keys` (an output chi wrote).
+/// Whether `file` holds JSON, and with `keys`, an object with every one of them (an output chi
+/// wrote).
 pub fn json_with_keys(file: &Path, keys: &[&str]) -> bool {
     std::fs::read(file)
         .ok()
