@@ -899,7 +899,7 @@ fn read_arrays(path: &Path, fmt: Format, labels: Option<&Path>) -> Result<RawSet
         None => None,
         Some(lp) => {
             // Read in f64, not the inputs' f32: class codes such as 123456789 name their class
-            // exactly (in f32 they became 123456792, and 16777216 and 16777217 one class).
+            // exactly (in f32, 123456789 would read as 123456792, and 16777216 and 16777217 as one class).
             let (lshape, lv): (Vec<usize>, Vec<f64>) = match Format::infer(lp).unwrap_or(fmt) {
                 Format::Npy => {
                     let a = crate::data::read_npy(lp)?;

@@ -389,12 +389,12 @@ fn npy_images_and_integer_labels() {
     c.target = Some(bad.display().to_string());
     let e = load_cfg(&c).unwrap_err().to_string();
     assert!(e.contains("y5.npy") && e.contains("do not match"), "{e}");
-    // Examples of zero size are named as such (it said the training split was empty).
+    // Examples of zero size are named as such, not reported as an empty training split.
     let mut z = cfg(&d.write("x0.npy", &npy(&[n, 0, 4], &[], false)));
     z.target = Some(py.display().to_string());
     let e = load_cfg(&z).unwrap_err().to_string();
     assert!(e.contains("x0.npy") && e.contains("each example holds no values"), "{e}");
-    // Integer class codes keep their exact values (read in f32, 123456789 became 123456792, and
+    // Integer class codes keep their exact values (read in f32, 123456789 would be 123456792, and
     // 16777216 and 16777217 one class).
     let codes: Vec<f64> = (0..n).map(|i| [123456789.0, 16777216.0, 16777217.0][i % 3]).collect();
     c.target = Some(d.write("codes.npy", &npy(&[n], &codes, true)).display().to_string());
