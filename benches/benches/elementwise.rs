@@ -1,11 +1,16 @@
 //! Elementwise kernels: bandwidth (GB/s) vs size across L1/L2/L3/DRAM, SIMD vs scalar `std`
-//! for exp/tanh/sigmoid, and a STREAM triad/copy reference measured in the same run.
+//! for exp/tanh/sigmoid, a STREAM triad/copy reference measured in the same run, and the
+//! compute-bound maps and recurrent-cell passes on each SIMD level the CPU runs (portable, AVX2,
+//! AVX-512), forced in turn.
 //!
-//! `cargo bench -p chi-benches --bench elementwise` (≈3 min). Filter e.g. `-- simd_vs_std`.
+//! `cargo bench -p chi-benches --bench elementwise` (≈4 min). Filter e.g. `-- simd_vs_std` or
+//! `-- simd_levels`.
 //! Bytes counted: unary 8 B/elem (read + write f32), binary/axpy/triad 12 B/elem, copy 8 B.
 
 use chi_benches::{rand_vec, triad};
-use chi_kernels::elementwise::{axpy, binary, sigmoid_scalar, unary, Binary, Unary};
+use chi_kernels::elementwise::{axpy, binary, sigmoid_scalar, unary, unary_backward, Binary, Unary};
+use chi_kernels::rnn::{gru_backward, gru_forward, lstm_backward, lstm_forward};
+use chi_kernels::simd::{cpu_simd_level, force_simd_level, SimdLevel};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
@@ -75,5 +80,68 @@ fn simd_vs_std(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bandwidth, simd_vs_std);
+/// Per SIMD level: sigmoid and tanh with their derivatives on 16K f32 (in L1/L2), and one LSTM and
+/// one GRU time step's pointwise passes at batch 64, hidden 512 (the fused sequences' per-step
+/// kernels in the side-by-side LSTM/GRU workloads), forward and backward.
+fn simd_levels(c: &mut Criterion) {
+    let mut levels = vec![SimdLevel::Portable];
+    for l in [SimdLevel::Avx2Fma, SimdLevel::Avx512] {
+        if cpu_simd_level() >= l {
+            levels.push(l);
+        }
+    }
+    let mut g = c.benchmark_group("simd_levels");
+    g.sample_size(20).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_millis(800));
+    let n = 1 << 14;
+    let x: Vec<f32> = rand_vec(n, 5, 6.0);
+    let gy: Vec<f32> = rand_vec(n, 6, 1.0);
+    let (b, h) = (64, 512);
+    let pre: Vec<f32> = rand_vec(4 * b * h, 7, 3.0);
+    let c0: Vec<f32> = rand_vec(b * h, 8, 1.0);
+    let g2: Vec<f32> = rand_vec(2 * b * h, 9, 1.0);
+    let xp: Vec<f32> = rand_vec(3 * b * h, 10, 3.0);
+    for &l in &levels {
+        force_simd_level(Some(l));
+        let lv = format!("{l:?}");
+        let mut y = vec![0f32; n];
+        let mut dx = vec![0f32; n];
+        for op in [Unary::Sigmoid, Unary::Tanh] {
+            g.throughput(Throughput::Elements(n as u64));
+            g.bench_function(BenchmarkId::new(format!("{}_f32_fwd_bwd", op.name()), &lv), |bch| {
+                bch.iter(|| {
+                    unary(op, black_box(&x), &mut y);
+                    unary_backward(op, &x, &y, &gy, &mut dx);
+                })
+            });
+        }
+        g.throughput(Throughput::Elements((b * h) as u64));
+        let mut gates = pre.clone();
+        let (mut hc, mut tc) = (vec![0f32; 2 * b * h], vec![0f32; b * h]);
+        g.bench_function(BenchmarkId::new("lstm_step_fwd_b64_h512", &lv), |bch| {
+            bch.iter(|| {
+                gates.copy_from_slice(&pre);
+                lstm_forward(b, h, black_box(&mut gates), &c0, None, &mut hc, &mut tc)
+            })
+        });
+        let (mut da, mut dc) = (vec![0f32; 4 * b * h], vec![0f32; b * h]);
+        g.bench_function(BenchmarkId::new("lstm_step_bwd_b64_h512", &lv), |bch| {
+            bch.iter(|| lstm_backward(b, h, black_box(&gates), &c0, &hc, &tc, None, &g2, &mut da, &mut dc, None))
+        });
+        let (mut rz, mut nn, mut hn) = (pre[..2 * b * h].to_vec(), vec![0f32; b * h], vec![0f32; b * h]);
+        g.bench_function(BenchmarkId::new("gru_step_fwd_b64_h512", &lv), |bch| {
+            bch.iter(|| {
+                rz.copy_from_slice(&pre[..2 * b * h]);
+                gru_forward(b, h, true, black_box(&xp), &mut rz, &c0, &c0, &mut nn, &mut hn)
+            })
+        });
+        let (mut da3, mut dhn, mut dh) = (vec![0f32; 3 * b * h], vec![0f32; b * h], vec![0f32; b * h]);
+        g.bench_function(BenchmarkId::new("gru_step_bwd_b64_h512", &lv), |bch| {
+            bch.iter(|| gru_backward(b, h, true, black_box(&rz), &nn, &c0, &c0, &g2[..b * h], &mut da3, &mut dhn, &mut dh))
+        });
+    }
+    force_simd_level(None);
+    g.finish();
+}
+
+criterion_group!(benches, bandwidth, simd_vs_std, simd_levels);
 criterion_main!(benches);

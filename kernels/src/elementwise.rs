@@ -4,7 +4,7 @@
 //! Every operation is named by an enum ([`Unary`], [`Binary`]) so that the autodiff crate, the
 //! benchmarks and the tests all talk about the same set.
 
-use crate::parallel::{cast, cast_mut, cast_scalar, chunk_len, dispatch, should_split, split_each, Cost};
+use crate::parallel::{cast, cast_mut, cast_scalar, chunk_len, dispatch, dispatch_lanes, should_split, split_each, Cost};
 use crate::simd_math::{self as sm, SimdVec};
 use crate::Real;
 
@@ -457,7 +457,7 @@ fn unary_simd<V: SimdVec>(op: Unary, io: Io<'_, V::S>) {
 }
 
 fn unary_serial<T: Real>(op: Unary, x: &[T], y: &mut [T]) {
-    dispatch!(T, V => unary_simd::<V>(op, Io::Out(cast(x), cast_mut(y))), else => {
+    dispatch_lanes!(T, V => unary_simd::<V>(op, Io::Out(cast(x), cast_mut(y))), else => {
         for (yi, &xi) in y.iter_mut().zip(x) {
             *yi = op.apply(xi);
         }
@@ -465,7 +465,7 @@ fn unary_serial<T: Real>(op: Unary, x: &[T], y: &mut [T]) {
 }
 
 fn unary_inplace_serial<T: Real>(op: Unary, x: &mut [T]) {
-    dispatch!(T, V => unary_simd::<V>(op, Io::InPlace(cast_mut(x))), else => {
+    dispatch_lanes!(T, V => unary_simd::<V>(op, Io::InPlace(cast_mut(x))), else => {
         for xi in x.iter_mut() {
             *xi = op.apply(*xi);
         }
@@ -538,7 +538,7 @@ pub fn unary_backward<T: Real>(op: Unary, x: &[T], y: &[T], g: &[T], dx: &mut [T
     check_len(kernel, "g", g.len(), x.len());
     check_len(kernel, "dx", dx.len(), x.len());
     par3(unary_backward_cost(op), x, y, g, dx, |x, y, g, dx| {
-        dispatch!(T, V => unary_backward_simd::<V>(op, Io3::Out { x: cast(x), y: cast(y), g: cast(g), dx: cast_mut(dx) }), else => {
+        dispatch_lanes!(T, V => unary_backward_simd::<V>(op, Io3::Out { x: cast(x), y: cast(y), g: cast(g), dx: cast_mut(dx) }), else => {
             for i in 0..x.len() {
                 dx[i] = g[i] * op.derivative(x[i], y[i]);
             }
@@ -554,7 +554,7 @@ pub fn unary_backward_inplace<T: Real>(op: Unary, x: &[T], y: &[T], g: &mut [T])
     check_len(kernel, "y", y.len(), x.len());
     check_len(kernel, "g", g.len(), x.len());
     let f = |x: &[T], y: &[T], g: &mut [T]| {
-        dispatch!(T, V => unary_backward_simd::<V>(op, Io3::InPlace { x: cast(x), y: cast(y), g: cast_mut(g) }), else => {
+        dispatch_lanes!(T, V => unary_backward_simd::<V>(op, Io3::InPlace { x: cast(x), y: cast(y), g: cast_mut(g) }), else => {
             for i in 0..x.len() {
                 g[i] = g[i] * op.derivative(x[i], y[i]);
             }

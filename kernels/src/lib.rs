@@ -35,6 +35,8 @@ pub mod team;
 pub mod threads;
 #[cfg(target_arch = "x86_64")]
 mod simd_avx2;
+#[cfg(target_arch = "x86_64")]
+mod simd_avx512;
 mod simd_math;
 
 pub use real::Real;

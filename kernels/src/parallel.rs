@@ -81,7 +81,7 @@ pub(crate) fn cast_scalar<T: crate::Real, U: crate::Real>(x: T) -> U {
 macro_rules! dispatch {
     ($T:ty, $V:ident => $body:expr, else => $fallback:expr) => {{
         #[cfg(target_arch = "x86_64")]
-        let avx2 = $crate::simd::simd_level() == $crate::simd::SimdLevel::Avx2Fma;
+        let avx2 = $crate::simd::simd_level() >= $crate::simd::SimdLevel::Avx2Fma;
         #[cfg(not(target_arch = "x86_64"))]
         let avx2 = false;
         if $crate::parallel::same::<$T, f32>() {
@@ -119,3 +119,37 @@ macro_rules! dispatch {
     }};
 }
 pub(crate) use dispatch;
+
+/// [`dispatch!`] for kernels whose lanes are independent (each lane computes its own element, no
+/// sum across lanes): on the AVX-512 level `$V` is the 512-bit type (16 × f32 or 8 × f64) inside
+/// a function compiled for AVX-512F; on the others, as [`dispatch!`]. A lane computes the same
+/// bits at either width, so the result does not depend on which ran.
+macro_rules! dispatch_lanes {
+    ($T:ty, $V:ident => $body:expr, else => $fallback:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        let avx512 = $crate::simd::simd_level() == $crate::simd::SimdLevel::Avx512;
+        #[cfg(not(target_arch = "x86_64"))]
+        let avx512 = false;
+        if avx512 && $crate::parallel::same::<$T, f32>() {
+            $crate::parallel::dispatch_lanes!(@avx512 $V = F32x16 => $body)
+        } else if avx512 && $crate::parallel::same::<$T, f64>() {
+            $crate::parallel::dispatch_lanes!(@avx512 $V = F64x8 => $body)
+        } else {
+            $crate::parallel::dispatch!($T, $V => $body, else => $fallback)
+        }
+    }};
+    (@avx512 $V:ident = $W:ident => $body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[allow(dead_code)]
+            type $V = $crate::simd_avx512::$W;
+            // SAFETY: `simd_level` only reports AVX-512 when the CPU has AVX-512F, AVX2 and FMA.
+            unsafe { $crate::simd::run_avx512(#[inline(always)] || $body) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            unreachable!("AVX-512 level on a non-x86_64 target")
+        }
+    }};
+}
+pub(crate) use dispatch_lanes;

@@ -15,7 +15,7 @@
 //! SIMD `sigmoid`/`tanh` as [`crate::elementwise::unary`], so a fused step and the same step
 //! composed of single ops agree to a few ulps.
 
-use crate::parallel::{cast, cast_mut, dispatch};
+use crate::parallel::{cast, cast_mut, dispatch, dispatch_lanes};
 use crate::simd_math::{self as sm, SimdVec};
 use crate::Real;
 
@@ -29,9 +29,7 @@ fn ld<V: SimdVec>(s: &[V::S], n: usize) -> V {
     if n == V::LANES {
         V::load(s)
     } else {
-        let mut b = [<V::S as Real>::ZERO; 8];
-        b[..n].copy_from_slice(&s[..n]);
-        V::load(&b)
+        V::load_partial(&s[..n])
     }
 }
 
@@ -41,9 +39,7 @@ fn st<V: SimdVec>(v: V, s: &mut [V::S], n: usize) {
     if n == V::LANES {
         v.store(s)
     } else {
-        let mut b = [<V::S as Real>::ZERO; 8];
-        v.store(&mut b);
-        s[..n].copy_from_slice(&b[..n]);
+        v.store_partial(&mut s[..n])
     }
 }
 
@@ -85,7 +81,7 @@ pub fn lstm_forward<T: Real>(batch: usize, hidden: usize, gates: &mut [T], c: &[
             check_len(k, name, q.len(), hidden);
         }
     }
-    dispatch!(T, V => {
+    dispatch_lanes!(T, V => {
         let p = peep.map(|p| p.map(|q| cast::<T, <V as SimdVec>::S>(q)));
         lstm_forward_simd::<V>(batch, hidden, cast_mut(gates), cast(c), p, cast_mut(hc), cast_mut(tanh_c))
     }, else => panic!("{k}: element type {} is not supported", T::NAME))
@@ -162,7 +158,7 @@ pub fn lstm_backward<T: Real>(
             check_len(k, name, d.len(), hidden);
         }
     }
-    dispatch!(T, V => {
+    dispatch_lanes!(T, V => {
         let p = peep.map(|p| p.map(|q| cast::<T, <V as SimdVec>::S>(q)));
         let dp = dpeep.map(|p| p.map(|q| cast_mut::<T, <V as SimdVec>::S>(q)));
         lstm_backward_simd::<V>(batch, hidden, cast(gates), cast(c), cast(hc), cast(tanh_c), p, cast(g), cast_mut(da), cast_mut(dc), dp)
@@ -242,7 +238,7 @@ pub fn gru_forward<T: Real>(batch: usize, hidden: usize, reset_after: bool, xp: 
     for (name, len) in [("hn", hn.len()), ("h", h.len()), ("n", n.len()), ("h_new", h_new.len())] {
         check_len(k, name, len, bh);
     }
-    dispatch!(T, V => gru_forward_simd::<V>(batch, hidden, reset_after, cast(xp), cast_mut(rz), cast(hn), cast(h), cast_mut(n), cast_mut(h_new)),
+    dispatch_lanes!(T, V => gru_forward_simd::<V>(batch, hidden, reset_after, cast(xp), cast_mut(rz), cast(hn), cast(h), cast_mut(n), cast_mut(h_new)),
         else => panic!("{k}: element type {} is not supported", T::NAME))
 }
 
@@ -284,7 +280,7 @@ pub fn gru_reset<T: Real>(batch: usize, hidden: usize, xp: &[T], rz: &mut [T], h
     check_len(k, "rz", rz.len(), 2 * bh);
     check_len(k, "h", h.len(), bh);
     check_len(k, "u", u.len(), bh);
-    dispatch!(T, V => gru_reset_simd::<V>(batch, hidden, cast(xp), cast_mut(rz), cast(h), cast_mut(u)),
+    dispatch_lanes!(T, V => gru_reset_simd::<V>(batch, hidden, cast(xp), cast_mut(rz), cast(h), cast_mut(u)),
         else => panic!("{k}: element type {} is not supported", T::NAME))
 }
 
@@ -320,7 +316,7 @@ pub fn gru_backward<T: Real>(batch: usize, hidden: usize, reset_after: bool, rz:
     for (name, len) in [("n", n.len()), ("h", h.len()), ("hn", hn.len()), ("g", g.len()), ("dhn", dhn.len()), ("dh", dh.len())] {
         check_len(k, name, len, bh);
     }
-    dispatch!(T, V => gru_backward_simd::<V>(batch, hidden, reset_after, cast(rz), cast(n), cast(h), cast(hn), cast(g), cast_mut(da), cast_mut(dhn), cast_mut(dh)),
+    dispatch_lanes!(T, V => gru_backward_simd::<V>(batch, hidden, reset_after, cast(rz), cast(n), cast(h), cast(hn), cast(g), cast_mut(da), cast_mut(dhn), cast_mut(dh)),
         else => panic!("{k}: element type {} is not supported", T::NAME))
 }
 
@@ -375,7 +371,7 @@ pub fn gru_backward_reset<T: Real>(batch: usize, hidden: usize, rz: &[T], h: &[T
     for (name, len) in [("h", h.len()), ("du", du.len()), ("dh", dh.len())] {
         check_len(k, name, len, bh);
     }
-    dispatch!(T, V => gru_backward_reset_simd::<V>(batch, hidden, cast(rz), cast(h), cast(du), cast_mut(da), cast_mut(dh)),
+    dispatch_lanes!(T, V => gru_backward_reset_simd::<V>(batch, hidden, cast(rz), cast(h), cast(du), cast_mut(da), cast_mut(dh)),
         else => panic!("{k}: element type {} is not supported", T::NAME))
 }
 
@@ -428,7 +424,7 @@ pub fn ca_rnn_forward_cell<T: Real>(batch: usize, hidden: usize, a: &mut [T], c:
     for (name, len) in [("c", c.len()), ("c_new", c_new.len())] {
         check_len(k, name, len, batch * hidden);
     }
-    dispatch!(T, V => ca_rnn_forward_cell_simd::<V>(batch, hidden, cast_mut(a), cast(c), cast(p_v), cast_mut(c_new)),
+    dispatch_lanes!(T, V => ca_rnn_forward_cell_simd::<V>(batch, hidden, cast_mut(a), cast(c), cast(p_v), cast_mut(c_new)),
         else => panic!("{k}: element type {} is not supported", T::NAME))
 }
 
@@ -466,7 +462,7 @@ pub fn ca_rnn_forward_output<T: Real>(batch: usize, hidden: usize, a: &mut [T], 
     let k = "ca_rnn_forward_output";
     check_len(k, "a", a.len(), batch * ca_rnn_width(hidden));
     check_len(k, "y", y.len(), batch * hidden);
-    dispatch!(T, V => ca_rnn_forward_output_simd::<V>(batch, hidden, cast_mut(a), cast_mut(y)),
+    dispatch_lanes!(T, V => ca_rnn_forward_output_simd::<V>(batch, hidden, cast_mut(a), cast_mut(y)),
         else => panic!("{k}: element type {} is not supported", T::NAME))
 }
 

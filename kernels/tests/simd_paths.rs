@@ -1,12 +1,16 @@
-//! The elementwise, reduction, softmax and CA-RNN pointwise kernels on each SIMD level this CPU runs, forced
-//! explicitly (`force_simd_level`), against float64 references; and the evidence that a build
+//! The elementwise, reduction, softmax and recurrent-cell pointwise kernels on each SIMD level this
+//! CPU runs, forced explicitly (`force_simd_level`), against float64 references; the kernels that
+//! run 512-bit vectors on AVX-512 giving the AVX2 level's bits; and the evidence that a build
 //! without any `-C target-feature` flag dispatches to the CPU's best level.
 //!
 //! The level is process-wide, so the tests of this file take a lock while they force it.
 
 use chi_kernels::elementwise::{axpby, binary, mul_acc, scale, unary, unary_backward, unary_backward_inplace, Binary, Unary};
 use chi_kernels::reduce::{dot, log_softmax, softmax, softmax_backward, sum_all, sum_axis};
-use chi_kernels::rnn::{ca_rnn_backward_cell, ca_rnn_backward_output, ca_rnn_forward_cell, ca_rnn_forward_output, ca_rnn_width};
+use chi_kernels::rnn::{
+    ca_rnn_backward_cell, ca_rnn_backward_output, ca_rnn_forward_cell, ca_rnn_forward_output, ca_rnn_width, gru_backward,
+    gru_backward_reset, gru_forward, gru_reset, lstm_backward, lstm_forward,
+};
 use chi_kernels::Real;
 use chi_kernels::simd::{cpu_simd_level, force_simd_level, simd_level, SimdLevel};
 use std::sync::Mutex;
@@ -17,6 +21,9 @@ fn levels() -> Vec<SimdLevel> {
     let mut v = vec![SimdLevel::Portable];
     if cpu_simd_level() >= SimdLevel::Avx2Fma {
         v.push(SimdLevel::Avx2Fma);
+    }
+    if cpu_simd_level() >= SimdLevel::Avx512 {
+        v.push(SimdLevel::Avx512);
     }
     v
 }
@@ -53,8 +60,9 @@ fn data(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
 }
 
 
-/// Lengths around the vector widths (8 × f32, 4 × f64), and one above the threading threshold.
-const LENS: [usize; 9] = [0, 1, 3, 4, 7, 8, 9, 67, (1 << 17) + 5];
+/// Lengths around the vector widths (16 and 8 × f32, 8 and 4 × f64), and one above the threading
+/// threshold.
+const LENS: [usize; 13] = [0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 33, 67, (1 << 17) + 5];
 
 #[test]
 fn unary_and_backward_on_each_level() {
@@ -167,11 +175,13 @@ fn reductions_and_softmax_on_each_level() {
     });
 }
 
-/// The two levels compute the same functions: ops without a multiply-add agree bit for bit, the
-/// transcendental ones within a few ULPs (the AVX2 level fuses its multiply-adds).
+/// The levels compute the same functions: ops without a multiply-add agree bit for bit, the
+/// transcendental ones within a few ULPs (the AVX2 and AVX-512 levels fuse their multiply-adds,
+/// the portable one may not).
 #[test]
 fn levels_agree() {
     if levels().len() < 2 {
+        eprintln!("note: this CPU runs only the portable level; nothing to compare");
         return;
     }
     let x: Vec<f32> = data(1003, 11, -20.0, 20.0).iter().map(|&v| v as f32).collect();
@@ -186,19 +196,130 @@ fn levels_agree() {
     };
     for op in [Unary::Neg, Unary::Abs, Unary::Relu, Unary::LeakyRelu(0.1)] {
         let p = run(op);
-        assert!(p[0].iter().zip(&p[1]).all(|(a, b)| a.to_bits() == b.to_bits()), "{} differs between levels", op.name());
+        for q in &p[1..] {
+            assert!(p[0].iter().zip(q).all(|(a, b)| a.to_bits() == b.to_bits()), "{} differs between levels", op.name());
+        }
     }
     for op in [Unary::Exp, Unary::Tanh, Unary::Sigmoid, Unary::Softplus] {
         let p = run(op);
-        for (a, b) in p[0].iter().zip(&p[1]) {
-            assert!((a - b).abs() <= 4.0 * f32::EPSILON * a.abs().max(f32::MIN_POSITIVE), "{}: {a} vs {b}", op.name());
+        for q in &p[1..] {
+            for (a, b) in p[0].iter().zip(q) {
+                assert!((a - b).abs() <= 4.0 * f32::EPSILON * a.abs().max(f32::MIN_POSITIVE), "{}: {a} vs {b}", op.name());
+            }
         }
     }
 }
 
+/// Every output of the kernels that run 512-bit vectors on the AVX-512 level (the unary maps and
+/// their derivatives; the LSTM, GRU and CA-RNN forward passes and the LSTM and GRU backward
+/// passes), in f32 and f64, for widths around both vector sizes: one vector's lane computes its
+/// element alone, so the AVX-512 level must give the AVX2 level's bits exactly.
+fn wide_lanes_give_the_avx2_bits<T: Real>() {
+    let t = |v: Vec<f64>| -> Vec<T> { v.into_iter().map(T::from_f64).collect() };
+    // All outputs of one run, concatenated as bits.
+    let run = || -> Vec<u64> {
+        let mut out: Vec<T> = Vec::new();
+        // Special values among ordinary ones, so NaN propagation, infinities, signed zeros,
+        // subnormals and the clamps of exp/tanh are compared too.
+        let special = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0, 1e-40, -1e-310, 100.0, -100.0, 800.0, -800.0];
+        for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 33, 67] {
+            let mut x = data(n, n as u64 + 3, -12.0, 12.0);
+            for (i, v) in x.iter_mut().enumerate().filter(|(i, _)| i % 3 == 1) {
+                *v = special[(i / 3) % special.len()];
+            }
+            let x = t(x);
+            let g = t(data(n, n as u64 + 4, -1.0, 1.0));
+            for op in Unary::ALL {
+                let dom: Vec<T> = match op {
+                    Unary::Log | Unary::Sqrt => x.iter().map(|v| T::from_f64(v.to_f64().abs() + 1e-3)).collect(),
+                    Unary::Log1p => x.iter().map(|v| T::from_f64(v.to_f64().abs() - 0.5)).collect(),
+                    _ => x.clone(),
+                };
+                let mut y = vec![T::ZERO; n];
+                unary(op, &dom, &mut y);
+                let mut dx = vec![T::ZERO; n];
+                unary_backward(op, &dom, &y, &g, &mut dx);
+                out.extend(y.into_iter().chain(dx));
+            }
+        }
+        for (batch, h) in [(3usize, 1usize), (2, 7), (3, 8), (1, 15), (2, 16), (3, 17), (2, 33)] {
+            let bh = batch * h;
+            let seed = (batch * 100 + h) as u64;
+            let c = t(data(bh, seed, -1.5, 1.5));
+            let gh = t(data(2 * bh, seed + 1, -1.0, 1.0));
+            let pre = t(data(4 * bh, seed + 2, -4.0, 4.0));
+            let peeps = [t(data(h, seed + 3, -0.5, 0.5)), t(data(h, seed + 4, -0.5, 0.5)), t(data(h, seed + 5, -0.5, 0.5))];
+            for with_peep in [false, true] {
+                let peep = with_peep.then(|| [&peeps[0][..], &peeps[1][..], &peeps[2][..]]);
+                let mut gates = pre.clone();
+                let (mut hc, mut tc) = (vec![T::ZERO; 2 * bh], vec![T::ZERO; bh]);
+                lstm_forward(batch, h, &mut gates, &c, peep, &mut hc, &mut tc);
+                let (mut da, mut dc) = (vec![T::ZERO; 4 * bh], vec![T::ZERO; bh]);
+                let mut dp = [vec![T::ZERO; h], vec![T::ZERO; h], vec![T::ZERO; h]];
+                let dpeep = with_peep.then(|| {
+                    let [a, b, c] = &mut dp;
+                    [&mut a[..], &mut b[..], &mut c[..]]
+                });
+                lstm_backward(batch, h, &gates, &c, &hc, &tc, peep, &gh, &mut da, &mut dc, dpeep);
+                out.extend(gates.into_iter().chain(hc).chain(tc).chain(da).chain(dc).chain(dp.into_iter().flatten()));
+            }
+            let xp = t(data(3 * bh, seed + 6, -3.0, 3.0));
+            let hn = t(data(bh, seed + 7, -2.0, 2.0));
+            let g1 = &gh[..bh];
+            for reset_after in [true, false] {
+                let mut rz = t(data(2 * bh, seed + 8, -2.0, 2.0));
+                if !reset_after {
+                    let mut u = vec![T::ZERO; bh];
+                    gru_reset(batch, h, &xp, &mut rz, &c, &mut u);
+                    out.extend(u);
+                }
+                let (mut n, mut h_new) = (vec![T::ZERO; bh], vec![T::ZERO; bh]);
+                gru_forward(batch, h, reset_after, &xp, &mut rz, &hn, &c, &mut n, &mut h_new);
+                let (mut da, mut dhn, mut dh) = (vec![T::ZERO; 3 * bh], vec![T::ZERO; bh], vec![T::ZERO; bh]);
+                gru_backward(batch, h, reset_after, &rz, &n, &c, &hn, g1, &mut da, &mut dhn, &mut dh);
+                if !reset_after {
+                    gru_backward_reset(batch, h, &rz, &c, &gh[bh..], &mut da, &mut dh);
+                }
+                out.extend(rz.into_iter().chain(n).chain(h_new).chain(da).chain(dhn).chain(dh));
+            }
+            let w = ca_rnn_width(h);
+            let mut a = t(data(batch * w, seed + 9, -2.0, 2.0));
+            let (mut c_new, mut y) = (vec![T::ZERO; bh], vec![T::ZERO; bh]);
+            ca_rnn_forward_cell(batch, h, &mut a, &c, &peeps[0], &mut c_new);
+            ca_rnn_forward_output(batch, h, &mut a, &mut y);
+            out.extend(a.into_iter().chain(c_new).chain(y));
+        }
+        out.iter().map(|v| v.to_f64().to_bits()).collect()
+    };
+    let per: Vec<(SimdLevel, Vec<u64>)> = {
+        let mut per = Vec::new();
+        on_each_level(|l| {
+            if l >= SimdLevel::Avx2Fma {
+                per.push((l, run()));
+            }
+        });
+        per
+    };
+    if per.len() < 2 {
+        eprintln!("note: this CPU has no AVX-512 level; the 512-bit copies were not run");
+        return;
+    }
+    let (a, b) = (&per[0].1, &per[1].1);
+    assert_eq!(a.len(), b.len());
+    let differ = a.iter().zip(b).filter(|(x, y)| x != y).count();
+    assert!(differ == 0, "{} of {} outputs differ between {:?} and {:?} in {}", differ, a.len(), per[0].0, per[1].0, std::any::type_name::<T>());
+}
+
+#[test]
+fn wide_lanes_give_the_avx2_bits_in_f32_and_f64() {
+    wide_lanes_give_the_avx2_bits::<f32>();
+    wide_lanes_give_the_avx2_bits::<f64>();
+}
+
 /// Evidence that the SIMD speed does not depend on compile-time flags: this test binary is built
 /// without any `-C target-feature` (the workspace sets none), yet on a CPU with AVX2+FMA the
-/// kernels dispatch to the AVX2 level (unless `CHI_SIMD=portable` caps it).
+/// kernels dispatch to the AVX2 level, and on one with AVX-512F to the AVX-512 level (unless
+/// `CHI_SIMD` caps it).
 #[test]
 fn dispatches_to_the_cpu_level_without_target_feature_flags() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -206,8 +327,9 @@ fn dispatches_to_the_cpu_level_without_target_feature_flags() {
     #[cfg(target_arch = "x86_64")]
     {
         let cpu_has = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
-        assert_eq!(cpu_simd_level() == SimdLevel::Avx2Fma, cpu_has);
-        if std::env::var("CHI_SIMD").as_deref() != Ok("portable") {
+        assert_eq!(cpu_simd_level() >= SimdLevel::Avx2Fma, cpu_has);
+        assert_eq!(cpu_simd_level() == SimdLevel::Avx512, cpu_has && is_x86_feature_detected!("avx512f"));
+        if std::env::var_os("CHI_SIMD").is_none_or(|v| v.is_empty()) {
             assert_eq!(simd_level(), cpu_simd_level(), "the kernels do not use the CPU's best level");
         }
         // In the default build this binary is compiled for baseline x86-64 (no AVX2 at compile
@@ -289,12 +411,13 @@ fn ca_rnn_kernels_match_f64<T: Real>(batch: usize, n: usize, tol: f64, seed: u64
     }
 }
 
-/// Hidden sizes around the vector widths (8 × f32, 4 × f64) and a prime; batch 0, 1 and 3.
+/// Hidden sizes around the vector widths (16 and 8 × f32, 8 and 4 × f64) and primes; batch 0, 1
+/// and 3.
 #[test]
 fn ca_rnn_kernels_on_each_level() {
     on_each_level(|_| {
         for batch in [0, 1, 3] {
-            for n in [1, 3, 4, 5, 7, 8, 9, 17] {
+            for n in [1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33] {
                 let seed = (batch * 100 + n) as u64 + 1;
                 ca_rnn_kernels_match_f64::<f32>(batch, n, 2e-5, seed);
                 ca_rnn_kernels_match_f64::<f64>(batch, n, 1e-13, seed);
@@ -303,14 +426,14 @@ fn ca_rnn_kernels_on_each_level() {
     });
 }
 
-/// Vector tails are loaded and stored with masks on AVX2 (and through a padded buffer on the
+/// Vector tails are loaded and stored with masks on AVX2 and AVX-512 (and through a padded buffer on the
 /// portable level): a kernel run on a window of a larger buffer must leave every element outside
 /// the window as it was, and each element's result must not depend on where in the slice (body
-/// or tail) it sits. Windows of every length 0–19 at every offset 0–8, in f32 and f64.
+/// or tail) it sits. Windows of every length 0–35 at every offset 0–8, in f32 and f64.
 fn tails_stay_in_their_window<T: Real>() {
     let guard = T::from_f64(-123.25);
     on_each_level(|l| {
-        for n in 0..20 {
+        for n in 0..36 {
             for off in 0..9 {
                 let x: Vec<T> = data(n, (n * 31 + off) as u64, -2.0, 2.0).iter().map(|&v| T::from_f64(v)).collect();
                 let g: Vec<T> = data(n, (n * 17 + off + 5) as u64, -1.0, 1.0).iter().map(|&v| T::from_f64(v)).collect();
