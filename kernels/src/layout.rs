@@ -23,25 +23,64 @@ pub fn permute<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], out: &mut [T])
     if n == 0 {
         return;
     }
+    // Input axes that stay at the end, in order, are one contiguous run per output position:
+    // merged into `inner`, they are copied `inner` elements at a time (a batch-major ↔
+    // time-major reorder of `[T, B, H]` copies rows of `H`).
+    let mut keep = 0;
+    while keep < rank && perm[rank - 1 - keep] == rank - 1 - keep {
+        keep += 1;
+    }
+    let inner: usize = shape[rank - keep..].iter().product();
+    let outer_rank = rank - keep;
     let in_strides = contiguous_strides(shape);
-    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
-    let src_strides: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
-    let mut idx = vec![0usize; rank];
-    for o in out.iter_mut() {
-        let mut off = 0;
-        for d in 0..rank {
-            off += idx[d] * src_strides[d];
-        }
-        *o = x[off];
-        let mut d = rank;
-        while d > 0 {
-            d -= 1;
-            idx[d] += 1;
-            if idx[d] < out_shape[d] {
-                break;
+    let out_shape: Vec<usize> = perm[..outer_rank].iter().map(|&p| shape[p]).collect();
+    let src_strides: Vec<usize> = perm[..outer_rank].iter().map(|&p| in_strides[p]).collect();
+    if inner == 1 && outer_rank >= 2 && perm[outer_rank - 1] != outer_rank - 1 {
+        // The last axis moves: per block of the leading output axes, the last two output axes
+        // form a 2-D transpose of a strided source, done in tiles (as [`transpose`]) so that
+        // neither side is streamed with a stride of a whole row.
+        let (rows, cols) = (out_shape[outer_rank - 2], out_shape[outer_rank - 1]);
+        let (rs, cs) = (src_strides[outer_rank - 2], src_strides[outer_rank - 1]);
+        let lead = outer_rank - 2;
+        let mut idx = vec![0usize; lead];
+        for block in out.chunks_exact_mut(rows * cols) {
+            let base: usize = (0..lead).map(|d| idx[d] * src_strides[d]).sum();
+            for r0 in (0..rows).step_by(TILE) {
+                for c0 in (0..cols).step_by(TILE) {
+                    for r in r0..(r0 + TILE).min(rows) {
+                        for c in c0..(c0 + TILE).min(cols) {
+                            block[r * cols + c] = x[base + r * rs + c * cs];
+                        }
+                    }
+                }
             }
-            idx[d] = 0;
+            next_index(&mut idx, &out_shape[..lead]);
         }
+        return;
+    }
+    let mut idx = vec![0usize; outer_rank];
+    for o in out.chunks_exact_mut(inner) {
+        let off: usize = (0..outer_rank).map(|d| idx[d] * src_strides[d]).sum();
+        if inner == 1 {
+            o[0] = x[off];
+        } else {
+            o.copy_from_slice(&x[off..off + inner]);
+        }
+        next_index(&mut idx, &out_shape);
+    }
+}
+
+/// Advances a row-major multi-index over `shape` by one (wrapping to zeros after the last).
+#[inline]
+fn next_index(idx: &mut [usize], shape: &[usize]) {
+    let mut d = idx.len();
+    while d > 0 {
+        d -= 1;
+        idx[d] += 1;
+        if idx[d] < shape[d] {
+            return;
+        }
+        idx[d] = 0;
     }
 }
 

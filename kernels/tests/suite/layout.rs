@@ -68,6 +68,28 @@ proptest! {
     }
 }
 
+/// Shapes larger than the random ones: several 32 × 32 tiles with partial edges where the last
+/// axis moves, and long contiguous runs where trailing axes stay (a `[T, B, H]` ↔ `[B, T, H]`
+/// reorder).
+#[test]
+fn permute_across_tiles_and_runs() {
+    for (shape, perm) in [
+        (vec![3usize, 70, 45], vec![0usize, 2, 1]),
+        (vec![3, 70, 45], vec![2, 0, 1]),
+        (vec![33, 65], vec![1, 0]),
+        (vec![35, 64, 33], vec![1, 0, 2]),
+        (vec![5, 7, 9, 11], vec![2, 0, 1, 3]),
+        (vec![5, 7, 9, 11], vec![3, 1, 2, 0]),
+        (vec![4, 40, 1], vec![1, 0, 2]),
+    ] {
+        let n: usize = shape.iter().product();
+        let x: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let mut out = vec![f64::NAN; n];
+        permute(&x, &shape, &perm, &mut out);
+        assert_eq!(out, permute_ref(&x, &shape, &perm), "shape {shape:?} perm {perm:?}");
+    }
+}
+
 #[test]
 fn permute_small_cases_by_hand() {
     // 2×3 transpose: [[0,1,2],[3,4,5]] → [[0,3],[1,4],[2,5]].
