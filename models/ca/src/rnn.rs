@@ -189,18 +189,9 @@ impl<T: Float> RecurrentCell<T> for CaRnnCell<T> {
     /// The whole sequence as one fused op ([`Tensor::ca_rnn_sequence`]: both recurrent weights
     /// packed once, backward one node). As for the LSTM, the per-step states are outputs of that
     /// node; see [`chi_nn::layers::with_stepwise_recurrence`] for the total ∂L/∂y_t.
-    fn run_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<std::rc::Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
-        let (n, b, t) = (self.hidden, xp.dim(0), xp.dim(1));
+    fn run_projected_stacked(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<std::rc::Rc<Vec<bool>>>) -> Option<Tensor<T>> {
         let (w_r, w_z) = self.recurrent_weights();
-        let y = Tensor::ca_rnn_sequence(xp, &state[0], &state[1], &w_r, &w_z, &self.p_v.get(), keep);
-        Some(
-            (0..t)
-                .map(|i| {
-                    let s = y.narrow(0, i, 1).reshape(&[b, 2 * n]);
-                    vec![s.narrow(1, 0, n), s.narrow(1, n, n)]
-                })
-                .collect(),
-        )
+        Some(Tensor::ca_rnn_sequence(xp, &state[0], &state[1], &w_r, &w_z, &self.p_v.get(), keep))
     }
 }
 

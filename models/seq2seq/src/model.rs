@@ -30,7 +30,7 @@ use crate::vocab::{Padded, BOS, PAD};
 use chi_autodiff::{Float, Reduction, Rng, Tensor};
 use chi_ca::{CaAttention, CaRnnCell, CaRnnConfig, ChiForm};
 use chi_nn::layers::{
-    reverse_padded, run_sequence_batch, stack_outputs, AdditiveScore, Attention, AttentionScore, ConcatScore, DotScore, Embedding, GeneralScore,
+    reverse_padded, run_sequence_batch_stacked, AdditiveScore, Attention, AttentionScore, ConcatScore, DotScore, Embedding, GeneralScore,
     GruCell, GruVariant, Linear, LocalAttention, LstmCell, RecurrentCell,
 };
 use chi_nn::params::ParamStore;
@@ -392,11 +392,10 @@ impl<T: Float> Seq2Seq<T> {
         let mut x = self.src_emb.forward_shaped(&src.ids, &[b, s]);
         let mut finals = Vec::with_capacity(self.config.layers);
         for l in 0..self.config.layers {
-            let (outs, state) = run_sequence_batch(self.enc_fwd[l].as_ref(), &x, None, lengths);
-            let fwd = stack_outputs(&outs);
+            let (fwd, state) = run_sequence_batch_stacked(self.enc_fwd[l].as_ref(), &x, None, lengths);
             x = if self.config.bidirectional {
-                let (outs_b, _) = run_sequence_batch(self.enc_bwd[l].as_ref(), &reverse_padded(&x, lengths), None, lengths);
-                let bwd = reverse_padded(&stack_outputs(&outs_b), lengths);
+                let (outs_b, _) = run_sequence_batch_stacked(self.enc_bwd[l].as_ref(), &reverse_padded(&x, lengths), None, lengths);
+                let bwd = reverse_padded(&outs_b, lengths);
                 Tensor::concat(&[fwd, bwd], 2)
             } else {
                 fwd

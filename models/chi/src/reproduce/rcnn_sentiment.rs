@@ -19,7 +19,7 @@ use super::units::UnitData;
 use super::{Ctx, Report, Row};
 use chi_autodiff::{no_grad, Rng, Tensor};
 use chi_nn::dist::{GradSync, Group};
-use chi_nn::layers::{run_sequence_batch, stack_outputs, Linear, LstmCell};
+use chi_nn::layers::{run_sequence_batch_stacked, Linear, LstmCell};
 use chi_nn::optim::{OptimConfig, Optimizer};
 use chi_nn::params::{Param, ParamStore};
 use chi_nn::stats::{PairedTest, Summary};
@@ -90,7 +90,7 @@ impl Classifier {
                 Tensor::concat(&pooled.map_err(|e| e.to_string())?, 1)
             }
             Core::Lstm(c) => {
-                let h = stack_outputs(&run_sequence_batch(c, x, None, Some(lengths)).0);
+                let h = run_sequence_batch_stacked(c, x, None, Some(lengths)).0;
                 pool(&h, Some(lengths), Pooling::Mean).map_err(|e| e.to_string())?
             }
         };

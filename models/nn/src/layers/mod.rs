@@ -48,7 +48,7 @@ pub use dropout::Dropout;
 pub use embedding::{BagMode, Embedding, EmbeddingBag};
 pub use linear::Linear;
 pub use norm::LayerNorm;
-pub use rnn::{reverse_padded, with_stepwise_recurrence, stepwise_recurrence, run_sequence, run_sequence_batch, run_sequence_batch_held, stack_outputs, BiOutput, Bidirectional, GruCell, GruVariant, LstmCell, RnnCell};
+pub use rnn::{reverse_padded, with_stepwise_recurrence, stepwise_recurrence, run_sequence, run_sequence_batch, run_sequence_batch_held, run_sequence_batch_stacked, stack_outputs, BiOutput, Bidirectional, GruCell, GruVariant, LstmCell, RnnCell};
 
 /// The full name of a parameter: `"{prefix}.{name}"`, or `name` when `prefix` is empty.
 pub fn param_name(prefix: &str, name: &str) -> String {
@@ -97,9 +97,19 @@ pub trait RecurrentCell<T: Float> {
     }
     /// A whole sequence from projected inputs `xp [batch, time, G]` (as
     /// [`RecurrentCell::project_inputs`] gives them) and an initial state, in one fused op if the
-    /// cell has one: the state after every step. `keep[t·batch + b]` false means row `b` does not
-    /// step at time `t` (its state is carried). `None` (the default): runners step one at a time.
-    fn run_projected(&self, _xp: &Tensor<T>, _state: &[Tensor<T>], _keep: Option<std::rc::Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
+    /// cell has one: the states of every step as one time-major tensor `[time, batch, W]`, whose
+    /// row `(t, b)` holds the parts of row `b`'s state after step `t` side by side, in the order
+    /// and widths of `state` (`[h, c]` for LSTM), so that the output (the first part, as
+    /// [`RecurrentCell::output`] reads it by default) comes first. `keep[t·batch + b]` false
+    /// means row `b` does not step at time `t` (its state is carried). `None` (the default):
+    /// runners step one at a time. A cell implementing this must not override `output`.
+    fn run_projected_stacked(&self, _xp: &Tensor<T>, _state: &[Tensor<T>], _keep: Option<std::rc::Rc<Vec<bool>>>) -> Option<Tensor<T>> {
         None
+    }
+    /// [`RecurrentCell::run_projected_stacked`] as a list of states, one per step (each a list of
+    /// `[batch, ·]` parts, as `state`).
+    fn run_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<std::rc::Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
+        let y = self.run_projected_stacked(xp, state, keep)?;
+        Some(rnn::unstack_states(&y, state))
     }
 }

@@ -1,5 +1,6 @@
 //! Recurrent cells ([`RnnCell`], [`LstmCell`], [`GruCell`]), sequence runners with masking for
-//! variable-length batches ([`run_sequence`], [`run_sequence_batch`]) and a
+//! variable-length batches ([`run_sequence`], [`run_sequence_batch`],
+//! [`run_sequence_batch_stacked`]) and a
 //! [`Bidirectional`] wrapper.
 //!
 //! All cells implement [`RecurrentCell`]. Each keeps the input weights of all its gates fused in
@@ -194,18 +195,9 @@ impl<T: Float> RecurrentCell<T> for LstmCell<T> {
     /// packed once for all steps, and backward is one node). The per-step states are outputs
     /// of that node: a gradient retained on one of them is only its downstream part; see
     /// [`with_stepwise_recurrence`] for the total ∂L/∂h_t.
-    fn run_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
-        let (hs, b, t) = (self.hidden, xp.dim(0), xp.dim(1));
+    fn run_projected_stacked(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<Rc<Vec<bool>>>) -> Option<Tensor<T>> {
         let peep = self.peephole.as_ref().map(|p| p.each_ref().map(|q| q.get()));
-        let y = Tensor::lstm_sequence(xp, &state[0], &state[1], &self.w_hh.get(), peep.as_ref().map(|p| p.each_ref()), keep);
-        Some(
-            (0..t)
-                .map(|i| {
-                    let s = y.narrow(0, i, 1).reshape(&[b, 2 * hs]);
-                    vec![s.narrow(1, 0, hs), s.narrow(1, hs, hs)]
-                })
-                .collect(),
-        )
+        Some(Tensor::lstm_sequence(xp, &state[0], &state[1], &self.w_hh.get(), peep.as_ref().map(|p| p.each_ref()), keep))
     }
 }
 
@@ -331,11 +323,9 @@ impl<T: Float> RecurrentCell<T> for GruCell<T> {
     /// The whole sequence as one fused op ([`Tensor::gru_sequence`]: both recurrent weights
     /// packed once for all steps, backward one node). As for the LSTM, the per-step states are
     /// outputs of that node; see [`with_stepwise_recurrence`] for the total ∂L/∂h_t.
-    fn run_projected(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<Rc<Vec<bool>>>) -> Option<Vec<Vec<Tensor<T>>>> {
-        let (hs, b, t) = (self.hidden, xp.dim(0), xp.dim(1));
+    fn run_projected_stacked(&self, xp: &Tensor<T>, state: &[Tensor<T>], keep: Option<Rc<Vec<bool>>>) -> Option<Tensor<T>> {
         let b_hn = self.b_hn.as_ref().map(|p| p.get());
-        let y = Tensor::gru_sequence(xp, &state[0], &self.w_hh.get(), &self.w_hn.get(), b_hn.as_ref(), keep);
-        Some((0..t).map(|i| vec![y.narrow(0, i, 1).reshape(&[b, hs])]).collect())
+        Some(Tensor::gru_sequence(xp, &state[0], &self.w_hh.get(), &self.w_hn.get(), b_hn.as_ref(), keep))
     }
 }
 
@@ -474,16 +464,12 @@ fn run_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
     lengths: Option<&[usize]>,
     zero_finished: bool,
 ) -> (Vec<Tensor<T>>, Vec<Tensor<T>>) {
-    assert!(xs.rank() == 3, "run_sequence_batch: input must be [batch, time, in], got {:?}", xs.shape());
-    let (batch, time) = (xs.dim(0), xs.dim(1));
-    assert!(time > 0, "run_sequence_batch: empty sequence");
-    check_lengths(lengths, batch, time);
+    let (batch, time) = check_batch_input(xs, lengths);
     let projected = cell.project_inputs(xs);
     if let Some(xp) = &projected {
         // Cells with a whole-sequence op (LSTM) run it: one node, weights packed once.
-        let keep_all = lengths.map(|l| Rc::new((0..time).flat_map(|t| l.iter().map(move |&n| t < n)).collect::<Vec<bool>>()));
         let init_state = init.map(|s| s.to_vec()).unwrap_or_else(|| cell.init_state(batch));
-        let whole = if stepwise_recurrence() { None } else { cell.run_projected(xp, &init_state, keep_all) };
+        let whole = if stepwise_recurrence() { None } else { cell.run_projected(xp, &init_state, keep_all(lengths, time)) };
         if let Some(states) = whole {
             let outs = states
                 .iter()
@@ -496,7 +482,38 @@ fn run_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
             return (outs, states.into_iter().last().expect("time > 0"));
         }
     }
-    let src = projected.as_ref().unwrap_or(xs).permute(&[1, 0, 2]); // [T, B, G]
+    step_batch(cell, xs, projected.as_ref(), init, lengths, zero_finished)
+}
+
+/// The shape checks of the batch-major runners; returns `(batch, time)`.
+#[track_caller]
+fn check_batch_input<T: Float>(xs: &Tensor<T>, lengths: Option<&[usize]>) -> (usize, usize) {
+    assert!(xs.rank() == 3, "run_sequence_batch: input must be [batch, time, in], got {:?}", xs.shape());
+    let (batch, time) = (xs.dim(0), xs.dim(1));
+    assert!(time > 0, "run_sequence_batch: empty sequence");
+    check_lengths(lengths, batch, time);
+    (batch, time)
+}
+
+/// The step flags of a whole-sequence op, `keep[t·B + b] = t < lengths[b]` (`None` without
+/// lengths).
+fn keep_all(lengths: Option<&[usize]>, time: usize) -> Option<Rc<Vec<bool>>> {
+    lengths.map(|l| Rc::new((0..time).flat_map(|t| l.iter().map(move |&n| t < n)).collect::<Vec<bool>>()))
+}
+
+/// The runners' loop over time, one step (one node or more) at a time, from the projected
+/// inputs when the cell has them.
+#[track_caller]
+fn step_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
+    cell: &C,
+    xs: &Tensor<T>,
+    projected: Option<&Tensor<T>>,
+    init: Option<&[Tensor<T>]>,
+    lengths: Option<&[usize]>,
+    zero_finished: bool,
+) -> (Vec<Tensor<T>>, Vec<Tensor<T>>) {
+    let (batch, time) = (xs.dim(0), xs.dim(1));
+    let src = projected.unwrap_or(xs).permute(&[1, 0, 2]); // [T, B, G]
     let g = src.dim(2);
     let mut state = init.map(|s| s.to_vec()).unwrap_or_else(|| cell.init_state(batch));
     let mut outs = Vec::with_capacity(time);
@@ -509,6 +526,65 @@ fn run_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
         outs.push(if zero_finished { masked_output(out, keep.as_deref()) } else { out });
     }
     (outs, state)
+}
+
+/// The per-step states of a whole-sequence op's time-major `[T, B, W]` result, each split into
+/// the parts of `state` (by their widths).
+pub(crate) fn unstack_states<T: Float>(y: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Vec<Tensor<T>>> {
+    let (t, b, w) = (y.dim(0), y.dim(1), y.dim(2));
+    (0..t).map(|i| split_state(&y.narrow(0, i, 1).reshape(&[b, w]), state)).collect()
+}
+
+/// A `[B, W]` row of states split into the parts of `state` (by their widths).
+fn split_state<T: Float>(s: &Tensor<T>, state: &[Tensor<T>]) -> Vec<Tensor<T>> {
+    if state.len() == 1 {
+        return vec![s.clone()];
+    }
+    let mut start = 0;
+    state
+        .iter()
+        .map(|p| {
+            let part = s.narrow(1, start, p.dim(1));
+            start += p.dim(1);
+            part
+        })
+        .collect()
+}
+
+/// [`run_sequence_batch`] with its outputs stacked as [`stack_outputs`] stacks them: the output
+/// of every step in one `[B, T, H]` tensor (zero past each sequence's length), and the final
+/// state. The same values and gradients; for a cell with a whole-sequence op
+/// ([`RecurrentCell::run_projected_stacked`]) the outputs are read out of that op's time-major
+/// states with two copies (the output columns, then batch-major order) instead of a narrow per
+/// step and state part and a stack.
+#[track_caller]
+pub fn run_sequence_batch_stacked<T: Float, C: RecurrentCell<T> + ?Sized>(
+    cell: &C,
+    xs: &Tensor<T>,
+    init: Option<&[Tensor<T>]>,
+    lengths: Option<&[usize]>,
+) -> (Tensor<T>, Vec<Tensor<T>>) {
+    let (batch, time) = check_batch_input(xs, lengths);
+    let projected = cell.project_inputs(xs);
+    if let Some(xp) = &projected {
+        let init_state = init.map(|s| s.to_vec()).unwrap_or_else(|| cell.init_state(batch));
+        let whole = if stepwise_recurrence() { None } else { cell.run_projected_stacked(xp, &init_state, keep_all(lengths, time)) };
+        if let Some(y) = whole {
+            let h = init_state[0].dim(1);
+            let out = if init_state.len() == 1 { y.clone() } else { y.narrow(2, 0, h) }.permute(&[1, 0, 2]);
+            let out = match lengths {
+                Some(l) if l.iter().any(|&n| n < time) => {
+                    let m: Vec<bool> = l.iter().flat_map(|&n| (0..time).flat_map(move |t| std::iter::repeat_n(t < n, h))).collect();
+                    Tensor::where_(&m, out.shape(), &out, &Tensor::zeros(out.shape()))
+                }
+                _ => out,
+            };
+            let last = y.narrow(0, time - 1, 1).reshape(&[batch, y.dim(2)]);
+            return (out, split_state(&last, &init_state));
+        }
+    }
+    let (outs, state) = step_batch(cell, xs, projected.as_ref(), init, lengths, true);
+    (stack_outputs(&outs), state)
 }
 
 /// Stacks per-step outputs `[B, H]` into `[B, T, H]`.
@@ -562,11 +638,10 @@ impl<C> Bidirectional<C> {
     where
         C: RecurrentCell<T>,
     {
-        let (of, fwd_state) = run_sequence_batch(&self.fwd, xs, None, lengths);
+        let (of, fwd_state) = run_sequence_batch_stacked(&self.fwd, xs, None, lengths);
         let xr = reverse_padded(xs, lengths);
-        let (ob, bwd_state) = run_sequence_batch(&self.bwd, &xr, None, lengths);
-        let ob = reverse_padded(&stack_outputs(&ob), lengths);
-        BiOutput { outputs: Tensor::concat(&[stack_outputs(&of), ob], 2), fwd_state, bwd_state }
+        let (ob, bwd_state) = run_sequence_batch_stacked(&self.bwd, &xr, None, lengths);
+        BiOutput { outputs: Tensor::concat(&[of, reverse_padded(&ob, lengths)], 2), fwd_state, bwd_state }
     }
 }
 

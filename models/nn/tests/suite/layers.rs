@@ -5,7 +5,7 @@
 use chi_autodiff::{GradcheckOptions, Rng, Tensor};
 use chi_nn::gradcheck::check_model;
 use chi_nn::layers::{
-    run_sequence, run_sequence_batch, stack_outputs, Activation, AdditiveScore, Attention, BagMode, Bidirectional, ConcatScore, Conv1dText, Conv2d,
+    run_sequence, run_sequence_batch, run_sequence_batch_stacked, stack_outputs, with_stepwise_recurrence, Activation, AdditiveScore, Attention, BagMode, Bidirectional, ConcatScore, Conv1dText, Conv2d,
     DotScore, Dropout, Embedding, EmbeddingBag, GeneralScore, GruCell, GruVariant, LayerNorm, Linear, LocalAttention, LstmCell, MaxPool2d,
     RecurrentCell, RnnCell, SelfAttention,
 };
@@ -144,6 +144,62 @@ fn recurrent_cells_over_sequences() {
     }
 }
 
+/// `run_sequence_batch_stacked` reads a whole-sequence op's outputs out of its time-major states
+/// instead of stacking per-step narrows: the same values bit for bit, and the same gradients (to
+/// rounding: the two graphs sum the same terms in other orders) for every cell, with and without
+/// lengths (one sequence empty, one full, one short), on the fused path and step by step.
+#[test]
+fn stacked_runner_equals_stacking_the_per_step_outputs() {
+    let mut rng = Rng::new(8);
+    let cells: Vec<(&str, Box<dyn Fn(&mut ParamStore<f64>, &mut Rng) -> Box<dyn RecurrentCell<f64>>>)> = vec![
+        ("Elman RNN", Box::new(|s, r| Box::new(RnnCell::new(s, "rnn", "g", 3, 4, r)))),
+        ("LSTM", Box::new(|s, r| Box::new(LstmCell::new(s, "lstm", "g", 3, 4, false, r)))),
+        ("LSTM peephole", Box::new(|s, r| Box::new(LstmCell::new(s, "lstm", "g", 3, 4, true, r)))),
+        ("GRU reset-before", Box::new(|s, r| Box::new(GruCell::new(s, "gru", "g", 3, 4, GruVariant::ResetBeforeMatmul, r)))),
+        ("GRU reset-after", Box::new(|s, r| Box::new(GruCell::new(s, "gru", "g", 3, 4, GruVariant::ResetAfterMatmul, r)))),
+    ];
+    for (name, make) in cells {
+        let mut s = ParamStore::new();
+        let cell = make(&mut s, &mut rng);
+        perturb(&s, &mut rng);
+        let xs = Tensor::randn(&[3, 5, 3], &mut rng);
+        let w_out = Tensor::randn(&[3, 5, 4], &mut rng);
+        for lengths in [None, Some(&[5usize, 0, 3][..])] {
+            for stepwise in [false, true] {
+                // Values of the outputs and final state, and the gradients of all parameters and
+                // of the input, of a weighted sum of both.
+                let run = |stacked: bool| -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+                    s.zero_grad();
+                    let x = xs.detach().requires_grad();
+                    let go = || {
+                        if stacked {
+                            run_sequence_batch_stacked(cell.as_ref(), &x, None, lengths)
+                        } else {
+                            let (outs, state) = run_sequence_batch(cell.as_ref(), &x, None, lengths);
+                            (stack_outputs(&outs), state)
+                        }
+                    };
+                    let (out, state) = if stepwise { with_stepwise_recurrence(go) } else { go() };
+                    let mut values = vec![out.to_vec()];
+                    values.extend(state.iter().map(|t| t.to_vec()));
+                    let loss = out.mul(&w_out).sum().add(&Tensor::concat(&state, 1).square().sum());
+                    loss.backward();
+                    let mut grads: Vec<Vec<f64>> = s.params().iter().map(|p| p.grad().expect("parameter gradient").to_vec()).collect();
+                    grads.push(x.grad().expect("input gradient").to_vec());
+                    (values, grads)
+                };
+                let (v0, g0) = run(false);
+                let (v1, g1) = run(true);
+                let what = format!("{name}, lengths {lengths:?}, stepwise {stepwise}");
+                assert_eq!(v0, v1, "{what}: values differ");
+                for (a, b) in g0.iter().flatten().zip(g1.iter().flatten()) {
+                    assert!((a - b).abs() <= 1e-12 * (1.0 + a.abs()), "{what}: gradient {a} vs {b}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn bidirectional_wrapper() {
     let mut rng = Rng::new(6);
@@ -152,6 +208,14 @@ fn bidirectional_wrapper() {
     perturb(&s, &mut rng);
     let xs = Tensor::randn(&[2, 4, 2], &mut rng);
     check("Bidirectional GRU, lengths [4, 3]", &s, &[xs], |x| bi.forward(&x[0], Some(&[4, 3])).outputs);
+    let mut s = ParamStore::new();
+    let bi = Bidirectional::new(LstmCell::new(&mut s, "f", "g", 2, 3, true, &mut rng), LstmCell::new(&mut s, "b", "g", 2, 3, false, &mut rng));
+    perturb(&s, &mut rng);
+    let xs = Tensor::randn(&[3, 4, 2], &mut rng);
+    check("Bidirectional LSTM, lengths [4, 1, 3], outputs and final states", &s, &[xs], |x| {
+        let o = bi.forward(&x[0], Some(&[4, 1, 3]));
+        Tensor::concat(&[o.outputs.reshape(&[3, 24]), Tensor::concat(&o.fwd_state, 1), Tensor::concat(&o.bwd_state, 1)], 1)
+    });
 }
 
 /// Masked steps leave the state alone and get no gradient.
