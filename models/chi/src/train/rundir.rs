@@ -107,7 +107,17 @@ impl RunLock {
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(format!("{}: cannot lock: {e}", path.display())),
         }
-        let _ = file.read_to_string(&mut old);
+        // A chi lock file is empty or holds a PID; anything else is a file of the user's that
+        // happens to have this name, and is left as it is (at most 64 bytes are read to tell).
+        let mut head = Vec::new();
+        let _ = (&mut file).take(64).read_to_end(&mut head);
+        if !head.iter().all(|b| b.is_ascii_digit() || b.is_ascii_whitespace()) {
+            return Err(format!(
+                "{} exists and is not a chi lock file: chi keeps its lock there and will not overwrite it; move the file or choose another --out",
+                path.display()
+            ));
+        }
+        old = String::from_utf8_lossy(&head).into_owned();
         let stale = old.trim();
         if !stale.is_empty() && stale != std::process::id().to_string() {
             eprintln!("chi: warning: {}: taking over a stale lock of PID {stale}, which ended without releasing it", dir.display());
@@ -449,6 +459,23 @@ mod tests {
         let d = std::env::temp_dir().join(format!("chi-rundir-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
+    }
+
+    #[test]
+    fn a_users_file_named_like_the_lock_is_left_alone() {
+        let d = tmp("foreign-lock");
+        std::fs::create_dir_all(&d).unwrap();
+        for content in [&b"my notes on the run\n"[..], &[0xff, 0xfe, 0x00, 0x41][..], &b"123 then words"[..]] {
+            std::fs::write(d.join(LOCK_FILE), content).unwrap();
+            let e = RunLock::acquire(&d).unwrap_err();
+            assert!(e.contains("is not a chi lock file") && e.contains(LOCK_FILE), "{e}");
+            assert_eq!(std::fs::read(d.join(LOCK_FILE)).unwrap(), content, "the file was changed");
+        }
+        // A stale chi lock (a PID, or empty) is taken over.
+        std::fs::write(d.join(LOCK_FILE), "4194303\n").unwrap();
+        let lock = RunLock::acquire(&d).unwrap();
+        drop(lock);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
