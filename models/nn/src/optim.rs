@@ -160,29 +160,29 @@ impl OptimConfig {
     pub fn eps(&self) -> f64 {
         self.eps.unwrap_or(if self.name == OptimKind::Adagrad { 1e-10 } else { 1e-8 })
     }
-    /// Checks the ranges (PyTorch's checks).
+    /// Checks the ranges: PyTorch's checks, and beyond them every value finite, RMSProp's α and
+    /// SGD's dampening in `[0, 1]` (outside it the squared-gradient average goes negative, or the
+    /// momentum adds the gradient with the wrong sign), Adagrad's learning-rate decay and initial
+    /// accumulator non-negative (as PyTorch requires). A value out of range is refused by name
+    /// here rather than surfacing steps later as a diverged loss.
     pub fn validate(&self) -> Result<(), NnError> {
         let bad = |what: &str, v: f64| Err(NnError::invalid("invalid optimiser setting", what, v, "out of range"));
-        if !(self.lr >= 0.0 && self.lr.is_finite()) {
-            return bad("lr", self.lr);
-        }
-        if !(self.weight_decay() >= 0.0) {
-            return bad("weight_decay", self.weight_decay());
-        }
-        if !(self.eps() >= 0.0) {
-            return bad("eps", self.eps());
-        }
-        if !(self.momentum >= 0.0) {
-            return bad("momentum", self.momentum);
-        }
-        if !(0.0..1.0).contains(&self.beta1) {
-            return bad("beta1", self.beta1);
-        }
-        if !(0.0..1.0).contains(&self.beta2) {
-            return bad("beta2", self.beta2);
-        }
-        if !(self.alpha >= 0.0) {
-            return bad("alpha", self.alpha);
+        let checks: [(&str, f64, bool); 10] = [
+            ("lr", self.lr, self.lr >= 0.0),
+            ("weight_decay", self.weight_decay(), self.weight_decay() >= 0.0),
+            ("eps", self.eps(), self.eps() >= 0.0),
+            ("momentum", self.momentum, self.momentum >= 0.0),
+            ("dampening", self.dampening, (0.0..=1.0).contains(&self.dampening)),
+            ("lr_decay", self.lr_decay, self.lr_decay >= 0.0),
+            ("initial_accumulator_value", self.initial_accumulator_value, self.initial_accumulator_value >= 0.0),
+            ("alpha", self.alpha, (0.0..=1.0).contains(&self.alpha)),
+            ("beta1", self.beta1, (0.0..1.0).contains(&self.beta1)),
+            ("beta2", self.beta2, (0.0..1.0).contains(&self.beta2)),
+        ];
+        for (what, v, ok) in checks {
+            if !(ok && v.is_finite()) {
+                return bad(what, v);
+            }
         }
         if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
             return Err(NnError::invalid("invalid optimiser setting", "nesterov", true, "Nesterov momentum needs momentum > 0 and dampening = 0"));
@@ -697,6 +697,40 @@ fn rmsprop<T: Float, const MOM: bool, const CEN: bool>(k: &RmspropConsts, w: &mu
 mod tests {
     use super::*;
     use chi_autodiff::Tensor;
+
+    /// Every setting out of its range, or not finite, is refused naming the key (an infinite eps
+    /// was accepted, then saved as JSON `null` and read back as "no eps set"; a negative Adagrad
+    /// decay or an RMSProp α of 2 trained on to a NaN loss); the defaults and edges pass.
+    #[test]
+    fn settings_out_of_range_or_not_finite_are_refused_by_name() {
+        let base = OptimConfig::default();
+        for kind in [OptimKind::Sgd, OptimKind::Adagrad, OptimKind::Rmsprop, OptimKind::Adam, OptimKind::Adamw] {
+            assert!(OptimConfig { name: kind, ..base.clone() }.validate().is_ok(), "{kind:?} defaults");
+        }
+        let edges = [OptimConfig { alpha: 1.0, dampening: 1.0, ..base.clone() }, OptimConfig { alpha: 0.0, lr: 0.0, ..base.clone() }];
+        for c in edges {
+            assert!(c.validate().is_ok(), "{c:?}");
+        }
+        let cases: Vec<(&str, OptimConfig)> = vec![
+            ("lr", OptimConfig { lr: f64::INFINITY, ..base.clone() }),
+            ("eps", OptimConfig { eps: Some(f64::INFINITY), ..base.clone() }),
+            ("eps", OptimConfig { eps: Some(f64::NAN), ..base.clone() }),
+            ("weight_decay", OptimConfig { weight_decay: Some(f64::INFINITY), ..base.clone() }),
+            ("momentum", OptimConfig { momentum: f64::INFINITY, ..base.clone() }),
+            ("dampening", OptimConfig { dampening: -100.0, ..base.clone() }),
+            ("dampening", OptimConfig { dampening: f64::NAN, ..base.clone() }),
+            ("lr_decay", OptimConfig { lr_decay: -10.0, ..base.clone() }),
+            ("lr_decay", OptimConfig { lr_decay: f64::NAN, ..base.clone() }),
+            ("initial_accumulator_value", OptimConfig { initial_accumulator_value: -1.0, ..base.clone() }),
+            ("initial_accumulator_value", OptimConfig { initial_accumulator_value: f64::INFINITY, ..base.clone() }),
+            ("alpha", OptimConfig { alpha: 2.0, ..base.clone() }),
+            ("beta2", OptimConfig { beta2: 1.0, ..base.clone() }),
+        ];
+        for (key, c) in cases {
+            let e = c.validate().expect_err(key).to_string();
+            assert!(e.contains(key) && e.contains("out of range"), "{key}: {e}");
+        }
+    }
 
     /// Each rule written element by element as PyTorch's single-tensor update states it (f64
     /// arithmetic, state stored in f32 and read back): the reference the slice loops of

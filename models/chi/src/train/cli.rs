@@ -169,7 +169,8 @@ pub struct EvalArgs {
     pub target: Option<PathBuf>,
     /// Where to write report.json, confusion.csv and the confusion heat maps (default: RUN/eval-SPLIT
     /// for a split, RUN/eval-file-STEM for --data STEM.csv, RUN/eval-file-STEM-2, … for another
-    /// file of the same stem; without a run directory, no files).
+    /// file of the same stem, each with -step-N appended for a checkpoint of step N; without a
+    /// run directory, no files).
     #[arg(long)]
     pub report: Option<PathBuf>,
 }
@@ -524,7 +525,7 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
         return Err("--target is the label file of --data; give --data too".into());
     }
     let t = infer::load_trained(&path, args.data.is_none())?;
-    let (split, what, warnings) = match &args.data {
+    let (split, what, mut warnings) = match &args.data {
         Some(d) => {
             let schema = t.schema.as_ref().ok_or_else(|| {
                 format!("the model was trained on the built-in dataset {:?}; --data needs a model trained on files (chi train --data PATH)", t.cfg.dataset)
@@ -553,6 +554,11 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
     let data = t.cfg.data.path.clone().unwrap_or_else(|| t.cfg.dataset.clone());
     println!("{} on {data} ({what}) at step {}: {}", t.cfg.model, t.step, fmt_metrics(&r.metrics));
     print!("{}", infer::report_text(&r));
+    // A checkpoint's report goes beside the final model's, not over it: `eval-SPLIT-step-N`.
+    let final_model = t.run_dir.as_ref().is_some_and(|run| t.weights.file_name() == Some("model.safetensors".as_ref()) && t.weights.parent() == Some(run.as_path()));
+    if !final_model && t.run_dir.is_some() {
+        warnings.1 = format!("{}-step-{}", warnings.1, t.step);
+    }
     let dir = match (&args.report, &t.run_dir, &args.data) {
         (Some(dir), _, _) => {
             let names = ["report.json", "confusion.csv", "confusion.svg", "confusion.png"];

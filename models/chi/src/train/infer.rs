@@ -159,32 +159,51 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
 /// Model outputs of a whole split, one row per example: class probabilities (softmax, or
 /// `[1 − p, p]` for a binary logit) or the regressed value.
 pub fn outputs(model: &dyn Model, task: Task, split: &Split, batch: usize) -> Vec<Vec<f64>> {
+    outputs_with_log_probs(model, task, split, batch).0
+}
+
+/// [`outputs`], and for a classifier the log-probability of every class per example, computed
+/// from the logits (`log_softmax`, `log σ`), so a loss taken from them is the training loss
+/// even where a probability rounds to 0 (empty rows for regression).
+pub fn outputs_with_log_probs(model: &dyn Model, task: Task, split: &Split, batch: usize) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     let n = split.len();
     let mut rng = Rng::new(0); // no dropout in evaluation
-    let mut rows = Vec::with_capacity(n);
+    let (mut rows, mut logs) = (Vec::with_capacity(n), Vec::with_capacity(n));
     no_grad(|| {
         let mut s = 0;
         while s < n {
             let idx: Vec<usize> = (s..(s + batch).min(n)).collect();
             let o = model.forward(split, &idx, false, &mut rng).output;
-            rows.extend(output_rows(task, &o, idx.len()));
+            let (r, l) = output_rows(task, &o, idx.len());
+            rows.extend(r);
+            logs.extend(l);
             s += batch;
         }
     });
-    rows
+    (rows, logs)
 }
 
-fn output_rows(task: Task, o: &Tensor<f32>, b: usize) -> Vec<Vec<f64>> {
+/// `ln σ(z)` without overflow.
+fn log_sigmoid(z: f64) -> f64 {
+    -((-z).max(0.0) + (-z.abs()).exp().ln_1p())
+}
+
+fn output_rows(task: Task, o: &Tensor<f32>, b: usize) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let rows = |v: Vec<f32>, w: usize| -> Vec<Vec<f64>> { v.chunks(w.max(1)).map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
     match task {
         Task::Classification { classes } => {
-            let p = o.reshape(&[b, classes]).softmax(-1).to_vec();
-            p.chunks(classes).map(|r| r.iter().map(|&v| v as f64).collect()).collect()
+            let z = o.reshape(&[b, classes]);
+            (rows(z.softmax(-1).to_vec(), classes), rows(z.log_softmax(-1).to_vec(), classes))
         }
-        Task::Binary => o.to_vec().iter().map(|&z| {
-            let p = 1.0 / (1.0 + (-(z as f64)).exp());
-            vec![1.0 - p, p]
-        }).collect(),
-        Task::Regression => o.to_vec().iter().map(|&v| vec![v as f64]).collect(),
+        Task::Binary => o
+            .to_vec()
+            .iter()
+            .map(|&z| {
+                let (z, p) = (z as f64, 1.0 / (1.0 + (-(z as f64)).exp()));
+                (vec![1.0 - p, p], vec![log_sigmoid(-z), log_sigmoid(z)])
+            })
+            .unzip(),
+        Task::Regression => (o.to_vec().iter().map(|&v| vec![v as f64]).collect(), vec![Vec::new(); b]),
     }
 }
 
@@ -245,15 +264,21 @@ fn check_schema_fits(s: &DataSchema, origin: &str, weights: &Path, held: u128) -
     Ok(())
 }
 
-/// Classification report from true classes and predicted probabilities.
-pub fn classification_report(y: &[usize], probs: &[Vec<f64>], names: &[String]) -> Report {
+/// Classification report from true classes and predicted probabilities. The loss is the mean
+/// negative log-probability of the true class: taken from `log_probs` when given (as the model's
+/// logits give them, so it equals the training loss), else from `probs` (infinite where a
+/// probability is 0; NaN outputs give a NaN loss, not a finite one).
+pub fn classification_report(y: &[usize], probs: &[Vec<f64>], log_probs: Option<&[Vec<f64>]>, names: &[String]) -> Report {
     let k = names.len();
     let mut confusion = vec![vec![0u64; k]; k];
     let mut nll = 0.0;
-    for (t, p) in y.iter().zip(probs) {
+    for (i, (t, p)) in y.iter().zip(probs).enumerate() {
         let pred = argmax(p);
         confusion[*t][pred] += 1;
-        nll -= p[*t].max(1e-300).ln();
+        nll -= match log_probs {
+            Some(l) => l[i][*t],
+            None => p[*t].ln(),
+        };
     }
     let n = y.len();
     let mut per_class = Vec::new();
@@ -297,7 +322,7 @@ pub fn regression_report(y: &[f64], pred: &[f64]) -> Report {
 
 /// The report of a model on a labelled split.
 pub fn evaluate_report(t: &Trained, split: &Split) -> Report {
-    let probs = outputs(t.model.as_ref(), t.dataset.task, split, 256);
+    let (probs, log_probs) = outputs_with_log_probs(t.model.as_ref(), t.dataset.task, split, 256);
     match t.dataset.task {
         Task::Regression => {
             let un = |z: f64| t.schema.as_ref().map_or(z, |s| s.unscale(z));
@@ -308,7 +333,7 @@ pub fn evaluate_report(t: &Trained, split: &Split) -> Report {
             let k = if let Task::Classification { classes } = task { classes } else { 2 };
             let names = class_names(t, k);
             let y: Vec<usize> = (0..split.len()).map(|i| split.targets.class(i)).collect();
-            classification_report(&y, &probs, &names)
+            classification_report(&y, &probs, Some(&log_probs), &names)
         }
     }
 }
@@ -633,7 +658,7 @@ mod tests {
         let p = |c: usize| (0..3).map(|i| if i == c { 0.8 } else { 0.1 }).collect::<Vec<f64>>();
         let probs = vec![p(0), p(1), p(1), p(1), p(0)];
         let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-        let r = classification_report(&y, &probs, &names);
+        let r = classification_report(&y, &probs, None, &names);
         assert_eq!(r.confusion, vec![vec![1, 1, 0], vec![0, 2, 0], vec![1, 0, 0]]);
         assert!((r.metrics["accuracy"] - 0.6).abs() < 1e-12);
         // a: P 1/2, R 1/2; b: P 2/3, R 1; c: P 0, R 0.
@@ -648,6 +673,21 @@ mod tests {
         assert!(text.contains("confusion matrix") && text.contains("2 c"), "{text}");
     }
 
+    /// The loss comes from the log-probabilities when given: a true class whose probability
+    /// rounds to 0 counts with its real log-probability (the report floored it at 1e-300 and
+    /// gave 690.8 where training had logged 1e30), and NaN outputs give a NaN loss.
+    #[test]
+    fn the_loss_is_the_logits_loss_not_a_floored_one() {
+        let names: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        let r = classification_report(&[0, 1], &[vec![0.0, 1.0], vec![0.0, 1.0]], Some(&[vec![-2000.0, 0.0], vec![-2000.0, 0.0]]), &names);
+        assert_eq!(r.metrics["loss"], 1000.0);
+        let r = classification_report(&[0], &[vec![0.0, 1.0]], None, &names);
+        assert_eq!(r.metrics["loss"], f64::INFINITY);
+        let r = classification_report(&[0], &[vec![f64::NAN, f64::NAN]], Some(&[vec![f64::NAN, f64::NAN]]), &names);
+        assert!(r.metrics["loss"].is_nan());
+        assert!((log_sigmoid(-1000.0) + 1000.0).abs() < 1e-9 && (log_sigmoid(3.0) - (1.0 / (1.0 + (-3.0f64).exp())).ln()).abs() < 1e-15);
+    }
+
     /// Macro-F1 averages over the classes in the true *or* the predicted labels, as
     /// scikit-learn's default: f1_score([0, 0, 1, 1], [0, 1, 1, 2], average="macro") averages
     /// a (P 1, R 1/2, F1 2/3), b (P 1/2, R 1/2, F1 1/2) and c (predicted once, never true: F1 0)
@@ -659,7 +699,7 @@ mod tests {
         let p = |c: usize| (0..4).map(|i| if i == c { 0.7 } else { 0.1 }).collect::<Vec<f64>>();
         let probs = vec![p(0), p(1), p(1), p(2)];
         let names: Vec<String> = ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect();
-        let r = classification_report(&y, &probs, &names);
+        let r = classification_report(&y, &probs, None, &names);
         assert_eq!((r.per_class[2].support, r.per_class[2].f1), (0, 0.0));
         assert!((r.metrics["macro_f1"] - 7.0 / 18.0).abs() < 1e-12, "macro_f1 {}", r.metrics["macro_f1"]);
         // Support-weighted F1 is unchanged by classes without true examples: (2·2/3 + 2·1/2) / 4.

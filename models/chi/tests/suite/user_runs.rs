@@ -232,17 +232,22 @@ fn eval_of_a_split_refuses_data_that_changed() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// The report of `chi eval RUN --data DIR/test.csv` and that of `chi eval RUN --split test` go
-/// to different directories.
+/// The report of `chi eval RUN --data DIR/test.csv`, that of `chi eval RUN --split test` and that
+/// of a checkpoint go to different directories.
 #[test]
 fn eval_reports_of_a_file_and_of_a_split_do_not_collide() {
     let root = tmp("reports");
     let (data, run) = (root.join("colours.csv"), root.join("run"));
     classes_csv(&data, 150, 1.0);
-    ok(&["train", "--data", s(&data), "--steps", "20", "--quiet", "--no-plots", "--out", s(&run)]);
+    ok(&["train", "--data", s(&data), "--steps", "20", "--checkpoint-every", "10", "--quiet", "--no-plots", "--out", s(&run)]);
     let split = ok(&["eval", s(&run), "--split", "test"]);
     assert!(split.contains(s(&run.join("eval-test").join("report.json"))), "{split}");
     let split_report = std::fs::read(run.join("eval-test/report.json")).unwrap();
+    // A checkpoint's report goes beside the final model's, named by its step.
+    let ckpt = std::fs::read_dir(run.join("checkpoints")).unwrap().map(|e| e.unwrap().path()).find(|p| s(p).contains("00000010")).expect("the step-10 checkpoint");
+    let c = ok(&["eval", s(&ckpt)]);
+    assert!(c.contains(s(&run.join("eval-test-step-10").join("report.json"))), "{c}");
+    assert_eq!(std::fs::read(run.join("eval-test/report.json")).unwrap(), split_report, "the checkpoint's report replaced the final model's");
     std::fs::create_dir_all(root.join("other")).unwrap();
     let file = root.join("other/test.csv");
     classes_csv(&file, 36, 1.0);
