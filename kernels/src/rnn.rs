@@ -390,7 +390,9 @@ fn gru_backward_reset_simd<V: SimdVec>(batch: usize, hd: usize, rz: &[V::S], h: 
 
 // ----------------------------------------------------------------------------------- CA-RNN
 
-/// Sum of the lanes of `v`.
+/// Sum of the lanes of `v` (at most 8). The CA-RNN backward passes sum across lanes for their
+/// scalar gates, so they keep the AVX2 width on AVX-512 (`dispatch!`, not `dispatch_lanes!`):
+/// their sums then associate the same way on every AVX2 machine.
 #[inline(always)]
 fn hsum<V: SimdVec>(v: V) -> V::S {
     let mut b = [<V::S as Real>::ZERO; 8];
