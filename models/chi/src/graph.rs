@@ -85,6 +85,9 @@ pub fn run(args: &GraphArgs, out: &Path) -> Result<(), String> {
     }
     let opts = dot::DotOptions { values: args.values, grads: args.grads, backward: args.backward, ..Default::default() };
     let text = dot::to_dot(&[&y], &opts).map_err(|e| e.to_string())?;
+    if out.exists() && !out.is_dir() {
+        return Err(format!("--out {} is a file, not a directory: choose a directory for the drawings", out.display()));
+    }
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let path = out.join(format!("graph-{}.dot", args.example));
     chi_nn::checkpoint::atomic_write(&path, text.as_bytes()).map_err(String::from)?;

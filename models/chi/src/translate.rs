@@ -100,6 +100,9 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
     if !a.alpha.is_finite() || !(0.0..=5.0).contains(&a.alpha) {
         return Err(format!("--alpha {} is out of range 0..=5", a.alpha));
     }
+    if a.model.is_dir() {
+        return Err(format!("{} is a directory: give the model's .safetensors file", a.model.display()));
+    }
     let t = Translator::load(&a.model).map_err(|e| e.to_string())?;
     if let Some(d) = &a.heatmap {
         std::fs::create_dir_all(d).map_err(|e| format!("--heatmap {}: {e}", d.display()))?;

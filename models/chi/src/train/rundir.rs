@@ -307,6 +307,15 @@ pub fn resume_point(dir: &Path) -> Result<ResumePoint, String> {
         return Ok(ResumePoint { config, checkpoint: Some((latest, meta.step)) });
     }
     let cfg_path = dir.join("config.toml");
+    // Without a checkpoint a resume starts again from step 0; over a run that wrote its final
+    // model that would train it again and replace the model, so it is refused.
+    if let Some(f) = ["model.safetensors", "summary.json"].into_iter().find(|f| dir.join(f).is_file()) {
+        return Err(format!(
+            "--resume: {} holds a run that wrote its {f}, but no checkpoint in {} to continue from: resuming would train again from step 0 and replace it; start a new run in another --out, or with --overwrite (the old run is moved aside)",
+            dir.display(),
+            ckdir.display()
+        ));
+    }
     if cfg_path.is_file() {
         let config = Config::from_toml(&read_config_text(&cfg_path)?).map_err(|e| format!("{}: {e}", cfg_path.display()))?;
         return Ok(ResumePoint { config, checkpoint: None });
@@ -522,6 +531,13 @@ mod tests {
         std::fs::write(d.join("config.toml"), "steps = 7\n").unwrap();
         let r = resume_point(&d).unwrap();
         assert_eq!((r.config.steps, r.checkpoint.is_none()), (7, true));
+        // A finished run whose checkpoints are gone is not trained again from step 0.
+        for f in ["model.safetensors", "summary.json"] {
+            std::fs::write(d.join(f), "x").unwrap();
+            let e = resume_point(&d).unwrap_err();
+            assert!(e.contains(f) && e.contains("no checkpoint") && e.contains("--overwrite"), "{e}");
+            std::fs::remove_file(d.join(f)).unwrap();
+        }
         let big = d.join("big.toml");
         std::fs::write(&big, vec![b'#'; MAX_CONFIG_BYTES as usize + 1]).unwrap();
         assert!(read_config_text(&big).unwrap_err().contains("larger than"));

@@ -215,6 +215,9 @@ fn graph_mlp_writes_dot() {
     let dot = std::fs::read_to_string(&path).unwrap();
     assert!(dot.contains("digraph"), "not DOT: {dot}");
     assert!(dot.contains("tanh"), "the MLP's tanh node is missing: {dot}");
+    // A file given as the output directory is named as such (it was "File exists (os error 17)").
+    let o = Command::new(env!("CARGO_BIN_EXE_chi")).args(["graph", "mlp", "--out", path.to_str().unwrap()]).output().unwrap();
+    assert!(!o.status.success() && stderr(&o).contains("is a file, not a directory"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
