@@ -550,10 +550,7 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
     for w in &warnings.0 {
         eprintln!("warning: {w}");
     }
-    let r = infer::evaluate_report(&t, &split);
-    let data = t.cfg.data.path.clone().unwrap_or_else(|| t.cfg.dataset.clone());
-    println!("{} on {data} ({what}) at step {}: {}", t.cfg.model, t.step, fmt_metrics(&r.metrics));
-    print!("{}", infer::report_text(&r));
+    // The report's directory is checked before the evaluation, so a bad --report costs nothing.
     // A checkpoint's report goes beside the final model's, not over it: `eval-SPLIT-step-N`.
     let final_model = t.run_dir.as_ref().is_some_and(|run| t.weights.file_name() == Some("model.safetensors".as_ref()) && t.weights.parent() == Some(run.as_path()));
     if !final_model && t.run_dir.is_some() {
@@ -570,6 +567,10 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
         (None, Some(run), None) => Some(run.join(format!("eval-{}", warnings.1))),
         (None, None, _) => None,
     };
+    let r = infer::evaluate_report(&t, &split);
+    let data = t.cfg.data.path.clone().unwrap_or_else(|| t.cfg.dataset.clone());
+    println!("{} on {data} ({what}) at step {}: {}", t.cfg.model, t.step, fmt_metrics(&r.metrics));
+    print!("{}", infer::report_text(&r));
     if let Some(dir) = dir {
         let title = format!("{} on {data} ({what}), step {}", t.cfg.model, t.step);
         let files = infer::write_report(&dir, &title, &r)?;

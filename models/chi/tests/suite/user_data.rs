@@ -398,6 +398,9 @@ fn report_and_explain_directories_keep_out_of_the_data_and_the_users_files() {
     let file = dir.join("afile.txt");
     std::fs::write(&file, "x").unwrap();
     fails_with(&["eval", s(&run), "--report", s(&file)], &["is a file, not a directory"]);
+    // Refused before the evaluation runs: nothing of a report is printed.
+    let o = chi(&["eval", s(&run), "--report", s(&file)]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("accuracy"), "{}", String::from_utf8_lossy(&o.stdout));
     fails_with(&["train", "--data", s(&data), "--out", s(&file), "--steps", "1", "--quiet", "--no-plots"], &["--out", "is a file, not a directory"]);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
     let rep = dir.join("rep");
