@@ -742,6 +742,20 @@ pub fn binary_scalar<T: Real>(op: Binary, a: &[T], s: T, out: &mut [T]) {
     par1(op.cost(), a, out, |a, o| binary_scalar_serial(op, a, s, false, o));
 }
 
+/// Advances a row-major multi-index over `shape` by one (wrapping to zeros after the last).
+#[inline]
+pub(crate) fn next_index(idx: &mut [usize], shape: &[usize]) {
+    let mut d = idx.len();
+    while d > 0 {
+        d -= 1;
+        idx[d] += 1;
+        if idx[d] < shape[d] {
+            return;
+        }
+        idx[d] = 0;
+    }
+}
+
 /// Merge adjacent axes that are contiguous in every operand and drop size-1 axes, so the inner
 /// loop is as long as possible. Returns `(shape, strides of each operand)`, innermost last;
 /// the output (contiguous row-major) merges whenever the inputs do.

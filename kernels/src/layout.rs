@@ -23,64 +23,42 @@ pub fn permute<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], out: &mut [T])
     if n == 0 {
         return;
     }
-    // Input axes that stay at the end, in order, are one contiguous run per output position:
-    // merged into `inner`, they are copied `inner` elements at a time (a batch-major ↔
-    // time-major reorder of `[T, B, H]` copies rows of `H`).
-    let mut keep = 0;
-    while keep < rank && perm[rank - 1 - keep] == rank - 1 - keep {
-        keep += 1;
-    }
-    let inner: usize = shape[rank - keep..].iter().product();
-    let outer_rank = rank - keep;
+    // Output axes whose source is contiguous across them are merged (`coalesce`), so that input
+    // axes staying at the end become one run copied at a time (a batch-major ↔ time-major
+    // reorder of `[T, B, H]` copies rows of `H`).
     let in_strides = contiguous_strides(shape);
-    let out_shape: Vec<usize> = perm[..outer_rank].iter().map(|&p| shape[p]).collect();
-    let src_strides: Vec<usize> = perm[..outer_rank].iter().map(|&p| in_strides[p]).collect();
-    if inner == 1 && outer_rank >= 2 && perm[outer_rank - 1] != outer_rank - 1 {
-        // The last axis moves: per block of the leading output axes, the last two output axes
-        // form a 2-D transpose of a strided source, done in tiles (as [`transpose`]) so that
-        // neither side is streamed with a stride of a whole row.
-        let (rows, cols) = (out_shape[outer_rank - 2], out_shape[outer_rank - 1]);
-        let (rs, cs) = (src_strides[outer_rank - 2], src_strides[outer_rank - 1]);
-        let lead = outer_rank - 2;
-        let mut idx = vec![0usize; lead];
-        for block in out.chunks_exact_mut(rows * cols) {
-            let base: usize = (0..lead).map(|d| idx[d] * src_strides[d]).sum();
-            for r0 in (0..rows).step_by(TILE) {
-                for c0 in (0..cols).step_by(TILE) {
-                    for r in r0..(r0 + TILE).min(rows) {
-                        for c in c0..(c0 + TILE).min(cols) {
-                            block[r * cols + c] = x[base + r * rs + c * cs];
-                        }
-                    }
-                }
-            }
-            next_index(&mut idx, &out_shape[..lead]);
+    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+    let src_strides: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
+    let (sh, [st]) = crate::elementwise::coalesce(&out_shape, [&src_strides]);
+    let r = sh.len();
+    let (inner, s_in) = (sh[r - 1], st[r - 1]);
+    let mut idx = vec![0usize; r - 1];
+    if s_in == 1 {
+        for o in out.chunks_exact_mut(inner) {
+            let off: usize = idx.iter().zip(&st).map(|(i, s)| i * s).sum();
+            o.copy_from_slice(&x[off..off + inner]);
+            crate::elementwise::next_index(&mut idx, &sh[..r - 1]);
         }
         return;
     }
-    let mut idx = vec![0usize; outer_rank];
-    for o in out.chunks_exact_mut(inner) {
-        let off: usize = (0..outer_rank).map(|d| idx[d] * src_strides[d]).sum();
-        if inner == 1 {
-            o[0] = x[off];
-        } else {
-            o.copy_from_slice(&x[off..off + inner]);
+    // The last axis moves: per block of the leading output axes, the last two form a 2-D
+    // transpose of a strided source, done in tiles (as [`transpose`]) so that neither side is
+    // streamed with a stride of a whole row.
+    let (rows, rs) = if r >= 2 { (sh[r - 2], st[r - 2]) } else { (1, 0) };
+    let lead = r.saturating_sub(2);
+    idx.truncate(lead);
+    for block in out.chunks_exact_mut(rows * inner) {
+        let base: usize = idx.iter().zip(&st).map(|(i, s)| i * s).sum();
+        for r0 in (0..rows).step_by(TILE) {
+            for c0 in (0..inner).step_by(TILE) {
+                for i in r0..(r0 + TILE).min(rows) {
+                    for j in c0..(c0 + TILE).min(inner) {
+                        block[i * inner + j] = x[base + i * rs + j * s_in];
+                    }
+                }
+            }
         }
-        next_index(&mut idx, &out_shape);
-    }
-}
-
-/// Advances a row-major multi-index over `shape` by one (wrapping to zeros after the last).
-#[inline]
-fn next_index(idx: &mut [usize], shape: &[usize]) {
-    let mut d = idx.len();
-    while d > 0 {
-        d -= 1;
-        idx[d] += 1;
-        if idx[d] < shape[d] {
-            return;
-        }
-        idx[d] = 0;
+        crate::elementwise::next_index(&mut idx, &sh[..lead]);
     }
 }
 

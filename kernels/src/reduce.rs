@@ -636,14 +636,6 @@ pub fn reduce_broadcast<T: Real>(g: &[T], g_shape: &[usize], strides: &[usize], 
             }
         }
         o += inner;
-        let mut d = rank - 1;
-        while d > 0 {
-            d -= 1;
-            idx[d] += 1;
-            if idx[d] < shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
+        crate::elementwise::next_index(&mut idx[..rank - 1], &shape[..rank - 1]);
     }
 }

@@ -11,7 +11,6 @@
 #![allow(clippy::undocumented_unsafe_blocks)]
 
 use crate::simd_math::SimdVec;
-use crate::Real;
 use std::arch::x86_64::*;
 use std::ops::{Add, BitAnd, BitOr, BitXor, Div, Mul, Neg, Sub};
 
@@ -60,26 +59,10 @@ macro_rules! common {
                 $ty(unsafe { $xor(self.0, $set1(-0.0)) })
             }
         }
-        impl $ty {
-            #[inline(always)]
-            fn to_array(self) -> [$s; $n] {
-                let mut a = [0.0 as $s; $n];
-                unsafe { $storeu(a.as_mut_ptr(), self.0) };
-                a
-            }
-        }
         impl SimdVec for $ty {
             type S = $s;
             const LANES: usize = $n;
-            const EXP_LO: f64 = <$wide as SimdVec>::EXP_LO;
-            const EXP_HI: f64 = <$wide as SimdVec>::EXP_HI;
-            const EXPM1_LO: f64 = <$wide as SimdVec>::EXPM1_LO;
-            const LN2_HI: f64 = <$wide as SimdVec>::LN2_HI;
-            const LN2_LO: f64 = <$wide as SimdVec>::LN2_LO;
-            const EXPM1_POLY: &'static [f64] = <$wide as SimdVec>::EXPM1_POLY;
-            const LOG_POLY: &'static [f64] = <$wide as SimdVec>::LOG_POLY;
-            const SUBNORMAL_SHIFT: f64 = <$wide as SimdVec>::SUBNORMAL_SHIFT;
-            const MIN_POSITIVE: f64 = <$wide as SimdVec>::MIN_POSITIVE;
+            crate::simd_math::consts_of!($wide);
             #[inline(always)]
             fn hsum(self) -> $s {
                 self.hsum_()
@@ -173,24 +156,6 @@ macro_rules! common {
             #[inline(always)]
             fn any(self) -> bool {
                 unsafe { $movemask(self.0) != 0 }
-            }
-            #[inline(always)]
-            fn hmax(self) -> $s {
-                let a = self.to_array();
-                let mut m = a[0];
-                for &v in &a[1..] {
-                    m = m.max_nan(v);
-                }
-                m
-            }
-            #[inline(always)]
-            fn hmin(self) -> $s {
-                let a = self.to_array();
-                let mut m = a[0];
-                for &v in &a[1..] {
-                    m = m.min_nan(v);
-                }
-                m
             }
         }
     };

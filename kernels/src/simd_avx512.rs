@@ -99,15 +99,7 @@ macro_rules! common {
         impl SimdVec for $ty {
             type S = $s;
             const LANES: usize = $n;
-            const EXP_LO: f64 = <$wide as SimdVec>::EXP_LO;
-            const EXP_HI: f64 = <$wide as SimdVec>::EXP_HI;
-            const EXPM1_LO: f64 = <$wide as SimdVec>::EXPM1_LO;
-            const LN2_HI: f64 = <$wide as SimdVec>::LN2_HI;
-            const LN2_LO: f64 = <$wide as SimdVec>::LN2_LO;
-            const EXPM1_POLY: &'static [f64] = <$wide as SimdVec>::EXPM1_POLY;
-            const LOG_POLY: &'static [f64] = <$wide as SimdVec>::LOG_POLY;
-            const SUBNORMAL_SHIFT: f64 = <$wide as SimdVec>::SUBNORMAL_SHIFT;
-            const MIN_POSITIVE: f64 = <$wide as SimdVec>::MIN_POSITIVE;
+            crate::simd_math::consts_of!($wide);
             #[inline(always)]
             fn hsum(self) -> $s {
                 // Halves added, then the 256-bit type's association.
@@ -207,24 +199,6 @@ macro_rules! common {
             #[inline(always)]
             fn any(self) -> bool {
                 self.sign_mask() != 0
-            }
-            #[inline(always)]
-            fn hmax(self) -> $s {
-                let a = self.to_array();
-                let mut m = a[0];
-                for &v in &a[1..] {
-                    m = crate::Real::max_nan(m, v);
-                }
-                m
-            }
-            #[inline(always)]
-            fn hmin(self) -> $s {
-                let a = self.to_array();
-                let mut m = a[0];
-                for &v in &a[1..] {
-                    m = crate::Real::min_nan(m, v);
-                }
-                m
             }
         }
     };

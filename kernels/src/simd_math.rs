@@ -109,10 +109,40 @@ pub(crate) trait SimdVec:
     #[allow(dead_code)]
     fn any(self) -> bool;
     fn hsum(self) -> Self::S;
-    fn hmax(self) -> Self::S;
+    /// The largest lane, NaN if any lane is (lanes folded in order with [`Real::max_nan`]).
+    #[inline(always)]
+    fn hmax(self) -> Self::S {
+        let mut a = [<Self::S as Real>::ZERO; 16];
+        self.store(&mut a);
+        a[1..Self::LANES].iter().fold(a[0], |m, &v| m.max_nan(v))
+    }
+    /// The smallest lane, as [`SimdVec::hmax`].
     #[allow(dead_code)]
-    fn hmin(self) -> Self::S;
+    #[inline(always)]
+    fn hmin(self) -> Self::S {
+        let mut a = [<Self::S as Real>::ZERO; 16];
+        self.store(&mut a);
+        a[1..Self::LANES].iter().fold(a[0], |m, &v| m.min_nan(v))
+    }
 }
+
+/// The per-type constants of the maths of a SIMD type, taken from the portable type with the same
+/// element type (`wide::f32x8` or `wide::f64x4`), for the AVX2 and AVX-512 types.
+macro_rules! consts_of {
+    ($wide:ty) => {
+        const EXP_LO: f64 = <$wide as SimdVec>::EXP_LO;
+        const EXP_HI: f64 = <$wide as SimdVec>::EXP_HI;
+        const EXPM1_LO: f64 = <$wide as SimdVec>::EXPM1_LO;
+        const LN2_HI: f64 = <$wide as SimdVec>::LN2_HI;
+        const LN2_LO: f64 = <$wide as SimdVec>::LN2_LO;
+        const EXPM1_POLY: &'static [f64] = <$wide as SimdVec>::EXPM1_POLY;
+        const LOG_POLY: &'static [f64] = <$wide as SimdVec>::LOG_POLY;
+        const SUBNORMAL_SHIFT: f64 = <$wide as SimdVec>::SUBNORMAL_SHIFT;
+        const MIN_POSITIVE: f64 = <$wide as SimdVec>::MIN_POSITIVE;
+    };
+}
+#[cfg(target_arch = "x86_64")]
+pub(crate) use consts_of;
 
 /// `dst = src` for the fewer than 8 elements of a vector tail. A plain `copy_from_slice` calls
 /// `memcpy`, which for the one-element tensors of scalar graphs costs more than the arithmetic;
@@ -208,24 +238,6 @@ macro_rules! impl_vec_common {
         #[inline(always)]
         fn hsum(self) -> $s {
             self.reduce_add()
-        }
-        #[inline(always)]
-        fn hmax(self) -> $s {
-            let a = self.to_array();
-            let mut m = a[0];
-            for &v in &a[1..] {
-                m = m.max_nan(v);
-            }
-            m
-        }
-        #[inline(always)]
-        fn hmin(self) -> $s {
-            let a = self.to_array();
-            let mut m = a[0];
-            for &v in &a[1..] {
-                m = m.min_nan(v);
-            }
-            m
         }
     };
 }
