@@ -552,8 +552,7 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
     }
     // The report's directory is checked before the evaluation, so a bad --report costs nothing.
     // A checkpoint's report goes beside the final model's, not over it: `eval-SPLIT-step-N`.
-    let final_model = t.run_dir.as_ref().is_some_and(|run| t.weights.file_name() == Some("model.safetensors".as_ref()) && t.weights.parent() == Some(run.as_path()));
-    if !final_model && t.run_dir.is_some() {
+    if t.checkpoint && t.run_dir.is_some() {
         warnings.1 = format!("{}-step-{}", warnings.1, t.step);
     }
     let dir = match (&args.report, &t.run_dir, &args.data) {

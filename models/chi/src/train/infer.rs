@@ -36,6 +36,8 @@ pub struct Trained {
     pub weights: PathBuf,
     /// The run directory, when known.
     pub run_dir: Option<PathBuf>,
+    /// Whether the weights are a training checkpoint rather than a final model.
+    pub checkpoint: bool,
 }
 
 /// What a path given to `chi eval` / `chi predict` is.
@@ -153,7 +155,8 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
             checkpoint::load_params(p, model.store().params()).map_err(String::from)?;
         }
     }
-    Ok(Trained { cfg, schema, model, dataset, step, weights, run_dir })
+    let checkpoint = matches!(source, Source::Checkpoint(_));
+    Ok(Trained { cfg, schema, model, dataset, step, weights, run_dir, checkpoint })
 }
 
 /// Model outputs of a whole split, one row per example: class probabilities (softmax, or
