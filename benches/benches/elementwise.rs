@@ -9,7 +9,7 @@
 
 use chi_benches::{rand_vec, triad};
 use chi_kernels::elementwise::{axpy, binary, sigmoid_scalar, unary, unary_backward, Binary, Unary};
-use chi_kernels::rnn::{gru_backward, gru_forward, lstm_backward, lstm_forward};
+use chi_kernels::rnn::{gru_backward, gru_forward, lstm_backward, lstm_forward, Rows};
 use chi_kernels::simd::{cpu_simd_level, force_simd_level, SimdLevel};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -120,7 +120,7 @@ fn simd_levels(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("lstm_step_fwd_b64_h512", &lv), |bch| {
             bch.iter(|| {
                 gates.copy_from_slice(&pre);
-                lstm_forward(b, h, black_box(&mut gates), &c0, None, &mut hc, &mut tc)
+                lstm_forward(b, h, black_box(&mut gates), None, &c0, None, &mut hc, &mut tc)
             })
         });
         let (mut da, mut dc) = (vec![0f32; 4 * b * h], vec![0f32; b * h]);
@@ -131,7 +131,7 @@ fn simd_levels(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("gru_step_fwd_b64_h512", &lv), |bch| {
             bch.iter(|| {
                 rz.copy_from_slice(&pre[..2 * b * h]);
-                gru_forward(b, h, true, black_box(&xp), &mut rz, &c0, &c0, &mut nn, &mut hn)
+                gru_forward(b, h, true, Rows::dense(black_box(&xp), 3 * h), &mut rz, &c0, &c0, &mut nn, &mut hn)
             })
         });
         let (mut da3, mut dhn, mut dh) = (vec![0f32; 3 * b * h], vec![0f32; b * h], vec![0f32; b * h]);

@@ -59,20 +59,57 @@ fn grid<V: SimdVec>(batch: usize, hidden: usize, mut f: impl FnMut(usize, usize,
 /// Peephole weights `[p_i, p_f, p_o]`, each `[H]`.
 pub type Peepholes<'a, T> = Option<[&'a [T]; 3]>;
 
+/// A `[batch, width]` matrix read with a row stride: row `b` starts at `data[b·stride]`.
+/// The projected inputs of a whole sequence, `[B, T, G]` batch-major, give step `t`'s rows as
+/// `Rows { data: &xp[t·G..], stride: T·G }`, so a step kernel reads them where they are
+/// instead of from a per-step copy.
+#[derive(Clone, Copy, Debug)]
+pub struct Rows<'a, T> {
+    /// The elements; row `b` is `data[b·stride .. b·stride + width]`.
+    pub data: &'a [T],
+    /// Elements from one row's start to the next's (at least the width).
+    pub stride: usize,
+}
+
+impl<'a, T> Rows<'a, T> {
+    /// Rows stored one after another (`stride = width`).
+    pub fn dense(data: &'a [T], width: usize) -> Self {
+        Rows { data, stride: width }
+    }
+}
+
+/// Checks that `rows` holds `batch` rows of `width` elements.
+fn check_rows<T>(kernel: &str, what: &str, rows: &Rows<T>, batch: usize, width: usize) {
+    assert!(rows.stride >= width, "{kernel}: {what} has row stride {}, less than its width {width}", rows.stride);
+    let need = if batch == 0 { 0 } else { (batch - 1) * rows.stride + width };
+    assert!(rows.data.len() >= need, "{kernel}: length mismatch: {what} has {} elements, expected at least {need} ({batch} rows of {width}, stride {})", rows.data.len(), rows.stride);
+}
+
+/// The same rows as slices of the SIMD element type.
+fn cast_rows<'a, T: 'static, S: 'static>(r: Rows<'a, T>) -> Rows<'a, S> {
+    Rows { data: cast(r.data), stride: r.stride }
+}
+
 // ------------------------------------------------------------------------------------- LSTM
 
 /// LSTM step, pointwise part. On entry `gates [B, 4H]` holds the pre-activations
-/// `a = x·W_ih + h·W_hh + b` (blocks `i, f, g, o`); on return it holds the activations
+/// `a = x·W_ih + h·W_hh + b` (blocks `i, f, g, o`), or, when the projected inputs
+/// `xp = x·W_ih + b` are given as rows of their own, `h·W_hh` to which they are added (so a
+/// sequence's inputs need not be copied into the product's output first); on return it holds the activations
 /// `i = σ(a_i + p_i⊙c), f = σ(a_f + p_f⊙c), g = tanh(a_g), o = σ(a_o + p_o⊙c')` (the `p⊙`
 /// terms only with peepholes). Writes `c' = f⊙c + i⊙g` and `h' = o⊙tanh(c')` into
 /// `hc [B, 2H]` (row `b` = `h'_b, c'_b`) and `tanh(c')` into `tanh_c [B, H]` (for backward).
 ///
 /// # Panics
 /// If a buffer's length disagrees with `batch` and `hidden` (the message names the buffer).
-pub fn lstm_forward<T: Real>(batch: usize, hidden: usize, gates: &mut [T], c: &[T], peep: Peepholes<T>, hc: &mut [T], tanh_c: &mut [T]) {
+#[allow(clippy::too_many_arguments)]
+pub fn lstm_forward<T: Real>(batch: usize, hidden: usize, gates: &mut [T], xp: Option<Rows<T>>, c: &[T], peep: Peepholes<T>, hc: &mut [T], tanh_c: &mut [T]) {
     let k = "lstm_forward";
     let bh = batch * hidden;
     check_len(k, "gates", gates.len(), 4 * bh);
+    if let Some(r) = &xp {
+        check_rows(k, "xp", r, batch, 4 * hidden);
+    }
     check_len(k, "c", c.len(), bh);
     check_len(k, "hc", hc.len(), 2 * bh);
     check_len(k, "tanh_c", tanh_c.len(), bh);
@@ -83,12 +120,13 @@ pub fn lstm_forward<T: Real>(batch: usize, hidden: usize, gates: &mut [T], c: &[
     }
     dispatch_lanes!(T, V => {
         let p = peep.map(|p| p.map(|q| cast::<T, <V as SimdVec>::S>(q)));
-        lstm_forward_simd::<V>(batch, hidden, cast_mut(gates), cast(c), p, cast_mut(hc), cast_mut(tanh_c))
+        lstm_forward_simd::<V>(batch, hidden, cast_mut(gates), xp.map(cast_rows), cast(c), p, cast_mut(hc), cast_mut(tanh_c))
     }, else => panic!("{k}: element type {} is not supported", T::NAME))
 }
 
 #[inline(always)]
-fn lstm_forward_simd<V: SimdVec>(batch: usize, hidden: usize, gates: &mut [V::S], c: &[V::S], peep: Peepholes<V::S>, hc: &mut [V::S], tanh_c: &mut [V::S]) {
+#[allow(clippy::too_many_arguments)]
+fn lstm_forward_simd<V: SimdVec>(batch: usize, hidden: usize, gates: &mut [V::S], xp: Option<Rows<V::S>>, c: &[V::S], peep: Peepholes<V::S>, hc: &mut [V::S], tanh_c: &mut [V::S]) {
     let h = hidden;
     grid::<V>(batch, h, #[inline(always)] |b, j, n| {
         let g0 = b * 4 * h + j;
@@ -96,8 +134,15 @@ fn lstm_forward_simd<V: SimdVec>(batch: usize, hidden: usize, gates: &mut [V::S]
         let cp: V = ld(&c[s..], n);
         let mut ai: V = ld(&gates[g0..], n);
         let mut af: V = ld(&gates[g0 + h..], n);
-        let ag: V = ld(&gates[g0 + 2 * h..], n);
+        let mut ag: V = ld(&gates[g0 + 2 * h..], n);
         let mut ao: V = ld(&gates[g0 + 3 * h..], n);
+        if let Some(r) = &xp {
+            let x = &r.data[b * r.stride + j..];
+            ai = ai + ld::<V>(x, n);
+            af = af + ld::<V>(&x[h..], n);
+            ag = ag + ld::<V>(&x[2 * h..], n);
+            ao = ao + ld::<V>(&x[3 * h..], n);
+        }
         if let Some([pi, pf, _]) = peep {
             ai = ai + cp * ld::<V>(&pi[j..], n);
             af = af + cp * ld::<V>(&pf[j..], n);
@@ -220,8 +265,8 @@ fn lstm_backward_simd<V: SimdVec>(
 
 // -------------------------------------------------------------------------------------- GRU
 
-/// GRU step, pointwise part. `xp [B, 3H]` is the projected input `x·W_ih + b` (blocks
-/// `r, z, n`); on entry `rz [B, 2H]` holds `h·W_hh` and on return the gates
+/// GRU step, pointwise part. `xp` holds the `B` rows `[3H]` of the projected input
+/// `x·W_ih + b` (blocks `r, z, n`; [`Rows`], so a sequence's step is read in place); on entry `rz [B, 2H]` holds `h·W_hh` and on return the gates
 /// `r, z = σ(xp_rz + h·W_hh)`. `hn [B, H]` is `h·W_hn + b_hn` when `reset_after` (PyTorch's
 /// form, candidate `n = tanh(xp_n + r⊙hn)`); otherwise it is `(r⊙h)·W_hn` (the seeds' form,
 /// `n = tanh(xp_n + hn)`) and `rz` must already hold the gates ([`gru_reset`] computes them and
@@ -230,23 +275,24 @@ fn lstm_backward_simd<V: SimdVec>(
 /// # Panics
 /// If a buffer's length disagrees with `batch` and `hidden`.
 #[allow(clippy::too_many_arguments)]
-pub fn gru_forward<T: Real>(batch: usize, hidden: usize, reset_after: bool, xp: &[T], rz: &mut [T], hn: &[T], h: &[T], n: &mut [T], h_new: &mut [T]) {
+pub fn gru_forward<T: Real>(batch: usize, hidden: usize, reset_after: bool, xp: Rows<T>, rz: &mut [T], hn: &[T], h: &[T], n: &mut [T], h_new: &mut [T]) {
     let k = "gru_forward";
     let bh = batch * hidden;
-    check_len(k, "xp", xp.len(), 3 * bh);
+    check_rows(k, "xp", &xp, batch, 3 * hidden);
     check_len(k, "rz", rz.len(), 2 * bh);
     for (name, len) in [("hn", hn.len()), ("h", h.len()), ("n", n.len()), ("h_new", h_new.len())] {
         check_len(k, name, len, bh);
     }
-    dispatch_lanes!(T, V => gru_forward_simd::<V>(batch, hidden, reset_after, cast(xp), cast_mut(rz), cast(hn), cast(h), cast_mut(n), cast_mut(h_new)),
+    dispatch_lanes!(T, V => gru_forward_simd::<V>(batch, hidden, reset_after, cast_rows(xp), cast_mut(rz), cast(hn), cast(h), cast_mut(n), cast_mut(h_new)),
         else => panic!("{k}: element type {} is not supported", T::NAME))
 }
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn gru_forward_simd<V: SimdVec>(batch: usize, hd: usize, reset_after: bool, xp: &[V::S], rz: &mut [V::S], hn: &[V::S], h: &[V::S], n: &mut [V::S], h_new: &mut [V::S]) {
+fn gru_forward_simd<V: SimdVec>(batch: usize, hd: usize, reset_after: bool, xp: Rows<V::S>, rz: &mut [V::S], hn: &[V::S], h: &[V::S], n: &mut [V::S], h_new: &mut [V::S]) {
+    let (stride, xp) = (xp.stride, xp.data);
     grid::<V>(batch, hd, #[inline(always)] |b, j, w| {
-        let x0 = b * 3 * hd + j;
+        let x0 = b * stride + j;
         let g0 = b * 2 * hd + j;
         let s = b * hd + j;
         let (r, z): (V, V) = if reset_after {
@@ -269,25 +315,27 @@ fn gru_forward_simd<V: SimdVec>(batch: usize, hd: usize, reset_after: bool, xp: 
 
 /// First half of a GRU step whose reset gate applies before the candidate's product (the
 /// seeds' form): on entry `rz [B, 2H]` holds `h·W_hh`; on return the gates
-/// `σ(xp_rz + h·W_hh)`, and `u = r⊙h` is written (the operand of the product `u·W_hn`).
+/// `σ(xp_rz + h·W_hh)` (`xp` as in [`gru_forward`]), and `u = r⊙h` is written (the operand of
+/// the product `u·W_hn`).
 ///
 /// # Panics
 /// If a buffer's length disagrees with `batch` and `hidden`.
-pub fn gru_reset<T: Real>(batch: usize, hidden: usize, xp: &[T], rz: &mut [T], h: &[T], u: &mut [T]) {
+pub fn gru_reset<T: Real>(batch: usize, hidden: usize, xp: Rows<T>, rz: &mut [T], h: &[T], u: &mut [T]) {
     let k = "gru_reset";
     let bh = batch * hidden;
-    check_len(k, "xp", xp.len(), 3 * bh);
+    check_rows(k, "xp", &xp, batch, 3 * hidden);
     check_len(k, "rz", rz.len(), 2 * bh);
     check_len(k, "h", h.len(), bh);
     check_len(k, "u", u.len(), bh);
-    dispatch_lanes!(T, V => gru_reset_simd::<V>(batch, hidden, cast(xp), cast_mut(rz), cast(h), cast_mut(u)),
+    dispatch_lanes!(T, V => gru_reset_simd::<V>(batch, hidden, cast_rows(xp), cast_mut(rz), cast(h), cast_mut(u)),
         else => panic!("{k}: element type {} is not supported", T::NAME))
 }
 
 #[inline(always)]
-fn gru_reset_simd<V: SimdVec>(batch: usize, hd: usize, xp: &[V::S], rz: &mut [V::S], h: &[V::S], u: &mut [V::S]) {
+fn gru_reset_simd<V: SimdVec>(batch: usize, hd: usize, xp: Rows<V::S>, rz: &mut [V::S], h: &[V::S], u: &mut [V::S]) {
+    let (stride, xp) = (xp.stride, xp.data);
     grid::<V>(batch, hd, #[inline(always)] |b, j, w| {
-        let x0 = b * 3 * hd + j;
+        let x0 = b * stride + j;
         let g0 = b * 2 * hd + j;
         let s = b * hd + j;
         let r = sm::sigmoid(ld::<V>(&xp[x0..], w) + ld::<V>(&rz[g0..], w));

@@ -9,7 +9,7 @@ use chi_kernels::elementwise::{axpby, binary, mul_acc, scale, unary, unary_backw
 use chi_kernels::reduce::{dot, log_softmax, softmax, softmax_backward, sum_all, sum_axis};
 use chi_kernels::rnn::{
     ca_rnn_backward_cell, ca_rnn_backward_output, ca_rnn_forward_cell, ca_rnn_forward_output, ca_rnn_width, gru_backward,
-    gru_backward_reset, gru_forward, gru_reset, lstm_backward, lstm_forward,
+    gru_backward_reset, gru_forward, gru_reset, lstm_backward, lstm_forward, Rows,
 };
 use chi_kernels::Real;
 use chi_kernels::simd::{cpu_simd_level, force_simd_level, simd_level, SimdLevel};
@@ -251,9 +251,12 @@ fn wide_lanes_give_the_avx2_bits<T: Real>() {
             let peeps = [t(data(h, seed + 3, -0.5, 0.5)), t(data(h, seed + 4, -0.5, 0.5)), t(data(h, seed + 5, -0.5, 0.5))];
             for with_peep in [false, true] {
                 let peep = with_peep.then(|| [&peeps[0][..], &peeps[1][..], &peeps[2][..]]);
+                // With peepholes the inputs are also read as rows of their own (in place).
                 let mut gates = pre.clone();
+                let xp_rows = t(data(batch * (4 * h + 3), seed + 10, -1.0, 1.0));
+                let xp = with_peep.then(|| Rows { data: &xp_rows[..], stride: 4 * h + 3 });
                 let (mut hc, mut tc) = (vec![T::ZERO; 2 * bh], vec![T::ZERO; bh]);
-                lstm_forward(batch, h, &mut gates, &c, peep, &mut hc, &mut tc);
+                lstm_forward(batch, h, &mut gates, xp, &c, peep, &mut hc, &mut tc);
                 let (mut da, mut dc) = (vec![T::ZERO; 4 * bh], vec![T::ZERO; bh]);
                 let mut dp = [vec![T::ZERO; h], vec![T::ZERO; h], vec![T::ZERO; h]];
                 let dpeep = with_peep.then(|| {
@@ -263,18 +266,20 @@ fn wide_lanes_give_the_avx2_bits<T: Real>() {
                 lstm_backward(batch, h, &gates, &c, &hc, &tc, peep, &gh, &mut da, &mut dc, dpeep);
                 out.extend(gates.into_iter().chain(hc).chain(tc).chain(da).chain(dc).chain(dp.into_iter().flatten()));
             }
-            let xp = t(data(3 * bh, seed + 6, -3.0, 3.0));
+            // The projected inputs as rows with a stride (a sequence's step read in place).
+            let xp_rows = t(data(batch * (3 * h + 5), seed + 6, -3.0, 3.0));
+            let xp = Rows { data: &xp_rows[..], stride: 3 * h + 5 };
             let hn = t(data(bh, seed + 7, -2.0, 2.0));
             let g1 = &gh[..bh];
             for reset_after in [true, false] {
                 let mut rz = t(data(2 * bh, seed + 8, -2.0, 2.0));
                 if !reset_after {
                     let mut u = vec![T::ZERO; bh];
-                    gru_reset(batch, h, &xp, &mut rz, &c, &mut u);
+                    gru_reset(batch, h, xp, &mut rz, &c, &mut u);
                     out.extend(u);
                 }
                 let (mut n, mut h_new) = (vec![T::ZERO; bh], vec![T::ZERO; bh]);
-                gru_forward(batch, h, reset_after, &xp, &mut rz, &hn, &c, &mut n, &mut h_new);
+                gru_forward(batch, h, reset_after, xp, &mut rz, &hn, &c, &mut n, &mut h_new);
                 let (mut da, mut dhn, mut dh) = (vec![T::ZERO; 3 * bh], vec![T::ZERO; bh], vec![T::ZERO; bh]);
                 gru_backward(batch, h, reset_after, &rz, &n, &c, &hn, g1, &mut da, &mut dhn, &mut dh);
                 if !reset_after {
@@ -314,6 +319,72 @@ fn wide_lanes_give_the_avx2_bits<T: Real>() {
 fn wide_lanes_give_the_avx2_bits_in_f32_and_f64() {
     wide_lanes_give_the_avx2_bits::<f32>();
     wide_lanes_give_the_avx2_bits::<f64>();
+}
+
+/// The step kernels that read the projected inputs as strided rows ([`Rows`]) give, on every
+/// level, the bits of the same kernels on the inputs first gathered into dense rows (GRU) or
+/// added into the gates (LSTM: one rounding either way). The fused sequences read each step's
+/// rows out of the batch-major `[B, T, G]` inputs this way instead of copying them.
+fn rows_in_place_equal_rows_gathered<T: Real>() {
+    let t = |v: Vec<f64>| -> Vec<T> { v.into_iter().map(T::from_f64).collect() };
+    on_each_level(|level| {
+        for (batch, h) in [(0usize, 3usize), (1, 1), (3, 7), (2, 16), (3, 17), (2, 33)] {
+            let bh = batch * h;
+            let seed = (batch * 31 + h) as u64;
+            let c = t(data(bh, seed, -1.5, 1.5));
+            // LSTM: gates = h·W part, xp rows with stride 4H + 3.
+            let stride = 4 * h + 3;
+            let prod = t(data(4 * bh, seed + 1, -3.0, 3.0));
+            let rows = t(data(batch * stride, seed + 2, -3.0, 3.0));
+            let gathered: Vec<T> = (0..batch).flat_map(|b| rows[b * stride..b * stride + 4 * h].to_vec()).collect();
+            let added: Vec<T> = prod.iter().zip(&gathered).map(|(&p, &x)| p + x).collect();
+            let run = |gates: &mut Vec<T>, xp: Option<Rows<T>>| {
+                let (mut hc, mut tc) = (vec![T::ZERO; 2 * bh], vec![T::ZERO; bh]);
+                lstm_forward(batch, h, gates, xp, &c, None, &mut hc, &mut tc);
+                (hc, tc)
+            };
+            let (mut g1, mut g2) = (prod.clone(), added.clone());
+            let (a, b) = (run(&mut g1, Some(Rows { data: &rows, stride })), run(&mut g2, None));
+            let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&g1), bits(&g2), "lstm_forward gates, {level:?}, batch {batch}, hidden {h}");
+            assert_eq!((bits(&a.0), bits(&a.1)), (bits(&b.0), bits(&b.1)), "lstm_forward states, {level:?}, batch {batch}, hidden {h}");
+            // GRU, both reset forms: rows with stride 3H + 5 against the same rows gathered.
+            let stride = 3 * h + 5;
+            let rows = t(data(batch * stride, seed + 3, -3.0, 3.0));
+            let gathered: Vec<T> = (0..batch).flat_map(|b| rows[b * stride..b * stride + 3 * h].to_vec()).collect();
+            let hn = t(data(bh, seed + 4, -2.0, 2.0));
+            for reset_after in [true, false] {
+                let run = |xp: Rows<T>| {
+                    let mut rz = t(data(2 * bh, seed + 5, -2.0, 2.0));
+                    let mut u = vec![T::ZERO; bh];
+                    if !reset_after {
+                        gru_reset(batch, h, xp, &mut rz, &c, &mut u);
+                    }
+                    let (mut n, mut h_new) = (vec![T::ZERO; bh], vec![T::ZERO; bh]);
+                    gru_forward(batch, h, reset_after, xp, &mut rz, &hn, &c, &mut n, &mut h_new);
+                    [rz, u, n, h_new].concat()
+                };
+                let (a, b) = (run(Rows { data: &rows, stride }), run(Rows::dense(&gathered, 3 * h)));
+                assert_eq!(bits(&a), bits(&b), "gru_forward (reset_after {reset_after}), {level:?}, batch {batch}, hidden {h}");
+            }
+        }
+    });
+}
+
+#[test]
+fn rows_in_place_equal_rows_gathered_in_f32_and_f64() {
+    rows_in_place_equal_rows_gathered::<f32>();
+    rows_in_place_equal_rows_gathered::<f64>();
+}
+
+/// A stride shorter than a row, or too few elements for the rows, is refused by name.
+#[test]
+#[should_panic(expected = "gru_forward: length mismatch: xp has 20 elements, expected at least 21")]
+fn rows_too_short_are_refused() {
+    let (b, h) = (2usize, 3usize);
+    let xp = vec![0.0f32; 20];
+    let (mut rz, hn, hh, mut n, mut hnew) = (vec![0.0f32; 2 * b * h], vec![0.0f32; b * h], vec![0.0f32; b * h], vec![0.0f32; b * h], vec![0.0f32; b * h]);
+    gru_forward(b, h, true, Rows { data: &xp, stride: 12 }, &mut rz, &hn, &hh, &mut n, &mut hnew);
 }
 
 /// Evidence that the SIMD speed does not depend on compile-time flags: this test binary is built

@@ -106,12 +106,13 @@ impl<T: Float> Tensor<T> {
                 assert!(q.shape() == [hd], "{op}: {name} has shape {:?}, expected [{hd}]", q.shape());
             }
         }
-        let mut gates = xp.data.to_vec();
-        gemm::gemm(T::ONE, row_major(h), row_major(w_hh), T::ONE, MatMut::row_major(&mut gates, b, 4 * hd));
+        // h·W_hh here; the kernel adds xp as it reads the gates.
+        let mut gates = vec![T::ZERO; 4 * b * hd];
+        gemm::gemm(T::ONE, row_major(h), row_major(w_hh), T::ZERO, MatMut::row_major(&mut gates, b, 4 * hd));
         let mut hc = vec![T::ZERO; 2 * b * hd];
         let mut tanh_c = vec![T::ZERO; b * hd];
         let pk = peephole.map(|p| p.map(|q| &q.data[..]));
-        k::lstm_forward(b, hd, &mut gates, &c.data, pk, &mut hc, &mut tanh_c);
+        k::lstm_forward(b, hd, &mut gates, Some(k::Rows::dense(&xp.data, 4 * hd)), &c.data, pk, &mut hc, &mut tanh_c);
         let mut inputs: Vec<&Tensor<T>> = vec![xp, h, c, w_hh];
         if let Some(p) = &peephole {
             inputs.extend(p.iter().copied());
@@ -162,13 +163,13 @@ impl<T: Float> Tensor<T> {
                 row.copy_from_slice(&bn.data);
             }
             gemm::gemm(T::ONE, row_major(h), row_major(w_hn), T::ONE, MatMut::row_major(&mut hn, b, hd));
-            k::gru_forward(b, hd, true, &xp.data, &mut rz, &hn, &h.data, &mut n, &mut h_new);
+            k::gru_forward(b, hd, true, k::Rows::dense(&xp.data, 3 * hd), &mut rz, &hn, &h.data, &mut n, &mut h_new);
         } else {
             // hn holds u = r⊙h; the candidate's product goes to `un`.
-            k::gru_reset(b, hd, &xp.data, &mut rz, &h.data, &mut hn);
+            k::gru_reset(b, hd, k::Rows::dense(&xp.data, 3 * hd), &mut rz, &h.data, &mut hn);
             let mut un = vec![T::ZERO; b * hd];
             gemm::gemm(T::ONE, MatRef::row_major(&hn, b, hd), row_major(w_hn), T::ZERO, MatMut::row_major(&mut un, b, hd));
-            k::gru_forward(b, hd, false, &xp.data, &mut rz, &un, &h.data, &mut n, &mut h_new);
+            k::gru_forward(b, hd, false, k::Rows::dense(&xp.data, 3 * hd), &mut rz, &un, &h.data, &mut n, &mut h_new);
         }
         let mut inputs: Vec<&Tensor<T>> = vec![xp, h, w_hh, w_hn];
         inputs.extend(b_hn);
@@ -460,6 +461,13 @@ fn split_rows<'a, T>(buf: &'a mut [T], w: usize, blocks: &[Range<usize>]) -> Vec
     split_steps(buf, 1, w, blocks).into_iter().map(|mut v| v.pop().expect("one step")).collect()
 }
 
+/// Step `t`'s rows of a batch-major `[B, T, G]` buffer, from row `r0` on: row `b` of the
+/// result is `(r0 + b, t)`.
+fn step_rows<T>(xp: &[T], r0: usize, t: usize, t_len: usize, g: usize) -> k::Rows<'_, T> {
+    // An empty block (batch 0) may start past the end.
+    k::Rows { data: xp.get((r0 * t_len + t) * g..).unwrap_or(&[]), stride: t_len * g }
+}
+
 /// Reorders a time-major `[T, B, w]` buffer into batch-major `[B, T, w]`: the gradient of the
 /// projected inputs, which the ops read at `(r·T + t)·w` for row `r`, step `t`.
 ///
@@ -582,15 +590,12 @@ fn lstm_forward_rows<T: Float>(a: &LstmArgs<T>, w: &gemm::PackedB<T>, job: LstmF
     let mut c_prev = a.c0[rows.start * hd..rows.end * hd].to_vec();
     for t in 0..a.t_len {
         let gt = &mut *gates[t];
-        for (i, r) in rows.clone().enumerate() {
-            let src = (r * a.t_len + t) * g4;
-            gt[i * g4..(i + 1) * g4].copy_from_slice(&a.xp[src..src + g4]);
-        }
         let (done, rest) = out.split_at_mut(t);
         let hc = &mut *rest[0];
         let h_prev = if t == 0 { MatRef::row_major(&a.h0[rows.start * hd..rows.end * hd], nb, hd) } else { cols_of(&*done[t - 1], nb, 2 * hd, 0, hd) };
-        gemm::gemm_packed_par(a.par, T::ONE, h_prev, w, T::ONE, MatMut::row_major(gt, nb, g4));
-        k::lstm_forward(nb, hd, gt, &c_prev, a.peep, hc, &mut *tanh_c[t]);
+        gemm::gemm_packed_par(a.par, T::ONE, h_prev, w, T::ZERO, MatMut::row_major(gt, nb, g4));
+        // This step's rows of the batch-major inputs, added by the kernel where they lie.
+        k::lstm_forward(nb, hd, gt, Some(step_rows(a.xp, rows.start, t, a.t_len, g4)), &c_prev, a.peep, hc, &mut *tanh_c[t]);
         if let Some(kp) = a.keep {
             for (i, r) in rows.clone().enumerate().filter(|&(_, r)| !kp[t * a.b + r]) {
                 let row = &mut hc[i * 2 * hd..(i + 1) * 2 * hd];
@@ -648,8 +653,8 @@ impl<T: Float> Tensor<T> {
         }
         let g4 = 4 * hd;
         let packed = gemm::PackedB::new(row_major(w_hh));
-        // Every element of these is written below (gates: the copied inputs, then the product
-        // added; the rest by the step kernel), so recycled buffers are taken as they are.
+        // Every element of these is written below (gates: the product, then the step kernel;
+        // the rest by the step kernel), so recycled buffers are taken as they are.
         let mut gates = pool::vec_for_overwrite(t_len * b * g4);
         let mut tanh_c = pool::vec_for_overwrite(t_len * b * hd);
         let mut out = pool::for_overwrite(t_len * 2 * b * hd);
@@ -700,29 +705,29 @@ pub fn lstm_sequence_composed<T: Float>(
     Tensor::stack(&states, 0)
 }
 
-/// One row block's part of the backward pass: its rows of every step's pre-activation
-/// gradient, the gradient carried to the previous state (`[rows, 2H]`; on return that of
-/// `[h0, c0]`), and its share of the peephole gradients (`[3H]`).
+/// One row block's part of the backward pass: its rows of the pre-activation gradient
+/// (batch-major `[rows, T, 4H]`, the layout of `xp`, so it is `xp`'s gradient as it stands),
+/// the gradient carried to the previous state (`[rows, 2H]`; on return that of `[h0, c0]`), and
+/// its share of the peephole gradients (`[3H]`).
 struct LstmBackJob<'a, T> {
     rows: Range<usize>,
-    da: Vec<&'a mut [T]>,
+    da: &'a mut [T],
     carry: &'a mut [T],
     dp: &'a mut [T],
 }
 
 /// `saved` holds the forward pass's gate activations and `tanh(c)` (`[T, B, 4H]`, `[T, B, H]`).
 fn lstm_backward_rows<T: Float>(a: &LstmArgs<T>, saved: [&[T]; 2], out: &[T], g: &[T], wt: &gemm::PackedB<T>, job: LstmBackJob<T>) {
-    let LstmBackJob { rows, mut da, carry, dp } = job;
-    let (hd, g4, nb, b) = (a.hd, 4 * a.hd, rows.len(), a.b);
+    let LstmBackJob { rows, da, carry, dp } = job;
+    let (hd, g4, nb, b, t_len) = (a.hd, 4 * a.hd, rows.len(), a.b, a.t_len);
     let (r0, r1) = (rows.start, rows.end);
     let (dpi, rest) = dp.split_at_mut(hd.min(dp.len()));
     let (dpf, dpo) = rest.split_at_mut(hd.min(rest.len()));
     let mut gt = vec![T::ZERO; 2 * nb * hd];
-    let mut c_prev = vec![T::ZERO; nb * hd];
     let mut dc = vec![T::ZERO; nb * hd];
     let mut dh = vec![T::ZERO; nb * hd];
     let mut carried: Vec<usize> = Vec::new();
-    for t in (0..a.t_len).rev() {
+    for t in (0..t_len).rev() {
         let s2 = t * 2 * b * hd;
         gt.copy_from_slice(&g[s2 + r0 * 2 * hd..s2 + r1 * 2 * hd]);
         chi_kernels::elementwise::axpy(T::ONE, carry, &mut gt);
@@ -735,17 +740,20 @@ fn lstm_backward_rows<T: Float>(a: &LstmArgs<T>, saved: [&[T]; 2], out: &[T], g:
             carry[i * 2 * hd..(i + 1) * 2 * hd].copy_from_slice(&gt[i * 2 * hd..(i + 1) * 2 * hd]);
             gt[i * 2 * hd..(i + 1) * 2 * hd].fill(T::ZERO);
         }
+        // One row at a time: each row's gradient goes straight to its batch-major place, and
+        // its previous cell state is read where the forward pass left it.
         for i in 0..nb {
             let r = r0 + i;
-            let src = if t == 0 { &a.c0[r * hd..(r + 1) * hd] } else { &out[s2 - 2 * b * hd + r * 2 * hd + hd..s2 - 2 * b * hd + (r + 1) * 2 * hd] };
-            c_prev[i * hd..(i + 1) * hd].copy_from_slice(src);
+            let c_prev = if t == 0 { &a.c0[r * hd..(r + 1) * hd] } else { &out[s2 - 2 * b * hd + r * 2 * hd + hd..s2 - 2 * b * hd + (r + 1) * 2 * hd] };
+            let dpk = a.peep.is_some().then(|| [&mut dpi[..], &mut dpf[..], &mut dpo[..]]);
+            let (gates, tanh_c) = (&saved[0][(t * b + r) * g4..(t * b + r + 1) * g4], &saved[1][(t * b + r) * hd..(t * b + r + 1) * hd]);
+            let dat = &mut da[(i * t_len + t) * g4..(i * t_len + t + 1) * g4];
+            let gi = &gt[i * 2 * hd..(i + 1) * 2 * hd];
+            k::lstm_backward(1, hd, gates, c_prev, &out[s2 + r * 2 * hd..s2 + (r + 1) * 2 * hd], tanh_c, a.peep, gi, dat, &mut dc[i * hd..(i + 1) * hd], dpk);
         }
-        let dat = &mut *da[t];
-        let dpk = a.peep.is_some().then(|| [&mut dpi[..], &mut dpf[..], &mut dpo[..]]);
-        let (gates, tanh_c) = (&saved[0][(t * b + r0) * g4..(t * b + r1) * g4], &saved[1][(t * b + r0) * hd..(t * b + r1) * hd]);
-        k::lstm_backward(nb, hd, gates, &c_prev, &out[s2 + r0 * 2 * hd..s2 + r1 * 2 * hd], tanh_c, a.peep, &gt, dat, &mut dc, dpk);
         // New carry for stepped rows: [da·W_hhᵀ, dc]; carried rows keep theirs.
-        gemm::gemm_packed_par(a.par, T::ONE, MatRef::row_major(dat, nb, g4), wt, T::ZERO, MatMut::row_major(&mut dh, nb, hd));
+        let dat = MatRef { data: da.get(t * g4..).unwrap_or(&[]), rows: nb, cols: g4, rs: t_len * g4, cs: 1 };
+        gemm::gemm_packed_par(a.par, T::ONE, dat, wt, T::ZERO, MatMut::row_major(&mut dh, nb, hd));
         for i in (0..nb).filter(|i| !carried.contains(i)) {
             carry[i * 2 * hd..i * 2 * hd + hd].copy_from_slice(&dh[i * hd..(i + 1) * hd]);
             carry[i * 2 * hd + hd..(i + 1) * 2 * hd].copy_from_slice(&dc[i * hd..(i + 1) * hd]);
@@ -774,7 +782,7 @@ pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor
     let (blocks, par) = row_blocks(b, 2 * t_len * b * hd * g4);
     let mut dps: Vec<Vec<T>> = blocks.iter().map(|_| vec![T::ZERO; if peep { 3 * hd } else { 0 }]).collect();
     let args = LstmArgs::new(&s.inputs, &s.keep, par);
-    let jobs: Vec<LstmBackJob<T>> = split_steps(&mut da, t_len, g4, &blocks)
+    let jobs: Vec<LstmBackJob<T>> = split_rows(&mut da, t_len * g4, &blocks)
         .into_iter()
         .zip(split_rows(&mut carry, 2 * hd, &blocks))
         .zip(dps.iter_mut())
@@ -785,21 +793,25 @@ pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor
     chi_kernels::threads::run_each(jobs, |job| lstm_backward_rows(&args, saved, outd, gd, &wt, job));
     let (dh0, dc0) = deinterleave(&carry, hd);
     let (dh0, dc0) = (need[1].then(|| Tensor::from_vec(dh0, h0.shape())), need[2].then(|| Tensor::from_vec(dc0, c0.shape())));
-    // dW = Σ_t h_{t−1}ᵀ·da_t: one product over the stacked previous states [T·B, H].
+    // dW = Σ_{t,b} h_{t−1,b}ᵀ·da_{t,b}: one product over the previous states stacked in da's
+    // batch-major order, [B·T, H].
     let dw = need[3].then(|| {
         let mut hprev = pool::vec_for_overwrite(t_len * bh);
-        if t_len > 0 {
-            hprev[..bh].copy_from_slice(&h0.data);
-        }
-        for (dst, src) in hprev.chunks_exact_mut(hd.max(1)).skip(b).zip(out.data.chunks_exact((2 * hd).max(1))) {
-            dst.copy_from_slice(&src[..hd]);
+        for (r, rows) in hprev.chunks_exact_mut((t_len * hd).max(1)).enumerate().take(b) {
+            for (t, dst) in rows.chunks_exact_mut(hd.max(1)).enumerate() {
+                let src = if t == 0 { &h0.data[r * hd..(r + 1) * hd] } else { &out.data[((t - 1) * b + r) * 2 * hd..((t - 1) * b + r) * 2 * hd + hd] };
+                dst.copy_from_slice(src);
+            }
         }
         let dw = Tensor::from_vec(at_b(MatRef::row_major(&hprev, t_len * b, hd), MatRef::row_major(&da, t_len * b, g4)), w.shape());
         pool::recycle_vec(hprev);
         dw
     });
-    let dxp = need[0].then(|| Tensor::from_vec(to_batch_major(&da, b, t_len, g4), xp.shape()));
-    pool::recycle_vec(da);
+    // da is batch-major, xp's own layout: it is xp's gradient.
+    let dxp = if need[0] { Some(Tensor::from_vec(da, xp.shape())) } else {
+        pool::recycle_vec(da);
+        None
+    };
     let mut grads = vec![dxp, dh0, dc0, dw];
     if peep {
         let dp = sum_blocks(&dps);
@@ -879,13 +891,9 @@ struct GruFwdJob<'a, T> {
 fn gru_forward_rows<T: Float>(a: &GruArgs<T>, w_hh: &gemm::PackedB<T>, w_hn: &gemm::PackedB<T>, job: GruFwdJob<T>) {
     let GruFwdJob { rows, mut rz, mut n, mut hn, mut out } = job;
     let (hd, g3, nb) = (a.hd, 3 * a.hd, rows.len());
-    let mut xt = vec![T::ZERO; nb * g3];
     let mut un = vec![T::ZERO; if a.b_hn.is_some() { 0 } else { nb * hd }];
     for t in 0..a.t_len {
-        for (i, r) in rows.clone().enumerate() {
-            let src = (r * a.t_len + t) * g3;
-            xt[i * g3..(i + 1) * g3].copy_from_slice(&a.xp[src..src + g3]);
-        }
+        let xt = step_rows(a.xp, rows.start, t, a.t_len, g3);
         let (done, rest) = out.split_at_mut(t);
         let h_new = &mut *rest[0];
         let h_prev: &[T] = if t == 0 { &a.h0[rows.start * hd..rows.end * hd] } else { &*done[t - 1] };
@@ -897,12 +905,12 @@ fn gru_forward_rows<T: Float>(a: &GruArgs<T>, w_hh: &gemm::PackedB<T>, w_hn: &ge
                 row.copy_from_slice(bn);
             }
             gemm::gemm_packed_par(a.par, T::ONE, hm, w_hn, T::ONE, MatMut::row_major(hnt, nb, hd));
-            k::gru_forward(nb, hd, true, &xt, rzt, hnt, h_prev, nt, h_new);
+            k::gru_forward(nb, hd, true, xt, rzt, hnt, h_prev, nt, h_new);
         } else {
             // hn holds u = r⊙h; the candidate's product goes to `un`.
-            k::gru_reset(nb, hd, &xt, rzt, h_prev, hnt);
+            k::gru_reset(nb, hd, xt, rzt, h_prev, hnt);
             gemm::gemm_packed_par(a.par, T::ONE, MatRef::row_major(hnt, nb, hd), w_hn, T::ZERO, MatMut::row_major(&mut un, nb, hd));
-            k::gru_forward(nb, hd, false, &xt, rzt, &un, h_prev, nt, h_new);
+            k::gru_forward(nb, hd, false, xt, rzt, &un, h_prev, nt, h_new);
         }
         if let Some(kp) = a.keep {
             for (i, _) in rows.clone().enumerate().filter(|&(_, r)| !kp[t * a.b + r]) {
