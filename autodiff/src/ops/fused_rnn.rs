@@ -468,6 +468,28 @@ fn step_rows<T>(xp: &[T], r0: usize, t: usize, t_len: usize, g: usize) -> k::Row
     k::Rows { data: xp.get((r0 * t_len + t) * g..).unwrap_or(&[]), stride: t_len * g }
 }
 
+/// The state each step started from, batch-major `[B, T, H]`: row `(b, t)` is `h0[b]` for
+/// `t = 0`, else the first `H` columns of row `b` of step `t − 1` of the time-major outputs
+/// `out [T, B, width]`. The left operand of a recurrent weight's gradient, summed over
+/// `(b, t)` in the order of the batch-major pre-activation gradients.
+fn previous_states_batch_major<T: Float>(h0: &[T], out: &[T], b: usize, t_len: usize, hd: usize, width: usize) -> Vec<T> {
+    let mut hprev = pool::vec_for_overwrite(t_len * b * hd);
+    for (r, rows) in hprev.chunks_exact_mut((t_len * hd).max(1)).enumerate().take(b) {
+        for (t, dst) in rows.chunks_exact_mut(hd.max(1)).enumerate() {
+            let src = if t == 0 { &h0[r * hd..(r + 1) * hd] } else { &out[((t - 1) * b + r) * width..((t - 1) * b + r) * width + hd] };
+            dst.copy_from_slice(src);
+        }
+    }
+    hprev
+}
+
+/// Step `t`'s rows of a batch-major `[rows, T, w]` buffer, columns `j0 .. j0 + cols`, as a
+/// matrix operand (row `i` at `(i·T + t)·w + j0`).
+fn step_cols<T>(d: &[T], t: usize, t_len: usize, rows: usize, w: usize, j0: usize, cols: usize) -> MatRef<'_, T> {
+    // An empty block (batch 0) may start past the end.
+    MatRef { data: d.get(t * w + j0..).unwrap_or(&[]), rows, cols, rs: t_len * w, cs: 1 }
+}
+
 /// Reorders a time-major `[T, B, w]` buffer into batch-major `[B, T, w]`: the gradient of the
 /// projected inputs, which the ops read at `(r·T + t)·w` for row `r`, step `t`.
 ///
@@ -752,8 +774,7 @@ fn lstm_backward_rows<T: Float>(a: &LstmArgs<T>, saved: [&[T]; 2], out: &[T], g:
             k::lstm_backward(1, hd, gates, c_prev, &out[s2 + r * 2 * hd..s2 + (r + 1) * 2 * hd], tanh_c, a.peep, gi, dat, &mut dc[i * hd..(i + 1) * hd], dpk);
         }
         // New carry for stepped rows: [da·W_hhᵀ, dc]; carried rows keep theirs.
-        let dat = MatRef { data: da.get(t * g4..).unwrap_or(&[]), rows: nb, cols: g4, rs: t_len * g4, cs: 1 };
-        gemm::gemm_packed_par(a.par, T::ONE, dat, wt, T::ZERO, MatMut::row_major(&mut dh, nb, hd));
+        gemm::gemm_packed_par(a.par, T::ONE, step_cols(da, t, t_len, nb, g4, 0, g4), wt, T::ZERO, MatMut::row_major(&mut dh, nb, hd));
         for i in (0..nb).filter(|i| !carried.contains(i)) {
             carry[i * 2 * hd..i * 2 * hd + hd].copy_from_slice(&dh[i * hd..(i + 1) * hd]);
             carry[i * 2 * hd + hd..(i + 1) * 2 * hd].copy_from_slice(&dc[i * hd..(i + 1) * hd]);
@@ -796,13 +817,7 @@ pub(crate) fn lstm_sequence_backward<T: Float>(s: &LstmSeqSaved<T>, out: &Tensor
     // dW = Σ_{t,b} h_{t−1,b}ᵀ·da_{t,b}: one product over the previous states stacked in da's
     // batch-major order, [B·T, H].
     let dw = need[3].then(|| {
-        let mut hprev = pool::vec_for_overwrite(t_len * bh);
-        for (r, rows) in hprev.chunks_exact_mut((t_len * hd).max(1)).enumerate().take(b) {
-            for (t, dst) in rows.chunks_exact_mut(hd.max(1)).enumerate() {
-                let src = if t == 0 { &h0.data[r * hd..(r + 1) * hd] } else { &out.data[((t - 1) * b + r) * 2 * hd..((t - 1) * b + r) * 2 * hd + hd] };
-                dst.copy_from_slice(src);
-            }
-        }
+        let hprev = previous_states_batch_major(&h0.data, &out.data, b, t_len, hd, 2 * hd);
         let dw = Tensor::from_vec(at_b(MatRef::row_major(&hprev, t_len * b, hd), MatRef::row_major(&da, t_len * b, g4)), w.shape());
         pool::recycle_vec(hprev);
         dw
@@ -1012,13 +1027,13 @@ pub fn gru_sequence_composed<T: Float>(xp: &Tensor<T>, h0: &Tensor<T>, w_hh: &Te
     Tensor::stack(&states, 0)
 }
 
-/// One row block's part of the backward pass: its rows of every step's pre-activation
-/// gradient and (reset after) of `∂L/∂hn`, and the gradient carried to the previous state
-/// (`[rows, H]`; on return that of `h0`).
+/// One row block's part of the backward pass: its rows of the pre-activation gradient and
+/// (reset after) of `∂L/∂hn`, batch-major (`[rows, T, 3H]`, `xp`'s layout, and `[rows, T, H]`),
+/// and the gradient carried to the previous state (`[rows, H]`; on return that of `h0`).
 struct GruBackJob<'a, T> {
     rows: Range<usize>,
-    da: Vec<&'a mut [T]>,
-    dhn: Vec<&'a mut [T]>,
+    da: &'a mut [T],
+    dhn: &'a mut [T],
     carry: &'a mut [T],
 }
 
@@ -1030,16 +1045,16 @@ struct GruWeightsT<T> {
 
 /// `saved` holds the forward pass's `rz`, `n` and `hn` (`[T, B, 2H]`, `[T, B, H]`, `[T, B, H]`).
 fn gru_backward_rows<T: Float>(a: &GruArgs<T>, saved: [&[T]; 3], out: &[T], g: &[T], wt: &GruWeightsT<T>, job: GruBackJob<T>) {
-    let GruBackJob { rows, mut da, mut dhn, carry } = job;
+    let GruBackJob { rows, da, dhn, carry } = job;
     let ra = a.b_hn.is_some();
-    let (hd, g3, nb, b) = (a.hd, 3 * a.hd, rows.len(), a.b);
+    let (hd, g3, nb, b, t_len) = (a.hd, 3 * a.hd, rows.len(), a.b, a.t_len);
     let (r0, r1) = (rows.start, rows.end);
     let mut gt = vec![T::ZERO; nb * hd];
     let mut dh = vec![T::ZERO; nb * hd];
     let mut du = vec![T::ZERO; if ra { 0 } else { nb * hd }];
-    let mut dhn_scratch = vec![T::ZERO; if ra { 0 } else { nb * hd }];
+    let mut dhn_scratch = vec![T::ZERO; if ra { 0 } else { hd }];
     let mut carried: Vec<usize> = Vec::new();
-    for t in (0..a.t_len).rev() {
+    for t in (0..t_len).rev() {
         let st = t * b * hd;
         gt.copy_from_slice(&g[st + r0 * hd..st + r1 * hd]);
         chi_kernels::elementwise::axpy(T::ONE, carry, &mut gt);
@@ -1055,17 +1070,25 @@ fn gru_backward_rows<T: Float>(a: &GruArgs<T>, saved: [&[T]; 3], out: &[T], g: &
         let h_prev: &[T] = if t == 0 { &a.h0[r0 * hd..r1 * hd] } else { &out[st - b * hd + r0 * hd..st - b * hd + r1 * hd] };
         let rzt = &saved[0][(t * b + r0) * 2 * hd..(t * b + r1) * 2 * hd];
         let (nt, hnt) = (&saved[1][st + r0 * hd..st + r1 * hd], &saved[2][st + r0 * hd..st + r1 * hd]);
-        let dat = &mut *da[t];
-        let dhnt: &mut [T] = if ra { &mut *dhn[t] } else { &mut dhn_scratch };
-        k::gru_backward(nb, hd, ra, rzt, nt, h_prev, hnt, &gt, dat, dhnt, &mut dh);
+        // One row at a time, so each row's gradients go straight to their batch-major places.
+        for i in 0..nb {
+            let (q, o) = (i * hd..(i + 1) * hd, (i * t_len + t) * hd);
+            let dat = &mut da[(i * t_len + t) * g3..(i * t_len + t + 1) * g3];
+            let dhni: &mut [T] = if ra { &mut dhn[o..o + hd] } else { &mut dhn_scratch };
+            k::gru_backward(1, hd, ra, &rzt[2 * i * hd..2 * (i + 1) * hd], &nt[q.clone()], &h_prev[q.clone()], &hnt[q.clone()], &gt[q.clone()], dat, dhni, &mut dh[q]);
+        }
         if ra {
-            gemm::gemm_packed_par(a.par, T::ONE, MatRef::row_major(dhnt, nb, hd), &wt.w_hn, T::ONE, MatMut::row_major(&mut dh, nb, hd));
+            gemm::gemm_packed_par(a.par, T::ONE, step_cols(dhn, t, t_len, nb, hd, 0, hd), &wt.w_hn, T::ONE, MatMut::row_major(&mut dh, nb, hd));
         } else {
             // u = r⊙h feeds the candidate's product: du = da_n·W_hnᵀ, then the r block.
-            gemm::gemm_packed_par(a.par, T::ONE, cols_of(dat, nb, g3, 2 * hd, hd), &wt.w_hn, T::ZERO, MatMut::row_major(&mut du, nb, hd));
-            k::gru_backward_reset(nb, hd, rzt, h_prev, &du, dat, &mut dh);
+            gemm::gemm_packed_par(a.par, T::ONE, step_cols(da, t, t_len, nb, g3, 2 * hd, hd), &wt.w_hn, T::ZERO, MatMut::row_major(&mut du, nb, hd));
+            for i in 0..nb {
+                let q = i * hd..(i + 1) * hd;
+                let dat = &mut da[(i * t_len + t) * g3..(i * t_len + t + 1) * g3];
+                k::gru_backward_reset(1, hd, &rzt[2 * i * hd..2 * (i + 1) * hd], &h_prev[q.clone()], &du[q.clone()], dat, &mut dh[q]);
+            }
         }
-        gemm::gemm_packed_par(a.par, T::ONE, cols_of(dat, nb, g3, 0, 2 * hd), &wt.w_hh, T::ONE, MatMut::row_major(&mut dh, nb, hd));
+        gemm::gemm_packed_par(a.par, T::ONE, step_cols(da, t, t_len, nb, g3, 0, 2 * hd), &wt.w_hh, T::ONE, MatMut::row_major(&mut dh, nb, hd));
         for i in (0..nb).filter(|i| !carried.contains(i)) {
             carry[i * hd..(i + 1) * hd].copy_from_slice(&dh[i * hd..(i + 1) * hd]);
         }
@@ -1090,29 +1113,22 @@ pub(crate) fn gru_sequence_backward<T: Float>(s: &GruSeqSaved<T>, out: &Tensor<T
     let mut carry = vec![T::ZERO; bh];
     let (blocks, par) = row_blocks(b, 2 * t_len * b * hd * g3);
     let args = GruArgs::new(&s.inputs, &s.keep, par);
-    let jobs: Vec<GruBackJob<T>> = split_steps(&mut da, t_len, g3, &blocks)
+    let jobs: Vec<GruBackJob<T>> = split_rows(&mut da, t_len * g3, &blocks)
         .into_iter()
-        .zip(split_steps(&mut dhn, t_len, if ra { hd } else { 0 }, &blocks))
+        .zip(split_rows(&mut dhn, if ra { t_len * hd } else { 0 }, &blocks))
         .zip(split_rows(&mut carry, hd, &blocks))
         .zip(&blocks)
         .map(|(((da, dhn), carry), rows)| GruBackJob { rows: rows.clone(), da, dhn, carry })
         .collect();
     let (outd, gd, saved): (&[T], &[T], [&[T]; 3]) = (&out.data, &g.data, [&s.rz, &s.n, &s.hn]);
     chi_kernels::threads::run_each(jobs, |job| gru_backward_rows(&args, saved, outd, gd, &wt, job));
-    // The previous states [T·B, H]: h0, then the outputs of steps 0 … T−2.
-    let hprev = || {
-        let mut v = pool::vec_for_overwrite(t_len * bh);
-        if t_len > 0 {
-            v[..bh].copy_from_slice(&h0.data);
-            v[bh..].copy_from_slice(&out.data[..(t_len - 1) * bh]);
-        }
-        v
-    };
+    // Weight gradients: sums over (b, t) of products of previous states with da's rows, in
+    // da's batch-major order.
     let tb = t_len * b;
     let mut dw_hh = None;
     let mut dw_hn = None;
     if need[2] || (need[3] && ra) {
-        let hp = hprev();
+        let hp = previous_states_batch_major(&h0.data, &out.data, b, t_len, hd, hd);
         let hm = MatRef::row_major(&hp, tb, hd);
         dw_hh = need[2].then(|| Tensor::from_vec(at_b(hm, cols_of(&da, tb, g3, 0, 2 * hd)), w_hh.shape()));
         if ra && need[3] {
@@ -1121,9 +1137,11 @@ pub(crate) fn gru_sequence_backward<T: Float>(s: &GruSeqSaved<T>, out: &Tensor<T
         pool::recycle_vec(hp);
     }
     if !ra && need[3] {
-        dw_hn = Some(Tensor::from_vec(at_b(MatRef::row_major(&s.hn, tb, hd), cols_of(&da, tb, g3, 2 * hd, hd)), w_hn.shape()));
+        let u = to_batch_major(&s.hn, b, t_len, hd);
+        dw_hn = Some(Tensor::from_vec(at_b(MatRef::row_major(&u, tb, hd), cols_of(&da, tb, g3, 2 * hd, hd)), w_hn.shape()));
+        pool::recycle_vec(u);
     }
-    let mut grads = vec![need[0].then(|| Tensor::from_vec(to_batch_major(&da, b, t_len, g3), xp.shape())), need[1].then(|| Tensor::from_vec(carry, h0.shape())), dw_hh, dw_hn];
+    let mut grads = vec![None, need[1].then(|| Tensor::from_vec(carry, h0.shape())), dw_hh, dw_hn];
     if ra {
         grads.push(need[4].then(|| {
             let mut d = vec![T::ZERO; hd];
@@ -1133,7 +1151,12 @@ pub(crate) fn gru_sequence_backward<T: Float>(s: &GruSeqSaved<T>, out: &Tensor<T
             Tensor::from_vec(d, &[hd])
         }));
     }
-    pool::recycle_vec(da);
+    // da is batch-major, xp's own layout: it is xp's gradient.
+    if need[0] {
+        grads[0] = Some(Tensor::from_vec(da, xp.shape()));
+    } else {
+        pool::recycle_vec(da);
+    }
     pool::recycle_vec(dhn);
     grads
 }
