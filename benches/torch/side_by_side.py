@@ -7,7 +7,9 @@ Usage: benches/torch/side_by_side.py [--threads 1,2] [--rounds 3] [--reps 5] [--
 For each workload and thread count, rounds alternate: chi (the Rust binary
 `target/release/side_by_side`, built by `cargo build --release -p chi-benches`) runs `reps` timed
 repetitions, then PyTorch does the same in this process; the reported times are medians over all
-repetitions of all rounds, and the ratio is chi / PyTorch (below 1: chi is faster). Correctness:
+repetitions of all rounds, and the ratio is chi / PyTorch (below 1: chi is faster). The
+environment variable `CHI_SIDE_BY_SIDE` names another chi binary (say, one built from an earlier
+commit), so two builds of chi can be set against the same PyTorch in alternating runs. Correctness:
 both sides build the same fixed instance (weights and inputs from the closed form
 `scale * sin(0.37 i + tag)` in PyTorch's layouts) and report the loss before and after one
 optimiser step and the sum / sum of squares of one gradient; the largest relative difference is
@@ -32,7 +34,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHI = os.path.join(ROOT, "target", "release", "side_by_side")
+CHI = os.environ.get("CHI_SIDE_BY_SIDE") or os.path.join(ROOT, "target", "release", "side_by_side")
 
 try:
     import torch

@@ -490,8 +490,10 @@ fn step_cols<T>(d: &[T], t: usize, t_len: usize, rows: usize, w: usize, j0: usiz
     MatRef { data: d.get(t * w + j0..).unwrap_or(&[]), rows, cols, rs: t_len * w, cs: 1 }
 }
 
-/// Reorders a time-major `[T, B, w]` buffer into batch-major `[B, T, w]`: the gradient of the
-/// projected inputs, which the ops read at `(r·T + t)·w` for row `r`, step `t`.
+/// Reorders a time-major `[T, B, w]` buffer into batch-major `[B, T, w]` (the order in which
+/// the ops read the projected inputs, `(r·T + t)·w` for row `r`, step `t`): the CA-RNN's
+/// gradient of its projected inputs, and the GRU's saved `r⊙h` for a weight gradient summed in
+/// that order.
 ///
 /// Every element is written, so the buffer is taken for overwrite (no zero fill first).
 fn to_batch_major<T: Float>(da: &[T], b: usize, t_len: usize, w: usize) -> Vec<T> {
