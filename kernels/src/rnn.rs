@@ -19,6 +19,8 @@ use crate::parallel::{cast, cast_mut, dispatch, dispatch_lanes};
 use crate::simd_math::{self as sm, SimdVec};
 use crate::Real;
 
+// Inlined: the fused sequences' backward passes call the step kernels once per row.
+#[inline(always)]
 fn check_len(kernel: &str, what: &str, got: usize, want: usize) {
     assert!(got == want, "{kernel}: length mismatch: {what} has {got} elements, expected {want}");
 }
@@ -79,6 +81,7 @@ impl<'a, T> Rows<'a, T> {
 }
 
 /// Checks that `rows` holds `batch` rows of `width` elements.
+#[inline(always)]
 fn check_rows<T>(kernel: &str, what: &str, rows: &Rows<T>, batch: usize, width: usize) {
     assert!(rows.stride >= width, "{kernel}: {what} has row stride {}, less than its width {width}", rows.stride);
     let need = if batch == 0 { 0 } else { (batch - 1) * rows.stride + width };

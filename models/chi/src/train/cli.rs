@@ -433,6 +433,8 @@ pub fn resume_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<(Config,
             return conflict(o.flag, &o.given, &(o.show)(&base));
         }
     }
+    // The stored configuration first, so that its errors name the file they come from.
+    base.validate().map_err(|e| format!("{}: bad run configuration: {e}", whence.display()))?;
     let mut cfg = base;
     if let Some(s) = args.steps {
         cfg.steps = s;

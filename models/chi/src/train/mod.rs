@@ -235,7 +235,7 @@ impl Config {
                 check_elements("model_options.hidden (a recurrent weight matrix, hidden × 4·hidden)", &[h, 4, h])?;
                 weights += (h * h) as u128;
             }
-            check_elements("model_options.hidden (activations, batch_size × hidden × sequence)", &[self.batch_size, h, per_example])?;
+            check_elements("model_options.hidden (activations, batch_size × hidden × values per example)", &[self.batch_size, h, per_example])?;
             weights += (input * h) as u128;
             activations += (self.batch_size * h) as u128;
             eval = eval.max(2 * chunk * h as u128);

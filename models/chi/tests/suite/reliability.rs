@@ -231,6 +231,12 @@ fn a_run_stopped_before_its_first_checkpoint_resumes_with_its_own_config() {
     let t = ok(&["train", "--out", s(&out), "--resume", "--quiet", "--no-plots"]);
     assert!(t.contains("from step 0") && t.contains("on xor-noise for 12 steps"), "{t}");
     let _ = std::fs::remove_dir_all(&out);
+    // A stored configuration that does not validate is refused, naming the file it came from.
+    let out = tmp("nockpt-bad");
+    std::fs::write(out.join("config.toml"), "dataset = \"xor-noise\"\nsteps = 12\nbatch_size = 0\n").unwrap();
+    let cfg = out.join("config.toml");
+    fails_with(&["train", "--out", s(&out), "--resume", "--quiet", "--no-plots"], &[s(&cfg), "bad run configuration", "batch_size must be positive"]);
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]
