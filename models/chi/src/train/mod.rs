@@ -389,11 +389,8 @@ impl Run {
     /// Loads a full checkpoint written by [`Run::save`] (all-or-nothing).
     pub fn load(&mut self, path: &Path) -> Result<(), String> {
         let meta = checkpoint::read_checkpoint_meta(path)?;
-        let bs: data::BatcherState = meta
-            .extra
-            .get("batcher")
-            .and_then(|b| serde_json::from_str(b).ok())
-            .ok_or_else(|| format!("{}: checkpoint lacks the batcher state", path.display()))?;
+        let raw = meta.extra.get("batcher").ok_or_else(|| format!("{}: checkpoint lacks the batcher state", path.display()))?;
+        let bs: data::BatcherState = serde_json::from_str(raw).map_err(|e| format!("{}: the checkpoint's batcher state is unreadable: {e}", path.display()))?;
         let drop = *meta.rngs.get("dropout").ok_or_else(|| format!("{}: checkpoint lacks the dropout RNG state", path.display()))?;
         let meta = checkpoint::load_checkpoint(path, self.model.store().params(), &mut self.optim)?;
         self.batcher.restore(bs);

@@ -435,6 +435,29 @@ fn interrupted_and_resumed_run_equals_uninterrupted() {
     let _ = std::fs::remove_dir_all(&b);
 }
 
+/// A checkpoint whose batcher state is missing or unreadable is refused, naming the file and
+/// which of the two it is.
+#[test]
+fn a_checkpoint_with_a_missing_or_unreadable_batcher_state_is_refused_by_name() {
+    let d = tmp("batcher-state");
+    std::fs::create_dir_all(&d).unwrap();
+    let path = d.join("step.ckpt.safetensors");
+    let mut run = train::Run::new(&small_cfg()).unwrap();
+    run.save(&path).unwrap();
+    let meta = chi_nn::checkpoint::read_checkpoint_meta(&path).unwrap();
+    for (state, want) in [(Some("{not json"), "batcher state is unreadable"), (None, "lacks the batcher state")] {
+        let mut m = meta.clone();
+        match state {
+            Some(v) => m.extra.insert("batcher".into(), v.into()),
+            None => m.extra.remove("batcher"),
+        };
+        chi_nn::checkpoint::save_checkpoint(&path, run.model.store().params(), &run.optim, &m).unwrap();
+        let e = run.load(&path).unwrap_err();
+        assert!(e.contains(want) && e.contains(path.to_str().unwrap()), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn regression_and_binary_datasets_train() {
     for (ds, metric) in [("surface", "pearson"), ("xor-noise", "accuracy")] {
