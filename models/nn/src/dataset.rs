@@ -450,10 +450,18 @@ impl Batcher {
         self.state
     }
     /// Restores a state from [`Batcher::state`] (same `n`, `batch`, `shuffle`).
-    pub fn restore(&mut self, s: BatcherState) {
+    ///
+    /// # Errors
+    /// A position past the end of an epoch of `n` examples (a state from another dataset, or an
+    /// edited one): resuming from it would silently skip the rest of the epoch.
+    pub fn restore(&mut self, s: BatcherState) -> Result<(), String> {
+        if s.pos > self.n {
+            return Err(format!("batcher position {} is past the end of an epoch of {} examples", s.pos, self.n));
+        }
         self.rng = Rng::from_state(s.epoch_rng);
         self.start_epoch();
         self.state = s;
+        Ok(())
     }
 }
 

@@ -392,8 +392,11 @@ impl Run {
         let raw = meta.extra.get("batcher").ok_or_else(|| format!("{}: checkpoint lacks the batcher state", path.display()))?;
         let bs: data::BatcherState = serde_json::from_str(raw).map_err(|e| format!("{}: the checkpoint's batcher state is unreadable: {e}", path.display()))?;
         let drop = *meta.rngs.get("dropout").ok_or_else(|| format!("{}: checkpoint lacks the dropout RNG state", path.display()))?;
+        // Checked before anything is changed: a refused checkpoint leaves the run as it was.
+        let mut batcher = self.batcher.clone();
+        batcher.restore(bs).map_err(|e| format!("{}: {e}", path.display()))?;
         let meta = checkpoint::load_checkpoint(path, self.model.store().params(), &mut self.optim)?;
-        self.batcher.restore(bs);
+        self.batcher = batcher;
         self.dropout_rng = Rng::from_state(drop);
         self.step = meta.step;
         Ok(())

@@ -314,7 +314,7 @@ fn metrics_known_values() {
 
 #[test]
 fn batcher_covers_each_epoch_and_restores() {
-    use chi_nn::dataset::Batcher;
+    use chi_nn::dataset::{Batcher, BatcherState};
     let mut b = Batcher::new(10, 4, true, Rng::new(1));
     let mut seen: Vec<usize> = (0..3).flat_map(|_| b.next_batch()).collect();
     seen.sort();
@@ -322,10 +322,14 @@ fn batcher_covers_each_epoch_and_restores() {
     b.next_batch();
     let st = b.state();
     let mut c = Batcher::new(10, 4, true, Rng::new(99));
-    c.restore(st);
+    c.restore(st).unwrap();
     for _ in 0..7 {
         assert_eq!(b.next_batch(), c.next_batch());
     }
+    // A position past an epoch's end (another dataset's state, or an edited one) is refused.
+    let e = c.restore(BatcherState { pos: 11, ..st }).unwrap_err();
+    assert!(e.contains("position 11") && e.contains("10 examples"), "{e}");
+    c.restore(BatcherState { pos: 10, ..st }).unwrap();
 }
 
 fn small_cfg() -> Config {
@@ -435,17 +439,18 @@ fn interrupted_and_resumed_run_equals_uninterrupted() {
     let _ = std::fs::remove_dir_all(&b);
 }
 
-/// A checkpoint whose batcher state is missing or unreadable is refused, naming the file and
-/// which of the two it is.
+/// A checkpoint whose batcher state is missing, unreadable or past the end of an epoch is
+/// refused, naming the file and which of these it is.
 #[test]
-fn a_checkpoint_with_a_missing_or_unreadable_batcher_state_is_refused_by_name() {
+fn a_checkpoint_with_a_missing_unreadable_or_impossible_batcher_state_is_refused_by_name() {
     let d = tmp("batcher-state");
     std::fs::create_dir_all(&d).unwrap();
     let path = d.join("step.ckpt.safetensors");
     let mut run = train::Run::new(&small_cfg()).unwrap();
     run.save(&path).unwrap();
     let meta = chi_nn::checkpoint::read_checkpoint_meta(&path).unwrap();
-    for (state, want) in [(Some("{not json"), "batcher state is unreadable"), (None, "lacks the batcher state")] {
+    let far = r#"{"epoch":0,"pos":1000000000000,"epoch_rng":1}"#;
+    for (state, want) in [(Some("{not json"), "batcher state is unreadable"), (None, "lacks the batcher state"), (Some(far), "past the end of an epoch of 200 examples")] {
         let mut m = meta.clone();
         match state {
             Some(v) => m.extra.insert("batcher".into(), v.into()),
