@@ -413,6 +413,9 @@ impl<T: Float> Optimizer<T> {
     /// Checks that `s` could be loaded by [`Optimizer::load_state`] without changing anything.
     pub fn check_state(&self, s: &OptimState<T>, params: &[Param<T>]) -> Result<(), NnError> {
         s.config.validate()?;
+        if !(s.lr.is_finite() && s.lr >= 0.0) {
+            return Err(NnError::optim_state(None, format!("optimiser state has learning rate {} (must be finite and >= 0)", s.lr)));
+        }
         if s.config.name != self.cfg.name {
             return Err(NnError::optim_state(None, format!("optimiser state is for {:?}, not {:?}", s.config.name, self.cfg.name)));
         }
@@ -432,6 +435,13 @@ impl<T: Float> Optimizer<T> {
                         expected: vec![p.numel()],
                         found: vec![buf.len()],
                     });
+                }
+                // Running sums of squared gradients are never negative; no buffer holds a NaN or
+                // an infinity. Either would otherwise surface steps later as "training diverged".
+                let squares = matches!(slot.as_str(), "sum" | "square_avg" | "exp_avg_sq");
+                if let Some((i, v)) = buf.iter().map(|v| v.to_f64()).enumerate().find(|&(_, v)| !v.is_finite() || (squares && v < 0.0)) {
+                    let rule = if squares { "a running sum of squared gradients, finite and >= 0" } else { "finite" };
+                    return Err(NnError::optim_state(Some(name), format!("optimiser buffer {slot:?} of {name:?} holds {v} at index {i} (must be {rule})")));
                 }
             }
             for slot in &slots {
@@ -729,6 +739,38 @@ mod tests {
         for (key, c) in cases {
             let e = c.validate().expect_err(key).to_string();
             assert!(e.contains(key) && e.contains("out of range"), "{key}: {e}");
+        }
+    }
+
+    /// A loaded optimiser state whose squared-gradient sums are negative, whose buffers hold a
+    /// NaN or an infinity, or whose learning rate is not finite, is refused naming the
+    /// parameter, the buffer and the index (it trained on to a "training diverged" steps later);
+    /// the state the optimiser wrote itself loads.
+    #[test]
+    fn loaded_states_with_negative_sums_or_non_finite_values_are_refused() {
+        use crate::params::ParamStore;
+        for (kind, slot, bad, word) in [
+            (OptimKind::Adagrad, "sum", -1.0, "-1"),
+            (OptimKind::Adagrad, "sum", f64::NAN, "NaN"),
+            (OptimKind::Adam, "exp_avg_sq", -0.5, "-0.5"),
+            (OptimKind::Adam, "exp_avg", f64::INFINITY, "inf"),
+            (OptimKind::Rmsprop, "square_avg", -2.0, "-2"),
+        ] {
+            let mut store = ParamStore::<f64>::new();
+            let w = store.add("w", "g", Tensor::from_vec(vec![1.0, 2.0, 3.0], &[3]));
+            let mut o = Optimizer::new(OptimConfig { name: kind, ..OptimConfig::default() });
+            w.get().sum().backward();
+            o.step_params(store.params());
+            let good = o.state();
+            assert!(o.check_state(&good, store.params()).is_ok(), "{kind:?}: its own state");
+            let mut st = good.clone();
+            st.params.get_mut("w").unwrap().slots.get_mut(slot).unwrap()[1] = bad;
+            let e = o.check_state(&st, store.params()).unwrap_err().to_string();
+            assert!(e.contains(slot) && e.contains("\"w\"") && e.contains("index 1") && e.contains(word), "{kind:?} {slot}: {e}");
+            let mut st = good.clone();
+            st.lr = f64::NAN;
+            let e = o.check_state(&st, store.params()).unwrap_err().to_string();
+            assert!(e.contains("learning rate NaN"), "{e}");
         }
     }
 
