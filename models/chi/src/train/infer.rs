@@ -92,7 +92,11 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
             let cfg = m.get("config").cloned().ok_or_else(|| {
                 format!("{}: has no run configuration in its metadata (not written by chi train); pass the run directory or a checkpoint", p.display())
             })?;
-            let step = m.get("step").and_then(|s| s.parse().ok()).unwrap_or(0);
+            // Absent in weights written by hand; present, it must be a step count.
+            let step = match m.get("step") {
+                None => 0,
+                Some(s) => s.parse::<u64>().ok().filter(|&n| n <= chi_nn::checkpoint::MAX_STEP).ok_or_else(|| format!("{}: bad step {s:?} in its metadata (a whole number of training steps)", p.display()))?,
+            };
             (cfg, step, m.get("data_schema").cloned(), p.clone())
         }
     };

@@ -274,6 +274,27 @@ fn eval_reports_of_a_file_and_of_a_split_do_not_collide() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// A weights file whose `step` metadata is not a step count (edited to a negative or
+/// unreadable number) is refused by name; it was read as step 0.
+#[test]
+fn a_weights_file_with_a_bad_step_is_refused_by_name() {
+    let root = tmp("badstep");
+    let (data, run) = (root.join("colours.csv"), root.join("run"));
+    classes_csv(&data, 60, 1.0);
+    ok(&["train", "--data", s(&data), "--steps", "5", "--quiet", "--no-plots", "--out", s(&run)]);
+    let model = run.join("model.safetensors");
+    let (meta, tensors) = chi_nn::checkpoint::unpack::<f32>(&model, &std::fs::read(&model).unwrap()).unwrap();
+    assert_eq!(meta.get("step").map(String::as_str), Some("5"));
+    ok(&["eval", s(&model)]);
+    for bad in ["-5", "five", "18446744073709551615"] {
+        let mut m = meta.clone();
+        m.insert("step".into(), bad.into());
+        std::fs::write(&model, chi_nn::checkpoint::pack(&tensors, &m).unwrap()).unwrap();
+        fails_with(&["eval", s(&model)], &[s(&model), "bad step", bad]);
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// `chi train --model ca-rnn` without optimiser flags learns a task decided by one keyword, on
 /// every seed tried (with Adagrad at lr 0.1, the general default, it stays near chance).
 #[test]
