@@ -77,13 +77,16 @@ fn float64_check_two_and_three_ranks() {
 /// in float32 up to rounding, MLP (Adam) and LSTM (SGD). Float32 gradients of a batch of 32 and
 /// of two halves differ in the last bits; Adagrad's first steps, `g / √(g² + ε)`, turn that into
 /// a visible difference for gradients that nearly cancel, so the LSTM case uses SGD (the float64
-/// check above has no such limit).
+/// check above has no such limit). Its tolerance is set by rounding alone: the same
+/// single-process LSTM run built with two summation orders of the same products (the fused
+/// sequence adding its inputs before or after `h·W_hh`) ends 4.1e-4 apart after these 60 steps at
+/// lr 0.5, while training on one rank's half of each batch alone ends 0.44 away.
 #[test]
 fn chi_train_two_ranks_equal_one_process_with_the_doubled_batch() {
     if !mpirun_present() {
         return;
     }
-    for (model, dataset, steps, optim, tol) in [("mlp", "spirals", "200", "adam", 1e-4), ("lstm", "first-token", "60", "sgd", 2e-4)] {
+    for (model, dataset, steps, optim, tol) in [("mlp", "spirals", "200", "adam", 1e-4), ("lstm", "first-token", "60", "sgd", 1e-3)] {
         let (one, two) = (tmp(&format!("{model}-1")), tmp(&format!("{model}-2")));
         let args = |out: &Path, batch: &str| -> Vec<String> {
             ["train", "--model", model, "--dataset", dataset, "--steps", steps, "--optim", optim, "--lr", if optim == "sgd" { "0.5" } else { "0.01" }, "--batch-size", batch, "--quiet", "--no-plots", "--out"]
