@@ -106,8 +106,8 @@ impl<T: Float> Tensor<T> {
                 assert!(q.shape() == [hd], "{op}: {name} has shape {:?}, expected [{hd}]", q.shape());
             }
         }
-        // h·W_hh here; the kernel adds xp as it reads the gates.
-        let mut gates = vec![T::ZERO; 4 * b * hd];
+        // h·W_hh here (β = 0 writes every element); the kernel adds xp as it reads the gates.
+        let mut gates = pool::vec_for_overwrite(4 * b * hd);
         gemm::gemm(T::ONE, row_major(h), row_major(w_hh), T::ZERO, MatMut::row_major(&mut gates, b, 4 * hd));
         let mut hc = vec![T::ZERO; 2 * b * hd];
         let mut tanh_c = vec![T::ZERO; b * hd];
@@ -487,7 +487,7 @@ fn previous_states_batch_major<T: Float>(h0: &[T], out: &[T], b: usize, t_len: u
 /// matrix operand (row `i` at `(i·T + t)·w + j0`).
 fn step_cols<T>(d: &[T], t: usize, t_len: usize, rows: usize, w: usize, j0: usize, cols: usize) -> MatRef<'_, T> {
     // An empty block (batch 0) may start past the end.
-    MatRef { data: d.get(t * w + j0..).unwrap_or(&[]), rows, cols, rs: t_len * w, cs: 1 }
+    cols_of(d.get(t * w..).unwrap_or(&[]), rows, t_len * w, j0, cols)
 }
 
 /// Reorders a time-major `[T, B, w]` buffer into batch-major `[B, T, w]` (the order in which
