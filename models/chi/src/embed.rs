@@ -2,6 +2,7 @@
 //! WordSim353 / SimLex-999 / the Google analogies, list nearest neighbours, and write the named
 //! corpora (Brown, State of the Union, Shakespeare) as tokenised sentences.
 
+use chi_words::WordsError;
 use chi_words::dist::SyncConfig;
 use chi_words::eval;
 use chi_words::glove::{self, GloveConfig};
@@ -225,7 +226,11 @@ fn write_corpus(a: &CorpusArgs) -> Result<(), String> {
 fn read_corpus(name: &str, data: &Path, lowercase: bool) -> Result<(Text, String), String> {
     let p = PathBuf::from(name);
     if p.exists() {
-        let text = Text::read(&p, lowercase).map_err(|e| format!("corpus {}: {e}", p.display()))?;
+        let text = Text::read(&p, lowercase).map_err(|e| match e {
+            // These name their file (perhaps one inside the folder) already.
+            WordsError::Io { .. } | WordsError::Format { .. } => format!("corpus: {e}"),
+            _ => format!("corpus {}: {e}", p.display()),
+        })?;
         return Ok((text, p.display().to_string()));
     }
     if let Some(names) = corpus_names(name) {

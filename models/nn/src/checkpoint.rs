@@ -266,7 +266,7 @@ struct Parsed {
 }
 
 fn parse(path: &Path) -> Result<Parsed, NnError> {
-    let bytes = std::fs::read(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
+    let bytes = crate::limits::read_file(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
     parse_bytes(path, &bytes)
 }
 
@@ -330,7 +330,7 @@ pub fn save_params<T: Float>(path: &Path, params: &[Param<T>], metadata: &BTreeM
 /// shape, and the file may hold no other tensor (optimiser tensors of a full checkpoint are
 /// allowed). All-or-nothing. Returns the file's metadata.
 pub fn load_params<T: Float>(path: &Path, params: &[Param<T>]) -> Result<BTreeMap<String, String>, NnError> {
-    let bytes = std::fs::read(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
+    let bytes = crate::limits::read_file(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
     load_params_from_bytes(path, &bytes, params)
 }
 
@@ -418,7 +418,7 @@ fn parse_meta(path: &Path, parsed: &Parsed) -> Result<CheckpointMeta, NnError> {
 /// Loads a full checkpoint into `params` and `optim` and returns its metadata. Everything is
 /// validated first; on error nothing is changed.
 pub fn load_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &mut Optimizer<T>) -> Result<CheckpointMeta, NnError> {
-    let bytes = std::fs::read(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
+    let bytes = crate::limits::read_file(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
     load_checkpoint_from_bytes(path, &bytes, params, optim)
 }
 

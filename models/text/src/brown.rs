@@ -74,7 +74,8 @@ pub fn brown_files(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
 
 /// Reads and parses one Brown file.
 pub fn load_brown_file(path: impl AsRef<std::path::Path>) -> Result<Vec<TaggedTokens>> {
-    let text = std::fs::read_to_string(path.as_ref())?;
+    let bytes = chi_nn::limits::read_file(path.as_ref())?;
+    let text = String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
     parse_brown(&text)
 }
 

@@ -43,7 +43,7 @@ fn invalid(op: &'static str, msg: String) -> TextError {
 }
 
 fn read_document(op: &'static str, path: &Path) -> Result<Document> {
-    let bytes = std::fs::read(path).map_err(|e| invalid(op, format!("{}: {e}", path.display())))?;
+    let bytes = chi_nn::limits::read_file(path).map_err(|e| invalid(op, format!("{}: {e}", path.display())))?;
     let text = String::from_utf8(bytes)
         .map_err(|e| invalid(op, format!("{}: not UTF-8 (first bad byte at offset {})", path.display(), e.utf8_error().valid_up_to())))?;
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();

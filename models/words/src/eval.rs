@@ -89,7 +89,7 @@ pub fn parse_analogies(text: &str, path: &Path) -> Result<Vec<Analogy>, WordsErr
 }
 
 fn read(path: &Path) -> Result<String, WordsError> {
-    let b = std::fs::read(path).map_err(|e| WordsError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+    let b = chi_nn::limits::read_file(path).map_err(|e| WordsError::Io { path: path.to_path_buf(), message: e.to_string() })?;
     String::from_utf8(b).map_err(|_| WordsError::Format { path: path.to_path_buf(), line: None, message: "not UTF-8".into() })
 }
 

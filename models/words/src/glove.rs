@@ -459,6 +459,18 @@ pub fn train_glove_on(comm: &dyn chi_nn::dist::Collective, text: &Text, cfg: &Gl
     let corpus = Corpus::encode(text, &vocab);
     let t0 = Instant::now();
     let cooc = count_cooccurrences(&corpus, &cfg.cooc)?;
+    if cooc.entries.is_empty() {
+        // Nothing to fit: the vectors would stay their random start, written as if learned.
+        return Err(config(
+            "corpus",
+            format!(
+                "no co-occurrences: none of its {} words kept (min_count {}) has another within a window of {} in the same sentence; word vectors need a larger corpus",
+                corpus.ids.len(),
+                cfg.min_count,
+                cfg.cooc.window
+            ),
+        ));
+    }
     let count_seconds = t0.elapsed().as_secs_f64();
     let mut rng = Rng::new(cfg.seed);
     let mut params = GloveParams::<f32>::init(vocab.len(), cfg.dim, &mut rng);

@@ -98,6 +98,6 @@ pub fn parse_word2vec_text(text: &[u8], path: &Path) -> Result<Vectors, WordsErr
 
 /// Loads vectors from a word2vec text file.
 pub fn load_word2vec_text(path: &Path) -> Result<Vectors, WordsError> {
-    let bytes = std::fs::read(path).map_err(|e| WordsError::Io { path: PathBuf::from(path), message: e.to_string() })?;
+    let bytes = chi_nn::limits::read_file(path).map_err(|e| WordsError::Io { path: PathBuf::from(path), message: e.to_string() })?;
     parse_word2vec_text(&bytes, path)
 }

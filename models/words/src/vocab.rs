@@ -8,6 +8,50 @@ use std::path::Path;
 /// gensim's `LineSentence` does (its `MAX_WORDS_IN_BATCH`).
 pub const MAX_SENTENCE_LEN: usize = 10_000;
 
+/// Memory a token of a [`Text`] takes at most, counted before reading a corpus: its `String`
+/// (24 bytes) and the allocation holding its characters (a short word's smallest block, 16–32
+/// bytes depending on the allocator).
+pub const TOKEN_BYTES: usize = 56;
+
+/// Deepest folder nesting a corpus directory is read to.
+const MAX_CORPUS_DEPTH: usize = 32;
+
+/// The regular files under `dir`, sorted by path, hidden names (`.git`, `.DS_Store`) skipped;
+/// a folder reached twice through links is read once.
+fn corpus_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, WordsError> {
+    type Seen = std::collections::HashSet<std::path::PathBuf>;
+    fn walk(root: &Path, dir: &Path, depth: usize, seen: &mut Seen, out: &mut Vec<std::path::PathBuf>) -> Result<(), WordsError> {
+        let io = |e: std::io::Error| WordsError::Io { path: dir.to_path_buf(), message: e.to_string() };
+        let mut entries: Vec<std::path::PathBuf> = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            if !entry.file_name().to_string_lossy().starts_with('.') {
+                entries.push(entry.path());
+            }
+        }
+        entries.sort();
+        for p in entries {
+            if p.is_file() {
+                out.push(p);
+            } else if p.is_dir() {
+                if !seen.insert(std::fs::canonicalize(&p).map_err(io)?) {
+                    continue;
+                }
+                if depth >= MAX_CORPUS_DEPTH {
+                    return Err(WordsError::Io { path: root.to_path_buf(), message: format!("folders nested deeper than {MAX_CORPUS_DEPTH} levels ({})", p.display()) });
+                }
+                walk(root, &p, depth + 1, seen, out)?;
+            }
+        }
+        Ok(())
+    }
+    let mut seen = Seen::new();
+    seen.insert(std::fs::canonicalize(dir).map_err(|e| WordsError::Io { path: dir.to_path_buf(), message: e.to_string() })?);
+    let mut out = Vec::new();
+    walk(dir, dir, 0, &mut seen, &mut out)?;
+    Ok(out)
+}
+
 /// Tokenised text: sentences of word strings, before any vocabulary is applied.
 ///
 /// A sentence is a line of text; tokens are separated by whitespace. Context windows never
@@ -39,30 +83,38 @@ impl Text {
         t
     }
 
-    /// Reads a UTF-8 text file, or every regular file of a directory (sorted by name, not
-    /// recursive), as [`Text::from_str`] does.
+    /// Reads a UTF-8 text file, or every regular file in a directory tree (sorted by path,
+    /// hidden names skipped), as [`Text::from_str`] does.
+    ///
+    /// Bounded before anything is kept: each file, and all files together, at most
+    /// [`chi_nn::limits::max_file_bytes`] read (an endless stream such as `/dev/zero` is an
+    /// error, not an out-of-memory kill), and the tokens' memory (about [`TOKEN_BYTES`] each)
+    /// within what the machine has available.
     pub fn read(path: &Path, lowercase: bool) -> Result<Text, WordsError> {
-        let io = |e: std::io::Error| WordsError::Io { path: path.to_path_buf(), message: e.to_string() };
-        let mut files = Vec::new();
-        if path.is_dir() {
-            for entry in std::fs::read_dir(path).map_err(io)? {
-                let p = entry.map_err(io)?.path();
-                if p.is_file() {
-                    files.push(p);
-                }
-            }
-            files.sort();
-        } else {
-            files.push(path.to_path_buf());
-        }
-        let mut out = Text::default();
+        let files = if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) { corpus_files(path)? } else { vec![path.to_path_buf()] };
+        let limit = chi_nn::limits::max_file_bytes();
+        let (mut total, mut texts) = (0u64, Vec::with_capacity(files.len()));
         for f in files {
-            let bytes = std::fs::read(&f).map_err(|e| WordsError::Io { path: f.clone(), message: e.to_string() })?;
+            let bytes = chi_nn::limits::read_file(&f).map_err(|e| WordsError::Io { path: f.clone(), message: e.to_string() })?;
+            total += bytes.len() as u64;
+            if total > limit {
+                return Err(WordsError::Io {
+                    path: path.to_path_buf(),
+                    message: format!("its files hold more than {limit} bytes, the limit of one input (set {} to raise it)", chi_nn::limits::MAX_FILE_BYTES_ENV),
+                });
+            }
             let s = String::from_utf8(bytes).map_err(|e| WordsError::Format {
                 path: f.clone(),
                 line: None,
                 message: format!("not UTF-8 (first bad byte at offset {})", e.utf8_error().valid_up_to()),
             })?;
+            texts.push(s);
+        }
+        let tokens: usize = texts.iter().map(|s| s.split_whitespace().count()).sum();
+        chi_nn::limits::check_total_bytes(&format!("corpus {}", path.display()), &format!("{tokens} tokens"), tokens as u128 * TOKEN_BYTES as u128)
+            .map_err(|e| WordsError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+        let mut out = Text { tokens: Vec::with_capacity(tokens), ends: Vec::new() };
+        for s in texts {
             let t = Text::from_str(&s, lowercase);
             let base = out.tokens.len();
             out.tokens.extend(t.tokens);

@@ -129,7 +129,7 @@ pub(super) fn lead(comm: &dyn Collective, setup: Result<&Setup, &str>) -> Result
         Ok(Setup::Ready { run, checkpoint, .. }) => {
             send(comm, &json!({ "kind": "ready", "config": run.cfg.to_toml(), "ranks": comm.size() }));
             let mut bytes = match checkpoint {
-                Some(p) => std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?,
+                Some(p) => chi_nn::limits::read_file(p).map_err(|e| format!("{}: {e}", p.display()))?,
                 None => Vec::new(),
             };
             comm.broadcast_bytes(&mut bytes, 0);

@@ -231,6 +231,9 @@ fn hash_file(p: &std::path::Path, h: &mut Fnv1a) -> Result<u64, String> {
         }
         h.update(&buf[..k]);
         n += k as u64;
+        if n > chi_nn::limits::max_file_bytes() {
+            return Err(format!("{}: gives more than {} bytes, the limit of one input file (an endless stream?)", p.display(), chi_nn::limits::max_file_bytes()));
+        }
     }
 }
 

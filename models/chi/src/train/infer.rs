@@ -72,7 +72,7 @@ fn find_source(path: &Path) -> Result<(Source, Option<PathBuf>), String> {
 
 /// Reads the metadata of a weights file written by `chi train` (`model.safetensors`).
 fn weights_meta(path: &Path) -> Result<BTreeMap<String, String>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let bytes = chi_nn::limits::read_file(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     let (meta, _) = checkpoint::unpack::<f32>(path, &bytes).map_err(String::from)?;
     Ok(meta)
 }
@@ -106,7 +106,7 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
     let (schema_text, schema_origin) = match (&run_dir, schema_meta) {
         (Some(d), _) if d.join(DATA_SCHEMA_FILE).is_file() => {
             let f = d.join(DATA_SCHEMA_FILE);
-            (Some(std::fs::read_to_string(&f).map_err(|e| format!("{}: cannot read: {e}", f.display()))?), f.display().to_string())
+            (Some(chi_nn::limits::read_file(&f).map(|b| String::from_utf8_lossy(&b).into_owned()).map_err(|e| format!("{}: cannot read: {e}", f.display()))?), f.display().to_string())
         }
         (_, m) => (m, format!("{} (the data schema in its metadata)", weights.display())),
     };

@@ -372,7 +372,7 @@ pub fn check_output_dir(flag: &str, dir: &Path, data: &chi_nn::dataset::DataConf
 /// Whether `file` holds JSON, and with `keys`, an object with every one of them (an output chi
 /// wrote).
 pub fn json_with_keys(file: &Path, keys: &[&str]) -> bool {
-    std::fs::read(file)
+    chi_nn::limits::read_file(file)
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .is_some_and(|v| keys.iter().all(|k| v.get(k).is_some()))

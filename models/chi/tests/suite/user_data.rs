@@ -243,6 +243,41 @@ fn bad_user_data_is_a_clear_error() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// Endless inputs (`/dev/zero`: a device reporting length 0, as pipes and FIFOs do) are refused
+/// once what is read passes the file limit, by every command that reads a file whole, instead
+/// of being read until memory runs out; text readers refuse it as binary after 8 KiB whatever
+/// the limit.
+#[test]
+fn endless_inputs_are_refused_at_the_file_limit() {
+    if !Path::new("/dev/zero").exists() {
+        eprintln!("skipped: no /dev/zero");
+        return;
+    }
+    let root = tmp("endless");
+    let good = root.join("good");
+    let csv = examples().join("fruit.csv");
+    ok(&["train", "--data", s(&csv), "--target", "fruit", "--steps", "5", "--quiet", "--no-plots", "--out", s(&good)]);
+    let out = root.join("run");
+    let limited = |args: &[&str], needles: &[&str]| {
+        let o = Command::new(chi_bin()).args(args).env("CHI_MAX_FILE_BYTES", "1000000").output().unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(1), "chi {args:?}:\n{t}");
+        for n in needles {
+            assert!(t.contains(n), "chi {args:?}: message lacks {n:?}:\n{t}");
+        }
+    };
+    let endless = ["/dev/zero", "gives more than the 1000000-byte limit", "CHI_MAX_FILE_BYTES"];
+    limited(&["train", "--data", "/dev/zero", "--format", "npy", "--target", "/dev/zero", "--quiet", "--out", s(&out)], &endless);
+    limited(&["embed", "train", "--corpus", "/dev/zero", "--model", "glove", "--vectors-out", s(&root.join("v.txt"))], &endless);
+    limited(&["embed", "eval", "/dev/zero"], &endless);
+    limited(&["embed", "neighbours", "/dev/zero", "word"], &endless);
+    // As text, the NULs give it away within the first 8 KiB, at the default limit too.
+    fails_with(&["train", "--data", "/dev/zero", "--format", "csv", "--quiet", "--out", s(&out)], &["/dev/zero", "binary"]);
+    fails_with(&["predict", s(&good), "--input", "/dev/zero"], &["/dev/zero", "binary"]);
+    fails_with(&["eval", s(&good), "--data", "/dev/zero"], &["/dev/zero", "binary"]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// A run's files are outside input too: a `data.json` that disagrees with the weights or sizes
 /// the model absurdly, model options that would need terabytes, a prediction written over its
 /// own input and megabyte-long values in a file are clear errors, never a panic or an abort;

@@ -72,7 +72,12 @@ impl DataError {
     }
     /// An I/O error on `path` (cannot open / read).
     pub fn io(path: &Path, e: &std::io::Error) -> Self {
-        DataError { path: path.to_path_buf(), location: Location::File, msg: format!("cannot read: {e}") }
+        // The bounded reader's own refusals (a directory, too large, binary) say what is wrong.
+        let msg = match (e.kind(), e.raw_os_error()) {
+            (std::io::ErrorKind::IsADirectory | std::io::ErrorKind::FileTooLarge | std::io::ErrorKind::InvalidData, None) => e.to_string(),
+            _ => format!("cannot read: {e}"),
+        };
+        DataError { path: path.to_path_buf(), location: Location::File, msg }
     }
 }
 
@@ -87,9 +92,10 @@ impl fmt::Display for DataError {
 
 impl std::error::Error for DataError {}
 
-/// Reads a whole file, mapping I/O errors to [`DataError`].
+/// Reads a whole file (bounded by [`crate::limits::read_file`]), mapping I/O errors to
+/// [`DataError`].
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| DataError::io(path, &e))
+    crate::limits::read_file(path).map_err(|e| DataError::io(path, &e))
 }
 
 /// Runs a byte-level parser on a file's contents and attributes its errors to the file.

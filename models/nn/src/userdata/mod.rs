@@ -66,8 +66,9 @@ use std::path::{Path, PathBuf};
 pub use text::{Tokenizer, Vocab};
 pub use crate::dataset::{Column, DataKind, DataSchema, Encoder, Format};
 
-/// Largest input file read (bytes), checked before reading.
-pub const MAX_FILE_BYTES: u64 = 4 << 30;
+/// Largest input file read (bytes) unless `CHI_MAX_FILE_BYTES` says otherwise: see
+/// [`crate::limits::read_file`].
+pub const MAX_FILE_BYTES: u64 = crate::limits::DEFAULT_MAX_FILE_BYTES;
 /// A numeric target with at most this many distinct whole-number values is a class label.
 pub const MAX_INTEGER_CLASSES: usize = 20;
 /// Most classes a classification target may have (more usually means the wrong column).
@@ -139,15 +140,13 @@ fn header_hint(raw: &RawSet, line: usize) -> &'static str {
     }
 }
 
+/// The bytes of an input file, at most [`MAX_FILE_BYTES`] (or `CHI_MAX_FILE_BYTES`) however
+/// the file reports its length; a binary file is refused after its first 8 KiB.
 fn read_bounded(path: &Path) -> Result<Vec<u8>, NnError> {
-    let meta = std::fs::metadata(path).map_err(|e| DataError::io(path, &e))?;
-    if meta.is_dir() {
-        return Err(DataError::whole("is a directory, not a file").with_path(path).into());
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(DataError::whole(format!("{} bytes is over the {MAX_FILE_BYTES}-byte limit of one input file", meta.len())).with_path(path).into());
-    }
-    Ok(std::fs::read(path).map_err(|e| DataError::io(path, &e))?)
+    // UTF-16 (which has NUL bytes) starts with its byte-order mark.
+    let utf16 = |h: &[u8]| matches!(h, [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..]);
+    let head = |h: &[u8]| if !utf16(h) && text::looks_binary(h) { Err("looks like a binary file (it has NUL bytes), not text".to_string()) } else { Ok(()) };
+    Ok(crate::limits::read_file_checked(path, head).map_err(|e| DataError::io(path, &e))?)
 }
 
 /// Text of a file that should be text: binary files are an error, non-UTF-8 bytes are

@@ -224,3 +224,14 @@ fn glove_on_ranks_adds_up_the_changes_and_recovers_planted_groups() {
     }
     assert!(train_glove_on(&Solo, &text, &cfg, 0).is_err());
 }
+
+#[test]
+fn a_corpus_without_cooccurrences_is_refused_not_trained() {
+    // One word per sentence: no pair shares a window, so there is nothing to fit.
+    let text = Text::from_str("alpha\nbeta\ngamma\nalpha\n", false);
+    let cfg = GloveConfig { dim: 4, min_count: 1, epochs: 2, ..Default::default() };
+    let e = train_glove(&text, &cfg).unwrap_err().to_string();
+    assert!(e.contains("no co-occurrences") && e.contains("4 words"), "{e}");
+    // One shared sentence is enough.
+    assert!(train_glove(&Text::from_str("alpha beta\ngamma\n", false), &cfg).is_ok());
+}

@@ -49,3 +49,44 @@ fn a_failed_save_leaves_the_existing_file_intact() {
     assert_eq!(leftovers, ["vectors.txt"], "temporary files left behind");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_corpus_folder_is_read_through_its_subfolders_once_and_in_order() {
+    use chi_words::vocab::Text;
+    let root = std::env::temp_dir().join(format!("chi-words-corpus-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("b/deeper")).unwrap();
+    std::fs::create_dir_all(root.join(".hidden")).unwrap();
+    std::fs::write(root.join("a.txt"), "one two\n").unwrap();
+    std::fs::write(root.join("b/deeper/c.txt"), "five six\n").unwrap();
+    std::fs::write(root.join("b/b.txt"), "three four\n").unwrap();
+    std::fs::write(root.join(".hidden/x.txt"), "never\n").unwrap();
+    // A link back to the top, which must not be followed round and round.
+    std::os::unix::fs::symlink(&root, root.join("b/deeper/loop")).unwrap();
+    let t = Text::read(&root, false).unwrap();
+    assert_eq!(t.tokens, ["one", "two", "three", "four", "five", "six"]);
+    assert_eq!(t.sentences(), 3);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn an_endless_corpus_is_refused_at_the_file_limit() {
+    // Checked in a child process, which alone sees the lowered limit.
+    if std::env::var_os("CHI_WORDS_CHILD").is_some() {
+        let e = chi_words::vocab::Text::read(Path::new("/dev/zero"), false).unwrap_err().to_string();
+        assert!(e.starts_with("/dev/zero: gives more than the 65536-byte limit"), "{e}");
+        let e = chi_words::io::load_word2vec_text(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(e.starts_with("/dev/zero: gives more than the 65536-byte limit"), "{e}");
+        return;
+    }
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "robust_io::an_endless_corpus_is_refused_at_the_file_limit", "--nocapture"])
+        .env("CHI_WORDS_CHILD", "1")
+        .env(chi_nn::limits::MAX_FILE_BYTES_ENV, "65536")
+        .output()
+        .unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
