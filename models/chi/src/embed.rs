@@ -18,6 +18,8 @@ pub const MAX_DIM: usize = 4096;
 pub const MAX_WINDOW: usize = 1000;
 /// Largest accepted number of epochs.
 pub const MAX_EPOCHS: usize = 10_000;
+/// Noise words per example when `--negative` is not given (word2vec's and gensim's default).
+const DEFAULT_NEGATIVE: usize = 5;
 /// Largest accepted number of negative samples.
 pub const MAX_NEGATIVE: usize = 1000;
 /// Largest accepted `-k` for neighbours.
@@ -101,9 +103,9 @@ pub struct TrainArgs {
     /// Context window half-width.
     #[arg(long, default_value_t = 5)]
     pub window: usize,
-    /// Noise words per example (negative sampling).
-    #[arg(long, default_value_t = 5)]
-    pub negative: usize,
+    /// Noise words per example of the negative-sampling models, sgns and cbow (default 5).
+    #[arg(long)]
+    pub negative: Option<usize>,
     /// Words rarer than this are dropped.
     #[arg(long, default_value_t = 5)]
     pub min_count: u64,
@@ -255,7 +257,13 @@ fn check_range(name: &str, v: usize, lo: usize, hi: usize) -> Result<(), String>
 fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
     check_range("dim", a.dim, 1, MAX_DIM)?;
     check_range("window", a.window, 1, MAX_WINDOW)?;
-    check_range("negative", a.negative, 1, MAX_NEGATIVE)?;
+    if let Some(n) = a.negative {
+        if !matches!(a.model, Model::Sgns | Model::Cbow) {
+            return Err(format!("--negative sets the noise words of negative sampling (sgns, cbow); {} has none", a.model.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string())));
+        }
+        check_range("negative", n, 1, MAX_NEGATIVE)?;
+    }
+    let negative = a.negative.unwrap_or(DEFAULT_NEGATIVE);
     check_range("threads", workers, 1, 8 * std::thread::available_parallelism().map_or(1, |c| c.get()))?;
     if let Some(e) = a.epochs {
         check_range("epochs", e, 1, MAX_EPOCHS)?;
@@ -353,8 +361,8 @@ fn train(a: &TrainArgs, seed: u64, workers: usize) -> Result<(), String> {
         model.vectors()
     } else {
         let (arch, objective) = match a.model {
-            Model::Sgns => (Architecture::SkipGram, Objective::NegativeSampling { negative: a.negative, power: 0.75 }),
-            Model::Cbow => (Architecture::Cbow, Objective::NegativeSampling { negative: a.negative, power: 0.75 }),
+            Model::Sgns => (Architecture::SkipGram, Objective::NegativeSampling { negative, power: 0.75 }),
+            Model::Cbow => (Architecture::Cbow, Objective::NegativeSampling { negative, power: 0.75 }),
             Model::SgHs => (Architecture::SkipGram, Objective::HierarchicalSoftmax),
             _ => (Architecture::Cbow, Objective::HierarchicalSoftmax),
         };

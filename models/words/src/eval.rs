@@ -46,7 +46,10 @@ pub fn parse_word_pairs(text: &str, path: &Path) -> Result<Vec<WordPair>, WordsE
         }
         let f: Vec<&str> = if t.contains('\t') { t.split('\t').map(str::trim).collect() } else { t.split_whitespace().collect() };
         let score = f.get(2).and_then(|s| s.parse::<f64>().ok());
-        if first && score.is_none() {
+        // A header names its columns (`Human (mean)`, `SimLex999`); a first row whose score is a
+        // mistyped number (`5x`, `nan`) is data, reported below rather than dropped.
+        let names_a_column = |s: &str| s.starts_with(|c: char| c.is_alphabetic()) && !matches!(s.to_ascii_lowercase().as_str(), "nan" | "inf" | "infinity");
+        if first && score.is_none() && f.get(2).is_none_or(|s| names_a_column(s)) {
             first = false;
             continue;
         }

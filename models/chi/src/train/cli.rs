@@ -193,8 +193,9 @@ pub struct PredictArgs {
     pub saliency: usize,
     /// How --saliency ranks words: saliency (|∂score/∂embedding|) or grad-times-input
     /// (embedding · ∂score/∂embedding, the word's signed contribution).
-    #[arg(long, value_enum, default_value_t = super::infer::Attribution::Saliency)]
-    pub attribution: super::infer::Attribution,
+    /// (default saliency).
+    #[arg(long, value_enum)]
+    pub attribution: Option<super::infer::Attribution>,
 }
 
 /// One command-line flag that sets a configuration value: its name, the value as given, how
@@ -635,8 +636,11 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
         }
         super::rundir::check_text_output("--output", o)?;
     }
+    if args.attribution.is_some() && args.saliency == 0 {
+        return Err("--attribution chooses how --saliency ranks words; give --saliency K too".into());
+    }
     let (input, stdin) = input_path(&args.input)?;
-    let mut p = infer::predict(&t, &input, args.saliency, args.attribution)?;
+    let mut p = infer::predict(&t, &input, args.saliency, args.attribution.unwrap_or(infer::Attribution::Saliency))?;
     if stdin {
         // Rows read from standard input are named `stdin:LINE`, not after the device file.
         let dev = input.display().to_string();

@@ -118,6 +118,10 @@ fn bad_inputs_fail_cleanly() {
     fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--dim", "100000000", "--vectors-out", o]), "out of range");
     fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--min-count", "100000", "--vectors-out", o]), "min_count");
     fails_with(&chi(&["embed", "train", "--corpus", &corpus(), "--x-max", "10", "--vectors-out", o]), "--x-max sets GloVe's");
+    for model in ["glove", "sg-hs", "cbow-hs"] {
+        fails_with(&chi(&["embed", "train", "--model", model, "--corpus", &corpus(), "--negative", "9", "--vectors-out", o]), &format!("{model} has none"));
+    }
+    fails_with(&chi(&["embed", "train", "--model", "cbow", "--corpus", &corpus(), "--negative", "0", "--vectors-out", o]), "--negative 0 is out of range");
     fails_with(&chi(&["embed", "train", "--model", "glove", "--corpus", &corpus(), "--x-max", "0", "--vectors-out", o]), "--x-max 0 is out of range");
     fails_with(&chi(&["embed", "train", "--model", "glove", "--corpus", &corpus(), "--x-max", "NaN", "--vectors-out", o]), "out of range");
     let bad = tmp("malformed.txt");

@@ -236,6 +236,19 @@ fn bad_user_data_is_a_clear_error() {
     // Prediction inputs missing a feature column.
     let missing = w("missing.csv", b"weight_g,colour,texture\n120,yellow,waxy\n");
     fails_with(&["predict", s(&good), "--input", s(&missing)], &["missing.csv", "no column \"diameter_cm\""]);
+    // A held-out file holding a header only is refused by name, not dropped (validation) or
+    // blamed on the training file's split (test).
+    let header_only = w("header_only.csv", b"weight_g,diameter_cm,colour,texture,fruit\n");
+    for flag in ["--valid", "--test"] {
+        run(train(&csv, &["--target", "fruit", flag, s(&header_only)]), &["header_only.csv", "holds no examples", if flag == "--valid" { "validation file" } else { "test file" }]);
+    }
+    // Options of one format given with data of another are refused, not ignored.
+    let reviews = examples().join("reviews");
+    for (flag, value) in [("--target", "label"), ("--features", "a,b"), ("--text-column", "review"), ("--header", "yes")] {
+        run(train(&reviews, &[flag, value]), &[&format!("{} = ", flag.trim_start_matches("--").replace('-', "_")), "a folder of texts", "leave it out"]);
+    }
+    fails_with(&["eval", s(&good), "--data", s(&csv), "--target", s(&csv)], &["target", "label file of array inputs", "leave it out"]);
+    fails_with(&["predict", s(&good), "--input", s(&csv), "--attribution", "grad-times-input"], &["--attribution", "--saliency"]);
     // chi predict on a model of a built-in dataset says why it cannot.
     let spirals = root.join("spirals");
     ok(&["train", "--data", "spirals", "--steps", "5", "--quiet", "--no-plots", "--out", s(&spirals)]);

@@ -88,6 +88,8 @@ pub fn glove_txt_from_bytes(bytes: &[u8]) -> Result<Embeddings> {
     let mut words = Vec::new();
     let mut vectors = Vec::new();
     let mut dim = 0usize;
+    let mut header = None;
+    let mut first_line: HashMap<&str, usize> = HashMap::new();
     for (no, _, line) in lines(bytes) {
         let line = utf8_line(no, line)?;
         let mut toks = line.split(' ').filter(|t| !t.is_empty());
@@ -106,7 +108,8 @@ pub fn glove_txt_from_bytes(bytes: &[u8]) -> Result<Embeddings> {
         }
         let got = vectors.len() - start;
         if no == 1 && got == 1 && word.parse::<u64>().is_ok() && vectors[start].fract() == 0.0 {
-            // word2vec header "COUNT DIM".
+            // word2vec header "COUNT DIM", checked against the vectors at the end.
+            header = Some((word.parse::<u64>().unwrap_or(0), vectors[start] as u64));
             vectors.truncate(start);
             continue;
         }
@@ -121,10 +124,19 @@ pub fn glove_txt_from_bytes(bytes: &[u8]) -> Result<Embeddings> {
                 format!("word '{word}' has {got} values, expected {dim} (the dimension of the first row)"),
             ));
         }
+        // One vector per word: which of two a model should use is not for the loader to guess.
+        if let Some(first) = first_line.insert(word, no) {
+            return Err(DataError::at_line(no, format!("word '{word}' appears again (first on line {first})")));
+        }
         words.push(word.to_string());
     }
     if words.is_empty() {
         return Err(DataError::whole("no word vectors"));
+    }
+    if let Some((n, d)) = header {
+        if (n, d) != (words.len() as u64, dim as u64) {
+            return Err(DataError::at_line(1, format!("the header announces {n} vectors of dimension {d}, the file holds {} of dimension {dim}", words.len())));
+        }
     }
     Embeddings::new(words, dim, vectors)
 }

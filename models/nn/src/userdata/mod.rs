@@ -1581,8 +1581,18 @@ impl DataSchema {
     /// A labelled file (or folder) encoded as training did: a split for `chi eval`. `labels`
     /// is the label file of array formats (`.npy`, IDX).
     pub fn encode_labelled(&self, path: &Path, labels: Option<&Path>) -> Result<(Split, Vec<String>), NnError> {
-        if matches!(self.format, Format::Npy | Format::Idx) && labels.is_none() {
-            return Err(NnError::invalid("data", "target", "none", "array inputs need their label file (--target LABELS)"));
+        let arrays = matches!(self.format, Format::Npy | Format::Idx);
+        match labels {
+            None if arrays => return Err(NnError::invalid("data", "target", "none", "array inputs need their label file (--target LABELS)")),
+            Some(l) if !arrays => {
+                return Err(NnError::invalid(
+                    "data",
+                    "target",
+                    clipped(&l.display().to_string()),
+                    format!("--target is the label file of array inputs; the model was trained on {} data ({}), whose labels are in the data itself: leave it out", self.kind.name(), self.format.name()),
+                ))
+            }
+            _ => {}
         }
         let raw = self.read_raw(path, labels, true)?;
         let (inputs, warnings) = self.encode_read(&raw, path)?;
@@ -1734,6 +1744,43 @@ pub fn input_kind(cfg: &DataConfig) -> Result<DataKind, NnError> {
     })
 }
 
+/// Refuses the options of one format given with data of another (`--features` for a folder of
+/// texts, `--target` for token lines): ignoring them would train on something other than what
+/// the user asked for without a word.
+fn check_options_fit(cfg: &DataConfig, format: Format) -> Result<(), NnError> {
+    let csv = matches!(format, Format::Csv | Format::Tsv);
+    let arrays = matches!(format, Format::Npy | Format::Idx);
+    let data = match format {
+        Format::Folder => "a folder of texts (its classes are its sub-folders)",
+        Format::Lines => "token lines (each line's first token is its label)",
+        Format::Npy | Format::Idx => "array data",
+        Format::Csv | Format::Tsv => "CSV data",
+    };
+    let refuse = |key: &str, value: String, what: &str| Err(NnError::invalid("data", key, value, format!("{what}, and the data is {data}: leave it out")));
+    if !csv {
+        if let Some(f) = &cfg.features {
+            return refuse("features", clipped(&f.join(",")), "--features names CSV columns");
+        }
+        if let Some(t) = &cfg.text_column {
+            return refuse("text_column", clipped(t), "--text-column names a CSV column");
+        }
+        if let Some(h) = cfg.header {
+            return refuse("header", h.to_string(), "--header says whether a CSV file has a header row");
+        }
+        if let (false, Some(t)) = (arrays, &cfg.target) {
+            return refuse("target", clipped(t), "--target names a CSV column or the label file of arrays");
+        }
+    }
+    if !arrays {
+        for (key, file) in [("valid_target", &cfg.valid_target), ("test_target", &cfg.test_target)] {
+            if let Some(t) = file {
+                return refuse(key, clipped(t), "names the label file of held-out arrays");
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Loads the file dataset of `cfg.path` (see the module docs). `rng` seeds the split.
 pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnError> {
     let Some(path) = cfg.path.as_deref() else {
@@ -1749,6 +1796,7 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
         None => Format::infer(&path)?,
     };
     let arrays = matches!(format, Format::Npy | Format::Idx);
+    check_options_fit(cfg, format)?;
     let layout = match format {
         Format::Csv | Format::Tsv => Some(csv_layout(&path, format, cfg)?),
         _ => None,
@@ -1865,6 +1913,13 @@ fn finish(
     let path = train_raw.path.clone();
     if train_raw.examples.is_empty() {
         return Err(DataError::whole("holds no examples").with_path(&path).into());
+    }
+    // A held-out file the user named that holds nothing (a header only) would silently drop
+    // validation, or be blamed on the training file's split.
+    for (s, role) in [(1, "validation"), (2, "test")] {
+        if let Some(g) = given[s].as_ref().filter(|g| g.examples.is_empty()) {
+            return Err(DataError::whole(format!("holds no examples (the {role} file: a header only?)")).with_path(&g.path).into());
+        }
     }
     warnings.extend(layout.iter().flat_map(|l| l.notes.iter().cloned()));
     for s in given.iter().flatten().chain(std::iter::once(&train_raw)) {

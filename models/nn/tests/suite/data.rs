@@ -119,6 +119,15 @@ fn glove_text_and_npy_fortran_order() {
     assert_eq!(e.get("cat").unwrap(), &[-1.0, 0.0, 1.0]);
     let p = write("g-bad.txt", b"the 0.1 0.2 0.3\ncat -1 0\n");
     assert_err_at(data::load_glove_txt(&p), &p, "line 2");
+    // A word given twice, and a word2vec header that disagrees with the rows, are refused (as
+    // chi-words' loader refuses them), not resolved silently.
+    let p = write("g-dup.txt", b"good 0.1 0.2 0.3\nbad 1 2 3\ngood 0.3 0.2 0.1\n");
+    assert_err_at(data::load_glove_txt(&p), &p, "line 3");
+    assert!(data::load_glove_txt(&p).unwrap_err().to_string().contains("'good' appears again (first on line 1)"));
+    let p = write("g-count.txt", b"5 3\ngood 0.1 0.2 0.3\n");
+    assert!(data::load_glove_txt(&p).unwrap_err().to_string().contains("the header announces 5 vectors of dimension 3, the file holds 1 of dimension 3"));
+    let p = write("g-header.txt", b"2 3\ngood 0.1 0.2 0.3\nbad 1 2 3\n");
+    assert_eq!(data::load_glove_txt(&p).unwrap().len(), 2);
     // A (2, 3) f32 matrix stored in Fortran (column-major) order.
     let header = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }";
     let mut h = header.to_string();

@@ -84,6 +84,12 @@ fn word_pairs_and_analogies() {
     // cos(king,queen) = 0.5, cos(king,man) = 0.707, cos(king,apple) < 0: ranks 2,3,1 vs 3,2,1.
     assert!((s.spearman - 0.5).abs() < 1e-12, "{}", s.spearman);
     assert!(parse_word_pairs("a\tb\tnot-a-number\nc\td\tx\n", Path::new("p.tsv")).is_err());
+    // A mistyped score on the first row is that row's error, not a header dropped in silence.
+    for bad in ["5x", "nan", "-"] {
+        let e = parse_word_pairs(&format!("w1\tw2\t{bad}\nw3\tw4\t6\nw5\tw6\t7\n"), Path::new("p.tsv")).unwrap_err().to_string();
+        assert!(e.starts_with("p.tsv:1:") && e.contains("is not a finite number"), "{bad}: {e}");
+    }
+    assert_eq!(parse_word_pairs("word1 word2 SimLex999\nw3 w4 6\nw5 w6 7\n", Path::new("p.txt")).unwrap().len(), 2);
     let qs = parse_analogies(": gender\nman king woman queen\nwoman queen man king\nman king woman dragon\n: other\nman woman king queen\n", Path::new("q.txt")).unwrap();
     let a = evaluate_analogies(&vecs(), &qs, 300_000);
     assert_eq!((a.covered, a.missing), (3, 1));
