@@ -516,6 +516,9 @@ fn neighbours(a: &NeighboursArgs) -> Result<(), String> {
         return Err(format!("{:?} has a zero vector in {}: it has no neighbours by cosine similarity", a.word, a.vectors.display()));
     }
     let list = v.normalized().nearest(&a.word, a.k).expect("the word is in the vocabulary");
+    if list.is_empty() {
+        return Err(format!("{:?} has no neighbours in {}: no other word has a nonzero vector ({} words)", a.word, a.vectors.display(), v.len()));
+    }
     for (w, s) in list {
         println!("{s:.4}  {w}");
     }

@@ -218,8 +218,15 @@ impl Config {
         check_elements("data.n_train (training examples × values per example)", &[self.data.n_train, per_example])?;
         check_elements("data.n_test (test examples × values per example)", &[self.data.n_test, per_example])?;
         let embed = opt("embed", 16);
-        let vocab = self.data.classes.saturating_add(opt("distractors", 8));
-        check_elements("embedding table (vocabulary × embed)", &[vocab, embed])?;
+        if self.dataset == registry::FILE_DATASET {
+            // The vocabulary of file data is known once the data is read; the table is checked
+            // again, whole, when the model is built.
+            check_elements("model_options.embed (--embed, the embedding width)", &[embed])?;
+        } else {
+            let vocab = self.data.classes.saturating_add(opt("distractors", 8));
+            check_elements("embedding table (vocabulary × embed)", &[vocab, embed])?;
+        }
+        let embed_given = self.model_options.options.contains_key("embed") || self.data.options.contains_key("embed");
         let mut input = embed.max(16);
         let recurrent = matches!(self.model.as_str(), "lstm" | "gru" | "ca-rnn");
         // Lower bounds on what the run holds at once: each layer has at least an input × hidden
@@ -228,9 +235,14 @@ impl Config {
         // pre-activations and as many activations.
         let (mut weights, mut activations, mut eval) = (0u128, 0u128, 0u128);
         let chunk = self.data.n_test.min(EVAL_CHUNK) as u128;
-        for &h in &self.model_options.hidden {
+        for (layer, &h) in self.model_options.hidden.iter().enumerate() {
             // Up to four gates per layer (LSTM) and one activation per example of a batch.
-            check_elements("model_options.hidden (a layer's weight matrix, input × 4·hidden)", &[input, 4, h])?;
+            let what = if layer == 0 && embed_given {
+                "model_options.embed and hidden (the first layer's weight matrix, --embed × 4·hidden)"
+            } else {
+                "model_options.hidden (a layer's weight matrix, input × 4·hidden)"
+            };
+            check_elements(what, &[input, 4, h])?;
             if recurrent {
                 check_elements("model_options.hidden (a recurrent weight matrix, hidden × 4·hidden)", &[h, 4, h])?;
                 weights += (h * h) as u128;

@@ -128,6 +128,10 @@ fn bad_inputs_fail_cleanly() {
     std::fs::write(&bad, "2 3\nfoo 1 2 3\nbar 1 x 3\n").unwrap();
     fails_with(&chi(&["embed", "eval", bad.to_str().unwrap()]), "malformed.txt:3:");
     fails_with(&chi(&["embed", "neighbours", bad.to_str().unwrap(), "foo"]), "malformed.txt:3:");
+    // A word whose only other words have zero vectors has no neighbours: said, not an empty list.
+    let lonely = tmp("lonely.txt");
+    std::fs::write(&lonely, "2 2\nfoo 1 2\nbar 0 0\n").unwrap();
+    fails_with(&chi(&["embed", "neighbours", lonely.to_str().unwrap(), "foo"]), "\"foo\" has no neighbours");
     std::fs::write(&bad, "1 2\nfoo 1 2\n").unwrap();
     fails_with(&chi(&["embed", "neighbours", bad.to_str().unwrap(), "qux"]), "\"qux\" is not in the vocabulary");
     fails_with(&chi(&["embed", "neighbours", "/no/such/vectors", "qux"]), "/no/such/vectors");

@@ -220,7 +220,15 @@ fn bad_user_data_is_a_clear_error() {
     w("texts/full/a.txt", b"some words here");
     run(train(&root.join("texts"), &[]), &["\"empty\" holds no files"]);
     run(train(&root.join("nothing.csv"), &[]), &["nothing.csv", "no such file"]);
+    // A link round in a loop is not "no such file"; a file read as a folder says so.
+    std::os::unix::fs::symlink(root.join("loop-b"), root.join("loop-a")).unwrap();
+    std::os::unix::fs::symlink(root.join("loop-a"), root.join("loop-b")).unwrap();
+    run(train(&root.join("loop-a"), &["--format", "csv"]), &["loop-a", "symbolic link that leads nowhere"]);
+    run(train(&ragged, &["--format", "folder"]), &["ragged.csv", "is not a folder"]);
     run(train(&ragged, &["--split", "0.5,0.6,0.1"]), &["--split", "add up to 1"]);
+    // A share of less than one example is refused, not rounded up to one per class.
+    run(train(&nonnum, &["--split", "1e-300,0,1"]), &["split", "training fraction 1e-300 is less than one example"]);
+    run(train(&nonnum, &["--split", "0.98,0.001,0.019"]), &["split", "validation fraction 0.001 is less than one example", "or 0 for none"]);
     // A model that does not take the data is an error, not a silent substitute.
     let csv = examples().join("fruit.csv");
     run(train(&csv, &["--model", "cnn", "--target", "fruit"]), &["cnn takes images data", "tabular", "use mlp"]);
@@ -247,6 +255,10 @@ fn bad_user_data_is_a_clear_error() {
     for (flag, value) in [("--target", "label"), ("--features", "a,b"), ("--text-column", "review"), ("--header", "yes")] {
         run(train(&reviews, &[flag, value]), &[&format!("{} = ", flag.trim_start_matches("--").replace('-', "_")), "a folder of texts", "leave it out"]);
     }
+    // A size limit met through --embed names it (not --hidden, nor the synthetic datasets'
+    // vocabulary), before the text is read.
+    let e = run(train(&reviews, &["--embed", "20000000"]), &["--embed", "limit"]);
+    assert!(!e.contains("vocabulary × embed"), "{e}");
     fails_with(&["eval", s(&good), "--data", s(&csv), "--target", s(&csv)], &["target", "label file of array inputs", "leave it out"]);
     fails_with(&["predict", s(&good), "--input", s(&csv), "--attribution", "grad-times-input"], &["--attribution", "--saliency"]);
     // chi predict on a model of a built-in dataset says why it cannot.

@@ -811,7 +811,16 @@ fn strip_class_fields(raw: &mut RawSet, classes: &[String]) {
 }
 
 /// A folder of class folders: each file is one example of its folder's class.
+/// Why a path that does not exist cannot be read: nothing there, or a link to nothing.
+fn not_found(path: &Path) -> NnError {
+    let why = if std::fs::symlink_metadata(path).is_ok() { "is a symbolic link that leads nowhere (to a missing file, or round in a loop)" } else { "no such file or directory" };
+    DataError::whole(why).with_path(path).into()
+}
+
 fn read_class_folder(dir: &Path) -> Result<RawSet, NnError> {
+    if !dir.is_dir() {
+        return Err(DataError::whole("is not a folder (folder data is DIR/CLASS/file.txt …; for a file, leave out --format folder or give its format)").with_path(dir).into());
+    }
     let classes = subdirs(dir)?;
     if classes.is_empty() {
         return Err(DataError::whole("has no class sub-folders (expected DIR/CLASS/file.txt …)").with_path(dir).into());
@@ -1689,7 +1698,9 @@ impl DataSchema {
 /// A comma-separated list of names for a message: each too long to write whole cut as
 /// [`clipped`] cuts it, and only the first ten of more than twelve, with the count.
 pub fn short_list(v: &[String]) -> String {
-    let names = |v: &[String]| v.iter().map(|s| clipped(s)).collect::<Vec<_>>().join(", ");
+    // A name that would read as two in the list (`pos, really`), or is blank, is quoted.
+    let name = |s: &String| if s.contains(',') || s.trim().is_empty() || s.trim() != s { quoted(s) } else { clipped(s) };
+    let names = |v: &[String]| v.iter().map(name).collect::<Vec<_>>().join(", ");
     if v.len() <= 12 {
         names(v)
     } else {
@@ -1730,7 +1741,7 @@ pub fn input_kind(cfg: &DataConfig) -> Result<DataKind, NnError> {
     };
     let path = Path::new(path);
     if !path.exists() {
-        return Err(DataError::whole("no such file or directory").with_path(path).into());
+        return Err(not_found(path));
     }
     let format = match FileOptions::from_config(cfg)?.format {
         Some(f) => f,
@@ -1788,7 +1799,7 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
     };
     let path = PathBuf::from(path);
     if !path.exists() {
-        return Err(DataError::whole("no such file or directory").with_path(&path).into());
+        return Err(not_found(&path));
     }
     let o = FileOptions::from_config(cfg)?;
     let format = match o.format {
@@ -1947,6 +1958,20 @@ fn finish(
     let mut strata_sizes: Option<(usize, usize)> = None;
     if need[1] || need[2] {
         let f = [fractions[0], if need[1] { fractions[1] } else { 0.0 }, if need[2] { fractions[2] } else { 0.0 }];
+        // A share asked for (above 0) that is less than one example is a slip (`1e-300`, a
+        // percentage meant as a fraction): the stratified split would still give every class
+        // one example, training or testing on a handful without a word.
+        let n = train_raw.examples.len();
+        for (s, role) in [(0, "training"), (1, "validation"), (2, "test")] {
+            if f[s] > 0.0 && f[s] * (n as f64) < 1.0 {
+                return Err(NnError::invalid(
+                    format!("{}", path.display()),
+                    "split",
+                    format!("{fractions:?} of {n} examples"),
+                    format!("the {role} fraction {:?} is less than one example; give a larger fraction{}", f[s], if s == 0 { "" } else { ", or 0 for none" }),
+                ));
+            }
+        }
         // A regression target is not stratified (every key is the same).
         let numeric_target = task_hint != Some("classification") && labels.iter().all(|l| parse_number(l).is_some()) && {
             let mut d: Vec<String> = keys.clone();

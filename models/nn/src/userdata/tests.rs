@@ -558,6 +558,8 @@ fn long_values_are_clipped_in_messages() {
     let q = quoted(&long);
     assert!(q.starts_with(&format!("\"{}\"…", "x".repeat(CLIP_KEEP))) && q.ends_with("(1000 characters)"), "{q}");
     assert_eq!(short_list(&["a".into(), long.clone()]), format!("a, {}… (1000 characters)", "x".repeat(CLIP_KEEP)));
+    // A name that would read as two, or as nothing, is quoted.
+    assert_eq!(short_list(&["neg".into(), "pos, really".into(), "".into(), " x".into()]), "neg, \"pos, really\", \"\", \" x\"");
 }
 
 /// Two columns of one name: an error naming both, not the first one silently.
