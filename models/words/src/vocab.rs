@@ -108,6 +108,10 @@ impl Text {
                 line: None,
                 message: format!("not UTF-8 (first bad byte at offset {})", e.utf8_error().valid_up_to()),
             })?;
+            // NUL is not whitespace: it would end up inside a word, and in the vectors file.
+            if let Some(at) = s.find('\0') {
+                return Err(WordsError::Format { path: f.clone(), line: Some(s[..at].matches('\n').count() + 1), message: "holds a NUL byte (a binary file?)".into() });
+            }
             texts.push(s);
         }
         let tokens: usize = texts.iter().map(|s| s.split_whitespace().count()).sum();

@@ -463,6 +463,10 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
         Setup::Ready { run, resumed, lock, .. } => (run, resumed, lock),
         Setup::Finished(summary) => return Ok(summary),
     };
+    if cfg.optim.lr == 0.0 {
+        // Legal (it measures the model as initialised), but more often a slip than a choice.
+        eprintln!("chi: warning: the learning rate is 0: every schedule scales it, so the weights never change and the run measures the model as initialised");
+    }
     let ckdir = out.join("checkpoints");
     let start = run.step;
     let keep = resumed.then_some(start);

@@ -229,6 +229,7 @@ pub fn remove_stale_temps(dir: &Path) -> usize {
 /// (`resume = false`) in a directory holding another run unless `overwrite`, which moves the
 /// old run aside first (and says so on stderr); removes stale temporary files.
 pub fn prepare(dir: &Path, resume: bool, overwrite: bool) -> Result<RunLock, String> {
+    check_new_name("--out", dir)?;
     if resume && overwrite {
         return Err("--resume and --overwrite contradict each other: --resume continues the run in the directory, --overwrite moves it aside".into());
     }
@@ -355,6 +356,7 @@ pub use chi_nn::checkpoint::same_file;
 /// recognises them as an earlier output of the same command (which is replaced, as the command's
 /// own default directory is).
 pub fn check_output_dir(flag: &str, dir: &Path, data: &chi_nn::dataset::DataConfig, input: Option<&Path>, names: &[&str], ours: impl Fn(&Path) -> bool) -> Result<(), String> {
+    check_new_name(flag, dir)?;
     if dir.exists() && !dir.is_dir() {
         return Err(format!("{flag} {} is a file, not a directory", dir.display()));
     }
@@ -399,12 +401,24 @@ pub fn run_of(path: &Path) -> Option<PathBuf> {
 /// How much of an existing file [`check_text_output`] reads to tell text from binary.
 const TEXT_SNIFF_BYTES: u64 = 8192;
 
+/// Refuses an output path chi would create whose name holds a control character (`--out
+/// $'runs\n'`, a pasted tab): legal on Linux, but printed raw it splits the messages that name
+/// it, and the next command typed by hand does not find it. Paths that already exist are the
+/// user's to name.
+pub fn check_new_name(flag: &str, path: &Path) -> Result<(), String> {
+    if path.symlink_metadata().is_err() && path.to_string_lossy().chars().any(char::is_control) {
+        return Err(format!("{flag} {:?} holds a control character (a newline or tab?); name it without one", path.display().to_string()));
+    }
+    Ok(())
+}
+
 /// Whether `path` may take a text output that replaces whatever is there (`chi embed corpus
 /// --out`, `chi embed train --vectors-out`, `chi predict --output`): it is not a directory, not
 /// one of a run directory's own files (its model, config, logs, checkpoints), and if it exists
 /// it is text (no NUL byte in its first 8 KiB), so that a mistyped path cannot replace a model or
 /// another binary file. `flag` names the option in the error.
 pub fn check_text_output(flag: &str, path: &Path) -> Result<(), String> {
+    check_new_name(flag, path)?;
     if path.is_dir() {
         return Err(format!("{flag} {} is a directory; name a file", path.display()));
     }
@@ -432,6 +446,19 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_output_names_with_control_characters_are_refused() {
+        let e = check_new_name("--out", Path::new("/nonexistent-chi/runs\n")).unwrap_err();
+        assert_eq!(e, "--out \"/nonexistent-chi/runs\\n\" holds a control character (a newline or tab?); name it without one");
+        assert!(check_text_output("--output", Path::new("/nonexistent-chi/a\tb.csv")).is_err());
+        assert!(check_new_name("--out", Path::new("/nonexistent-chi/runs")).is_ok());
+        // A directory that already exists under such a name is the user's choice.
+        let d = std::env::temp_dir().join(format!("chi-name-{}\n", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        assert!(check_new_name("--out", &d).is_ok());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn a_dangling_link_as_run_directory_is_named_as_such() {

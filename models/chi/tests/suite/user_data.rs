@@ -244,6 +244,8 @@ fn bad_user_data_is_a_clear_error() {
     // Prediction inputs missing a feature column.
     let missing = w("missing.csv", b"weight_g,colour,texture\n120,yellow,waxy\n");
     fails_with(&["predict", s(&good), "--input", s(&missing)], &["missing.csv", "no column \"diameter_cm\""]);
+    let t = ok(&["train", "--data", s(&csv), "--target", "fruit", "--steps", "2", "--lr", "0", "--quiet", "--no-plots", "--overwrite", "--out", s(&root.join("lr0"))]);
+    assert!(t.contains("warning: the learning rate is 0"), "{t}");
     // A held-out file holding a header only is refused by name, not dropped (validation) or
     // blamed on the training file's split (test).
     let header_only = w("header_only.csv", b"weight_g,diameter_cm,colour,texture,fruit\n");

@@ -66,6 +66,9 @@ fn a_corpus_folder_is_read_through_its_subfolders_once_and_in_order() {
     let t = Text::read(&root, false).unwrap();
     assert_eq!(t.tokens, ["one", "two", "three", "four", "five", "six"]);
     assert_eq!(t.sentences(), 3);
+    std::fs::write(root.join("b/deeper/c.txt"), "five\nsix\0seven\n").unwrap();
+    let e = Text::read(&root, false).unwrap_err().to_string();
+    assert!(e.ends_with("c.txt:2: holds a NUL byte (a binary file?)"), "{e}");
     std::fs::remove_dir_all(&root).unwrap();
 }
 
