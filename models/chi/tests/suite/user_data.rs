@@ -246,6 +246,11 @@ fn bad_user_data_is_a_clear_error() {
     fails_with(&["predict", s(&good), "--input", s(&missing)], &["missing.csv", "no column \"diameter_cm\""]);
     let t = ok(&["train", "--data", s(&csv), "--target", "fruit", "--steps", "2", "--lr", "0", "--quiet", "--no-plots", "--overwrite", "--out", s(&root.join("lr0"))]);
     assert!(t.contains("warning: the learning rate is 0"), "{t}");
+    // A CSV file named .txt is not read as token lines, one class per row, without a word.
+    let csv_txt = w("rows.txt", &std::fs::read(&csv).unwrap());
+    run(train(&csv_txt, &[]), &["rows.txt", "read as token lines", "give --format csv"]);
+    // A header read as data under --header no says why line 1 was data.
+    run(train(&csv, &["--header", "no", "--target", "column5"]), &["fruit.csv", "line 1", "leave out --header no"]);
     // A held-out file holding a header only is refused by name, not dropped (validation) or
     // blamed on the training file's split (test).
     let header_only = w("header_only.csv", b"weight_g,diameter_cm,colour,texture,fruit\n");

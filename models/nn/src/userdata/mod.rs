@@ -130,11 +130,11 @@ struct RawSet {
 }
 
 /// What to add to an error about the value on `line` of `raw`: the first line of a file read
-/// without a header row (as the model's training file had none) may be a header the file
-/// should not have.
+/// without a header row (asked with `--header no`, or as the model's training file had none)
+/// may be a header.
 fn header_hint(raw: &RawSet, line: usize) -> &'static str {
     if raw.headerless && line == 1 {
-        " (the file is read without a header row, as the model's training file had none: if line 1 is a header, remove it)"
+        " (the file is read without a header row, as --header no asks or, for a trained model, as its training file had none: if line 1 is a header, leave out --header no, or remove the line)"
     } else {
         ""
     }
@@ -865,6 +865,12 @@ fn read_lines(path: &Path, labelled: bool) -> Result<RawSet, NnError> {
         return Err(DataError::whole("holds no examples (one per line: label, then tokens)").with_path(path).into());
     }
     Ok(out)
+}
+
+/// Whether token lines look like CSV rows: every label (first token) holds a comma, so each
+/// whole row would be a class of its own.
+fn lines_look_like_csv(raw: &RawSet) -> bool {
+    raw.examples.len() > 1 && raw.examples.iter().all(|e| e.label.as_deref().is_some_and(|l| l.contains(',')))
 }
 
 /// Array examples from an `.npy` or IDX file; labels from `labels` when given.
@@ -1845,7 +1851,15 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
             given[1] = Some(read(&path.join("valid"), None)?);
         }
     } else {
-        given[0] = Some(read(&path, label_file("target", &cfg.target)?.as_deref())?);
+        let raw = read(&path, label_file("target", &cfg.target)?.as_deref())?;
+        if format == Format::Lines && !explicit && lines_look_like_csv(&raw) {
+            return Err(DataError::whole(
+                "is read as token lines (label, then tokens) by its name, but every line's first token holds a comma, as CSV rows do: give --format csv; for token lines, give --format lines",
+            )
+            .with_path(&path)
+            .into());
+        }
+        given[0] = Some(raw);
     }
     // A held-out file that is the training file (or the other held-out file) would measure the
     // model on examples it was fitted or selected on: refused, however the path is spelled.
