@@ -333,23 +333,19 @@ pub fn picture(path: &std::path::Path, title: &str, ex: &[TextExplanation]) -> R
     crate::train::plot::shaded_text(path, title, &parts)
 }
 
-/// The bytes of `--input PATH`; `-` reads standard input. At most
-/// [`chi_nn::userdata::MAX_FILE_BYTES`], as for any input file.
+/// The bytes of `--input PATH`; `-` reads standard input. Bounded as any input file
+/// ([`chi_nn::limits::read_file`]: an endless stream is an error at the limit), and refused as
+/// binary when its first 8 KiB hold a NUL byte.
 fn read_input(p: &std::path::Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let limit = chi_nn::userdata::MAX_FILE_BYTES;
-    let (name, mut bytes) = (p.display().to_string(), Vec::new());
-    let read = if p == std::path::Path::new("-") {
-        std::io::stdin().lock().take(limit + 1).read_to_end(&mut bytes)
-    } else {
-        std::fs::File::open(p).and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
-    };
-    let name = if name == "-" { "standard input".to_string() } else { name };
-    read.map_err(|e| format!("{name}: cannot read: {e}"))?;
-    if bytes.len() as u64 > limit {
-        return Err(format!("{name}: over the {limit}-byte limit of one input file"));
-    }
-    Ok(bytes)
+    let binary = |h: &[u8]| if h.contains(&0) { Err("looks like a binary file (it has NUL bytes), not text".to_string()) } else { Ok(()) };
+    let stdin = p == std::path::Path::new("-");
+    let read = if stdin { chi_nn::limits::read_stream_checked(std::io::stdin().lock(), binary) } else { chi_nn::limits::read_file_checked(p, binary) };
+    let name = if stdin { "standard input".to_string() } else { p.display().to_string() };
+    read.map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{name}: no such file or directory"),
+        _ if e.raw_os_error().is_none() => format!("{name}: {e}"),
+        _ => format!("{name}: cannot read: {e}"),
+    })
 }
 
 /// Whether the model can do what `--ngrams` and `--pca` ask, tried on one training text.
@@ -380,9 +376,6 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
     let by_schema = args.input.as_deref().filter(|p| tabular(p));
     if let Some(p) = args.input.as_deref().filter(|p| !tabular(p)) {
         let bytes = read_input(p)?;
-        if chi_nn::userdata::text::looks_binary(&bytes) {
-            return Err(format!("{}: looks like a binary file, not text", p.display()));
-        }
         let before = texts.len();
         texts.extend(String::from_utf8_lossy(&bytes).lines().filter(|l| !l.trim().is_empty()).map(String::from));
         if texts.len() == before && args.ngrams.is_none() && !args.pca {

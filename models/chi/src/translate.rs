@@ -22,11 +22,11 @@ pub struct TranslateArgs {
     /// Most output tokens per line.
     #[arg(long, default_value_t = 100)]
     pub max_len: usize,
-    /// Read lines from this file instead of standard input.
+    /// Read lines from this file instead of standard input (`-`: standard input).
     #[arg(long)]
     pub input: Option<PathBuf>,
     /// Write one attention heat map per line (`DIR/line-0001.svg`, …), replacing the maps of
-    /// an earlier translation there.
+    /// an earlier translation there once every line is translated.
     #[arg(long)]
     pub heatmap: Option<PathBuf>,
 }
@@ -80,8 +80,9 @@ fn remove_old_heatmaps(dir: &Path) -> Result<usize, String> {
     let mut removed = 0;
     for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
         let entry = entry.map_err(|e| e.to_string())?;
-        let is_file = entry.file_type().map_err(|e| e.to_string())?.is_file();
-        if is_file && entry.file_name().to_str().is_some_and(is_heatmap_name) {
+        // A link under a map's name is removed itself (never written through to its target).
+        let kind = entry.file_type().map_err(|e| e.to_string())?;
+        if (kind.is_file() || kind.is_symlink()) && entry.file_name().to_str().is_some_and(is_heatmap_name) {
             std::fs::remove_file(entry.path()).map_err(|e| format!("{}: {e}", entry.path().display()))?;
             removed += 1;
         }
@@ -103,21 +104,27 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
     if a.model.is_dir() {
         return Err(format!("{} is a directory: give the model's .safetensors file", a.model.display()));
     }
-    let t = Translator::load(&a.model).map_err(|e| e.to_string())?;
     if let Some(d) = &a.heatmap {
-        std::fs::create_dir_all(d).map_err(|e| format!("--heatmap {}: {e}", d.display()))?;
-        let old = remove_old_heatmaps(d).map_err(|e| format!("--heatmap {}: {e}", d.display()))?;
-        if old > 0 {
-            eprintln!("chi: --heatmap {}: removed {old} heat maps of an earlier translation", d.display());
+        crate::train::rundir::check_new_name("--heatmap", d)?;
+        if d.exists() && !d.is_dir() {
+            return Err(format!("--heatmap {} is a file; name a folder for the heat maps", d.display()));
+        }
+        let named_like_a_map = |p: &Path| p.file_name().and_then(|n| n.to_str()).is_some_and(is_heatmap_name);
+        if let Some(p) = a.input.as_deref().filter(|p| named_like_a_map(p) && crate::train::rundir::lies_within(p, d)) {
+            return Err(format!("--input {} is one of the heat maps --heatmap {} would replace; read it from elsewhere", p.display(), d.display()));
         }
     }
-    let mut reader: Box<dyn BufRead> = match &a.input {
-        Some(p) => Box::new(std::io::BufReader::new(std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?)),
-        None => Box::new(std::io::stdin().lock()),
+    let t = Translator::load(&a.model).map_err(|e| e.to_string())?;
+    let mut reader: Box<dyn BufRead> = match a.input.as_deref() {
+        Some(p) if p != Path::new("-") => Box::new(std::io::BufReader::new(std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?)),
+        _ => Box::new(std::io::stdin().lock()),
     };
-    let what = a.input.as_ref().map_or("standard input".to_string(), |p| p.display().to_string());
+    let what = a.input.as_ref().filter(|p| p.as_path() != Path::new("-")).map_or("standard input".to_string(), |p| p.display().to_string());
     let mut out = std::io::stdout().lock();
     let mut buf = Vec::new();
+    // The maps are kept until every line is translated: a run that fails half-way replaces no
+    // earlier translation's maps.
+    let mut maps = Vec::new();
     for n in 0usize.. {
         let too_long = || format!("{what}: line {} is longer than {MAX_LINE_CHARS} characters", n + 1);
         let line = match read_line_bounded(&mut reader, &mut buf, MAX_LINE_BYTES).map_err(|e| format!("{what}: line {}: {e}", n + 1))? {
@@ -134,9 +141,18 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
         }
         let tr = t.translate(&line, a.beam, a.alpha, a.max_len).map_err(|e| format!("{what}: line {}: {e}", n + 1))?;
         writeln!(out, "{}", tr.output.join(" ")).map_err(|e| e.to_string())?;
-        if let Some(d) = &a.heatmap {
-            let p = d.join(format!("line-{:04}.svg", n + 1));
-            chi_nn::checkpoint::atomic_write(&p, attention_svg(&tr, &line).as_bytes()).map_err(|e| e.to_string())?;
+        if a.heatmap.is_some() {
+            maps.push((format!("line-{:04}.svg", n + 1), attention_svg(&tr, &line)));
+        }
+    }
+    if let Some(d) = &a.heatmap {
+        std::fs::create_dir_all(d).map_err(|e| format!("--heatmap {}: {e}", d.display()))?;
+        let old = remove_old_heatmaps(d).map_err(|e| format!("--heatmap {}: {e}", d.display()))?;
+        if old > 0 {
+            eprintln!("chi: --heatmap {}: replaced {old} heat maps of an earlier translation", d.display());
+        }
+        for (name, svg) in maps {
+            chi_nn::checkpoint::atomic_write(&d.join(name), svg.as_bytes()).map_err(|e| e.to_string())?;
         }
     }
     Ok(())
@@ -150,10 +166,16 @@ mod tests {
     fn an_earlier_translations_heat_maps_are_removed_and_nothing_else() {
         let d = std::env::temp_dir().join(format!("chi-heatmaps-{}", std::process::id()));
         std::fs::create_dir_all(d.join("line-0005.svg")).unwrap(); // a folder: not a map
+        // A link under a map's name: the link goes, its target stays.
+        let target = std::env::temp_dir().join(format!("chi-heatmap-target-{}", std::process::id()));
+        std::fs::write(&target, "the user's").unwrap();
+        std::os::unix::fs::symlink(&target, d.join("line-0007.svg")).unwrap();
         for f in ["line-0001.svg", "line-0012.svg", "line-12345.svg", "line-1.svg", "line-00a1.svg", "notes.txt", "line-0003.png"] {
             std::fs::write(d.join(f), "x").unwrap();
         }
-        assert_eq!(remove_old_heatmaps(&d).unwrap(), 3);
+        assert_eq!(remove_old_heatmaps(&d).unwrap(), 4);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "the user's");
+        std::fs::remove_file(&target).unwrap();
         let mut left: Vec<String> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         left.sort();
         assert_eq!(left, ["line-0003.png", "line-0005.svg", "line-00a1.svg", "line-1.svg", "notes.txt"]);

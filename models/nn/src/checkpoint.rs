@@ -266,8 +266,27 @@ struct Parsed {
 }
 
 fn parse(path: &Path) -> Result<Parsed, NnError> {
-    let bytes = crate::limits::read_file(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
-    parse_bytes(path, &bytes)
+    parse_bytes(path, &read_safetensors(path)?)
+}
+
+/// The bytes of a safetensors file, bounded as every input file ([`crate::limits::read_file`]);
+/// a file that plainly is not one (its first 8 bytes, the header's length, are 0, or the header
+/// does not start as JSON) is refused after its first 8 KiB, so that `/dev/zero` or a 3 GB data
+/// file given as a model is not read whole first.
+pub fn read_safetensors(path: &Path) -> Result<Vec<u8>, NnError> {
+    const NOT: &str = "not a safetensors file (it starts with neither a header length nor a JSON header)";
+    let head = |h: &[u8]| {
+        let plainly_not = h.len() > 8 && (h[..8] == [0; 8] || !matches!(h[8], b'{' | b' '));
+        if plainly_not {
+            Err(NOT.to_string())
+        } else {
+            Ok(())
+        }
+    };
+    crate::limits::read_file_checked(path, head).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData if e.raw_os_error().is_none() => NnError::format(path, e.to_string()),
+        _ => NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e },
+    })
 }
 
 /// [`parse`] of a file's contents (`path` names it in errors).
@@ -305,7 +324,13 @@ fn check_params<T: Float>(path: &Path, parsed: &Parsed, params: &[Param<T>], str
         if *shape != prm.shape() {
             return Err(NnError::TensorShape { path: path.to_path_buf(), tensor: prm.name().to_string(), found: shape.clone(), expected: prm.shape() });
         }
-        out.push(from_bytes::<T>(bytes));
+        let values = from_bytes::<T>(bytes);
+        // A model holding NaN or infinity answers every input with NaN (or one class, confidently):
+        // what a diverged run leaves, refused here rather than used.
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            return Err(NnError::format(path, format!("tensor {:?} holds {:?} at index {i}: non-finite weights (a diverged run?) cannot be used", prm.name(), values[i])));
+        }
+        out.push(values);
     }
     if strict {
         for name in parsed.tensors.keys() {
@@ -330,7 +355,7 @@ pub fn save_params<T: Float>(path: &Path, params: &[Param<T>], metadata: &BTreeM
 /// shape, and the file may hold no other tensor (optimiser tensors of a full checkpoint are
 /// allowed). All-or-nothing. Returns the file's metadata.
 pub fn load_params<T: Float>(path: &Path, params: &[Param<T>]) -> Result<BTreeMap<String, String>, NnError> {
-    let bytes = crate::limits::read_file(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
+    let bytes = read_safetensors(path)?;
     load_params_from_bytes(path, &bytes, params)
 }
 
@@ -418,7 +443,7 @@ fn parse_meta(path: &Path, parsed: &Parsed) -> Result<CheckpointMeta, NnError> {
 /// Loads a full checkpoint into `params` and `optim` and returns its metadata. Everything is
 /// validated first; on error nothing is changed.
 pub fn load_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &mut Optimizer<T>) -> Result<CheckpointMeta, NnError> {
-    let bytes = crate::limits::read_file(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
+    let bytes = read_safetensors(path)?;
     load_checkpoint_from_bytes(path, &bytes, params, optim)
 }
 

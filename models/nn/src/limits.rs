@@ -137,13 +137,25 @@ pub fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
 /// is shorter) before the rest is read: its error (kind `InvalidData`) stops the reading, so
 /// that, say, a 2 GB binary file given where text belongs is refused after 8 KiB.
 pub fn read_file_checked(path: &std::path::Path, check_head: impl FnOnce(&[u8]) -> Result<(), String>) -> std::io::Result<Vec<u8>> {
-    use std::io::{Error, ErrorKind, Read};
-    let limit = max_file_bytes();
     let file = std::fs::File::open(path)?;
     let meta = file.metadata()?;
     if meta.is_dir() {
-        return Err(Error::new(ErrorKind::IsADirectory, "is a directory, not a file"));
+        return Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory, not a file"));
     }
+    read_bounded(file, meta.is_file().then_some(meta.len()), check_head)
+}
+
+/// As [`read_file_checked`] for a stream that is not a named file (standard input): read at
+/// most [`max_file_bytes`] (and the memory available), whatever it holds.
+pub fn read_stream_checked(reader: impl std::io::Read, check_head: impl FnOnce(&[u8]) -> Result<(), String>) -> std::io::Result<Vec<u8>> {
+    read_bounded(reader, None, check_head)
+}
+
+/// The bytes of `reader`, whose length is `known` for a regular file (refused before reading
+/// when over the bound) and unknown for a stream.
+fn read_bounded(reader: impl std::io::Read, known: Option<u64>, check_head: impl FnOnce(&[u8]) -> Result<(), String>) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    let limit = max_file_bytes();
     let memory = memory_available().unwrap_or(u64::MAX);
     let bound = limit.min(memory);
     let over = |what: String| {
@@ -154,17 +166,15 @@ pub fn read_file_checked(path: &std::path::Path, check_head: impl FnOnce(&[u8]) 
         };
         Error::new(ErrorKind::FileTooLarge, what.replace("{limit}", &limit))
     };
-    // A regular file's length is known: refuse it before reading anything.
-    if meta.is_file() && meta.len() > bound {
-        return Err(over(format!("{} bytes is more than {{limit}}", meta.len())));
+    if let Some(len) = known.filter(|&l| l > bound) {
+        return Err(over(format!("{len} bytes is more than {{limit}}")));
     }
-    let expected = if meta.is_file() { meta.len() } else { 0 };
-    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
-    let mut reader = file.take(bound.saturating_add(1));
+    let mut bytes = Vec::with_capacity(usize::try_from(known.unwrap_or(0)).unwrap_or(0));
+    let mut reader = reader.take(bound.saturating_add(1));
     reader.by_ref().take(FILE_HEAD_BYTES as u64).read_to_end(&mut bytes)?;
     check_head(&bytes).map_err(|m| Error::new(ErrorKind::InvalidData, m))?;
     let endless = || over("gives more than {limit}: an endless stream such as /dev/zero, or a file still growing?".to_string());
-    if meta.is_file() {
+    if known.is_some() {
         reader.read_to_end(&mut bytes)?;
         if bytes.len() as u64 > bound {
             return Err(endless());

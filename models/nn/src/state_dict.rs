@@ -156,7 +156,7 @@ impl<T: Float> StateDict<T> {
     /// Reads a safetensors file.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, NnError> {
         let path = path.as_ref();
-        let bytes = crate::limits::read_file(path).map_err(|e| NnError::Io { path: path.to_path_buf(), action: "cannot read", source: e })?;
+        let bytes = crate::checkpoint::read_safetensors(path)?;
         Self::from_safetensors(path, &bytes)
     }
 }

@@ -112,7 +112,7 @@ impl Translator {
     /// bounded) before the model is built, and every tensor's shape before it is copied.
     pub fn load(path: &Path) -> Result<Translator, Seq2SeqError> {
         let shapes = chi_nn::checkpoint::read_tensor_shapes(path).map_err(|e| Seq2SeqError::Data(e.to_string()))?;
-        let bytes = chi_nn::limits::read_file(path).map_err(|e| Seq2SeqError::Data(format!("{}: {e}", path.display())))?;
+        let bytes = chi_nn::checkpoint::read_safetensors(path).map_err(|e| Seq2SeqError::Data(e.to_string()))?;
         let (meta, _) = chi_nn::checkpoint::unpack::<f32>(path, &bytes).map_err(|e| Seq2SeqError::Data(e.to_string()))?;
         let bad = |m: String| Seq2SeqError::Data(format!("{}: {m}", path.display()));
         let get = |k: &str| meta.get(k).ok_or_else(|| bad(format!("metadata lacks '{k}' (not a model saved by chi translate / chi reproduce nmt-*)")));

@@ -58,7 +58,8 @@ fn find_source(path: &Path) -> Result<(Source, Option<PathBuf>), String> {
         };
     }
     if !path.is_file() {
-        return Err(format!("{}: no such file or directory", path.display()));
+        let why = if path.exists() { "not a model (a run directory, checkpoint or model.safetensors); it is a device, pipe or socket" } else { "no such file or directory" };
+        return Err(format!("{}: {why}", path.display()));
     }
     let parent = path.parent().map(Path::to_path_buf);
     let run_dir = |p: Option<PathBuf>| p.filter(|d| d.join("config.toml").is_file());
@@ -72,7 +73,7 @@ fn find_source(path: &Path) -> Result<(Source, Option<PathBuf>), String> {
 
 /// Reads the metadata of a weights file written by `chi train` (`model.safetensors`).
 fn weights_meta(path: &Path) -> Result<BTreeMap<String, String>, String> {
-    let bytes = chi_nn::limits::read_file(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let bytes = checkpoint::read_safetensors(path).map_err(String::from)?;
     let (meta, _) = checkpoint::unpack::<f32>(path, &bytes).map_err(String::from)?;
     Ok(meta)
 }

@@ -590,6 +590,25 @@ mod tests {
     }
 
     #[test]
+    fn shaded_texts_stop_at_the_height_limit() {
+        let d = dir("shaded");
+        let words: Vec<String> = (0..30).map(|i| format!("word{i}")).collect();
+        let scores: Vec<f64> = (0..30).map(|i| (i as f64 - 15.0) / 15.0).collect();
+        let docs: Vec<ShadedWords<'_>> = (0..3000).map(|_| ShadedWords { caption: "a text", words: &words, scores: &scores }).collect();
+        let p = d.join("many.png");
+        shaded_text(&p, "many", &docs).unwrap();
+        let h = decode(&p).height() as i32;
+        assert!(h > SHADED_MAX_HEIGHT && h < SHADED_MAX_HEIGHT + 200, "height {h}");
+        // One text of a million words is cut at the same height.
+        let long: Vec<String> = vec!["w".to_string(); 1_000_000];
+        let flat = vec![0.5; long.len()];
+        let p = d.join("long.png");
+        shaded_text(&p, "long", &[ShadedWords { caption: "long", words: &long, scores: &flat }]).unwrap();
+        assert!((decode(&p).height() as i32) < SHADED_MAX_HEIGHT + 200);
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    #[test]
     fn png_heatmap_and_surface_draw_text() {
         let d = dir("heat");
         let rows: Vec<Vec<f64>> = (0..8).map(|r| (0..20).map(|c| 1.0 + (r * c) as f64).collect()).collect();
@@ -743,9 +762,15 @@ fn fit_line(text: &str, width: i32, measure: &impl Fn(&str) -> Result<(i32, i32)
     Ok(chars[..lo].iter().chain(['…'].iter()).collect())
 }
 
+/// Height at which a [`shaded_text`] picture stops drawing texts (30 MB of RGB at its width):
+/// thousands of texts would make a picture of hundreds of thousands of rows that no viewer
+/// opens and whose encoding runs out of memory.
+pub const SHADED_MAX_HEIGHT: i32 = 10_000;
+
 /// Draws texts with each word's background shaded by its score (the PNG twin of
 /// `chi_text::explain::render_html`) to `path` (`.png` or `.svg`); the picture is as tall as
-/// the wrapped texts need.
+/// the wrapped texts need, up to [`SHADED_MAX_HEIGHT`]: the texts past it are counted in a last
+/// line instead of drawn.
 pub fn shaded_text(path: &Path, title: &str, docs: &[ShadedWords<'_>]) -> Result<(), String> {
     ensure_font()?;
     let err = |x: &dyn Display| format!("{}: plotting failed: {x}", path.display());
@@ -756,9 +781,15 @@ pub fn shaded_text(path: &Path, title: &str, docs: &[ShadedWords<'_>]) -> Result
     let line_h = text_h + 2 * pad + gap;
     let mut y = margin + (TITLE_SIZE as i32) + 2 * gap;
     let mut page = ShadedPage { title: title.to_string(), captions: Vec::new(), words: Vec::new() };
-    for d in docs {
+    for (i, d) in docs.iter().enumerate() {
         if d.words.len() != d.scores.len() {
             return Err(format!("{}: {} words but {} scores under {:?}", path.display(), d.words.len(), d.scores.len(), d.caption));
+        }
+        if y > SHADED_MAX_HEIGHT {
+            let rest = format!("… {} more text(s) not drawn: the picture stops at {SHADED_MAX_HEIGHT} pixels", docs.len() - i);
+            page.captions.push((y, fit_line(&rest, SHADED_WIDTH as i32 - 2 * margin, &measure)?));
+            y += line_h + gap;
+            break;
         }
         page.captions.push((y, fit_line(d.caption, SHADED_WIDTH as i32 - 2 * margin, &measure)?));
         y += line_h + gap;
@@ -770,6 +801,10 @@ pub fn shaded_text(path: &Path, title: &str, docs: &[ShadedWords<'_>]) -> Result
             if x > margin && x + w > SHADED_WIDTH as i32 - margin {
                 x = margin;
                 y += line_h;
+                // One text longer than the whole picture is cut where the picture ends.
+                if y > SHADED_MAX_HEIGHT {
+                    break;
+                }
             }
             page.words.push(PlacedWord { x, y, w, h: text_h + 2 * pad, text: word.clone(), fill: score_fill(s, m) });
             x += w + gap;

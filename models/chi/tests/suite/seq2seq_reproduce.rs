@@ -60,6 +60,24 @@ fn quick_nmt_and_g2p_experiments_run_and_report_every_variant() {
         assert!(!heat.join("line-0002.svg").exists());
         std::fs::remove_dir_all(&heat).unwrap();
     }
+    // A translation that fails replaces no earlier maps; a map as the input, or a file as the
+    // folder, is refused; `--input -` reads standard input.
+    let chi = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_chi")).args(args).output().unwrap();
+    let heat = dir.join("heat2");
+    let (g, i, h) = (g2p.to_str().unwrap(), input.to_str().unwrap(), heat.to_str().unwrap());
+    assert!(chi(&["translate", g, "--input", i, "--heatmap", h]).status.success());
+    let failed = chi(&["translate", g, "--input", "/nonexistent/in.txt", "--heatmap", h]);
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(heat.join("line-0001.svg").is_file() && heat.join("line-0003.svg").is_file(), "a failed run removed the earlier maps");
+    let map = heat.join("line-0001.svg");
+    let err = String::from_utf8_lossy(&chi(&["translate", g, "--input", map.to_str().unwrap(), "--heatmap", h]).stderr).to_string();
+    assert!(err.contains("is one of the heat maps") && map.is_file(), "{err}");
+    let err = String::from_utf8_lossy(&chi(&["translate", g, "--input", i, "--heatmap", i]).stderr).to_string();
+    assert!(err.contains("is a file; name a folder"), "{err}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chi")).args(["translate", g, "--input", "-"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"hello\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).lines().count() == 1);
     // Bad input: clear errors, exit code 1.
     let bad = dir.join("bad.safetensors");
     std::fs::write(&bad, b"\x08\0\0\0\0\0\0\0{}garbage").unwrap();

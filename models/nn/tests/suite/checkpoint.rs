@@ -137,6 +137,27 @@ fn truncated_file_is_an_error() {
 }
 
 #[test]
+fn non_finite_weights_and_files_that_are_not_safetensors_are_refused() {
+    let d = dir("nonfinite");
+    let s = model(1, 4);
+    s.params()[0].set_values(vec![f32::NAN; s.params()[0].to_vec().len()]);
+    let p = saved_full(&d, "nan.safetensors", &s);
+    assert_rejected(&p, "non-finite weights");
+    let w = d.join("nan-weights.safetensors");
+    checkpoint::save_params(&w, s.params(), &Default::default()).unwrap();
+    let e = checkpoint::load_params(&w, model(3, 4).params()).unwrap_err().to_string();
+    assert!(e.contains("holds NaN at index 0"), "{e}");
+    // Plainly not safetensors: refused after the first 8 KiB, whatever the file's length.
+    let z = d.join("zeros.safetensors");
+    std::fs::write(&z, vec![0u8; 100_000]).unwrap();
+    assert_rejected(&z, "not a safetensors file");
+    let csv = d.join("data.safetensors");
+    std::fs::write(&csv, b"a,b,label\n1,2,x\n").unwrap();
+    assert_rejected(&csv, "not a safetensors file");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
 fn every_flipped_header_byte_is_an_error() {
     let d = dir("flip");
     let p = saved_full(&d, "f.safetensors", &model(1, 4));
