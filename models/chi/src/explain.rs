@@ -369,6 +369,9 @@ fn check_analyses(t: &infer::Trained, args: &ExplainArgs) -> Result<(), String> 
 
 /// Runs `chi explain`.
 pub fn run(args: &ExplainArgs) -> Result<(), String> {
+    if args.text.iter().any(|t| t.trim().is_empty()) {
+        return Err("--text is empty: give the text to explain".into());
+    }
     let mut texts = args.text.clone();
     // A CSV (or a folder) is read as the model reads new files: a CSV's text column, not its
     // raw lines with the header and the labels.
@@ -377,7 +380,9 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
     if let Some(p) = args.input.as_deref().filter(|p| !tabular(p)) {
         let bytes = read_input(p)?;
         let before = texts.len();
-        texts.extend(String::from_utf8_lossy(&bytes).lines().filter(|l| !l.trim().is_empty()).map(String::from));
+        // A byte-order mark (what some editors save first) is not part of the first text.
+        let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
+        texts.extend(String::from_utf8_lossy(bytes).lines().filter(|l| !l.trim().is_empty()).map(String::from));
         if texts.len() == before && args.ngrams.is_none() && !args.pca {
             return Err(format!("{}: no text to explain (the file is empty or blank)", p.display()));
         }

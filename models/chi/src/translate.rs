@@ -132,6 +132,8 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
             LineRead::TooLong => return Err(too_long()),
             LineRead::Line => std::str::from_utf8(&buf).map_err(|_| format!("{what}: line {} is not UTF-8", n + 1))?.to_string(),
         };
+        // A byte-order mark (what some editors save first) is not part of the first line.
+        let line = if n == 0 { line.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(line) } else { line };
         if line.chars().count() > MAX_LINE_CHARS {
             return Err(too_long());
         }

@@ -642,6 +642,10 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
     let comm = crate::dist::world().filter(|c| c.size() > 1);
     let lead = comm.as_ref().is_none_or(|c| c.rank() == 0);
     if args.list {
+        // --list prints the catalogue; what would select or configure a run does nothing here.
+        if !args.names.is_empty() || !args.set.is_empty() {
+            return Err("--list prints every experiment and its options; give it alone (without experiment names or --set)".into());
+        }
         for e in reg.iter().filter(|_| lead) {
             let data = if e.data.is_empty() { "built-in".to_string() } else { format!("needs: {}", e.data.join(", ")) };
             println!("{:<20} {} ({data})", e.name, e.title);
@@ -657,6 +661,8 @@ pub fn run(args: &ReproduceArgs, seed: u64, out: &Path) -> Result<Vec<(String, R
         let mut v = Vec::new();
         for n in &args.names {
             match reg.iter().find(|e| e.name == n) {
+                // Named twice: run once (a second run would redo the first into the same directory).
+                Some(e) if v.iter().any(|c: &&Experiment| c.name == e.name) => {}
                 Some(e) => v.push(e),
                 None => {
                     let names: Vec<&str> = reg.iter().map(|e| e.name).collect();

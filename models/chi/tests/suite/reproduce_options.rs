@@ -71,6 +71,8 @@ fn unknown_options_and_bad_values_stop_before_training() {
         (vec!["ca-rnn-synthetic", "--set", "lr=1", "--set", "lr=2"], "given twice"),
         (vec!["g2p-cmudict", "--set", "steps=0"], "--set steps=0: g2p-cmudict expects a step count from 1 to 1000000"),
         (vec!["nmt-cells", "--set", "steps=many"], "--set steps=many: nmt-cells expects a step count"),
+        (vec!["--list", "bogus"], "give it alone"),
+        (vec!["--list", "--set", "hidden=0"], "give it alone"),
     ] {
         let o = chi(&out, &args);
         assert!(!o.status.success(), "{args:?} succeeded");
@@ -113,4 +115,19 @@ fn cnn_and_res_sweep_options_reach_the_units() {
         assert!(err.contains(want) && !err.contains("panicked"), "{args:?}: {err}");
     }
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// An experiment named twice runs once (twice it redid the first run into the same directory
+/// and printed its table twice).
+#[test]
+fn an_experiment_named_twice_runs_once() {
+    let out = tmp("twice");
+    let o = chi(&out, &["ca-nn-xor", "ca-nn-xor", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let once = chi(&tmp("once"), &["ca-nn-xor", "--json"]);
+    let single = String::from_utf8_lossy(&once.stdout).lines().filter(|l| l.starts_with('{')).count();
+    assert!(single > 0 && rows.len() == single, "{} rows named twice, {single} named once", rows.len());
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(tmp("once"));
 }

@@ -147,6 +147,14 @@ fn the_readme_loop_on_the_example_text_folder_with_saliency() {
     assert_eq!(e["words"].as_array().unwrap().len(), e["saliency"].as_array().unwrap().len());
     fails_with(&["explain", s(&run)], &["nothing to explain"]);
     fails_with(&["explain", s(&run), "--text", "x", "--class", "neutral"], &["--class \"neutral\"", "negative, positive"]);
+    fails_with(&["explain", s(&run), "--text", " "], &["--text is empty"]);
+    // A byte-order mark before the first text changes nothing: it is not a word of it.
+    let plain = ok(&["explain", s(&run), "--input", s(&input), "--steps", "8", "--dir", s(&root.join("ex-plain"))]);
+    let bom = root.join("bom.txt");
+    std::fs::write(&bom, [&[0xEF, 0xBB, 0xBF][..], &std::fs::read(&input).unwrap()].concat()).unwrap();
+    let marked = ok(&["explain", s(&run), "--input", s(&bom), "--steps", "8", "--dir", s(&root.join("ex-bom"))]);
+    let explained = |o: &str| o.lines().filter(|l| !l.starts_with("wrote ")).collect::<Vec<_>>().join("\n");
+    assert_eq!(explained(&plain), explained(&marked));
     // The recurrent and convolutional text models train on the same folder.
     for m in ["text-cnn", "gru"] {
         let r = root.join(m);
