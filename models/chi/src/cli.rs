@@ -111,7 +111,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Predict(a)) => crate::train::cli::run_predict(&a),
         Some(Command::Explain(a)) => crate::explain::run(&a),
         Some(Command::Reproduce(a)) => crate::reproduce::run(&a, cli.seed, &cli.out).map(|_| ()),
-        Some(Command::Gradcheck(a)) => crate::gradcheck::run_cli(&a),
+        Some(Command::Gradcheck(a)) => crate::gradcheck::run_cli(&a, cli.seed),
         Some(Command::Graph(a)) => crate::graph::run(&a, &cli.out),
         Some(Command::Teach(a)) => crate::teach::run(&a, &cli.out),
         Some(Command::Translate(a)) => crate::translate::run(&a),
@@ -146,20 +146,26 @@ pub fn check_threads(n: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks the size-limit override `CHI_MAX_TENSOR_ELEMENTS` when it is set: the library falls
-/// back to the default limit on a value that is not a positive integer, so a mistyped override
-/// (`4e9`, `0`, `-1`) would otherwise be ignored without a word.
+/// Checks the size-limit overrides `CHI_MAX_TENSOR_ELEMENTS` and `CHI_MAX_FILE_BYTES` when they
+/// are set: the library falls back to the default limit on a value that is not a positive
+/// integer, so a mistyped override (`4e9`, `0`, `-1`) would otherwise be ignored without a word.
 pub fn check_limit_env() -> Result<(), String> {
-    let name = chi_nn::limits::MAX_TENSOR_ELEMENTS_ENV;
-    match std::env::var_os(name) {
-        // Empty counts as unset, as for `CHI_DATA`.
-        None => Ok(()),
-        Some(v) if v.is_empty() => Ok(()),
-        Some(v) => match v.to_str().and_then(|s| s.trim().parse::<usize>().ok()) {
-            Some(n) if n > 0 => Ok(()),
-            _ => Err(format!("{name}={} is not a positive whole number (the most elements one tensor may have)", v.to_string_lossy())),
-        },
+    let vars = [
+        (chi_nn::limits::MAX_TENSOR_ELEMENTS_ENV, "the most elements one tensor may have"),
+        (chi_nn::limits::MAX_FILE_BYTES_ENV, "the most bytes read from one input file"),
+    ];
+    for (name, what) in vars {
+        match std::env::var_os(name) {
+            // Empty counts as unset, as for `CHI_DATA`.
+            None => {}
+            Some(v) if v.is_empty() => {}
+            Some(v) => match v.to_str().and_then(|s| s.trim().parse::<u64>().ok()) {
+                Some(n) if n > 0 => {}
+                _ => return Err(format!("{name}={} is not a positive whole number ({what})", v.to_string_lossy())),
+            },
+        }
     }
+    Ok(())
 }
 
 /// The whole `chi` program: settings, argument parsing, MPI when started as one of several

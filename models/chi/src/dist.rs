@@ -158,10 +158,14 @@ pub fn run(a: &DistArgs) -> Result<(), String> {
 }
 
 fn run_check(a: &CheckArgs, comm: Rc<dyn Collective>) -> Result<(), String> {
-    if !(a.tolerance >= 0.0) {
-        return Err(format!("--tolerance {} must be a non-negative number", a.tolerance));
+    if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
+        return Err(format!("--tolerance {} must be a finite non-negative number", a.tolerance));
     }
     let (rank, k) = (comm.rank(), comm.size());
+    if k == 1 {
+        // One process compared with itself always agrees: say so rather than report a pass.
+        eprintln!("chi: warning: dist check runs as one process, which is compared with itself (difference 0 by construction); run it as several: mpirun -n K chi-mpi dist check");
+    }
     let n = 5 * k * a.batch_size + k.saturating_sub(1).max(1);
     let mut failed = Vec::new();
     for (name, kind, optim) in [
@@ -194,6 +198,10 @@ fn run_check(a: &CheckArgs, comm: Rc<dyn Collective>) -> Result<(), String> {
 }
 
 fn run_bench(a: &DistBenchArgs, comm: Rc<dyn Collective>) -> Result<(), String> {
+    // The report's path is checked before the benchmark, not after it.
+    if let Some(p) = a.json.as_deref().filter(|_| comm.rank() == 0) {
+        crate::train::rundir::check_text_output("--json", p)?;
+    }
     let k = comm.size();
     let mut rows = Vec::new();
     if comm.rank() == 0 {

@@ -392,6 +392,9 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
     }
     // The n-gram and PCA analyses read the training texts again.
     let t = infer::load_trained(&args.model, args.ngrams.is_some() || args.pca)?;
+    if let Some(kind) = t.schema.as_ref().map(|sc| sc.kind).filter(|k| *k != chi_nn::dataset::DataKind::Text) {
+        return Err(format!("{}: chi explain explains text models word by word; this {} model was trained on {} data", args.model.display(), t.cfg.model, kind.name()));
+    }
     if let Some(p) = by_schema {
         let schema = t.schema.as_ref().ok_or_else(|| format!("{}: a CSV or folder is read by the model's data schema, and this model was not trained on files; give one text per line", p.display()))?;
         let (found, _) = schema.read_texts(p).map_err(|e| e.to_string())?;

@@ -82,7 +82,7 @@ pub fn rcnn_cases() -> Vec<ModelCase> {
 /// gradient, z-tested coordinate by coordinate against the exact gradient over all `2^L` masks
 /// (independent and dependent generator), and the estimator's variance with and without a
 /// moving-average baseline. Returns the numbers of passed and failed z-tests.
-fn run_estimator(name: &str, args: &GradcheckArgs) -> Result<(usize, usize), String> {
+fn run_estimator(name: &str, args: &GradcheckArgs, seed: u64) -> Result<(usize, usize), String> {
     if !ESTIMATORS.contains(&name) {
         return Err(format!("no estimator named {name:?} (known: {})", ESTIMATORS.join(", ")));
     }
@@ -93,7 +93,9 @@ fn run_estimator(name: &str, args: &GradcheckArgs) -> Result<(usize, usize), Str
     let (mut passed, mut failed) = (0, 0);
     for dependent in [false, true] {
         let opts = chi_rcnn::checks::ReinforceCheckOptions {
-            test: chi_rcnn::EstimatorCheckOptions { samples, alpha, ..Default::default() },
+            // `--seed` moves the check's seed: its random instance and the draws (0 keeps the
+            // library's default).
+            test: chi_rcnn::EstimatorCheckOptions { samples, alpha, seed: chi_rcnn::EstimatorCheckOptions::default().seed.wrapping_add(seed) },
             dependent,
             ..Default::default()
         };
@@ -164,7 +166,7 @@ fn print_row(json: bool, kind: &str, name: &str, order: u32, r: &Result<Gradchec
 }
 
 /// Runs `chi gradcheck`; returns an error (non-zero exit) if anything fails.
-pub fn run_cli(args: &GradcheckArgs) -> Result<(), String> {
+pub fn run_cli(args: &GradcheckArgs, seed: u64) -> Result<(), String> {
     // Without `--estimator` these would be ignored. (Not clap's `requires`: it lets them
     // through beside `--op` / `--model`, which conflict with `--estimator`.)
     if args.estimator.is_none() && (args.samples.is_some() || args.alpha.is_some()) {
@@ -188,7 +190,7 @@ pub fn run_cli(args: &GradcheckArgs) -> Result<(), String> {
     }
     let (mut passed, mut failed) = (0usize, 0usize);
     if let Some(name) = &args.estimator {
-        (passed, failed) = run_estimator(name, args)?;
+        (passed, failed) = run_estimator(name, args, seed)?;
     } else if let Some(model) = &args.model {
         let cases: Vec<ModelCase> = model_registry().into_iter().filter(|m| model == "all" || m.name == model).collect();
         if cases.is_empty() {
@@ -216,8 +218,9 @@ pub fn run_cli(args: &GradcheckArgs) -> Result<(), String> {
             }
             // Aggregate the worst result over several random instances.
             let mut worst: Option<(Result<GradcheckReport, GradcheckReport>, String)> = None;
-            for seed in 0..args.instances.max(1) {
-                let (case, r) = check_case(&op, args.order, seed, &opts);
+            // Instance i draws from seed `--seed + i` (the default, 0, gives instances 0, 1, …).
+            for i in 0..args.instances.max(1) {
+                let (case, r) = check_case(&op, args.order, seed.wrapping_add(i), &opts);
                 let bad = r.is_err();
                 let err = match &r {
                     Ok(x) | Err(x) => x.max_abs_err,
@@ -239,7 +242,12 @@ pub fn run_cli(args: &GradcheckArgs) -> Result<(), String> {
             }
         }
     }
-    println!("{passed} passed, {failed} failed");
+    // With --json, standard output holds JSON lines only; the tally goes to standard error.
+    if args.json {
+        eprintln!("{passed} passed, {failed} failed");
+    } else {
+        println!("{passed} passed, {failed} failed");
+    }
     if failed > 0 {
         Err(format!("{failed} gradient checks failed"))
     } else {

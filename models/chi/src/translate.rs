@@ -13,13 +13,13 @@ use std::path::{Path, PathBuf};
 pub struct TranslateArgs {
     /// A model file saved by a seq2seq experiment (`runs/reproduce/nmt-*/models/*.safetensors`).
     pub model: PathBuf,
-    /// Beam width (1 = greedy).
+    /// Beam width, 1 to 100 (1 = greedy).
     #[arg(long, default_value_t = 5)]
     pub beam: usize,
-    /// Length normalisation: hypotheses ranked by log-probability / length^alpha.
+    /// Length normalisation, 0 to 5: hypotheses ranked by log-probability / length^alpha.
     #[arg(long, default_value_t = 0.0)]
     pub alpha: f64,
-    /// Most output tokens per line.
+    /// Most output tokens per line, 1 to 1000.
     #[arg(long, default_value_t = 100)]
     pub max_len: usize,
     /// Read lines from this file instead of standard input (`-`: standard input).

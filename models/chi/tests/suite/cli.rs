@@ -113,8 +113,13 @@ fn gradcheck_estimator_reinforce_passes_and_reports_the_baseline_variance() {
     }
     assert!(out.contains("with a moving-average baseline"), "{out}");
     let out = chi_ok(&["gradcheck", "--estimator", "reinforce", "--samples", "300", "--json"]);
-    let rows: Vec<_> = out.lines().filter(|l| l.starts_with('{')).map(json_object).collect();
+    // With --json, standard output is JSON lines only.
+    let rows: Vec<_> = out.lines().map(json_object).collect();
     assert_eq!(rows.len(), 2, "{out}");
+    // --seed moves the check: its random instance and the draws.
+    let other = chi_ok(&["--seed", "7", "gradcheck", "--estimator", "reinforce", "--samples", "300", "--json"]);
+    let moved: Vec<_> = other.lines().map(json_object).collect();
+    assert_ne!(moved[0]["max_abs_z"], rows[0]["max_abs_z"], "--seed did not change the check");
     for r in rows {
         assert_eq!(r["samples"], 300);
         assert_eq!(r["masks"], 64);

@@ -276,6 +276,13 @@ fn bad_user_data_is_a_clear_error() {
     assert!(!e.contains("vocabulary × embed"), "{e}");
     fails_with(&["eval", s(&good), "--data", s(&csv), "--target", s(&csv)], &["target", "label file of array inputs", "leave it out"]);
     fails_with(&["predict", s(&good), "--input", s(&csv), "--attribution", "grad-times-input"], &["--attribution", "--saliency"]);
+    fails_with(&["explain", s(&good), "--text", "x"], &["good", "explains text models", "tabular"]);
+    // One process compared with itself: said, not reported as agreement; an infinite tolerance
+    // and an unwritable report are refused before any work.
+    let t = ok(&["dist", "check", "--steps", "2"]);
+    assert!(t.contains("compared with itself"), "{t}");
+    fails_with(&["dist", "check", "--tolerance", "inf"], &["--tolerance inf"]);
+    fails_with(&["dist", "bench", "--json", s(&root)], &["--json", "is a directory"]);
     // chi predict on a model of a built-in dataset says why it cannot.
     let spirals = root.join("spirals");
     ok(&["train", "--data", "spirals", "--steps", "5", "--quiet", "--no-plots", "--out", s(&spirals)]);
