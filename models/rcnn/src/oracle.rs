@@ -31,7 +31,9 @@ pub struct EstimatorCheckOptions {
     pub seed: u64,
     /// Family-wise false-failure rate α: each of the P coordinates is tested at the two-sided
     /// level α/P (Bonferroni), so a correct estimator fails with probability at most α (up to
-    /// the normal approximation of the sample mean).
+    /// the normal approximation of the sample mean, which needs many draws: for the REINFORCE
+    /// self-check, 1 false failure in 80 checks at 100 draws, none in 380 at 500; `chi gradcheck`
+    /// asks for at least 500).
     pub alpha: f64,
 }
 
