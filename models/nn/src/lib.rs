@@ -41,6 +41,7 @@ pub mod data;
 pub mod dataset;
 pub mod dist;
 pub mod error;
+pub mod files;
 pub mod gradcheck;
 pub mod limits;
 pub mod layers;

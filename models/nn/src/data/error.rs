@@ -92,10 +92,10 @@ impl fmt::Display for DataError {
 
 impl std::error::Error for DataError {}
 
-/// Reads a whole file (bounded by [`crate::limits::read_file`]), mapping I/O errors to
+/// Reads a whole file (bounded by [`crate::files::read_file`]), mapping I/O errors to
 /// [`DataError`].
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
-    crate::limits::read_file(path).map_err(|e| DataError::io(path, &e))
+    crate::files::read_file(path).map_err(|e| DataError::io(path, &e))
 }
 
 /// Runs a byte-level parser on a file's contents and attributes its errors to the file.
