@@ -337,7 +337,7 @@ pub fn picture(path: &std::path::Path, title: &str, ex: &[TextExplanation]) -> R
 /// ([`chi_nn::limits::read_file`]: an endless stream is an error at the limit), and refused as
 /// binary when its first 8 KiB hold a NUL byte.
 fn read_input(p: &std::path::Path) -> Result<Vec<u8>, String> {
-    let binary = |h: &[u8]| if h.contains(&0) { Err("looks like a binary file (it has NUL bytes), not text".to_string()) } else { Ok(()) };
+    let binary = |h: &[u8]| if chi_nn::userdata::text::looks_binary(h) { Err("looks like a binary file (it has NUL bytes), not text".to_string()) } else { Ok(()) };
     let stdin = p == std::path::Path::new("-");
     let read = if stdin { chi_nn::limits::read_stream_checked(std::io::stdin().lock(), binary) } else { chi_nn::limits::read_file_checked(p, binary) };
     let name = if stdin { "standard input".to_string() } else { p.display().to_string() };
