@@ -105,11 +105,35 @@ fn read_bounded(reader: impl std::io::Read, known: Option<u64>, check_head: impl
 }
 
 /// The memory this machine can still give a process, in bytes, as the kernel estimates it when
-/// first asked (Linux: `MemAvailable` + `SwapFree` of `/proc/meminfo`); `None` elsewhere or if
-/// the file cannot be read.
+/// first asked (Linux: `MemAvailable` + `SwapFree` of `/proc/meminfo`), and no more than what is
+/// left of this process's address-space limit (`ulimit -v`, which makes an allocation fail
+/// however much memory the machine has); `None` elsewhere or if the files cannot be read.
 pub(crate) fn memory_available() -> Option<u64> {
     static AVAILABLE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| parse_meminfo(&m)))
+    *AVAILABLE.get_or_init(|| {
+        let machine = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| parse_meminfo(&m));
+        let left = address_space_left();
+        match (machine, left) {
+            (Some(m), Some(l)) => Some(m.min(l)),
+            (m, l) => m.or(l),
+        }
+    })
+}
+
+/// What is left of the address-space limit (`RLIMIT_AS`) beside this process's mapped size
+/// (`VmSize` of `/proc/self/status`), in bytes; `None` without a limit or off Linux.
+fn address_space_left() -> Option<u64> {
+    let limit = parse_address_space_limit(&std::fs::read_to_string("/proc/self/limits").ok()?)?;
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let size_kb = status.lines().find_map(|l| l.strip_prefix("VmSize:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())?;
+    Some(limit.saturating_sub(size_kb.saturating_mul(1024)))
+}
+
+/// The soft "Max address space" limit in bytes from the text of `/proc/self/limits`; `None` when
+/// it is `unlimited` or absent.
+pub(crate) fn parse_address_space_limit(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("Max address space"))?;
+    line["Max address space".len()..].split_whitespace().next()?.parse::<u64>().ok()
 }
 
 /// `MemAvailable + SwapFree` in bytes from the text of `/proc/meminfo` (values in kB).
@@ -123,6 +147,16 @@ pub(crate) fn parse_meminfo(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_address_space_limit_is_read_from_proc_limits() {
+        let text = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                    Max stack size            8388608              unlimited            bytes     \n\
+                    Max address space         6144000000           unlimited            bytes     \n";
+        assert_eq!(parse_address_space_limit(text), Some(6_144_000_000));
+        assert_eq!(parse_address_space_limit(&text.replace("6144000000", "unlimited")), None);
+        assert_eq!(parse_address_space_limit("Max stack size 8388608 unlimited bytes\n"), None);
+    }
 
     #[test]
     fn files_are_read_whole_within_the_limit_and_refused_beyond_it() {

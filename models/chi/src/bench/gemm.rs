@@ -103,8 +103,16 @@ pub fn run(args: &GemmBenchArgs) -> Result<(), String> {
     if args.sizes.is_empty() || args.sizes.contains(&0) {
         return Err("bench gemm: --sizes needs positive sizes".into());
     }
+    let bytes = match args.dtype.as_str() {
+        "f64" => 8u128,
+        _ => 4,
+    };
     for &n in &args.sizes {
         chi_nn::limits::check_elements("bench gemm --sizes (one n × n matrix)", &[n, n])?;
+        // A, B and C at once (the packing buffers are a few MiB beside them).
+        let total = 3 * bytes * (n as u128) * (n as u128);
+        chi_nn::limits::check_total_bytes(&format!("bench gemm --sizes {n} --dtype {}", args.dtype), &format!("three {n} × {n} matrices"), total)
+            .map_err(|e| e.to_string())?;
     }
     let threads = rayon::current_num_threads();
     if args.anatomy && threads != 1 {
