@@ -122,6 +122,43 @@ pub fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
+/// Refuses a global `--seed` or `--out` given on the command line to a subcommand that does not
+/// read it: `chi --seed 3 eval …` or `chi translate M --out dir` would otherwise run as if the flag
+/// were not there, and the user would look for a different result or for files that were never
+/// written. (Both flags have defaults, so only the parsed matches can tell that one was given.)
+pub fn check_global_flags_used(command: &Option<Command>, matches: &clap::ArgMatches) -> Result<(), String> {
+    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    let Some(c) = command else { return Ok(()) };
+    let (name, seed, out): (&str, bool, Option<&str>) = match c {
+        Command::Train(_) => ("train", true, None),
+        Command::Reproduce(_) => ("reproduce", true, None),
+        Command::Eval(_) => ("eval", false, None),
+        Command::Graph(_) => ("graph", false, None),
+        Command::Teach(_) => ("teach", false, None),
+        Command::Gradcheck(_) => ("gradcheck", true, Some("it prints its results (--json for JSON lines)")),
+        Command::Predict(_) => ("predict", false, Some("it prints CSV, or writes --output FILE")),
+        Command::Explain(_) => ("explain", false, Some("it writes to --dir, by default the run's explain/ folder")),
+        Command::Translate(_) => ("translate", false, Some("it prints translations, and writes heat maps to --heatmap DIR")),
+        Command::Bench(_) => ("bench", false, Some("it prints its results (--json FILE writes them)")),
+        Command::Dist(_) => ("dist", false, Some("it prints its results")),
+        Command::Embed(a) => match a.which {
+            crate::embed::EmbedWhich::Train(_) => ("embed train", true, Some("it writes --vectors-out FILE")),
+            crate::embed::EmbedWhich::Corpus(_) => ("embed corpus", false, None),
+            _ => ("embed", false, Some("it prints its results")),
+        },
+    };
+    if given("seed") && !seed {
+        let why = if matches!(c, Command::Graph(_) | Command::Teach(_)) { "its examples' weights are fixed" } else { "it draws no random numbers" };
+        return Err(format!("--seed does not change `chi {name}`: {why}"));
+    }
+    if let Some(instead) = out {
+        if given("out") {
+            return Err(format!("--out is not used by `chi {name}`: {instead}"));
+        }
+    }
+    Ok(())
+}
+
 /// The commands that run as one of several processes (`mpirun -n K chi-mpi …`): the others would
 /// race K copies of themselves for the same output files.
 fn runs_on_several(c: &Option<Command>) -> bool {
@@ -182,7 +219,12 @@ pub fn main(starter: Option<crate::dist::Starter>) {
     default_sigpipe();
     file_size_limit_is_an_error();
     output_errors_are_not_panics();
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Err(e) = check_global_flags_used(&cli.command, &matches) {
+        eprintln!("chi: error: {e}");
+        std::process::exit(2);
+    }
     // A bad GEMM blocking override would make the first matrix product panic: report it here.
     if let Err(e) = chi_kernels::gemm::check_blocking_env() {
         eprintln!("chi: error: {e}");

@@ -33,8 +33,9 @@ pub struct GradcheckArgs {
     #[arg(long)]
     pub list: bool,
     /// Check a stochastic gradient estimator instead (`reinforce`: the rationale generator's
-    /// REINFORCE gradient against exact enumeration of all masks, by a z-test).
-    #[arg(long, conflicts_with_all = ["op", "model"])]
+    /// REINFORCE gradient against exact enumeration of all masks, by a z-test). `--order`,
+    /// `--instances` and `--fast` do not apply to it and are refused beside it.
+    #[arg(long, conflicts_with_all = ["op", "model", "order", "instances", "fast"])]
     pub estimator: Option<String>,
     /// Draws of the estimator for `--estimator`, 500 to 10^6 (default 2000). The z-test leans on
     /// the normal approximation of the sample mean, which needs many draws of a skewed estimator:

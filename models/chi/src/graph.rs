@@ -25,6 +25,23 @@ pub struct GraphArgs {
     pub backward: bool,
 }
 
+/// Refuses to replace drawings that `chi graph` did not make: the `.dot` file at `path` is
+/// replaced only if it is a tape drawing (its first line is what [`dot::to_dot`] writes), and the
+/// `.svg` and `.png` beside it only if they were rendered from such a file.
+fn check_ours(path: &Path) -> Result<(), String> {
+    let ours = |p: &Path| {
+        let mut head = [0u8; 15];
+        std::fs::File::open(p).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)).is_ok() && &head == b"digraph tape {\n"
+    };
+    let dot_is_ours = ours(path);
+    for p in [path.to_path_buf(), path.with_extension("svg"), path.with_extension("png")] {
+        if std::fs::symlink_metadata(&p).is_ok() && !dot_is_ours {
+            return Err(format!("{} exists and was not drawn by chi graph: move it, or give another --out", p.display()));
+        }
+    }
+    Ok(())
+}
+
 /// Names of the built-in examples.
 pub const EXAMPLES: &[&str] = &["mlp", "lstm-step", "attention"];
 
@@ -88,8 +105,9 @@ pub fn run(args: &GraphArgs, out: &Path) -> Result<(), String> {
     if out.exists() && !out.is_dir() {
         return Err(format!("--out {} is a file, not a directory: choose a directory for the drawings", out.display()));
     }
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let path = out.join(format!("graph-{}.dot", args.example));
+    check_ours(&path)?;
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     chi_nn::checkpoint::atomic_write(&path, text.as_bytes()).map_err(String::from)?;
     println!("wrote {}", path.display());
     for fmt in ["svg", "png"] {

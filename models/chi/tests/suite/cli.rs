@@ -351,6 +351,70 @@ fn ignored_flags_and_settings_are_errors() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// The global `--seed` and `--out` given to a command that does not read them are refused
+/// (before the command runs), and so are the op-check flags beside `--estimator`; where a command
+/// reads them, or they are left at their defaults, nothing is refused.
+#[test]
+fn global_and_op_flags_a_command_does_not_read_are_errors() {
+    let refused = [
+        (&["translate", "model.safetensors", "--out", "d"][..], "--out is not used by `chi translate`"),
+        (&["--out", "d", "explain", "run", "--text", "hi"], "--out is not used by `chi explain`"),
+        (&["--out", "d", "gradcheck", "--op", "tanh"], "--out is not used by `chi gradcheck`"),
+        (&["bench", "tape", "--out", "d"], "--out is not used by `chi bench`"),
+        (&["embed", "neighbours", "v.txt", "cat", "--out", "d"], "--out is not used by `chi embed`"),
+        (&["--seed", "3", "eval", "run"], "--seed does not change `chi eval`"),
+        (&["predict", "run", "--input", "x.csv", "--seed", "1"], "--seed does not change `chi predict`"),
+        (&["--seed", "1", "graph", "mlp"], "--seed does not change `chi graph`: its examples' weights are fixed"),
+        (&["gradcheck", "--estimator", "reinforce", "--order", "2"], "cannot be used with '--order"),
+        (&["gradcheck", "--estimator", "reinforce", "--instances", "3"], "cannot be used with '--instances"),
+        (&["gradcheck", "--estimator", "reinforce", "--fast"], "cannot be used with '--fast"),
+    ];
+    for (args, want) in refused {
+        let o = chi(args);
+        assert_eq!(o.status.code(), Some(2), "chi {args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "chi {args:?}: {}", stderr(&o));
+    }
+    // Read where given: gradcheck follows --seed, graph writes to --out.
+    let d = tmp("global-flags");
+    chi_ok(&["--seed", "3", "gradcheck", "--op", "tanh", "--instances", "1"]);
+    chi_ok(&["--out", d.to_str().unwrap(), "graph", "mlp"]);
+    assert!(d.join("graph-mlp.dot").exists());
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// `chi graph` replaces its own drawings but not a file of the same name it did not draw.
+#[test]
+fn graph_keeps_drawings_it_did_not_make() {
+    let d = tmp("graph-keeps");
+    std::fs::create_dir_all(&d).unwrap();
+    let mine = d.join("graph-mlp.dot");
+    std::fs::write(&mine, "precious\n").unwrap();
+    let o = chi(&["--out", d.to_str().unwrap(), "graph", "mlp"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("was not drawn by chi graph"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "precious\n");
+    std::fs::remove_file(&mine).unwrap();
+    std::fs::write(d.join("graph-mlp.svg"), "<svg>mine</svg>").unwrap();
+    assert!(chi(&["--out", d.to_str().unwrap(), "graph", "mlp"]).status.code() == Some(1), "an svg without chi's .dot is kept");
+    std::fs::remove_file(d.join("graph-mlp.svg")).unwrap();
+    // Its own drawing is replaced, twice over.
+    chi_ok(&["--out", d.to_str().unwrap(), "graph", "mlp"]);
+    chi_ok(&["--out", d.to_str().unwrap(), "graph", "mlp", "--values"]);
+    assert!(std::fs::read_to_string(&mine).unwrap().starts_with("digraph tape {"));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// `bench gemm` refuses a size whose three matrices exceed the memory the process may use (an
+/// address-space limit counts), instead of aborting on the failed allocation.
+#[test]
+fn bench_gemm_refuses_sizes_beyond_the_memory_it_may_use() {
+    let chi = env!("CARGO_BIN_EXE_chi");
+    let o = Command::new("bash").args(["-c", "ulimit -v 3000000 && exec \"$0\" bench gemm --sizes 16384 --dtype f64 --reps 1 --threads 1", chi]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("bench gemm --sizes 16384 --dtype f64") && e.contains("GiB of memory"), "{e}");
+}
+
 /// Started by a launcher as one of several processes, the one-process `chi` refuses to run (it
 /// would train unrelated copies into one directory) and names the program that can.
 #[test]
