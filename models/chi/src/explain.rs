@@ -18,7 +18,10 @@ pub struct ExplainArgs {
     /// A text to explain (repeatable).
     #[arg(long)]
     pub text: Vec<String>,
-    /// A file with one text per line (`-`: standard input).
+    /// A file with one text per line (`-`: standard input); a CSV/TSV file or a folder is read as
+    /// the model reads its data (a CSV's text column; in a folder, one text per file, sub-folders
+    /// included). Texts longer than the model's maximum length are explained over their first
+    /// words, with a warning.
     #[arg(long)]
     pub input: Option<PathBuf>,
     /// Explain this class instead of the predicted one.
@@ -236,7 +239,13 @@ pub struct TextExplanation {
 pub fn explain(t: &infer::Trained, texts: &[String], class: Option<&str>, steps: usize) -> Result<Vec<TextExplanation>, String> {
     let schema = t.schema.as_ref().ok_or("chi explain needs a text model trained on files (chi train --data FOLDER_OR_CSV)")?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let (inputs, words) = schema.encode_texts(&refs).map_err(String::from)?;
+    let (inputs, words, cut) = schema.encode_texts(&refs).map_err(String::from)?;
+    let cut: Vec<usize> = cut.iter().enumerate().filter(|(_, &c)| c).map(|(i, _)| i + 1).collect();
+    if let Some(&first) = cut.first() {
+        let max = words[first - 1].len();
+        let which = if cut.len() == 1 { format!("text {first} is") } else { format!("{} texts (the first: text {first}) are", cut.len()) };
+        eprintln!("chi: warning: {which} longer than the {max} words the model reads; only the first {max} are explained");
+    }
     let n = inputs.len();
     let task = t.dataset.task;
     let split = Split { inputs, targets: if task == Task::Regression { Targets::Values(vec![0.0; n]) } else { Targets::Classes(vec![0; n]) } };
@@ -382,7 +391,13 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
         let before = texts.len();
         // A byte-order mark (what some editors save first) is not part of the first text.
         let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
-        texts.extend(String::from_utf8_lossy(bytes).lines().filter(|l| !l.trim().is_empty()).map(String::from));
+        // Bytes that are not UTF-8 are refused, as translate refuses them, rather than explained
+        // as replacement characters the model has never seen.
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let line = 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count();
+            format!("{}: line {line} is not UTF-8", if p == std::path::Path::new("-") { "standard input".to_string() } else { p.display().to_string() })
+        })?;
+        texts.extend(text.lines().filter(|l| !l.trim().is_empty()).map(String::from));
         if texts.len() == before && args.ngrams.is_none() && !args.pca {
             return Err(format!("{}: no text to explain (the file is empty or blank)", p.display()));
         }
@@ -406,13 +421,22 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
     // Every analysis asked for is checked possible before any file is written: a refused flag
     // after the pages of the others would leave a half-finished output.
     check_analyses(&t, args)?;
+    let names = ["explain.html", "explain.png", "explain.json", "ngrams.json", "pca.png", "pca.json"];
     if let Some(dir) = &args.dir {
-        let names = ["explain.html", "explain.png", "explain.json", "ngrams.json", "pca.png", "pca.json"];
         // An earlier explain wrote at least one of its JSON files (a list of texts, or an object).
         let ours = |d: &std::path::Path| ["explain.json", "ngrams.json", "pca.json"].iter().any(|n| crate::train::rundir::json_with_keys(&d.join(n), &[]));
         crate::train::rundir::check_output_dir("--dir", dir, &t.cfg.data, args.input.as_deref(), &names, ours)?;
     }
     let dir = args.dir.clone().unwrap_or_else(|| t.run_dir.as_ref().map_or_else(|| PathBuf::from("explain"), |d| d.join("explain")));
+    // An input that is one of the files about to be written would be lost with the first of them.
+    if let Some(p) = args.input.as_deref() {
+        let canon = |q: &std::path::Path| std::fs::canonicalize(q).ok();
+        let parent = p.parent().filter(|q| !q.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        let named = p.file_name().and_then(|n| n.to_str()).is_some_and(|n| names.contains(&n));
+        if named && canon(parent).is_some_and(|q| Some(q) == canon(&dir)) {
+            return Err(format!("--input {} is one of the files chi explain writes in {}; read it from elsewhere, or give another --dir", p.display(), dir.display()));
+        }
+    }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     if !texts.is_empty() {
         explain_texts(&t, args, &texts, &dir)?;

@@ -130,6 +130,8 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
         let line = match read_line_bounded(&mut reader, &mut buf, MAX_LINE_BYTES).map_err(|e| format!("{what}: line {}: {e}", n + 1))? {
             LineRead::End => break,
             LineRead::TooLong => return Err(too_long()),
+            // NUL bytes mean a binary file, refused as explain and the data readers refuse it.
+            LineRead::Line if buf.contains(&0) => return Err(format!("{what}: line {} has a NUL byte: a binary file, not text", n + 1)),
             LineRead::Line => std::str::from_utf8(&buf).map_err(|_| format!("{what}: line {} is not UTF-8", n + 1))?.to_string(),
         };
         // A byte-order mark (what some editors save first) is not part of the first line.

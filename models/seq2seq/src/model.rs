@@ -145,9 +145,9 @@ impl Seq2SeqConfig {
         if self.src_vocab < 5 || self.tgt_vocab < 5 {
             return bad(&format!("vocabularies need the 4 specials and at least one token (src {}, tgt {})", self.src_vocab, self.tgt_vocab));
         }
-        for (name, v) in [("emb", self.emb), ("hidden", self.hidden), ("layers", self.layers), ("attn_dim", self.attn_dim)] {
-            if v == 0 || v > MAX {
-                return bad(&format!("{name} = {v} is out of range 1..={MAX}"));
+        for (name, v, max) in [("emb", self.emb, MAX), ("hidden", self.hidden, MAX), ("layers", self.layers, MAX_LAYERS), ("attn_dim", self.attn_dim, MAX)] {
+            if v == 0 || v > max {
+                return bad(&format!("{name} = {v} is out of range 1..={max}"));
             }
         }
         if self.layers > MAX_LAYERS {

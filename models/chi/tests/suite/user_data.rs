@@ -562,5 +562,23 @@ fn explain_reads_a_csvs_text_column() {
     assert!(std::fs::read_to_string(ex.join("explain.html")).unwrap().len() < 20_000);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(ex.join("explain.json")).unwrap()).unwrap();
     assert_eq!(v[0]["text"].as_str().unwrap().len(), 1_000_013);
+    // A text past the model's 400 words is explained over the words the model reads, with a
+    // warning naming it; a shorter one gets none.
+    let words = |n: usize| (0..n).map(|i| if i % 2 == 0 { "great" } else { "film" }).collect::<Vec<_>>().join(" ");
+    let over = dir.join("over.txt");
+    std::fs::write(&over, format!("{}\n{}\n", words(400), words(450))).unwrap();
+    let out = ok(&["explain", s(&run), "--input", s(&over), "--dir", s(&ex), "--steps", "4"]);
+    assert!(out.contains("warning: text 2 is longer than the 400 words the model reads; only the first 400 are explained"), "{out}");
+    assert!(!out.contains("text 1 is"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(ex.join("explain.json")).unwrap()).unwrap();
+    assert_eq!(v[1]["words"].as_array().unwrap().len(), 400);
+    // Bytes that are not UTF-8 are refused with their line, as translate refuses them.
+    let latin1 = dir.join("latin1.txt");
+    std::fs::write(&latin1, b"a great film\nun film tr\xe8s bon\n").unwrap();
+    fails_with(&["explain", s(&run), "--input", s(&latin1), "--dir", s(&ex)], &["latin1.txt: line 2 is not UTF-8"]);
+    // An input that is one of the files explain writes is refused, and left as it was.
+    let before = std::fs::read(ex.join("explain.json")).unwrap();
+    fails_with(&["explain", s(&run), "--input", s(&ex.join("explain.json")), "--dir", s(&ex)], &["--input", "is one of the files chi explain writes"]);
+    assert_eq!(std::fs::read(ex.join("explain.json")).unwrap(), before);
     let _ = std::fs::remove_dir_all(&dir);
 }

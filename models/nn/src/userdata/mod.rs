@@ -1645,23 +1645,31 @@ impl DataSchema {
         Ok((texts, ids))
     }
 
-    /// Texts given as strings (a text schema only): the token ids of each, and its tokens as
-    /// the tokenizer split them (before the vocabulary mapped unknown ones to `<unk>`).
-    pub fn encode_texts(&self, texts: &[&str]) -> Result<(Inputs, Vec<Vec<String>>), NnError> {
+    /// Texts given as strings (a text schema only): the token ids of each, its tokens as the
+    /// tokenizer split them (before the vocabulary mapped unknown ones to `<unk>`), and whether
+    /// it had more tokens than the tokenizer's `max_len`, past which the model reads nothing.
+    pub fn encode_texts(&self, texts: &[&str]) -> Result<(Inputs, Vec<Vec<String>>, Vec<bool>), NnError> {
         let Encoder::Text { tokenizer, vocab, .. } = &self.encoder else {
             return Err(NnError::invalid("data", "input", "text", format!("the model was trained on {} data, not text", self.kind.name())));
         };
         let mut seqs = Vec::with_capacity(texts.len());
         let mut words = Vec::with_capacity(texts.len());
+        let mut cut = Vec::with_capacity(texts.len());
+        let one_more = text::Tokenizer { max_len: tokenizer.max_len.saturating_add(1), ..tokenizer.clone() };
         for t in texts {
-            let mut toks = if self.format == Format::Lines { t.split_whitespace().take(tokenizer.max_len).map(String::from).collect() } else { tokenizer.tokenize(t) };
+            let mut toks: Vec<String> = if self.format == Format::Lines { t.split_whitespace().take(tokenizer.max_len).map(String::from).collect() } else { tokenizer.tokenize(t) };
+            // Only a text that filled the limit can have been cut: look one token further.
+            cut.push(
+                toks.len() == tokenizer.max_len
+                    && if self.format == Format::Lines { t.split_whitespace().nth(tokenizer.max_len).is_some() } else { one_more.tokenize(t).len() > tokenizer.max_len },
+            );
             if toks.is_empty() {
                 toks.push(text::UNK.to_string());
             }
             seqs.push(vocab.encode(&toks));
             words.push(toks);
         }
-        Ok((Inputs::Tokens { seqs, vocab: vocab.len() }, words))
+        Ok((Inputs::Tokens { seqs, vocab: vocab.len() }, words, cut))
     }
 
     /// A dataset with empty splits of this schema's input kind and task: what a model builder

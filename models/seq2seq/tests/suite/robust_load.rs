@@ -47,6 +47,9 @@ fn layers_are_bounded() {
     assert!(e.contains("layers") && e.contains(&MAX_LAYERS.to_string()), "{e}");
     assert!(config(2, 2, MAX_LAYERS).validate().is_ok());
     assert!(config(2, 2, MAX_LAYERS + 1).validate().is_err());
+    // Zero layers names the same range as too many.
+    let e = config(2, 2, 0).validate().unwrap_err().to_string();
+    assert!(e.contains(&format!("layers = 0 is out of range 1..={MAX_LAYERS}")), "{e}");
 }
 
 #[test]
