@@ -1367,6 +1367,10 @@ impl Replaced {
 
 // ------------------------------------------------------------------------------- the schema
 
+/// What [`DataSchema::encode_texts`] gives: the token ids, each text's tokens, and whether each
+/// text was cut at the tokenizer's `max_len`.
+pub type EncodedTexts = (Inputs, Vec<Vec<String>>, Vec<bool>);
+
 impl DataSchema {
     /// Checks a schema read from outside (a run's `data.json`, a model file's metadata) before
     /// anything is sized from it: the class names agree with the task, every size is within
@@ -1648,7 +1652,7 @@ impl DataSchema {
     /// Texts given as strings (a text schema only): the token ids of each, its tokens as the
     /// tokenizer split them (before the vocabulary mapped unknown ones to `<unk>`), and whether
     /// it had more tokens than the tokenizer's `max_len`, past which the model reads nothing.
-    pub fn encode_texts(&self, texts: &[&str]) -> Result<(Inputs, Vec<Vec<String>>, Vec<bool>), NnError> {
+    pub fn encode_texts(&self, texts: &[&str]) -> Result<EncodedTexts, NnError> {
         let Encoder::Text { tokenizer, vocab, .. } = &self.encoder else {
             return Err(NnError::invalid("data", "input", "text", format!("the model was trained on {} data, not text", self.kind.name())));
         };
