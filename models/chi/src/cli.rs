@@ -132,6 +132,8 @@ pub fn check_global_flags_used(command: &Option<Command>, matches: &clap::ArgMat
     let (name, seed, out): (&str, bool, Option<&str>) = match c {
         Command::Train(_) => ("train", true, None),
         Command::Reproduce(_) => ("reproduce", true, None),
+        // `eval` reads --out only to find the run when no model is named.
+        Command::Eval(a) if a.model.is_some() || a.checkpoint.is_some() => ("eval", false, Some("it evaluates the model named (--out finds the run when none is)")),
         Command::Eval(_) => ("eval", false, None),
         Command::Graph(_) => ("graph", false, None),
         Command::Teach(_) => ("teach", false, None),

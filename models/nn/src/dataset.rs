@@ -262,6 +262,10 @@ pub fn spirals(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
 pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     check_options(&cfg.options, &[], "dataset xor-noise")?;
     check_no_path(cfg, "xor-noise")?;
+    check_unused_sizes(cfg, "xor-noise", &["classes"])?;
+    if !(0.0..=1.0).contains(&cfg.noise) {
+        return Err(NnError::invalid("dataset xor-noise", "noise", cfg.noise, "a label-flip probability: 0 to 1"));
+    }
     let make = |n: usize, rng: &mut Rng| {
         let mut x = Vec::with_capacity(2 * n);
         let mut y = Vec::with_capacity(n);
@@ -288,6 +292,7 @@ pub fn xor_noise(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
 pub fn surface(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> {
     check_options(&cfg.options, &[], "dataset surface")?;
     check_no_path(cfg, "surface")?;
+    check_unused_sizes(cfg, "surface", &["classes"])?;
     let make = |n: usize, rng: &mut Rng| {
         let mut x = Vec::with_capacity(2 * n);
         let mut y = Vec::with_capacity(n);
@@ -320,6 +325,27 @@ pub fn check_options(options: &serde_json::Map<String, serde_json::Value>, known
         Some(k) => Err(NnError::Unknown { context: what.into(), kind: "option".into(), name: k.clone(), known: known.iter().map(|s| s.to_string()).collect() }),
         None => Ok(()),
     }
+}
+
+/// An error if one of `fields` (of `n_train`, `n_test`, `noise`, `classes`) differs from its
+/// default for a dataset that does not read it: a file's examples, classes and labels come from
+/// the file, XOR is binary and the surface a regression, so the value would be ignored (and
+/// recorded in the run's `config.toml` as if it had been used).
+pub fn check_unused_sizes(cfg: &DataConfig, dataset: &str, fields: &[&str]) -> Result<(), NnError> {
+    let d = DataConfig::default();
+    for &f in fields {
+        let set = match f {
+            "n_train" => (cfg.n_train != d.n_train).then(|| cfg.n_train.to_string()),
+            "n_test" => (cfg.n_test != d.n_test).then(|| cfg.n_test.to_string()),
+            "noise" => (cfg.noise.to_bits() != d.noise.to_bits()).then(|| cfg.noise.to_string()),
+            "classes" => (cfg.classes != d.classes).then(|| cfg.classes.to_string()),
+            _ => None,
+        };
+        if let Some(v) = set {
+            return Err(NnError::invalid(format!("dataset {dataset}"), f, v, "this dataset does not use it, so it would be silently ignored; remove it"));
+        }
+    }
+    Ok(())
 }
 
 /// A synthetic dataset reads no file: a `path` or any other file option given to it
@@ -362,6 +388,7 @@ pub fn first_token(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, NnError> 
     let what = "dataset first-token";
     check_options(&cfg.options, &["seq_len", "distractors"], what)?;
     check_no_path(cfg, "first-token")?;
+    check_unused_sizes(cfg, "first-token", &["noise"])?;
     let seq_len = option_usize(&cfg.options, "seq_len", 12, what)?;
     let distractors = option_usize(&cfg.options, "distractors", 8, what)?;
     let k = cfg.classes;

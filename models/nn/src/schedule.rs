@@ -7,12 +7,13 @@ use serde::{Deserialize, Serialize};
 
 /// A learning-rate schedule: the learning rate at step `s` (0-based) is
 /// `base_lr · factor(s)`. In TOML: `[schedule]` with `kind = "cosine"`, `total_steps = 1000`, ...
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum LrSchedule {
-    /// `lr` at every step.
-    #[default]
-    Constant,
+    /// `lr` at every step. (A variant with no fields rather than a unit variant: serde checks
+    /// unknown keys only for the former, and `kind = "constant"` with `gamma = 0.5` would
+    /// otherwise be taken without a word.)
+    Constant {},
     /// `lr · gamma^⌊s / every⌋` (PyTorch `StepLR`).
     Step {
         /// Steps between decays.
@@ -49,7 +50,7 @@ impl LrSchedule {
     /// Learning rate at 0-based step `step` for base rate `base`.
     pub fn lr_at(&self, base: f64, step: u64) -> f64 {
         match self {
-            LrSchedule::Constant => base,
+            LrSchedule::Constant {} => base,
             LrSchedule::Step { every, gamma } => base * gamma.powi((step / (*every).max(1)) as i32),
             LrSchedule::Exponential { gamma } => base * gamma.powf(step as f64),
             LrSchedule::Cosine { total_steps, min_lr } => {
@@ -88,7 +89,7 @@ impl LrSchedule {
         let f = |i: usize| parts.get(i).ok_or_else(err)?.parse::<f64>().map_err(|_| err());
         let u = |i: usize| parts.get(i).ok_or_else(err)?.parse::<u64>().map_err(|_| err());
         match parts[0] {
-            "constant" if parts.len() == 1 => Ok(LrSchedule::Constant),
+            "constant" if parts.len() == 1 => Ok(LrSchedule::Constant {}),
             "step" if parts.len() == 3 => Ok(LrSchedule::Step { every: u(1)?, gamma: f(2)? }),
             "exp" | "exponential" if parts.len() == 2 => Ok(LrSchedule::Exponential { gamma: f(1)? }),
             "cosine" if parts.len() == 2 || parts.len() == 3 => {
@@ -99,12 +100,19 @@ impl LrSchedule {
     }
 }
 
+impl Default for LrSchedule {
+    fn default() -> Self {
+        LrSchedule::Constant {}
+    }
+}
+
 /// Block-coordinate training ([CAML](crate#references) §4.2.1, `em_steps`): the parameter groups are split into
 /// blocks and only one block trains at a time; every `em_steps` steps the next block takes over.
 /// At step `s` the active block is `(s / em_steps) % blocks.len()`; the groups of the other
 /// blocks are frozen with [`ParamStore::set_group_frozen`]. Groups named in no block are left
 /// alone. `em_steps = 0` (or fewer than two blocks) disables it: every listed group trains.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 pub struct BlockCoordinate {
     /// Steps per block.
     pub em_steps: u64,
@@ -140,8 +148,27 @@ impl BlockCoordinate {
         }
         active
     }
-    /// Checks every group named exists in `store`.
+    /// Checks that the schedule does something if set (`em_steps` ≥ 1, two blocks or more), that
+    /// no block is empty or shares a group with another, and that every group named exists in
+    /// `store`.
     pub fn validate<T: Float>(&self, store: &ParamStore<T>) -> Result<(), NnError> {
+        let what = "block-coordinate schedule";
+        // Settings that switch the schedule off would train as a plain run without a word.
+        if *self != Self::default() && !self.enabled() {
+            return Err(NnError::invalid(
+                what,
+                "em_steps, blocks",
+                format!("{}, {} block(s)", self.em_steps, self.blocks.len()),
+                "it alternates blocks only with em_steps ≥ 1 and at least two blocks; as given it would do nothing",
+            ));
+        }
+        if let Some(i) = self.blocks.iter().position(Vec::is_empty) {
+            return Err(NnError::invalid(what, "blocks", format!("block {} is empty", i + 1), "each block names at least one parameter group"));
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(g) = self.blocks.iter().flatten().find(|g| !seen.insert(g.as_str())) {
+            return Err(NnError::invalid(what, "blocks", format!("{g:?} in two blocks"), "each group belongs to one block"));
+        }
         let have = store.groups();
         for g in self.blocks.iter().flatten() {
             if !have.contains(g) {

@@ -357,7 +357,7 @@ impl<'a, T: Float> Trainer<'a, T> {
             steps: None,
             stop_at: None,
             clip_norm: None,
-            schedule: LrSchedule::Constant,
+            schedule: LrSchedule::Constant {},
             block: BlockCoordinate::default(),
             eval_every: 0,
             eval_at_end: false,

@@ -68,6 +68,10 @@ pub fn judge(metric: &str, a_name: &str, a: &[f64], b_name: &str, b: &[f64], a_l
 pub fn judge_over(pairs: &str, metric: &str, a_name: &str, a: &[f64], b_name: &str, b: &[f64], a_lower: bool) -> String {
     let t = PairedTest::new(a, b);
     let rel = if a_lower { "<" } else { ">" };
+    if t.n < 2 {
+        // One pair has no spread: a t statistic and p-value would be made up.
+        return format!("claim {a_name} {rel} {b_name} ({metric}): not tested (a paired t-test needs at least two {pairs}; {} given)", t.n);
+    }
     let o = outcome(a, b, a_lower);
     let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
     let sd = if d.len() >= 2 { Summary::of(&d).sd } else { f64::NAN };
@@ -127,6 +131,9 @@ mod tests {
         let s = judge("error", "A", &a, "B", &b, true);
         assert!(s.starts_with("claim A < B (error): holds"), "{s}");
         assert!(judge("error", "A", &a, "C", &c, true).contains("not distinguishable at 5 seeds"));
+        // One seed: no test, and no made-up t or p.
+        let one = judge("error", "A", &a[..1], "B", &b[..1], true);
+        assert_eq!(one, "claim A < B (error): not tested (a paired t-test needs at least two seeds; 1 given)");
     }
 
     #[test]

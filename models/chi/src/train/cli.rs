@@ -396,6 +396,24 @@ pub fn check_features(features: Option<&[String]>, source: &str) -> Result<(), S
     Ok(())
 }
 
+/// Lays the keys of `top` over `base`, table by table (a table whose `kind` differs, a
+/// schedule of another kind, replaces the other whole).
+fn lay_over(base: &mut serde_json::Value, top: &serde_json::Value) {
+    match (base, top) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(t)) if t.get("kind").is_none() || t.get("kind") == b.get("kind") => {
+            for (k, v) in t {
+                match b.get_mut(k) {
+                    Some(slot) => lay_over(slot, v),
+                    None => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, t) => *b = t.clone(),
+    }
+}
+
 /// The configuration of a resumed run: the directory's (see [`super::rundir::resume_point`]),
 /// with `--steps` applied. Any other flag, `--config` file or non-zero `--seed` that would
 /// change it is an error naming the flag and both values.
@@ -412,10 +430,23 @@ pub fn resume_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<(Config,
     if seed != 0 && seed != base.seed {
         return conflict("--seed", &seed.to_string(), &base.seed.to_string());
     }
+    let mut file_steps = None;
     if let Some(p) = &args.config {
-        // Paths compare as the run stored them (absolute, see `absolute_paths`).
-        let file = absolute_paths(Config::load(p)?);
-        let same = |a: &Config, b: &Config| Config { steps: 0, seed: 0, ..a.clone() } == Config { steps: 0, seed: 0, ..b.clone() };
+        // The file is checked as any config (unknown keys, types, ranges name the file), then
+        // compared on the keys it names only: a config needs only what differs from the defaults,
+        // and one that says `steps = 60` asks for nothing but more steps. Its keys are laid over
+        // the run's configuration; paths compare as the run stored them (absolute, see
+        // `absolute_paths`).
+        Config::load(p)?;
+        let raw: toml::Value = toml::from_str(&super::rundir::read_config_text(p)?).map_err(|e| format!("{}: {e}", p.display()))?;
+        let raw = serde_json::to_value(&raw).map_err(|e| format!("{}: {e}", p.display()))?;
+        let mut merged = serde_json::to_value(&base).map_err(|e| e.to_string())?;
+        lay_over(&mut merged, &raw);
+        let file = absolute_paths(serde_json::from_value::<Config>(merged).map_err(|e| format!("{}: {e}", p.display()))?);
+        if raw.get("steps").is_some() {
+            file_steps = Some(file.steps);
+        }
+        let same = |a: &Config, b: &Config| Config { steps: 0, ..a.clone() } == Config { steps: 0, ..b.clone() };
         if !same(&file, &base) {
             return Err(format!(
                 "--config {} differs from the resumed run's configuration (from {}): {}; drop --config to resume",
@@ -437,7 +468,7 @@ pub fn resume_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<(Config,
     // The stored configuration first, so that its errors name the file they come from.
     base.validate().map_err(|e| format!("{}: bad run configuration: {e}", whence.display()))?;
     let mut cfg = base;
-    if let Some(s) = args.steps {
+    if let Some(s) = args.steps.or(file_steps) {
         cfg.steps = s;
     }
     cfg.validate()?;
@@ -569,7 +600,7 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
         (None, Some(run), None) => Some(run.join(format!("eval-{}", warnings.1))),
         (None, None, _) => None,
     };
-    let r = infer::evaluate_report(&t, &split);
+    let r = infer::evaluate_report(&t, &split)?;
     let data = t.cfg.data.path.clone().unwrap_or_else(|| t.cfg.dataset.clone());
     println!("{} on {data} ({what}) at step {}: {}", t.cfg.model, t.step, fmt_metrics(&r.metrics));
     print!("{}", infer::report_text(&r));

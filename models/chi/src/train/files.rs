@@ -24,9 +24,18 @@ fn warn(warnings: &[String]) {
 
 /// `--data PATH`: reads the user's file or folder.
 pub fn build_file_dataset(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
+    unused_by_files(cfg, FILE_DATASET)?;
     let l = userdata::load(FILE_DATASET, cfg, rng)?;
     warn(&l.warnings);
     Ok(l.dataset)
+}
+
+/// The sizes and options of the synthetic datasets, which a file (or a named image set) does
+/// not read: its examples, classes and labels are the file's.
+fn unused_by_files(cfg: &DataConfig, name: &str) -> Result<(), String> {
+    let what = format!("dataset {name}");
+    chi_nn::dataset::check_options(&cfg.options, &[], &what).map_err(|e| e.to_string())?;
+    chi_nn::dataset::check_unused_sizes(cfg, name, &["n_train", "n_test", "noise", "classes"]).map_err(|e| e.to_string())
 }
 
 /// A named image set takes only `split` (its validation share) among the file options.
@@ -41,6 +50,7 @@ fn only_split(cfg: &DataConfig, name: &str) -> Result<(), String> {
 /// 10%, is held out) and its 10,000 test images, standardised with the training statistics.
 pub fn build_fashion_mnist(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
     only_split(cfg, "fashion-mnist")?;
+    unused_by_files(cfg, "fashion-mnist")?;
     let dir = data::require(data::Dataset::FashionMnist)?;
     let (train, test) = data::load_mnist_idx_dir(&dir).map_err(|e| e.to_string())?;
     let c = DataConfig { split: Some(cfg.split.clone().unwrap_or_else(|| vec![0.9, 0.1, 0.0])), ..DataConfig::default() };
@@ -52,6 +62,7 @@ pub fn build_fashion_mnist(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, S
 /// `mnist`: the 10,000 fetched MNIST digits, split 80/10/10 (or by `split`), stratified.
 pub fn build_mnist(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
     only_split(cfg, "mnist")?;
+    unused_by_files(cfg, "mnist")?;
     let dir = data::require(data::Dataset::Mnist)?;
     let all = data::load_mnist_json_dir(&dir).map_err(|e| e.to_string())?;
     let c = DataConfig { split: cfg.split.clone(), ..DataConfig::default() };

@@ -103,13 +103,25 @@ pub fn load_trained(path: &Path, rebuild_data: bool) -> Result<Trained, String> 
     };
     let cfg: Config = serde_json::from_str(&cfg_json).map_err(|e| format!("{}: bad config in metadata: {e}", weights.display()))?;
     cfg.validate().map_err(|e| format!("{}: bad config in metadata: {e}", weights.display()))?;
-    // The schema and where it was read from, for messages.
-    let (schema_text, schema_origin) = match (&run_dir, schema_meta) {
-        (Some(d), _) if d.join(DATA_SCHEMA_FILE).is_file() => {
-            let f = d.join(DATA_SCHEMA_FILE);
-            (Some(chi_nn::limits::read_file(&f).map(|b| String::from_utf8_lossy(&b).into_owned()).map_err(|e| format!("{}: cannot read: {e}", f.display()))?), f.display().to_string())
+    // The schema and where it was read from, for messages. The copy in the weights' checksummed
+    // metadata is the model's own: a run directory's data.json (which weights copied into
+    // another run's folder would find there, or an edit could change) is read only for weights
+    // that carry none, and a data.json that disagrees with the model's copy is named.
+    let data_json = run_dir.as_ref().map(|d| d.join(DATA_SCHEMA_FILE)).filter(|f| f.is_file());
+    let (schema_text, schema_origin) = match (data_json, schema_meta) {
+        (Some(f), Some(m)) => {
+            let theirs = chi_nn::limits::read_file(&f).ok().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+            if theirs != serde_json::from_str::<serde_json::Value>(&m).ok() {
+                eprintln!(
+                    "chi: warning: {} differs from the data schema saved in {} (edited, or another run's); the model's own is used",
+                    f.display(),
+                    weights.display()
+                );
+            }
+            (Some(m), format!("{} (the data schema in its metadata)", weights.display()))
         }
-        (_, m) => (m, format!("{} (the data schema in its metadata)", weights.display())),
+        (Some(f), None) => (Some(chi_nn::limits::read_file(&f).map(|b| String::from_utf8_lossy(&b).into_owned()).map_err(|e| format!("{}: cannot read: {e}", f.display()))?), f.display().to_string()),
+        (None, m) => (m, format!("{} (the data schema in its metadata)", weights.display())),
     };
     let schema: Option<DataSchema> = schema_text.as_deref().map(|t| serde_json::from_str(t).map_err(|e| format!("{schema_origin}: bad data schema: {e}"))).transpose()?;
     if cfg.dataset == registry::FILE_DATASET && schema.is_none() {
@@ -328,10 +340,27 @@ pub fn regression_report(y: &[f64], pred: &[f64]) -> Report {
 }
 
 
-/// The report of a model on a labelled split.
-pub fn evaluate_report(t: &Trained, split: &Split) -> Report {
+/// An error naming the first example whose model outputs are not finite: weights that are finite
+/// but huge (a run that diverged) overflow to infinity and NaN in the forward pass, and a class
+/// or a score read from those would be printed as a result.
+pub fn check_finite_outputs(t: &Trained, rows: &[Vec<f64>], names: impl Fn(usize) -> String) -> Result<(), String> {
+    match rows.iter().position(|r| r.iter().any(|v| !v.is_finite())) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{}: the model's outputs for {} are not finite ({:?}): its weights overflow in the forward pass (a run that diverged?)",
+            t.weights.display(),
+            names(i),
+            rows[i]
+        )),
+    }
+}
+
+/// The report of a model on a labelled split; an error if an output is not finite
+/// ([`check_finite_outputs`]).
+pub fn evaluate_report(t: &Trained, split: &Split) -> Result<Report, String> {
     let (probs, log_probs) = outputs_with_log_probs(t.model.as_ref(), t.dataset.task, split, 256);
-    match t.dataset.task {
+    check_finite_outputs(t, &probs, |i| format!("example {}", i + 1))?;
+    Ok(match t.dataset.task {
         Task::Regression => {
             let un = |z: f64| t.schema.as_ref().map_or(z, |s| s.unscale(z));
             let y: Vec<f64> = (0..split.len()).map(|i| un(split.targets.value(i))).collect();
@@ -343,7 +372,7 @@ pub fn evaluate_report(t: &Trained, split: &Split) -> Report {
             let y: Vec<usize> = (0..split.len()).map(|i| split.targets.class(i)).collect();
             classification_report(&y, &probs, Some(&log_probs), &names)
         }
-    }
+    })
 }
 
 /// The class names of a trained model: from its data schema, else `0`, `1`, ….
@@ -477,6 +506,7 @@ pub fn predict(t: &Trained, input: &Path, saliency: usize, method: Attribution) 
     let targets = if t.dataset.task == Task::Regression { Targets::Values(vec![0.0; n]) } else { Targets::Classes(vec![0; n]) };
     let split = Split { inputs, targets };
     let mut outs = outputs(t.model.as_ref(), t.dataset.task, &split, 256);
+    check_finite_outputs(t, &outs, |i| ids.get(i).map_or_else(|| format!("input {}", i + 1), |id| id.to_string()))?;
     if t.dataset.task == Task::Regression {
         for r in &mut outs {
             r[0] = schema.unscale(r[0]);
@@ -729,7 +759,9 @@ mod tests {
         use chi_nn::dataset::{Dataset, Inputs, Targets};
         let split = Split { inputs: Inputs::Tokens { seqs: vec![vec![3, 1, 4, 5, 2, 6], vec![2, 7]], vocab: 8 }, targets: Targets::Classes(vec![0, 1]) };
         let ds = Dataset { name: "t".into(), task: Task::Classification { classes: 2 }, train: split.clone(), valid: None, test: split.clone(), schema: None };
-        let cfg = crate::train::ModelConfig { hidden: vec![4], ..Default::default() };
+        // Hidden sizes only for the models that have them (the others refuse the setting).
+        let hidden = if ["text-cnn", "ca-bsfe", "han"].contains(&model) { crate::train::ModelConfig::default().hidden } else { vec![4] };
+        let cfg = crate::train::ModelConfig { hidden, ..Default::default() };
         let entry = crate::train::registry::model_entry(model).unwrap();
         let m = crate::train::registry::build_model(&entry, &cfg, &ds, &mut Rng::new(5)).unwrap();
         // Generic values: zero biases would leave ReLUs and gates at special points.

@@ -115,7 +115,7 @@ pub struct Config {
     pub checkpoint_every: u64,
     /// Full checkpoints to keep (older ones are deleted; 0 keeps all).
     pub keep_checkpoints: usize,
-    /// Write a log row every this many steps.
+    /// Write a log row every this many steps (0: no step rows).
     pub log_every: u64,
     /// Step-log format.
     pub log_format: LogFormat,
@@ -136,7 +136,7 @@ impl Default for Config {
             steps: 2000,
             batch_size: 32,
             optim: OptimConfig::default(),
-            schedule: LrSchedule::Constant,
+            schedule: LrSchedule::Constant {},
             clip_norm: None,
             block: BlockCoordinate::default(),
             eval_every: 200,
@@ -283,7 +283,7 @@ fn validate_schedule(s: &LrSchedule, lr: f64) -> Result<(), String> {
     let check = |what: &str, v: f64| if v.is_finite() && v >= 0.0 { Ok(()) } else { Err(format!("schedule: {what} must be finite and >= 0, got {v}")) };
     let steps = |what: &str, n: u64| if n >= 1 { Ok(()) } else { Err(format!("schedule: {what} must be at least 1 step, got 0")) };
     match s {
-        LrSchedule::Constant => Ok(()),
+        LrSchedule::Constant {} => Ok(()),
         LrSchedule::Step { every, gamma } => steps("step EVERY", *every).and(check("gamma", *gamma)),
         LrSchedule::Exponential { gamma } => check("gamma", *gamma),
         LrSchedule::Cosine { total_steps, min_lr } => {
@@ -724,18 +724,29 @@ pub fn same_schema(fresh: &chi_nn::userdata::DataSchema, saved: &str) -> bool {
     matches!((fresh.as_deref().and_then(parse), parse(saved)), (Some(a), Some(b)) if a == b)
 }
 
-/// The top-level keys whose values differ between two configurations, as `key: a → b`.
+/// The keys whose values differ between two configurations (`steps` aside), as
+/// `key: a in the run, b now`; within tables, the dotted keys that differ (`optim.lr`), not the
+/// whole tables.
 pub fn config_diff(a: &Config, b: &Config) -> String {
-    let (ja, jb) = (serde_json::to_value(a).unwrap_or_default(), serde_json::to_value(b).unwrap_or_default());
-    let mut diffs = Vec::new();
-    if let (Some(ma), Some(mb)) = (ja.as_object(), jb.as_object()) {
-        for (k, va) in ma {
-            let vb = mb.get(k).cloned().unwrap_or_default();
-            if *va != vb && k != "steps" {
-                diffs.push(format!("{k}: {va} in the run, {vb} now"));
+    fn walk(path: &str, va: &serde_json::Value, vb: &serde_json::Value, diffs: &mut Vec<String>) {
+        match (va.as_object(), vb.as_object()) {
+            // Tables of the same kind (or untagged) differ key by key.
+            (Some(ma), Some(mb)) if ma.get("kind") == mb.get("kind") => {
+                for (k, x) in ma {
+                    let key = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    walk(&key, x, mb.get(k).unwrap_or(&serde_json::Value::Null), diffs);
+                }
+                for (k, y) in mb.iter().filter(|(k, _)| !ma.contains_key(*k)) {
+                    walk(&if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, &serde_json::Value::Null, y, diffs);
+                }
             }
+            _ if va != vb && path != "steps" => diffs.push(format!("{path}: {va} in the run, {vb} now")),
+            _ => {}
         }
     }
+    let (ja, jb) = (serde_json::to_value(a).unwrap_or_default(), serde_json::to_value(b).unwrap_or_default());
+    let mut diffs = Vec::new();
+    walk("", &ja, &jb, &mut diffs);
     diffs.join("; ")
 }
 

@@ -31,6 +31,28 @@ impl Default for ModelConfig {
     }
 }
 
+impl ModelConfig {
+    /// An error naming the first of `fields` (`hidden`, `dropout`, `activation`) that differs
+    /// from its default for a model that does not read it (a text CNN has no hidden layers; the
+    /// recurrent cells have their own nonlinearities), instead of training as if it were not
+    /// given; `instead` says what the model has in its place.
+    pub fn check_unused(&self, model: &str, fields: &[&str], instead: &str) -> Result<(), String> {
+        let d = ModelConfig::default();
+        for &f in fields {
+            let given = match f {
+                "hidden" => (self.hidden != d.hidden).then(|| format!("{:?}", self.hidden)),
+                "dropout" => (self.dropout.to_bits() != d.dropout.to_bits()).then(|| self.dropout.to_string()),
+                "activation" => (self.activation != d.activation).then(|| format!("{:?}", self.activation).to_lowercase()),
+                _ => None,
+            };
+            if let Some(v) = given {
+                return Err(format!("{model} does not use {f} ({v} given; --{f} or [model_options] {f}), so it would be ignored{instead}"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What a forward pass returns.
 pub struct ForwardOut {
     /// `[batch, classes]` logits (classification) or `[batch]` / `[batch, 1]` (binary logits,

@@ -256,6 +256,7 @@ pub fn build(kind: CellKind, cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> 
     };
     let known: &[&str] = if kind == CellKind::Lstm { &["embed", "peephole", "bidirectional"] } else { &["embed", "bidirectional"] };
     check_options(&cfg.options, known, what)?;
+    cfg.check_unused(what, &["activation"], "; the cells have their own gate nonlinearities")?;
     let flag = |key: &str| match cfg.options.get(key) {
         None => Ok(false),
         Some(v) => v.as_bool().ok_or_else(|| format!("{what}: option {key:?} must be true or false, got {v}")),

@@ -278,6 +278,9 @@ pub fn prepare(dir: &Path, resume: bool, overwrite: bool) -> Result<RunLock, Str
 
 /// Reads a TOML config file of at most [`MAX_CONFIG_BYTES`].
 pub fn read_config_text(path: &Path) -> Result<String, String> {
+    if path.is_dir() {
+        return Err(format!("{} is a directory, not a config file (TOML)", path.display()));
+    }
     let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut bytes = Vec::new();
     f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -302,12 +305,34 @@ pub struct ResumePoint {
 /// no run (neither a checkpoint nor `config.toml`).
 pub fn resume_point(dir: &Path) -> Result<ResumePoint, String> {
     let ckdir = dir.join("checkpoints");
-    if let Some(latest) = checkpoint::latest_checkpoint(&ckdir) {
+    let cfg_path = dir.join("config.toml");
+    if let Some((named, latest)) = checkpoint::list_checkpoints(&ckdir).pop() {
         let meta = checkpoint::read_checkpoint_meta(&latest)?;
         let config: Config = serde_json::from_str(&meta.config).map_err(|e| format!("{}: bad config in checkpoint: {e}", latest.display()))?;
+        // A checkpoint copied in from another run (or renamed) would continue that run's model
+        // under this run's logs. The run writes `step-N` at step N, and its config.toml is the
+        // checkpoint's configuration up to the `--steps` a resume may change; an unreadable
+        // config.toml is rewritten from the checkpoint, as before.
+        if meta.step != named {
+            return Err(format!(
+                "--resume: {} holds step {} but is named for step {named}: not a checkpoint this run wrote there (renamed, or copied from another run?); move it out of {} to resume from the one before",
+                latest.display(),
+                meta.step,
+                ckdir.display()
+            ));
+        }
+        let ours = read_config_text(&cfg_path).ok().and_then(|t| Config::from_toml(&t).ok());
+        if let Some(ours) = ours.filter(|c| Config { steps: 0, ..c.clone() } != Config { steps: 0, ..config.clone() }) {
+            return Err(format!(
+                "--resume: {} is not a checkpoint of the run in {}: its configuration differs from {} ({}); a checkpoint copied from another run, or an edited config.toml? Move the checkpoint out, or restore config.toml",
+                latest.display(),
+                dir.display(),
+                cfg_path.display(),
+                super::config_diff(&ours, &config).replace(" now", " in the checkpoint")
+            ));
+        }
         return Ok(ResumePoint { config, checkpoint: Some((latest, meta.step)) });
     }
-    let cfg_path = dir.join("config.toml");
     // Without a checkpoint a resume starts again from step 0; over a run that wrote its final
     // model that would train it again and replace the model, so it is refused.
     if let Some(f) = ["model.safetensors", "summary.json"].into_iter().find(|f| dir.join(f).is_file()) {

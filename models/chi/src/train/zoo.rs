@@ -146,6 +146,7 @@ impl Model for ImageCnn {
 fn build_image_cnn(cfg: &ModelConfig, ds: &Dataset, context_aware: bool, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
     let what = if context_aware { "ca-cnn" } else { "cnn" };
     check_options(&cfg.options, &["channels"], &format!("model {what}")).map_err(|e| e.to_string())?;
+    cfg.check_unused(what, &["activation"], "; its layers are ReLU")?;
     let Inputs::Dense { shape, .. } = &ds.train.inputs else {
         return Err(format!("{what} needs image inputs; dataset {:?} has token sequences (use bow, text-cnn, lstm, gru or ca-rnn)", ds.name));
     };
@@ -273,6 +274,7 @@ impl Model for BagOfWords {
 /// `hidden` dense layers after the mean (`--hidden` with no layers: give `[]` in a config).
 pub fn build_bow(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
     check_options(&cfg.options, &["embed", "pretrained"], "model bow").map_err(|e| e.to_string())?;
+    cfg.check_unused("bow", &["activation"], "; its hidden layers are tanh")?;
     let Inputs::Tokens { vocab, .. } = &ds.train.inputs else {
         return Err(format!("bow needs text (token sequences); dataset {:?} has dense inputs (use mlp or cnn)", ds.name));
     };
@@ -316,6 +318,7 @@ impl Model for CaBsfeModel {
 pub fn build_ca_bsfe(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
     let what = "ca-bsfe";
     check_options(&cfg.options, &["embed", "chi_dim"], "model ca-bsfe").map_err(|e| e.to_string())?;
+    cfg.check_unused(what, &["hidden", "dropout", "activation"], "; its sizes are the options embed and chi_dim")?;
     let Inputs::Tokens { vocab, .. } = &ds.train.inputs else {
         return Err(format!("ca-bsfe needs text (token sequences); dataset {:?} has dense inputs (use mlp or cnn)", ds.name));
     };
@@ -393,6 +396,7 @@ impl Model for TextCnn {
 pub fn build_text_cnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
     let what = "text-cnn";
     check_options(&cfg.options, &["embed", "pretrained", "widths", "filters"], "model text-cnn").map_err(|e| e.to_string())?;
+    cfg.check_unused(what, &["hidden", "activation"], "; its sizes are the options widths and filters, its nonlinearity ReLU")?;
     let Inputs::Tokens { vocab, .. } = &ds.train.inputs else {
         return Err(format!("text-cnn needs text (token sequences); dataset {:?} has dense inputs (use mlp or cnn)", ds.name));
     };
@@ -487,6 +491,7 @@ impl Model for HanModel {
 pub fn build_han(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<dyn Model>, String> {
     let what = "han";
     check_options(&cfg.options, &["embed", "pretrained", "hidden", "attention"], "model han").map_err(|e| e.to_string())?;
+    cfg.check_unused(what, &["hidden", "dropout", "activation"], "; its sizes are the options hidden and attention (--model-option hidden=N)")?;
     let Inputs::Tokens { vocab, .. } = &ds.train.inputs else {
         return Err(format!("han needs text (token sequences); dataset {:?} has dense inputs (use mlp or cnn)", ds.name));
     };
@@ -528,8 +533,11 @@ mod tests {
     #[test]
     fn text_models_are_independent_of_batch_padding() {
         let d = ds(text_split(), Task::Classification { classes: 2 });
-        for build in [build_bow, build_text_cnn, build_ca_bsfe, build_han] {
-            let cfg = ModelConfig { hidden: vec![5], ..Default::default() };
+        type Builder = fn(&ModelConfig, &Dataset, &mut Rng) -> Result<Box<dyn Model>, String>;
+        // Hidden sizes for bow, the default (which the others do not read) for the rest.
+        let default = ModelConfig::default().hidden;
+        for (build, hidden) in [(build_bow as Builder, vec![5]), (build_text_cnn, default.clone()), (build_ca_bsfe, default.clone()), (build_han, default.clone())] {
+            let cfg = ModelConfig { hidden, ..Default::default() };
             let m = build(&cfg, &d, &mut Rng::new(1)).unwrap();
             let both = m.forward(&d.train, &[0, 1, 2], false, &mut Rng::new(0)).output.to_vec();
             for i in 0..3 {

@@ -363,6 +363,7 @@ fn global_and_op_flags_a_command_does_not_read_are_errors() {
         (&["bench", "tape", "--out", "d"], "--out is not used by `chi bench`"),
         (&["embed", "neighbours", "v.txt", "cat", "--out", "d"], "--out is not used by `chi embed`"),
         (&["--seed", "3", "eval", "run"], "--seed does not change `chi eval`"),
+        (&["eval", "run", "--out", "d"], "--out is not used by `chi eval`: it evaluates the model named"),
         (&["predict", "run", "--input", "x.csv", "--seed", "1"], "--seed does not change `chi predict`"),
         (&["--seed", "1", "graph", "mlp"], "--seed does not change `chi graph`: its examples' weights are fixed"),
         (&["gradcheck", "--estimator", "reinforce", "--order", "2"], "cannot be used with '--order"),

@@ -196,6 +196,39 @@ fn resume_is_exact_and_explicit() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// `--resume` continues only its own run: a checkpoint copied in from another run (another
+/// configuration) or renamed to a later step is refused, naming it; a `--config` is compared on
+/// the keys it names, so a file asking only for more steps resumes, and one changing a key names
+/// that key alone.
+#[test]
+fn resume_refuses_checkpoints_of_other_runs_and_compares_a_config_on_its_own_keys() {
+    let (a, b) = (tmp("foreign-a"), tmp("foreign-b"));
+    ok(&train_args(s(&a), "20", &[]));
+    ok(&train_args(s(&b), "20", &["--lr", "0.05", "--dropout", "0.1"]));
+    let ck = |d: &Path, n: u32| d.join(format!("checkpoints/step-{n:08}.ckpt.safetensors"));
+    for f in ["model.safetensors", "summary.json"] {
+        std::fs::remove_file(a.join(f)).unwrap();
+    }
+    std::fs::remove_file(ck(&a, 20)).unwrap();
+    std::fs::copy(ck(&b, 20), ck(&a, 20)).unwrap();
+    let e = fails_with(&["train", "--out", s(&a), "--resume", "--quiet", "--no-plots"], &["is not a checkpoint of the run in", "optim.lr: 0.1 in the run, 0.05 in the checkpoint"]);
+    assert!(e.contains("model_options.dropout"), "{e}");
+    std::fs::copy(ck(&a, 10), ck(&a, 20)).unwrap();
+    fails_with(&["train", "--out", s(&a), "--resume", "--quiet", "--no-plots"], &["holds step 10 but is named for step 20"]);
+    std::fs::remove_file(ck(&a, 20)).unwrap();
+    // From step 10, with a config that names only the steps.
+    let steps = a.join("more-steps.toml");
+    std::fs::write(&steps, "steps = 30\n").unwrap();
+    let t = ok(&["train", "--out", s(&a), "--resume", "--config", s(&steps), "--quiet", "--no-plots"]);
+    assert!(t.contains("from step 10") && t.contains("for 30 steps"), "{t}");
+    let lr = a.join("lr.toml");
+    std::fs::write(&lr, "steps = 40\n[optim]\nlr = 0.5\n").unwrap();
+    let e = fails_with(&["train", "--out", s(&a), "--resume", "--config", s(&lr), "--quiet", "--no-plots"], &["optim.lr: 0.1 in the run, 0.5 now; drop --config"]);
+    assert!(!e.contains("model_options") && !e.contains("dataset"), "{e}");
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
+}
+
 #[test]
 fn resume_after_a_crash_truncates_logs_drops_a_torn_line_and_removes_temporaries() {
     let (a, b) = (tmp("crash-a"), tmp("crash-b"));
@@ -501,6 +534,16 @@ fn unknown_dataset_and_model_options_are_errors() {
         ("[model_options.options]\nembed = 3\n", &["embed", "mlp"][..]),
         // A file given to a synthetic dataset is an error, not silently replaced by spirals.
         ("[data]\npath = \"moons.csv\"\n", &["moons.csv", "spirals", "built-in dataset reads no file"][..]),
+        // Keys of a constant schedule (also inside a warmup) and of [block] are checked too.
+        ("[schedule]\nkind = \"constant\"\ngamma = 0.5\n", &["gamma"][..]),
+        ("[schedule]\nkind = \"warmup\"\nsteps = 2\n[schedule.after]\nkind = \"constant\"\ntotal_steps = 3\n", &["total_steps"][..]),
+        ("[block]\nem_steps = 5\nblocks = [[\"hidden\"], [\"output\"]]\nem_step = 3\n", &["em_step"][..]),
+        // Block settings that would switch the schedule off, or contradict themselves.
+        ("[block]\nem_steps = 5\nblocks = [[\"hidden\"]]\n", &["em_steps, blocks", "would do nothing"][..]),
+        ("[block]\nem_steps = 5\n", &["would do nothing"][..]),
+        ("[block]\nblocks = [[\"hidden\"], [\"output\"]]\n", &["would do nothing"][..]),
+        ("[block]\nem_steps = 5\nblocks = [[], [\"output\"]]\n", &["block 1 is empty"][..]),
+        ("[block]\nem_steps = 5\nblocks = [[\"hidden\"], [\"hidden\"]]\n", &["in two blocks"][..]),
     ] {
         std::fs::write(&cfg, toml).unwrap();
         fails_with(&["train", "--out", s(&out.join("run")), "--config", s(&cfg), "--steps", "2"], needles);

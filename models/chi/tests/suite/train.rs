@@ -231,7 +231,7 @@ fn clipping_by_global_norm() {
 #[test]
 fn schedule_values() {
     let b = 0.1;
-    assert_eq!(LrSchedule::Constant.lr_at(b, 1000), 0.1);
+    assert_eq!(LrSchedule::Constant {}.lr_at(b, 1000), 0.1);
     let s = LrSchedule::Step { every: 10, gamma: 0.5 };
     assert_eq!(s.lr_at(b, 9), 0.1);
     assert_eq!(s.lr_at(b, 25), 0.1 * 0.25);
@@ -241,7 +241,7 @@ fn schedule_values() {
     assert!((c.lr_at(b, 50) - 0.055).abs() < 1e-15);
     assert_eq!(c.lr_at(b, 100), 0.01);
     assert_eq!(c.lr_at(b, 500), 0.01);
-    let w = LrSchedule::Warmup { steps: 4, after: Box::new(LrSchedule::Constant) };
+    let w = LrSchedule::Warmup { steps: 4, after: Box::new(LrSchedule::Constant {}) };
     assert_eq!([0, 1, 3, 4, 9].map(|s| w.lr_at(b, s)), [0.025, 0.05, 0.1, 0.1, 0.1]);
     assert_eq!(LrSchedule::parse("warmup:4,cosine:100:0.01").unwrap(), LrSchedule::Warmup { steps: 4, after: Box::new(c) });
     assert!(LrSchedule::parse("cosine").is_err());

@@ -370,7 +370,21 @@ fn edited_run_files_and_odd_requests_are_clear_errors() {
         dir
     };
     let labelled = w("lab.csv", b"weight_g,diameter_cm,colour,texture,fruit\n120,6,yellow,waxy,kiwi\n");
+    // Beside weights that carry their own schema, an edited data.json is named and not used:
+    // the model knows its three classes.
     let three = edited("three", &|v| v["classes"].as_array_mut().unwrap().push("kiwi".into()));
+    fails_with(&["eval", s(&three), "--data", s(&labelled)], &["data.json differs from the data schema saved in", "\"kiwi\"", "was not seen in training"]);
+    // Weights without one (written by hand, or by an older chi) read data.json, which is checked.
+    let weights = three.join("model.safetensors");
+    let (mut meta, tensors) = chi_nn::checkpoint::unpack::<f32>(&weights, &std::fs::read(&weights).unwrap()).unwrap();
+    assert!(meta.remove("data_schema").is_some(), "the weights carry their schema");
+    let bare = chi_nn::checkpoint::pack(&tensors, &meta).unwrap();
+    let edited = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let dir = edited(name, f);
+        std::fs::write(dir.join("model.safetensors"), &bare).unwrap();
+        dir
+    };
+    let three = edited("three-bare", &|v| v["classes"].as_array_mut().unwrap().push("kiwi".into()));
     fails_with(&["eval", s(&three), "--data", s(&labelled)], &["data.json", "classes", "number of class names"]);
     let huge = edited("huge", &|v| v["task"]["Classification"]["classes"] = serde_json::json!(1_000_000_000u64));
     fails_with(&["predict", s(&huge), "--input", s(&labelled)], &["data.json", "1000000000"]);
@@ -580,5 +594,112 @@ fn explain_reads_a_csvs_text_column() {
     let before = std::fs::read(ex.join("explain.json")).unwrap();
     fails_with(&["explain", s(&run), "--input", s(&ex.join("explain.json")), "--dir", s(&ex)], &["--input", "is one of the files chi explain writes"]);
     assert_eq!(std::fs::read(ex.join("explain.json")).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `chi predict` uses the preprocessing checksummed in the model's own weights: copied into
+/// another run's folder, or beside an edited `data.json`, a model predicts what it predicts in
+/// its own run, and the disagreeing file is named. Outputs that overflow (finite weights too
+/// large for the forward pass) are an error in predict and eval, not `NaN` scores and a class.
+#[test]
+fn predict_uses_the_models_own_schema_and_refuses_outputs_that_overflow() {
+    let dir = tmp("own-schema");
+    let data = examples().join("fruit.csv");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    ok(&["train", "--data", s(&data), "--target", "fruit", "--steps", "30", "--out", s(&a), "--quiet", "--no-plots"]);
+    ok(&["--seed", "5", "train", "--data", s(&data), "--target", "fruit", "--steps", "30", "--out", s(&b), "--quiet", "--no-plots"]);
+    let pin = dir.join("pin.csv");
+    let head: String = std::fs::read_to_string(&data).unwrap().lines().take(6).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&pin, head).unwrap();
+    let rows = |t: &str| t.lines().filter(|l| l.contains("pin.csv:")).map(String::from).collect::<Vec<_>>();
+    let own = ok(&["predict", s(&a.join("model.safetensors")), "--input", s(&pin)]);
+    assert_eq!(rows(&own).len(), 5, "{own}");
+    assert!(!own.contains("differs from the data schema"), "{own}");
+    std::fs::copy(a.join("model.safetensors"), b.join("model-a.safetensors")).unwrap();
+    let moved = ok(&["predict", s(&b.join("model-a.safetensors")), "--input", s(&pin)]);
+    assert!(moved.contains("data.json differs from the data schema saved in"), "{moved}");
+    assert_eq!(rows(&moved), rows(&own));
+    // An edited data.json in the model's own run: the classes swapped.
+    let f = a.join("data.json");
+    let mut schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    schema["classes"].as_array_mut().unwrap().reverse();
+    std::fs::write(&f, serde_json::to_string(&schema).unwrap()).unwrap();
+    let edited = ok(&["predict", s(&a), "--input", s(&pin)]);
+    assert!(edited.contains("differs from the data schema saved in"), "{edited}");
+    assert_eq!(rows(&edited), rows(&own));
+    // Weights of 3e38: finite, so the loader takes them; the forward pass overflows.
+    let bytes = chi_nn::checkpoint::read_safetensors(&a.join("model.safetensors")).unwrap();
+    let (meta, mut tensors) = chi_nn::checkpoint::unpack::<f32>(&a.join("model.safetensors"), &bytes).unwrap();
+    for (_, _, v) in tensors.iter_mut() {
+        v.iter_mut().for_each(|x| *x = 3e38);
+    }
+    let huge = dir.join("huge.safetensors");
+    std::fs::write(&huge, chi_nn::checkpoint::pack(&tensors, &meta).unwrap()).unwrap();
+    fails_with(&["predict", s(&huge), "--input", s(&pin)], &["huge.safetensors", "outputs for", "are not finite", "overflow"]);
+    fails_with(&["eval", s(&huge), "--data", s(&data)], &["outputs for example", "are not finite"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The sizes of the synthetic datasets (`n_train`, `n_test`, `noise`, `classes`) and dataset
+/// options are refused where the dataset does not read them (a file; XOR's classes; the first
+/// token's noise), and XOR's label-flip `noise` is a probability.
+#[test]
+fn dataset_settings_the_dataset_does_not_read_are_errors() {
+    let dir = tmp("unused-sizes");
+    let data = examples().join("fruit.csv");
+    let cfg = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let file = cfg("file.toml", &format!("dataset = \"file\"\nsteps = 2\n[data]\npath = {:?}\ntarget = \"fruit\"\nclasses = 9\n", s(&data)));
+    fails_with(&["train", "--config", s(&file), "--out", s(&dir.join("r1")), "--quiet", "--no-plots"], &["dataset file", "classes", "does not use it"]);
+    let opts = cfg("opts.toml", &format!("dataset = \"file\"\nsteps = 2\n[data]\npath = {:?}\ntarget = \"fruit\"\n[data.options]\nfoo = 1\n", s(&data)));
+    fails_with(&["train", "--config", s(&opts), "--out", s(&dir.join("r2")), "--quiet", "--no-plots"], &["foo"]);
+    let mixed = cfg("spirals.toml", "dataset = \"spirals\"\n[data]\nclasses = 4\n");
+    fails_with(&["train", "--config", s(&mixed), "--data", s(&data), "--target", "fruit", "--steps", "2", "--out", s(&dir.join("r3")), "--quiet", "--no-plots"], &["classes", "does not use it"]);
+    let xor = cfg("xor.toml", "dataset = \"xor-noise\"\nsteps = 2\n[data]\nclasses = 9\n");
+    fails_with(&["train", "--config", s(&xor), "--out", s(&dir.join("r4")), "--quiet", "--no-plots"], &["dataset xor-noise", "classes"]);
+    let flip = cfg("flip.toml", "dataset = \"xor-noise\"\nsteps = 2\n[data]\nnoise = 5.0\n");
+    fails_with(&["train", "--config", s(&flip), "--out", s(&dir.join("r5")), "--quiet", "--no-plots"], &["noise", "0 to 1"]);
+    let first = cfg("first.toml", "dataset = \"first-token\"\nmodel = \"lstm\"\nsteps = 2\n[data]\nnoise = 0.7\n");
+    fails_with(&["train", "--config", s(&first), "--out", s(&dir.join("r6")), "--quiet", "--no-plots"], &["dataset first-token", "noise"]);
+    // Read where the dataset uses them; a directory given as the config is named as one.
+    let spirals = cfg("ok.toml", "dataset = \"spirals\"\nsteps = 2\n[data]\nclasses = 4\nnoise = 0.2\n");
+    ok(&["train", "--config", s(&spirals), "--out", s(&dir.join("r7")), "--quiet", "--no-plots"]);
+    fails_with(&["train", "--config", s(&dir), "--out", s(&dir.join("r8"))], &["is a directory, not a config file"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--hidden`, `--dropout` and `activation` are refused by the models that do not read them,
+/// naming what the model has instead; where a model reads them they train.
+#[test]
+fn model_settings_the_model_does_not_read_are_errors() {
+    let dir = tmp("unused-model");
+    let reviews = examples().join("reviews");
+    let train = |model: &str, extra: &[&str]| {
+        let mut a = vec!["train", "--data", s(&reviews), "--model", model, "--steps", "2", "--quiet", "--no-plots"];
+        a.extend_from_slice(extra);
+        a.iter().map(|x| x.to_string()).collect::<Vec<_>>()
+    };
+    let out = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    for (model, extra, says) in [
+        ("ca-bsfe", &["--hidden", "7"][..], "ca-bsfe does not use hidden"),
+        ("ca-bsfe", &["--dropout", "0.3"], "ca-bsfe does not use dropout"),
+        ("text-cnn", &["--hidden", "7,7"], "text-cnn does not use hidden"),
+        ("han", &["--dropout", "0.5"], "han does not use dropout"),
+    ] {
+        let mut a = train(model, extra);
+        a.extend(["--out".into(), out(&format!("{model}-{}", extra[0].trim_start_matches('-')))]);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        fails_with(&a, &[says]);
+    }
+    let cfg = dir.join("lstm.toml");
+    std::fs::write(&cfg, "model = \"lstm\"\ndataset = \"first-token\"\nsteps = 2\n[model_options]\nactivation = \"relu\"\n").unwrap();
+    fails_with(&["train", "--config", s(&cfg), "--out", &out("lstm"), "--quiet", "--no-plots"], &["lstm does not use activation", "gate nonlinearities"]);
+    // Read by the text CNN: its dropout.
+    let mut a = train("text-cnn", &["--dropout", "0.3"]);
+    a.extend(["--out".into(), out("text-cnn-ok")]);
+    ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1897,13 +1897,13 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
     let [_, valid, test] = given;
     let mut loaded = finish(name, cfg, o, format, layout, train_raw, [valid, test], rng)?;
     // The text options shape a vocabulary and token sequences; other data has neither.
-    let text_options: Vec<&str> = [("max_vocab", cfg.max_vocab.is_some()), ("min_count", cfg.min_count.is_some()), ("max_len", cfg.max_len.is_some())]
+    let text_options: Vec<&str> = [("max_vocab", cfg.max_vocab.is_some()), ("min_count", cfg.min_count.is_some()), ("max_len", cfg.max_len.is_some()), ("lowercase", cfg.lowercase.is_some())]
         .into_iter()
         .filter_map(|(k, given)| given.then_some(k))
         .collect();
     if loaded.schema.kind != DataKind::Text && !text_options.is_empty() {
         let kind = if loaded.schema.kind == DataKind::Images { "images" } else { "tabular data" };
-        loaded.warnings.push(format!("{}: the text options {} (--max-vocab, --min-count, --max-len) do nothing for {kind}; ignored", path.display(), text_options.join(", ")));
+        loaded.warnings.push(format!("{}: the text options {} (--max-vocab, --min-count, --max-len, lowercase) do nothing for {kind}; ignored", path.display(), text_options.join(", ")));
     }
     Ok(loaded)
 }
