@@ -606,7 +606,8 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
     print!("{}", infer::report_text(&r));
     if let Some(dir) = dir {
         let title = format!("{} on {data} ({what}), step {}", t.cfg.model, t.step);
-        let files = infer::write_report(&dir, &title, &r)?;
+        // The run's own folder may be read-only: say where else the report can go.
+        let files = infer::write_report(&dir, &title, &r).map_err(|e| if args.report.is_none() { format!("{e} (give --report DIR to write the report elsewhere)") } else { e })?;
         println!("wrote {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "));
     }
     if let Some((k, v)) = r.metrics.iter().find(|(_, v)| !v.is_finite()) {

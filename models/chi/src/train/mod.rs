@@ -705,6 +705,13 @@ fn check_same_fingerprint(cfg: &Config, out: &Path) -> Result<(), String> {
 fn check_same_schema(cfg: &Config, out: &Path, fresh: Option<&chi_nn::userdata::DataSchema>) -> Result<(), String> {
     let file = out.join(DATA_SCHEMA_FILE);
     let (Some(fresh), Ok(text)) = (fresh, std::fs::read_to_string(&file)) else { return Ok(()) };
+    // A file that is not a schema at all was damaged or edited; the data may be as it was.
+    if serde_json::from_str::<chi_nn::userdata::DataSchema>(&text).is_err() {
+        return Err(format!(
+            "{} is not a data schema written by chi train (damaged or edited?): restore it, or start a new run (another --out, or --overwrite)",
+            file.display()
+        ));
+    }
     if !same_schema(fresh, &text) {
         return Err(format!(
             "the data ({}), read again, gives another preprocessing than the run's {} (its statistics, categories, vocabulary or classes): the data changed since this run started, or the run was made by a chi whose rules for reading files differ; resume needs the same data read the same way; start a new run (another --out, or --overwrite)",

@@ -306,8 +306,13 @@ pub struct ResumePoint {
 pub fn resume_point(dir: &Path) -> Result<ResumePoint, String> {
     let ckdir = dir.join("checkpoints");
     let cfg_path = dir.join("config.toml");
-    if let Some((named, latest)) = checkpoint::list_checkpoints(&ckdir).pop() {
-        let meta = checkpoint::read_checkpoint_meta(&latest)?;
+    let mut all = checkpoint::list_checkpoints(&ckdir);
+    if let Some((named, latest)) = all.pop() {
+        // A damaged latest checkpoint (a kill mid-copy, a full disk) leaves the older ones.
+        let meta = checkpoint::read_checkpoint_meta(&latest).map_err(|e| match all.last() {
+            Some((_, older)) => format!("{e}; an older checkpoint is {}: move the damaged one out of {} to resume from it", older.display(), ckdir.display()),
+            None => e.to_string(),
+        })?;
         let config: Config = serde_json::from_str(&meta.config).map_err(|e| format!("{}: bad config in checkpoint: {e}", latest.display()))?;
         // A checkpoint copied in from another run (or renamed) would continue that run's model
         // under this run's logs. The run writes `step-N` at step N, and its config.toml is the

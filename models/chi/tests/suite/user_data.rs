@@ -703,3 +703,30 @@ fn model_settings_the_model_does_not_read_are_errors() {
     ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Damaged files of a run are named for what they are: a truncated latest checkpoint points to
+/// the older one, a `data.json` that is not a schema is not "the data changed", and a report
+/// that cannot be written in the run's folder says where else it can go.
+#[test]
+fn damaged_run_files_are_named_for_what_they_are() {
+    let dir = tmp("damaged-run");
+    let data = examples().join("fruit.csv");
+    let run = dir.join("run");
+    let resume = ["train", "--resume", "--steps", "30", "--out", s(&run), "--quiet", "--no-plots"];
+    ok(&["train", "--data", s(&data), "--target", "fruit", "--steps", "20", "--checkpoint-every", "10", "--out", s(&run), "--quiet", "--no-plots"]);
+    let latest = run.join("checkpoints/step-00000020.ckpt.safetensors");
+    let whole = std::fs::read(&latest).unwrap();
+    std::fs::write(&latest, &whole[..whole.len() / 2]).unwrap();
+    fails_with(&resume, &["step-00000020", "an older checkpoint is", "step-00000010", "move the damaged one out"]);
+    std::fs::write(&latest, &whole).unwrap();
+    let schema = std::fs::read(run.join("data.json")).unwrap();
+    std::fs::write(run.join("data.json"), "{").unwrap();
+    let e = fails_with(&resume, &["data.json is not a data schema written by chi train"]);
+    assert!(!e.contains("the data changed"), "{e}");
+    std::fs::write(run.join("data.json"), &schema).unwrap();
+    // The report's default folder is taken by a file: the message offers --report.
+    std::fs::write(run.join("eval-test"), "not a folder").unwrap();
+    fails_with(&["eval", s(&run)], &["eval-test", "give --report DIR"]);
+    ok(&["eval", s(&run), "--report", s(&dir.join("elsewhere"))]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
