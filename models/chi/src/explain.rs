@@ -342,19 +342,27 @@ pub fn picture(path: &std::path::Path, title: &str, ex: &[TextExplanation]) -> R
     crate::train::plot::shaded_text(path, title, &parts)
 }
 
-/// The bytes of `--input PATH`; `-` reads standard input. Bounded as any input file
-/// ([`chi_nn::limits::read_file`]: an endless stream is an error at the limit), and refused as
-/// binary when its first 8 KiB hold a NUL byte.
-fn read_input(p: &std::path::Path) -> Result<Vec<u8>, String> {
+/// The text of `--input PATH`; `-` reads standard input. Bounded as any input file
+/// ([`chi_nn::limits::read_file`]: an endless stream is an error at the limit), refused as
+/// binary when its first 8 KiB hold a NUL byte, and refused with its line where it is not UTF-8
+/// (as translate refuses it, rather than explained as replacement characters the model has never
+/// seen). A leading byte-order mark (what some editors save first) is not part of the first text.
+fn read_input(p: &std::path::Path) -> Result<String, String> {
     let binary = |h: &[u8]| if chi_nn::userdata::text::looks_binary(h) { Err("looks like a binary file (it has NUL bytes), not text".to_string()) } else { Ok(()) };
     let stdin = p == std::path::Path::new("-");
     let read = if stdin { chi_nn::limits::read_stream_checked(std::io::stdin().lock(), binary) } else { chi_nn::limits::read_file_checked(p, binary) };
     let name = if stdin { "standard input".to_string() } else { p.display().to_string() };
-    read.map_err(|e| match e.kind() {
+    let bytes = read.map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!("{name}: no such file or directory"),
         _ if e.raw_os_error().is_none() => format!("{name}: {e}"),
         _ => format!("{name}: cannot read: {e}"),
-    })
+    })?;
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let line = 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count();
+        format!("{name}: line {line} is not UTF-8")
+    })?;
+    Ok(text.to_string())
 }
 
 /// Whether the model can do what `--ngrams` and `--pca` ask, tried on one training text.
@@ -387,16 +395,8 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
     let tabular = |p: &std::path::Path| matches!(chi_nn::dataset::Format::infer(p), Ok(chi_nn::dataset::Format::Csv | chi_nn::dataset::Format::Tsv | chi_nn::dataset::Format::Folder));
     let by_schema = args.input.as_deref().filter(|p| tabular(p));
     if let Some(p) = args.input.as_deref().filter(|p| !tabular(p)) {
-        let bytes = read_input(p)?;
+        let text = read_input(p)?;
         let before = texts.len();
-        // A byte-order mark (what some editors save first) is not part of the first text.
-        let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
-        // Bytes that are not UTF-8 are refused, as translate refuses them, rather than explained
-        // as replacement characters the model has never seen.
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            let line = 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count();
-            format!("{}: line {line} is not UTF-8", if p == std::path::Path::new("-") { "standard input".to_string() } else { p.display().to_string() })
-        })?;
         texts.extend(text.lines().filter(|l| !l.trim().is_empty()).map(String::from));
         if texts.len() == before && args.ngrams.is_none() && !args.pca {
             return Err(format!("{}: no text to explain (the file is empty or blank)", p.display()));
@@ -430,10 +430,7 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
     let dir = args.dir.clone().unwrap_or_else(|| t.run_dir.as_ref().map_or_else(|| PathBuf::from("explain"), |d| d.join("explain")));
     // An input that is one of the files about to be written would be lost with the first of them.
     if let Some(p) = args.input.as_deref() {
-        let canon = |q: &std::path::Path| std::fs::canonicalize(q).ok();
-        let parent = p.parent().filter(|q| !q.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-        let named = p.file_name().and_then(|n| n.to_str()).is_some_and(|n| names.contains(&n));
-        if named && canon(parent).is_some_and(|q| Some(q) == canon(&dir)) {
+        if names.iter().any(|n| chi_nn::checkpoint::same_file(p, &dir.join(n))) {
             return Err(format!("--input {} is one of the files chi explain writes in {}; read it from elsewhere, or give another --dir", p.display(), dir.display()));
         }
     }

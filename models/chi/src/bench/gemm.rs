@@ -103,9 +103,10 @@ pub fn run(args: &GemmBenchArgs) -> Result<(), String> {
     if args.sizes.is_empty() || args.sizes.contains(&0) {
         return Err("bench gemm: --sizes needs positive sizes".into());
     }
-    let bytes = match args.dtype.as_str() {
-        "f64" => 8u128,
-        _ => 4,
+    let bytes: u128 = match args.dtype.as_str() {
+        "f32" => 4,
+        "f64" => 8,
+        other => return Err(format!("bench gemm: unknown --dtype {other:?} (expected f32 or f64)")),
     };
     for &n in &args.sizes {
         chi_nn::limits::check_elements("bench gemm --sizes (one n × n matrix)", &[n, n])?;
@@ -121,10 +122,10 @@ pub fn run(args: &GemmBenchArgs) -> Result<(), String> {
     // matrixmultiply reads MATMUL_NUM_THREADS once, on its first call: set it before that.
     std::env::set_var("MATMUL_NUM_THREADS", threads.to_string());
     let reps = args.reps.max(1);
-    let rows = match args.dtype.as_str() {
-        "f32" => bench_all::<f32>(&args.sizes, threads, reps, !args.json, args.anatomy),
-        "f64" => bench_all::<f64>(&args.sizes, threads, reps, !args.json, args.anatomy),
-        other => return Err(format!("bench gemm: unknown --dtype {other:?} (expected f32 or f64)")),
+    let rows = if bytes == 8 {
+        bench_all::<f64>(&args.sizes, threads, reps, !args.json, args.anatomy)
+    } else {
+        bench_all::<f32>(&args.sizes, threads, reps, !args.json, args.anatomy)
     }?;
     if args.json {
         for r in &rows {

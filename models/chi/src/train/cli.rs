@@ -437,8 +437,9 @@ pub fn resume_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<(Config,
         // and one that says `steps = 60` asks for nothing but more steps. Its keys are laid over
         // the run's configuration; paths compare as the run stored them (absolute, see
         // `absolute_paths`).
-        Config::load(p)?;
-        let raw: toml::Value = toml::from_str(&super::rundir::read_config_text(p)?).map_err(|e| format!("{}: {e}", p.display()))?;
+        let text = super::rundir::read_config_text(p)?;
+        Config::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+        let raw: toml::Value = toml::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
         let raw = serde_json::to_value(&raw).map_err(|e| format!("{}: {e}", p.display()))?;
         let mut merged = serde_json::to_value(&base).map_err(|e| e.to_string())?;
         lay_over(&mut merged, &raw);
@@ -446,8 +447,7 @@ pub fn resume_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<(Config,
         if raw.get("steps").is_some() {
             file_steps = Some(file.steps);
         }
-        let same = |a: &Config, b: &Config| Config { steps: 0, ..a.clone() } == Config { steps: 0, ..b.clone() };
-        if !same(&file, &base) {
+        if !file.same_run_as(&base) {
             return Err(format!(
                 "--config {} differs from the resumed run's configuration (from {}): {}; drop --config to resume",
                 p.display(),

@@ -161,6 +161,11 @@ impl Config {
         let t = rundir::read_config_text(path)?;
         Self::from_toml(&t).map_err(|e| format!("{}: {e}", path.display()))
     }
+    /// Whether `other` describes the same run: equal in everything but `steps`, which a resumed
+    /// run may extend.
+    pub fn same_run_as(&self, other: &Config) -> bool {
+        Config { steps: 0, ..self.clone() } == Config { steps: 0, ..other.clone() }
+    }
     /// The config as TOML.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# could not render config: {e}\n"))
@@ -626,8 +631,7 @@ fn setup(cfg: &Config, out: &Path, opts: &TrainOptions, ranks: usize) -> Result<
     let lock = rundir::prepare(out, opts.resume, opts.overwrite)?;
     let point = if opts.resume { Some(rundir::resume_point(out)?) } else { None };
     if let Some(p) = &point {
-        let same = |a: &Config, b: &Config| Config { steps: 0, ..a.clone() } == Config { steps: 0, ..b.clone() };
-        if !same(&p.config, cfg) {
+        if !p.config.same_run_as(cfg) {
             let from = p.checkpoint.as_ref().map_or_else(|| out.join("config.toml"), |c| c.0.clone());
             return Err(format!(
                 "{}: the run was made with a different configuration ({}); resume with the run's config (only `steps` may change)",
@@ -735,25 +739,31 @@ pub fn same_schema(fresh: &chi_nn::userdata::DataSchema, saved: &str) -> bool {
 /// `key: a in the run, b now`; within tables, the dotted keys that differ (`optim.lr`), not the
 /// whole tables.
 pub fn config_diff(a: &Config, b: &Config) -> String {
-    fn walk(path: &str, va: &serde_json::Value, vb: &serde_json::Value, diffs: &mut Vec<String>) {
+    config_diff_as(a, "in the run", b, "now")
+}
+
+/// [`config_diff`] with the words that say where each value is from: `key: a {a_is}, b {b_is}`.
+pub fn config_diff_as(a: &Config, a_is: &str, b: &Config, b_is: &str) -> String {
+    use serde_json::Value;
+    fn walk(path: &str, va: &Value, vb: &Value, is: (&str, &str), diffs: &mut Vec<String>) {
+        let key = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
         match (va.as_object(), vb.as_object()) {
             // Tables of the same kind (or untagged) differ key by key.
             (Some(ma), Some(mb)) if ma.get("kind") == mb.get("kind") => {
                 for (k, x) in ma {
-                    let key = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
-                    walk(&key, x, mb.get(k).unwrap_or(&serde_json::Value::Null), diffs);
+                    walk(&key(k), x, mb.get(k).unwrap_or(&Value::Null), is, diffs);
                 }
                 for (k, y) in mb.iter().filter(|(k, _)| !ma.contains_key(*k)) {
-                    walk(&if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, &serde_json::Value::Null, y, diffs);
+                    walk(&key(k), &Value::Null, y, is, diffs);
                 }
             }
-            _ if va != vb && path != "steps" => diffs.push(format!("{path}: {va} in the run, {vb} now")),
+            _ if va != vb && path != "steps" => diffs.push(format!("{path}: {va} {}, {vb} {}", is.0, is.1)),
             _ => {}
         }
     }
     let (ja, jb) = (serde_json::to_value(a).unwrap_or_default(), serde_json::to_value(b).unwrap_or_default());
     let mut diffs = Vec::new();
-    walk("", &ja, &jb, &mut diffs);
+    walk("", &ja, &jb, (a_is, b_is), &mut diffs);
     diffs.join("; ")
 }
 

@@ -317,7 +317,7 @@ pub fn resume_point(dir: &Path) -> Result<ResumePoint, String> {
         // A checkpoint copied in from another run (or renamed) would continue that run's model
         // under this run's logs. The run writes `step-N` at step N, and its config.toml is the
         // checkpoint's configuration up to the `--steps` a resume may change; an unreadable
-        // config.toml is rewritten from the checkpoint, as before.
+        // config.toml is rewritten from the checkpoint.
         if meta.step != named {
             return Err(format!(
                 "--resume: {} holds step {} but is named for step {named}: not a checkpoint this run wrote there (renamed, or copied from another run?); move it out of {} to resume from the one before",
@@ -327,13 +327,13 @@ pub fn resume_point(dir: &Path) -> Result<ResumePoint, String> {
             ));
         }
         let ours = read_config_text(&cfg_path).ok().and_then(|t| Config::from_toml(&t).ok());
-        if let Some(ours) = ours.filter(|c| Config { steps: 0, ..c.clone() } != Config { steps: 0, ..config.clone() }) {
+        if let Some(ours) = ours.filter(|c| !c.same_run_as(&config)) {
             return Err(format!(
                 "--resume: {} is not a checkpoint of the run in {}: its configuration differs from {} ({}); a checkpoint copied from another run, or an edited config.toml? Move the checkpoint out, or restore config.toml",
                 latest.display(),
                 dir.display(),
                 cfg_path.display(),
-                super::config_diff(&ours, &config).replace(" now", " in the checkpoint")
+                super::config_diff_as(&ours, "in the run", &config, "in the checkpoint")
             ));
         }
         return Ok(ResumePoint { config, checkpoint: Some((latest, meta.step)) });
