@@ -6,6 +6,15 @@ use crate::model::Seq2Seq;
 use crate::vocab::{Padded, BOS, EOS};
 use chi_autodiff::{no_grad, Float};
 
+/// One step of a partial output in beam search: the link it extends, the token it adds, and
+/// where its attention row is (`step`'s weights, row `row`: the output it extends).
+struct Link {
+    parent: Option<usize>,
+    token: usize,
+    step: usize,
+    row: usize,
+}
+
 /// One decoded output.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hypothesis {
@@ -87,18 +96,25 @@ pub fn beam_search<T: Float>(model: &Seq2Seq<T>, src: &[usize], width: usize, ma
         let (mem1, state1) = model.encode(&padded)?;
         let s = padded.max_len;
         let v = model.config.tgt_vocab;
-        let mut alive = vec![Hypothesis { ids: vec![], log_prob: 0.0, score: 0.0, finished: false, attention: vec![] }];
+        // Partial outputs are kept as back-pointers into `trail` (a parent, a token, the step's
+        // attention row), not as copies of their whole history: copying every kept output's
+        // tokens and attention rows at every step costs steps² · width · source length.
+        let mut trail: Vec<Link> = Vec::new();
+        let mut weights: Vec<Vec<T>> = Vec::new();
+        // (log-probability, last link) of each alive output, best first.
+        let mut alive: Vec<(f64, Option<usize>)> = vec![(0.0, None)];
         let mut state = state1;
-        let mut finished: Vec<Hypothesis> = Vec::new();
-        for _ in 0..max_len {
+        let mut finished: Vec<(f64, usize)> = Vec::new();
+        for step in 0..max_len {
             let n = alive.len();
             let mem = mem1.select(&vec![0; n]);
-            let prev: Vec<usize> = alive.iter().map(|h| h.ids.last().copied().unwrap_or(BOS)).collect();
+            let prev: Vec<usize> = alive.iter().map(|&(_, l)| l.map_or(BOS, |l| trail[l].token)).collect();
             let st = model.step(&mem, &state, &prev);
             let lp = st.logits.log_softmax(1);
-            let (lp, w) = (lp.data(), st.weights.data());
+            let lp = lp.data();
+            weights.push(st.weights.data().to_vec());
             // Candidates (score, beam, token), best first; ties to the lower beam, then token.
-            let mut cand: Vec<(f64, usize, usize)> = (0..n).flat_map(|i| (0..v).map(move |tok| (i, tok))).map(|(i, tok)| (alive[i].log_prob + lp[i * v + tok].to_f64(), i, tok)).collect();
+            let mut cand: Vec<(f64, usize, usize)> = (0..n).flat_map(|i| (0..v).map(move |tok| (i, tok))).map(|(i, tok)| (alive[i].0 + lp[i * v + tok].to_f64(), i, tok)).collect();
             let keep = width - finished.len();
             let cmp = |a: &(f64, usize, usize), b: &(f64, usize, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2));
             if cand.len() > keep {
@@ -109,15 +125,12 @@ pub fn beam_search<T: Float>(model: &Seq2Seq<T>, src: &[usize], width: usize, ma
             let mut next = Vec::new();
             let mut rows = Vec::new();
             for (score, i, tok) in cand {
-                let mut h = alive[i].clone();
-                h.log_prob = score;
-                h.attention.push(w[i * s..(i + 1) * s].iter().map(|x| x.to_f64()).collect());
+                trail.push(Link { parent: alive[i].1, token: tok, step, row: i });
+                let link = trail.len() - 1;
                 if tok == EOS {
-                    h.finished = true;
-                    finished.push(h);
+                    finished.push((score, link));
                 } else {
-                    h.ids.push(tok);
-                    next.push(h);
+                    next.push((score, Some(link)));
                     rows.push(i);
                 }
             }
@@ -128,6 +141,24 @@ pub fn beam_search<T: Float>(model: &Seq2Seq<T>, src: &[usize], width: usize, ma
             state = st.state.select(&rows);
             alive = next;
         }
+        // Histories are read back from the links only for the outputs returned.
+        let history = |last: Option<usize>, done: bool| {
+            let (mut ids, mut attention) = (Vec::new(), Vec::new());
+            let mut at = last;
+            while let Some(l) = at {
+                let k = &trail[l];
+                attention.push(weights[k.step][k.row * s..(k.row + 1) * s].iter().map(|x| x.to_f64()).collect());
+                if !(done && Some(l) == last) {
+                    ids.push(k.token);
+                }
+                at = k.parent;
+            }
+            ids.reverse();
+            attention.reverse();
+            Hypothesis { ids, log_prob: 0.0, score: 0.0, finished: done, attention }
+        };
+        let finished: Vec<Hypothesis> = finished.into_iter().map(|(lp, l)| Hypothesis { log_prob: lp, ..history(Some(l), true) }).collect();
+        let alive: Vec<Hypothesis> = alive.into_iter().map(|(lp, l)| Hypothesis { log_prob: lp, ..history(l, false) }).collect();
         let mut all: Vec<Hypothesis> = finished.into_iter().chain(alive).collect();
         for h in &mut all {
             let len = h.ids.len() + usize::from(h.finished);

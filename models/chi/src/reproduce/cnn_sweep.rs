@@ -28,7 +28,7 @@ use super::ca_compare::{push_claim, summaries};
 use super::cnn_mnist::Net;
 use super::units::UnitData;
 use super::util::{check_image_splits, image_batch, mean_curve, metric, write_curves};
-use super::options::{parsed, positive_rate, OptionSpec};
+use super::options::{num, parsed, positive_rate, OptionSpec};
 use super::{ranks, Ctx, Report, Row};
 use chi_ca::cnn::CaCnnStack;
 use chi_ca::Activation;
@@ -208,15 +208,19 @@ fn unit_row(ctx: &Ctx, rep: &mut Report, curves: &mut Vec<(String, Vec<(f64, f64
 
 /// `ca-cnn-depth`.
 pub fn run_depth(ctx: &Ctx) -> Result<Report, String> {
-    let d = fashion(ctx.quick)?;
-    let mut rep = Report::default();
-    rep.data.push(d.version.clone());
-    let k = ctx.option("kernel", 8usize, "a kernel side from 1 to 28", |k| (1..=28).contains(&k) && k <= d.train.rows)?;
+    // Options are checked before the data is read, so a bad value is not reported as missing data.
+    let k = ctx.option("kernel", 8usize, "a kernel side from 1 to 28", |k| (1..=28).contains(&k))?;
     let (depths, steps): (Vec<usize>, usize) = if ctx.quick { (vec![4, 8], 30) } else { (vec![4, 8, 16, 32], 400) };
     let mut depths = ctx.list_option("depths", depths, "filter counts from 1 to 256", |x| parsed(x, |&n: &usize| (1..=256).contains(&n)))?;
     depths.sort_unstable();
     depths.dedup();
     let Training { steps, lr, hidden } = training(ctx, steps)?;
+    let d = fashion(ctx.quick)?;
+    if k > d.train.rows {
+        return Err(format!("--set kernel={k}: the images are {} pixels high", d.train.rows));
+    }
+    let mut rep = Report::default();
+    rep.data.push(d.version.clone());
     // The hidden layer reads every output of the widest convolution: bound it before allocating.
     let side = d.train.rows - k + 1;
     let widest = depths.last().copied().unwrap_or(0);
@@ -227,7 +231,7 @@ pub fn run_depth(ctx: &Ctx) -> Result<Report, String> {
     for &depth in &depths {
         for ca in [false, true] {
             let model = format!("{} ({k}×{k}, {depth})", if ca { "CA-CNN" } else { "CNN" });
-            let config = format!("data=fashion {}/{}; ca={ca} k={k} depth={depth} hidden={hidden} steps={steps} adagrad lr={lr} batch={BATCH}", d.tr.len(), d.te.len());
+            let config = format!("data=fashion {}/{}; ca={ca} k={k} depth={depth} hidden={hidden} steps={steps} adagrad lr={} batch={BATCH}", d.tr.len(), d.te.len(), num(lr));
             let key = format!("{}-d{depth}", if ca { "ca-cnn" } else { "cnn" });
             unit_row(ctx, &mut rep, &mut curves, &m, &model, &key, &config, None, &|seed| {
                 let mut rng = Rng::new(seed);
@@ -248,7 +252,7 @@ pub fn run_depth(ctx: &Ctx) -> Result<Report, String> {
     rep.config = vec![
         ("steps".into(), steps.to_string()),
         ("network".into(), format!("conv {k}×{k} × depth, stride 1, no padding → ReLU → hidden {hidden} ReLU → softmax")),
-        ("optimizer".into(), format!("adagrad lr {lr}, batch {BATCH}")),
+        ("optimizer".into(), format!("adagrad lr {}, batch {BATCH}", num(lr))),
         ("test".into(), format!("{} Fashion-MNIST test images", d.te.len())),
     ];
     Ok(rep)
@@ -293,16 +297,17 @@ impl Stacked {
 
 /// `ca-cnn-stacked`.
 pub fn run_stacked(ctx: &Ctx) -> Result<Report, String> {
-    let d = fashion(ctx.quick)?;
-    let (train, test) = (pool2(&d.train), pool2(&d.test));
-    let mut rep = Report::default();
-    rep.data.push(format!("{} (averaged over 2×2 blocks to 14×14)", d.version));
+    // Options are checked before the data is read, so a bad value is not reported as missing data.
     let (ls, steps, em): (Vec<usize>, usize, u64) = if ctx.quick { (vec![2, 4], 30, 10) } else { (vec![4, 16], 300, 100) };
     let mut ls = ctx.list_option("layers", ls, "layer counts from 1 to 64", |x| parsed(x, |&n: &usize| (1..=64).contains(&n)))?;
     ls.sort_unstable();
     ls.dedup();
     let em = ctx.option("em-steps", em, "em_steps from 1 to 1000000", |e| (1..=1_000_000).contains(&e))?;
     let Training { steps, lr, hidden } = training(ctx, steps)?;
+    let d = fashion(ctx.quick)?;
+    let (train, test) = (pool2(&d.train), pool2(&d.test));
+    let mut rep = Report::default();
+    rep.data.push(format!("{} (averaged over 2×2 blocks to 14×14)", d.version));
     let (lo, hi) = (*ls.iter().min().expect("a list has an item"), *ls.iter().max().expect("a list has an item"));
     let m = format!("Fashion-MNIST 14×14 test accuracy ({} images)", d.te.len());
     // (label, ca, em_steps)
@@ -317,7 +322,7 @@ pub fn run_stacked(ctx: &Ctx) -> Result<Report, String> {
     let mut curves = Vec::new();
     for &l in &ls {
         for (model, ca, e) in variants(l) {
-            let config = format!("data=fashion14 {}/{}; ca={ca} layers={l} channels={STACK_CHANNELS} k={STACK_K} em_steps={e} hidden={hidden} steps={steps} adagrad lr={lr} batch={BATCH}", d.tr.len(), d.te.len());
+            let config = format!("data=fashion14 {}/{}; ca={ca} layers={l} channels={STACK_CHANNELS} k={STACK_K} em_steps={e} hidden={hidden} steps={steps} adagrad lr={} batch={BATCH}", d.tr.len(), d.te.len(), num(lr));
             let key = format!("{}-l{l}-em{e}", if ca { "ca-cnn" } else { "cnn" });
             unit_row(ctx, &mut rep, &mut curves, &m, &model, &key, &config, None, &|seed| {
                 let mut rng = Rng::new(seed);
@@ -345,7 +350,7 @@ pub fn run_stacked(ctx: &Ctx) -> Result<Report, String> {
         ("steps".into(), steps.to_string()),
         ("network".into(), format!("14×14 input → L × ({STACK_K}×{STACK_K} conv, {STACK_CHANNELS} channels, same padding, ReLU) → hidden {hidden} ReLU → softmax")),
         ("em_steps".into(), format!("{em}: blocks [chi], [emb] alternate; head always trains")),
-        ("optimizer".into(), format!("adagrad lr {lr}, batch {BATCH}")),
+        ("optimizer".into(), format!("adagrad lr {}, batch {BATCH}", num(lr))),
     ];
     Ok(rep)
 }

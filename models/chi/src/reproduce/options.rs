@@ -94,6 +94,18 @@ pub fn positive_rate(x: f64) -> bool {
     x.is_finite() && x > 0.0 && x <= 100.0
 }
 
+/// `x` written as `Display` writes it between 1e-4 and 1e15, and in exponent form outside
+/// (`1e-300`, where `Display` writes 300 digits): how option values appear in configurations
+/// and notes.
+pub fn num<T: Copy + Into<f64> + std::fmt::Display + std::fmt::LowerExp>(x: T) -> String {
+    let v: f64 = x.into();
+    if v != 0.0 && v.is_finite() && !(1e-4..1e15).contains(&v.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// `x` parsed as a `T` when it parses and `ok` accepts it.
 pub fn parsed<T: FromStr>(x: &str, ok: impl Fn(&T) -> bool) -> Option<T> {
     x.parse::<T>().ok().filter(ok)
@@ -108,6 +120,19 @@ mod tests {
     }
 
     const OPTS: &[OptionSpec] = &[OptionSpec { key: "hidden", help: "hidden size" }, OptionSpec { key: "lr", help: "learning rate" }];
+
+    #[test]
+    fn numbers_far_from_one_are_written_with_an_exponent() {
+        assert_eq!(num(0.05), "0.05");
+        assert_eq!(num(1.0), "1");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(-2.5), "-2.5");
+        assert_eq!(num(1e-300), "1e-300");
+        assert_eq!(num(-3e-5), "-3e-5");
+        assert_eq!(num(2e20), "2e20");
+        assert_eq!(num(0.1f32), "0.1");
+        assert_eq!(num(1e-30f32), "1e-30");
+    }
 
     #[test]
     fn parses_known_keys_and_rejects_the_rest() {

@@ -36,7 +36,7 @@
 //! kept word and λ₂ per switch, summed over the review (as the thesis's ‖z‖ and Σ|z_t − z_{t−1}|),
 //! Adam 10⁻³ for both parts, batch 16, 3,000 steps; at test a word is kept when p(z_t) > 1/2.
 
-use super::options::{parsed, positive_rate, OptionSpec};
+use super::options::{num, parsed, positive_rate, OptionSpec};
 use super::units::UnitData;
 use super::{Ctx, Report, Row};
 use chi_autodiff::{no_grad, Rng, Tensor};
@@ -86,7 +86,7 @@ impl Setting {
         self.coherence * self.lambda1
     }
     fn describe(&self) -> String {
-        format!("lambda1={} lambda2={} start_bias={} gen_lr={} baseline={}", self.lambda1, self.lambda2(), self.start_bias, self.gen_lr, self.baseline())
+        format!("lambda1={} lambda2={} start_bias={} gen_lr={} baseline={}", num(self.lambda1), num(self.lambda2()), num(self.start_bias), num(self.gen_lr), self.baseline())
     }
     fn baseline(&self) -> &'static str {
         if self.loo {
@@ -399,8 +399,8 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let chosen = grid[pick];
     for (g, s) in grid.iter().enumerate() {
         let mark = if g == pick { " (chosen)" } else { "" };
-        rep.rows.push(Row::new("search: dev accuracy % (1 seed; dev = fold 1)", &format!("λ1 {}, λ2/λ1 {}, start bias {}{mark}", s.lambda1, s.coherence, s.start_bias), None, vec![100.0 * dev_scores[g].0]));
-        rep.rows.push(Row::new("search: dev % of words selected", &format!("λ1 {}, λ2/λ1 {}, start bias {}{mark}", s.lambda1, s.coherence, s.start_bias), None, vec![100.0 * dev_scores[g].1]));
+        rep.rows.push(Row::new("search: dev accuracy % (1 seed; dev = fold 1)", &format!("λ1 {}, λ2/λ1 {}, start bias {}{mark}", num(s.lambda1), num(s.coherence), num(s.start_bias)), None, vec![100.0 * dev_scores[g].0]));
+        rep.rows.push(Row::new("search: dev % of words selected", &format!("λ1 {}, λ2/λ1 {}, start bias {}{mark}", num(s.lambda1), num(s.coherence), num(s.start_bias)), None, vec![100.0 * dev_scores[g].1]));
     }
     rep.notes.push(format!(
         "search: {} settings × 1 seed on folds 2–9, judged on fold 1; chosen: {} ({}; dev accuracy {:.1} % from {:.1} % of the words)",
@@ -496,7 +496,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             ),
         ),
         ("chosen".into(), chosen.describe()),
-        ("training".into(), format!("folds 1–9 ({} reviews); Adam (encoder {ENC_LR}, generator {}), batch {BATCH}, {steps} steps, REINFORCE baseline {}", train.len(), chosen.gen_lr, if chosen.loo { "leave-one-out over 2 draws per review" } else { "moving average 0.9 of the batch cost, 1 draw per review" })),
+        ("training".into(), format!("folds 1–9 ({} reviews); Adam (encoder {ENC_LR}, generator {}), batch {BATCH}, {steps} steps, REINFORCE baseline {}", train.len(), num(chosen.gen_lr), if chosen.loo { "leave-one-out over 2 draws per review" } else { "moving average 0.9 of the batch cost, 1 draw per review" })),
     ];
     Ok(rep)
 }

@@ -21,7 +21,7 @@
 
 use super::ca_compare::{push_claim, summaries};
 use super::cnn_sweep::{fashion, fit, training, Fashion, Training, TRAINING_OPTIONS};
-use super::options::{parsed, OptionSpec};
+use super::options::{num, parsed, OptionSpec};
 use super::res_fashion::accuracy_unit;
 use super::util::{mean_curve, write_curves};
 use super::{ranks, Ctx, Report, Row};
@@ -111,17 +111,18 @@ fn seeded(ctx: &Ctx, key: &str, config: &str, train_one: &dyn Fn(u64) -> Result<
 
 /// `ca-res-sweep`.
 pub fn run_conv(ctx: &Ctx) -> Result<Report, String> {
+    // Options are checked before the data is read, so a bad value is not reported as missing data.
+    let Training { steps, lr, hidden } = training(ctx, if ctx.quick { 30 } else { 300 })?;
+    // The kernel sweep of Fig. 20(b): the Eq. 42 (3,1,1,0) block at other kernel sides (k = 5
+    // in a full run, none under --quick).
+    let default_kernels = if ctx.quick { vec![] } else { vec![5] };
+    let mut kernels = ctx.list_option("kernels", default_kernels, "odd kernel sides from 3 to 13", |x| parsed(x, |&k: &usize| (3..=13).contains(&k) && k % 2 == 1))?;
     let d: Fashion = fashion(ctx.quick)?;
     let mut rep = Report::default();
     rep.data.push(format!("{} (stand-in for CIFAR-10, not reachable here)", d.version));
-    let Training { steps, lr, hidden } = training(ctx, if ctx.quick { 30 } else { 300 })?;
     let m = format!("Fashion-MNIST test accuracy ({} images)", d.te.len());
     let mut variants = conv_variants(ctx.quick);
-    // The kernel sweep of Fig. 20(b): the Eq. 42 (3,1,1,0) block at other kernel sides (k = 5
-    // in a full run, none under --quick).
     let eq = "CA-RES Eq.42 (3,1,1,0)";
-    let default_kernels = if ctx.quick { vec![] } else { vec![5] };
-    let mut kernels = ctx.list_option("kernels", default_kernels, "odd kernel sides from 3 to 13", |x| parsed(x, |&k: &usize| (3..=13).contains(&k) && k % 2 == 1))?;
     kernels.retain(|&k| k != 3);
     kernels.sort_unstable();
     kernels.dedup();
@@ -130,7 +131,7 @@ pub fn run_conv(ctx: &Ctx) -> Result<Report, String> {
     let mut curves = Vec::new();
     for v in &variants {
         let (l, n_v, n_s, b) = v.tuple;
-        let config = format!("data=fashion {}/{}; v_input={:?} l={l} n_v={n_v} n_sigma={n_s} b={b} k={} channels={C} hidden={hidden} steps={steps} adagrad lr={lr} batch=100", d.tr.len(), d.te.len(), v.v_input, v.kernel);
+        let config = format!("data=fashion {}/{}; v_input={:?} l={l} n_v={n_v} n_sigma={n_s} b={b} k={} channels={C} hidden={hidden} steps={steps} adagrad lr={} batch=100", d.tr.len(), d.te.len(), v.v_input, v.kernel, num(lr));
         let key = v.label.to_lowercase().replace([' ', ',', '(', ')', '='], "_");
         let (accs, curve, params) = seeded(ctx, &key, &config, &|seed| {
             let mut rng = Rng::new(seed);
@@ -156,7 +157,7 @@ pub fn run_conv(ctx: &Ctx) -> Result<Report, String> {
     rep.config = vec![
         ("steps".into(), steps.to_string()),
         ("network".into(), format!("stem conv 1→{C} 3×3 stride 2 + ReLU → one block at 14×14×{C} → hidden {hidden} ReLU → softmax")),
-        ("optimizer".into(), format!("adagrad lr {lr}, batch 100")),
+        ("optimizer".into(), format!("adagrad lr {}, batch 100", num(lr))),
     ];
     Ok(rep)
 }

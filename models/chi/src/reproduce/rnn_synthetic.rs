@@ -20,7 +20,7 @@
 
 use super::units::UnitData;
 use super::util::{mean_curve, metric, write_curves};
-use super::options::{parsed, positive_rate, OptionSpec};
+use super::options::{num, parsed, positive_rate, OptionSpec};
 use super::{judge, Ctx, Report, Row};
 use chi_ca::rnn::{CaRnnCell, CaRnnConfig, Peephole};
 use chi_nn::layers::{GruCell, GruVariant, LstmCell, RecurrentCell};
@@ -99,7 +99,7 @@ impl Setup {
     }
     /// The label without the peephole (what LSTM and GRU depend on), e.g. `d8 h8 adagrad lr0.1 s1`.
     pub fn base_label(&self) -> String {
-        format!("d{} h{} {} lr{} s{}", self.embed, self.hidden, self.opt.name(), self.lr, self.init_scale)
+        format!("d{} h{} {} lr{} s{}", self.embed, self.hidden, self.opt.name(), num(self.lr), num(self.init_scale))
     }
 }
 
@@ -275,15 +275,15 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         setup.embed,
         setup.hidden,
         setup.opt.name(),
-        setup.lr,
-        setup.init_scale
+        num(setup.lr),
+        num(setup.init_scale)
     ));
     rep.config = vec![
         ("iterations".into(), iters.to_string()),
         ("embedding_dim".into(), setup.embed.to_string()),
         ("hidden".into(), setup.hidden.to_string()),
-        ("optimizer".into(), format!("{} lr {}", setup.opt.name(), setup.lr)),
-        ("init_scale".into(), setup.init_scale.to_string()),
+        ("optimizer".into(), format!("{} lr {}", setup.opt.name(), num(setup.lr))),
+        ("init_scale".into(), num(setup.init_scale)),
         ("peephole".into(), peephole.into()),
     ];
     Ok(rep)
@@ -507,7 +507,7 @@ fn sweep_grid_options(ctx: &Ctx) -> Result<Vec<Setup>, String> {
         let (e, h) = (parsed(e, |&n: &usize| size_ok(n))?, parsed(h, |&n: &usize| size_ok(n))?);
         Some(format!("{e}x{h}"))
     })?;
-    let opts = ctx.list_option("optimizers", axis(&|s| format!("{}:{}", s.opt.name(), s.lr)), "OPTIMIZER:RATE pairs (adagrad, adam or sgd; rate > 0 and ≤ 100)", |x| {
+    let opts = ctx.list_option("optimizers", axis(&|s| format!("{}:{}", s.opt.name(), num(s.lr))), "OPTIMIZER:RATE pairs (adagrad, adam or sgd; rate > 0 and ≤ 100)", |x| {
         let (o, r) = x.split_once(':')?;
         Some(format!("{}:{}", parse_opt(o)?.name(), parsed(r, |&r: &f64| positive_rate(r))?))
     })?;

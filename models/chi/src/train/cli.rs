@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 /// `chi train`: train a registered model on a registered dataset.
 #[derive(Args, Debug, Clone, Default)]
 pub struct TrainArgs {
-    /// TOML config file (flags override its values).
+    /// TOML config file (flags override its values). Relative paths in it are read from the
+    /// file's folder; those of flags from the working directory.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Model: mlp (tabular or images), cnn, ca-cnn (images), bow, ca-bsfe, text-cnn, han, lstm, gru,
@@ -339,7 +340,7 @@ fn overrides(args: &TrainArgs) -> Result<Vec<Override>, String> {
 /// overrides the file's seed when non-zero, and is used as is without a file).
 pub fn resolve_config(args: &TrainArgs, seed: u64) -> Result<Config, String> {
     let mut c = match &args.config {
-        Some(p) => Config::load(p)?,
+        Some(p) => paths_from_config_folder(Config::load(p)?, p),
         None => Config::default(),
     };
     if args.config.is_none() || seed != 0 {
@@ -438,9 +439,10 @@ pub fn resume_config(args: &TrainArgs, seed: u64, out: &Path) -> Result<(Config,
         // the run's configuration; paths compare as the run stored them (absolute, see
         // `absolute_paths`).
         let text = super::rundir::read_config_text(p)?;
-        Config::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+        let own = paths_from_config_folder(Config::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))?, p);
         let raw: toml::Value = toml::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
-        let raw = serde_json::to_value(&raw).map_err(|e| format!("{}: {e}", p.display()))?;
+        let mut raw = serde_json::to_value(&raw).map_err(|e| format!("{}: {e}", p.display()))?;
+        take_adjusted_paths(&mut raw, &serde_json::to_value(&own).map_err(|e| e.to_string())?);
         let mut merged = serde_json::to_value(&base).map_err(|e| e.to_string())?;
         lay_over(&mut merged, &raw);
         let file = absolute_paths(serde_json::from_value::<Config>(merged).map_err(|e| format!("{}: {e}", p.display()))?);
@@ -723,14 +725,36 @@ fn is_run_file(out: &Path, weights: &Path, run_dir: Option<&Path>) -> bool {
 /// stored as absolute paths. Names that are not existing files (column names in `target`) and
 /// paths that are not valid UTF-8 are kept as written.
 fn absolute_paths(mut cfg: Config) -> Config {
-    fn absolute(s: &mut String) {
+    for_each_path(&mut cfg, |s| {
         let p = Path::new(s.as_str());
         if p.is_relative() && p.exists() {
             if let Some(a) = std::path::absolute(p).ok().and_then(|a| a.to_str().map(str::to_string)) {
                 *s = a;
             }
         }
-    }
+    });
+    cfg
+}
+
+/// `cfg`, read from the config file `file`, with its relative paths taken from the file's
+/// folder (as Cargo reads paths in `Cargo.toml`): a config keeps working from any working
+/// directory and beside the data it names. Paths given by flags stay relative to the working
+/// directory.
+fn paths_from_config_folder(mut cfg: Config, file: &Path) -> Config {
+    let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) else { return cfg };
+    for_each_path(&mut cfg, |s| {
+        if Path::new(s.as_str()).is_relative() {
+            if let Some(j) = dir.join(s.as_str()).to_str() {
+                *s = j.to_string();
+            }
+        }
+    });
+    cfg
+}
+
+/// Calls `f` on every file path of `cfg`: the data, validation and test files, the label
+/// files of arrays, and a model's `pretrained` vectors.
+fn for_each_path(cfg: &mut Config, mut f: impl FnMut(&mut String)) {
     let d = &mut cfg.data;
     // For tables and texts `target` is a column; for arrays it is the label file.
     let table = d.format.as_deref().is_some_and(|f| matches!(f, "csv" | "tsv" | "folder" | "lines"))
@@ -740,12 +764,25 @@ fn absolute_paths(mut cfg: Config) -> Config {
         });
     let targets = [&mut d.target, &mut d.valid_target, &mut d.test_target].into_iter().filter(|_| !table);
     for s in [&mut d.path, &mut d.valid_path, &mut d.test_path].into_iter().chain(targets).flatten() {
-        absolute(s);
+        f(s);
     }
     if let Some(serde_json::Value::String(s)) = cfg.model_options.options.get_mut("pretrained") {
-        absolute(s);
+        f(s);
     }
-    cfg
+}
+
+/// The string leaves of `raw` (a config file's own keys) replaced by those of `adjusted` (the
+/// same file with its paths resolved) where they differ.
+fn take_adjusted_paths(raw: &mut serde_json::Value, adjusted: &serde_json::Value) {
+    if let (Some(r), Some(a)) = (raw.as_object_mut(), adjusted.as_object()) {
+        for (k, v) in r.iter_mut() {
+            match (v, a.get(k)) {
+                (v @ serde_json::Value::Object(_), Some(av)) => take_adjusted_paths(v, av),
+                (v @ serde_json::Value::String(_), Some(av @ serde_json::Value::String(_))) => *v = av.clone(),
+                _ => {}
+            }
+        }
+    }
 }
 
 /// `yes`/`no` (also `true`/`false`) for a flag that overrides a detected yes-or-no.

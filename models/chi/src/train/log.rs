@@ -71,7 +71,10 @@ impl Logger {
     /// (temporary file and rename) before the file is opened for appending, so a crash at any
     /// point leaves either the old log or the truncated one, never a partial one. A torn last
     /// line (no final newline, or not a row: a write cut short by a crash) is dropped with a
-    /// warning on stderr naming the file.
+    /// warning on stderr naming the file. A damaged line before the last cannot come from an
+    /// interrupted append: it is an error naming the file and the line, and the log is left as
+    /// it was. A missing log of a run past step 0 is started again with a warning that the
+    /// earlier rows are gone.
     pub fn open(path: &Path, format: LogFormat, columns: &[&str], keep_until: Option<u64>) -> Result<Logger, String> {
         let err = |e: std::io::Error| format!("{}: {e}", path.display());
         if let Some(k) = keep_until {
@@ -81,20 +84,33 @@ impl Logger {
                 Err(e) => return Err(err(e)),
             };
             let mut kept = String::new();
-            if let Some(old) = old {
-                let (rows, torn) = split_rows(&old, format);
-                if let Some(t) = torn {
-                    eprintln!("chi: warning: {}: dropping a damaged last line ({} bytes) left by an interrupted write", path.display(), t.len());
-                }
-                for line in rows {
-                    match line_step(line) {
-                        Some(s) if s > k => {}
-                        _ => {
+            match old {
+                Some(old) => {
+                    let (rows, torn) = split_rows(&old, format);
+                    let fields = rows.first().map(|h| csv_fields(h));
+                    for (i, line) in rows.iter().enumerate() {
+                        let header = format == LogFormat::Csv && i == 0;
+                        let step = line_step(line).filter(|_| format == LogFormat::Jsonl || Some(csv_fields(line)) == fields);
+                        if step.is_none() && !header && !line.is_empty() {
+                            let shown: String = line.chars().take(60).collect();
+                            return Err(format!(
+                                "{}: line {} is not a row of this log ({shown:?}{}): the file was changed after chi wrote it; restore or delete that line to resume",
+                                path.display(),
+                                i + 1,
+                                if shown.len() < line.len() { "…" } else { "" }
+                            ));
+                        }
+                        if step.is_none_or(|s| s <= k) {
                             kept.push_str(line);
                             kept.push('\n');
                         }
                     }
+                    if let Some(t) = torn {
+                        eprintln!("chi: warning: {}: dropping a damaged last line ({} bytes) left by an interrupted write", path.display(), t.len());
+                    }
                 }
+                None if k > 0 => eprintln!("chi: warning: {} is missing: it starts again at step {}; the rows of steps 1 to {k} are gone", path.display(), k + 1),
+                None => {}
             }
             if format == LogFormat::Csv {
                 let header = columns.join(",");
@@ -244,6 +260,32 @@ mod tests {
         assert_eq!((rows, torn), (vec!["step,t,norm", "1,0,0.5"], Some("2,0")));
         drop(Logger::open(&c, LogFormat::Csv, &["step", "t", "norm"], Some(5)).unwrap());
         assert_eq!(std::fs::read_to_string(&c).unwrap(), "step,t,norm\n1,0,0.5\n");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn resume_refuses_a_damaged_line_before_the_last_and_leaves_the_log() {
+        let d = tmp("damaged");
+        let p = d.join("log.jsonl");
+        let text = "{\"step\":1,\"loss\":1.0}\n{garbage\n{\"step\":3,\"loss\":0.4}\n";
+        std::fs::write(&p, text).unwrap();
+        let e = Logger::open(&p, LogFormat::Jsonl, &["step", "loss"], Some(3)).err().unwrap();
+        assert!(e.contains("line 2 is not a row") && e.contains("{garbage"), "{e}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
+        // CSV: a row with a field missing, or a step that is not a number.
+        let c = d.join("g.csv");
+        for bad in ["step,t,norm\n1,0,0.5\n2,0\n3,0,0.1\n", "step,t,norm\nx,0,0.5\n3,0,0.1\n"] {
+            std::fs::write(&c, bad).unwrap();
+            let e = Logger::open(&c, LogFormat::Csv, &["step", "t", "norm"], Some(5)).err().unwrap();
+            assert!(e.contains("is not a row of this log"), "{e}");
+            assert_eq!(std::fs::read_to_string(&c).unwrap(), bad);
+        }
+        // Gone: started again (the warning is on stderr).
+        let gone = d.join("gone.jsonl");
+        let mut l = Logger::open(&gone, LogFormat::Jsonl, &["step", "loss"], Some(4)).unwrap();
+        l.row(&[Value::Int(5), Value::Num(0.1)]).unwrap();
+        l.flush().unwrap();
+        assert_eq!(read_column(&gone, "loss").unwrap(), vec![(5, 0.1)]);
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -199,16 +199,25 @@ fn timestamp() -> String {
 }
 
 /// Renames `dir` to a free `DIR.old-YYYYMMDD-HHMMSS[-N]` sibling and returns the new path.
+///
+/// When `dir` is a symbolic link, the folder it leads to is the run: that folder is renamed
+/// (beside itself) and made again, empty, so the user's link, often to other storage, leads to
+/// the new run.
 pub fn archive(dir: &Path) -> Result<PathBuf, String> {
-    let name = dir.file_name().ok_or_else(|| format!("{}: cannot move this directory aside (no directory name); choose another --out", dir.display()))?;
+    let is_link = std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+    let real = if is_link { std::fs::canonicalize(dir).map_err(|e| format!("{}: cannot follow the link: {e}", dir.display()))? } else { dir.to_path_buf() };
+    let name = real.file_name().ok_or_else(|| format!("{}: cannot move this directory aside (no directory name); choose another --out", dir.display()))?;
     let base = format!("{}.old-{}", name.to_string_lossy(), timestamp());
-    let mut target = dir.with_file_name(&base);
+    let mut target = real.with_file_name(&base);
     let mut n = 1;
     while target.exists() {
         n += 1;
-        target = dir.with_file_name(format!("{base}-{n}"));
+        target = real.with_file_name(format!("{base}-{n}"));
     }
-    std::fs::rename(dir, &target).map_err(|e| format!("{}: cannot move the old run aside to {}: {e}", dir.display(), target.display()))?;
+    std::fs::rename(&real, &target).map_err(|e| format!("{}: cannot move the old run aside to {}: {e}", real.display(), target.display()))?;
+    if is_link {
+        std::fs::create_dir(&real).map_err(|e| format!("{}: moved the old run to {}, but cannot make the folder {dir_} leads to again: {e}", real.display(), target.display(), dir_ = dir.display()))?;
+    }
     Ok(target)
 }
 
@@ -266,7 +275,8 @@ pub fn prepare(dir: &Path, resume: bool, overwrite: bool) -> Result<RunLock, Str
             let new_lock = RunLock::acquire(dir)?;
             drop(std::mem::replace(&mut lock, new_lock));
             let _ = std::fs::remove_file(moved.join(LOCK_FILE));
-            eprintln!("chi: --overwrite: moved the previous run in {} to {}", dir.display(), moved.display());
+            let link = if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) { " (the folder the link leads to; the link stays)" } else { "" };
+            eprintln!("chi: --overwrite: moved the previous run in {} to {}{link}", dir.display(), moved.display());
         }
     }
     let stale = remove_stale_temps(dir) + remove_stale_temps(&dir.join("checkpoints"));
@@ -578,6 +588,26 @@ mod tests {
         assert_eq!(std::fs::read_to_string(moved[0].path().join("config.toml")).unwrap(), "steps = 3\n");
         let _ = std::fs::remove_dir_all(moved[0].path());
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn overwrite_through_a_link_moves_the_folder_it_leads_to_and_keeps_the_link() {
+        let root = tmp("link");
+        let real = root.join("storage").join("run");
+        std::fs::create_dir_all(&real).unwrap();
+        let link = root.join("lnk");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        drop(prepare(&link, false, false).unwrap());
+        std::fs::write(link.join("config.toml"), "steps = 3\n").unwrap();
+        drop(prepare(&link, false, true).unwrap());
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+        assert_eq!(std::fs::canonicalize(&link).unwrap(), std::fs::canonicalize(&real).unwrap());
+        assert!(run_files(&real).is_empty(), "the new run's folder holds the old run");
+        let moved: Vec<_> = std::fs::read_dir(root.join("storage")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("run.old-")).collect();
+        assert_eq!(moved.len(), 1);
+        assert_eq!(std::fs::read_to_string(moved[0].path().join("config.toml")).unwrap(), "steps = 3\n");
+        assert!(!root.read_dir().unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("lnk.old-")));
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

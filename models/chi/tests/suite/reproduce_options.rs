@@ -83,6 +83,44 @@ fn unknown_options_and_bad_values_stop_before_training() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// A bad value is reported as such, not as the experiment's missing data: options are read
+/// before the data.
+#[test]
+fn option_values_are_checked_before_the_data_is_read() {
+    let out = tmp("nodata");
+    let empty = out.join("no-data");
+    std::fs::create_dir_all(&empty).unwrap();
+    for (args, want) in [
+        (vec!["ca-cnn-depth", "--quick", "--set", "depths=0"], "--set depths=0: ca-cnn-depth expects a comma-separated list of filter counts"),
+        (vec!["ca-cnn-depth", "--quick", "--set", "kernel=29"], "expects a kernel side from 1 to 28"),
+        (vec!["ca-cnn-stacked", "--quick", "--set", "layers=0"], "layer counts from 1 to 64"),
+        (vec!["ca-res-sweep", "--quick", "--set", "kernels=4"], "odd kernel sides from 3 to 13"),
+        (vec!["ca-res-sweep", "--quick", "--set", "lr=0"], "a learning rate > 0"),
+        (vec!["rationales-reviews", "--quick", "--set", "lambda1=2"], "numbers in (0, 1]"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_chi")).args(["--threads", "1", "--out", out.to_str().unwrap(), "reproduce"]).args(&args).env("CHI_DATA", &empty).output().unwrap();
+        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want) && !err.contains("fetch-data"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Option values far from 1 are written in exponent form in the configuration and notes, not
+/// as hundreds of digits.
+#[test]
+fn tiny_option_values_are_written_in_exponent_form() {
+    let out = tmp("tiny");
+    let o = chi(&out, &["ca-rnn-synthetic", "--quick", "--runs", "1", "--set", "lr=1e-300", "--set", "init-scale=2.5e-7", "--set", "iters=2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = out.join("reproduce").join("ca-rnn-synthetic");
+    let res = std::fs::read_to_string(dir.join("results.json")).unwrap();
+    assert!(res.contains("adagrad lr 1e-300") && res.contains("N(0, 2.5e-7²)"), "{res}");
+    assert!(!res.contains("0.00000000"), "{res}");
+    assert!(unit_configs(&dir).iter().all(|c| c.contains("lr1e-300 s2.5e-7")));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// The CNN and CA-RES sweeps' open choices (Fashion-MNIST; skipped without it).
 #[test]
 fn cnn_and_res_sweep_options_reach_the_units() {

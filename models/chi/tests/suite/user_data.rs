@@ -671,6 +671,35 @@ fn dataset_settings_the_dataset_does_not_read_are_errors() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A relative path in a config file is read from the config's folder, from any working
+/// directory, also when the config is given again to `--resume`; a relative flag stays
+/// relative to the working directory.
+#[test]
+fn relative_paths_in_a_config_are_read_from_its_folder() {
+    let dir = tmp("rel-config");
+    std::fs::copy(examples().join("fruit.csv"), dir.join("fruit.csv")).unwrap();
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("sub").join("rel.toml"), "dataset = \"file\"\nsteps = 4\n[data]\npath = \"../fruit.csv\"\ntarget = \"fruit\"\n").unwrap();
+    let run = |cwd: &Path, args: &[&str]| Command::new(chi_bin()).args(args).current_dir(cwd).output().unwrap();
+    let o = run(&dir, &["train", "--config", "sub/rel.toml", "--out", "r", "--quiet", "--no-plots"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stored = std::fs::read_to_string(dir.join("r").join("config.toml")).unwrap();
+    let want = std::fs::canonicalize(dir.join("fruit.csv")).unwrap();
+    let stored_path = stored.lines().find(|l| l.starts_with("path = ")).unwrap().trim_start_matches("path = ").trim_matches('"').to_string();
+    assert_eq!(std::fs::canonicalize(&stored_path).unwrap(), want, "{stored}");
+    // From the config's own folder, and resuming with the same file for more steps.
+    std::fs::write(dir.join("sub").join("more.toml"), "dataset = \"file\"\nsteps = 6\n[data]\npath = \"../fruit.csv\"\ntarget = \"fruit\"\n").unwrap();
+    let o = run(&dir.join("sub"), &["train", "--resume", "--config", "more.toml", "--out", "../r", "--quiet", "--no-plots"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // A flag's relative path is read from the working directory.
+    let o = run(&dir.join("sub"), &["train", "--config", "rel.toml", "--data", "../fruit.csv", "--out", "../r2", "--quiet", "--no-plots"]);
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::write(dir.join("sub").join("missing.toml"), "dataset = \"file\"\n[data]\npath = \"nowhere.csv\"\ntarget = \"fruit\"\n").unwrap();
+    let o = run(&dir, &["train", "--config", "sub/missing.toml", "--out", "r3", "--quiet", "--no-plots"]);
+    assert!(!o.status.success() && text(&o).contains("sub/nowhere.csv"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--hidden`, `--dropout` and `activation` are refused by the models that do not read them,
 /// naming what the model has instead; where a model reads them they train.
 #[test]

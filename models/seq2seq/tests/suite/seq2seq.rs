@@ -82,6 +82,7 @@ fn beam_of_width_one_is_greedy() {
                 assert_eq!(b[0].ids, g[0].ids, "{} {cell:?}", attention.name());
                 assert_eq!(b[0].finished, g[0].finished);
                 assert!((b[0].log_prob - g[0].log_prob).abs() < 1e-12);
+                assert_eq!(b[0].attention, g[0].attention, "{} {cell:?}", attention.name());
             }
         }
     }
@@ -130,6 +131,39 @@ fn wide_beam_finds_the_exact_best_output_by_enumeration() {
     assert!((sequence_log_prob(&model, &src, &hyps[0].ids, hyps[0].finished) - hyps[0].log_prob).abs() < 1e-12);
     assert!(hyps.windows(2).all(|w| w[0].score >= w[1].score));
     let _ = PAD;
+}
+
+/// Every output of a wide beam carries its own history: its log-probability and its attention
+/// rows are those of stepping the decoder along its tokens alone.
+#[test]
+fn beam_outputs_carry_the_log_probability_and_attention_of_their_own_tokens() {
+    for (k, &attention) in AttentionKind::ALL.iter().enumerate() {
+        let model = Seq2Seq::<f64>::new(&tiny(CellKind::Lstm, attention, false, k % 2 == 0, 1), 70 + k as u64).unwrap();
+        perturb(&model.store, &mut Rng::new(k as u64 + 3));
+        let src = vec![5, 4, 6, 4, EOS];
+        let hyps = beam_search(&model, &src, 6, 5, 0.0).unwrap();
+        assert!(hyps.len() > 1);
+        for h in &hyps {
+            let replay: Vec<usize> = h.ids.iter().copied().chain(h.finished.then_some(EOS)).collect();
+            let rows = no_grad(|| {
+                let (mem, mut state) = model.encode(&Padded::new(std::slice::from_ref(&src))).unwrap();
+                let mut prev = BOS;
+                let mut rows = Vec::new();
+                for &y in &replay {
+                    let st = model.step(&mem, &state, &[prev]);
+                    rows.push(st.weights.data().to_vec());
+                    state = st.state;
+                    prev = y;
+                }
+                rows
+            });
+            assert_eq!(h.attention.len(), rows.len(), "{}", attention.name());
+            for (a, b) in h.attention.iter().zip(&rows) {
+                assert!(a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12), "{}: {a:?} vs {b:?}", attention.name());
+            }
+            assert!((sequence_log_prob(&model, &src, &h.ids, h.finished) - h.log_prob).abs() < 1e-10, "{}", attention.name());
+        }
+    }
 }
 
 #[test]
