@@ -180,6 +180,47 @@ fn parse_number(v: &str) -> Option<f64> {
     v.trim().parse::<f64>().ok().filter(|x| x.is_finite())
 }
 
+/// How `v`, which does not read as a number, reads as one in another spelling: with currency
+/// signs (`$52.13`), a percent sign (`4%`), thousands separators (`1,094` or `1,094.5`) or a
+/// decimal comma (`0,238`). chi reads numbers as Rust and C do (`.` as the decimal point, no
+/// signs or separators); this only names the spelling in a warning or an error.
+fn other_number_spelling(v: &str) -> Option<&'static str> {
+    let t = v.trim();
+    if t.is_empty() || parse_number(t).is_some() {
+        return None;
+    }
+    let bare = t.trim_start_matches(['$', '€', '£', '¥']).trim_end_matches(['$', '€', '£', '¥']).trim();
+    if bare != t && (parse_number(bare).is_some() || other_number_spelling(bare).is_some()) {
+        return Some("currency signs");
+    }
+    if let Some(p) = t.strip_suffix('%') {
+        if parse_number(p).is_some() || other_number_spelling(p).is_some() {
+            return Some("percent signs");
+        }
+    }
+    let (int, frac) = match t.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (t, None),
+    };
+    let int = int.strip_prefix(['-', '+']).unwrap_or(int);
+    let groups: Vec<&str> = int.split(',').collect();
+    let digits = |g: &str| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit());
+    let thousands = groups.len() > 1 && groups[0].len() <= 3 && digits(groups[0]) && !(groups[0].starts_with('0') && groups[0] != "0") && groups[1..].iter().all(|g| g.len() == 3 && digits(g)) && frac.is_none_or(digits);
+    let decimal = frac.is_none() && groups.len() == 2 && digits(groups[0]) && digits(groups[1]);
+    // `1,094` is either; `0,238` and `1,5` are decimal commas; `1,094,221` and `1,094.5` are
+    // thousands separators.
+    if thousands && decimal && groups[0] != "0" {
+        return Some("a comma (thousands separators or a decimal comma)");
+    }
+    if thousands && groups[0] != "0" {
+        return Some("thousands separators");
+    }
+    if decimal {
+        return Some("a decimal comma");
+    }
+    None
+}
+
 /// Why [`standardisation`] refused values.
 const TOO_LARGE: &str = "too large to standardise (the squares overflow beyond ±1e154)";
 
@@ -1043,6 +1084,20 @@ fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> S
         None => match &numbers {
             None => {
                 odd_value_in_numeric_target(labels, origin)?;
+                let spelled = labels.iter().filter(|l| other_number_spelling(l).is_some()).count();
+                if spelled > 0 && (spelled + labels.iter().filter(|l| parse_number(l).is_some()).count()) * 2 > labels.len() {
+                    let i = labels.iter().position(|l| other_number_spelling(l).is_some()).expect("a label in another spelling");
+                    return Err(NnError::invalid(
+                        origin(i),
+                        "target",
+                        quoted(labels[i]),
+                        format!(
+                            "is a number written with {} (as are {spelled} of {} targets): chi reads numbers with '.' as the decimal point and no signs or separators; rewrite them, or pass --task classification if the values are class names",
+                            other_number_spelling(labels[i]).expect("checked"),
+                            labels.len()
+                        ),
+                    ));
+                }
                 false
             }
             Some(v) => continuous_numbers(v),
@@ -1050,7 +1105,8 @@ fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> S
     };
     if regression {
         if let Some(i) = labels.iter().position(|l| parse_number(l).is_none()) {
-            return Err(NnError::invalid(origin(i), "target", quoted(labels[i]), "is not a finite number, but the task is regression"));
+            let spelling = other_number_spelling(labels[i]).map_or(String::new(), |how| format!(" (a number written with {how}: chi reads '.' as the decimal point, without signs or separators)"));
+            return Err(NnError::invalid(origin(i), "target", quoted(labels[i]), format!("is not a finite number{spelling}, but the task is regression")));
         }
         // A constant target leaves nothing to learn, and its correlation metrics are 0/0: said
         // before training, not as a NaN metric after it.
@@ -1201,6 +1257,23 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
                             "looks like an identifier or free text, not a feature: leave it out with --features, or use it as --text-column",
                         ));
                     }
+                    let spelled: Vec<(&str, &str)> = present.iter().filter_map(|v| other_number_spelling(v).map(|how| (*v, how))).collect();
+                    if !spelled.is_empty() && (spelled.len() + nums.len()) * 2 > present.len() {
+                        let (example, how) = spelled[0];
+                        warnings.push(format!(
+                            "{}: column {name:?} holds numbers written with {how} ({}): chi reads numbers with '.' as the decimal point and no signs or separators, so it is read as {} categories; rewrite the numbers to use it as a number",
+                            raw.path.display(),
+                            quoted(example.trim()),
+                            cats.len()
+                        ));
+                    } else if cats.len() > 20 && cats.len() * 2 > present.len() {
+                        warnings.push(format!(
+                            "{}: column {name:?} has {} distinct values in {} rows: nearly every value is a category of its own, from which a model cannot generalise (an identifier, a date?); leave it out with --features",
+                            raw.path.display(),
+                            cats.len(),
+                            vals.len()
+                        ));
+                    }
                     columns.push(Column::Categorical { name: name.clone(), categories: cats });
                 }
             }
@@ -1242,6 +1315,15 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
 /// The category of a missing categorical value.
 pub const MISSING: &str = "<missing>";
 
+/// Whether `input` has more tokens than `t` keeps.
+fn more_tokens_than(input: &RawInput, t: &Tokenizer) -> bool {
+    match input {
+        RawInput::Text(s) => Tokenizer { max_len: t.max_len.saturating_add(1), ..t.clone() }.tokenize(s).len() > t.max_len,
+        RawInput::Tokens(v) => v.len() > t.max_len,
+        _ => false,
+    }
+}
+
 fn tokens_of(input: &RawInput, t: &Tokenizer) -> Vec<String> {
     match input {
         RawInput::Text(s) => t.tokenize(s),
@@ -1259,6 +1341,10 @@ struct Replaced {
     missing_unseen: usize,
     unseen_categories: usize,
     empty_texts: usize,
+    /// Texts with more tokens than the tokenizer keeps, the limit, and the first such text.
+    cut_texts: usize,
+    max_len: usize,
+    first_cut: Option<String>,
 }
 
 impl Encoder {
@@ -1268,7 +1354,14 @@ impl Encoder {
             Encoder::Text { tokenizer, vocab, .. } => {
                 let mut seqs = Vec::with_capacity(raw.examples.len());
                 for e in &raw.examples {
-                    let mut ids = vocab.encode(&tokens_of(&e.input, tokenizer));
+                    let toks = tokens_of(&e.input, tokenizer);
+                    // Only a text that filled the limit can have been cut: look one token further.
+                    if toks.len() == tokenizer.max_len && more_tokens_than(&e.input, tokenizer) {
+                        rep.cut_texts += 1;
+                        rep.max_len = tokenizer.max_len;
+                        rep.first_cut.get_or_insert_with(|| e.origin.clone());
+                    }
+                    let mut ids = vocab.encode(&toks);
                     if ids.is_empty() {
                         rep.empty_texts += 1;
                         ids.push(text::UNK_ID);
@@ -1361,6 +1454,15 @@ impl Replaced {
         }
         if self.empty_texts > 0 {
             warnings.push(format!("{what}: {} texts have no tokens (encoded as one <unk>)", self.empty_texts));
+        }
+        if self.cut_texts > 0 {
+            let (n, max) = (self.cut_texts, self.max_len);
+            let first = self.first_cut.as_deref().unwrap_or("?");
+            warnings.push(if n == 1 {
+                format!("{what}: 1 text ({first}) is longer than the {max} tokens the model reads; only its first {max} tokens are read (train with --max-len to read more)")
+            } else {
+                format!("{what}: {n} texts (the first {first}) are longer than the {max} tokens the model reads; only the first {max} tokens of each are read (train with --max-len to read more)")
+            });
         }
     }
 }
@@ -1590,7 +1692,7 @@ impl DataSchema {
         let inputs = self.encoder.encode(raw, &mut rep)?;
         let mut warnings = Vec::new();
         if raw.lossy > 0 {
-            warnings.push(format!("{}: {} files were not valid UTF-8 and were read lossily", path.display(), raw.lossy));
+            warnings.push(format!("{}: {} file{} not valid UTF-8 and {} read lossily", path.display(), raw.lossy, if raw.lossy == 1 { " was" } else { "s were" }, if raw.lossy == 1 { "was" } else { "were" }));
         }
         warnings.extend(raw.notes.iter().cloned());
         rep.report(&path.display().to_string(), &mut warnings);

@@ -286,6 +286,35 @@ fn text_folders_with_lossy_files_and_given_splits() {
     assert_eq!(ids, ["neg/b.txt", "pos/a.txt"]);
 }
 
+/// Texts longer than the tokenizer keeps are counted in a warning naming the first, at
+/// training and at prediction (they were cut without a word).
+#[test]
+fn texts_past_the_maximum_length_are_counted_in_a_warning() {
+    let d = TempDir::new("cut");
+    for i in 0..20 {
+        let (c, t) = if i % 2 == 0 { ("pos", "good fun") } else { ("neg", "bad dull") };
+        d.write(&format!("data/{c}/{i:02}.txt"), t.as_bytes());
+    }
+    d.write("data/pos/long.txt", "good ".repeat(9).as_bytes());
+    d.write("data/neg/exact.txt", "bad ".repeat(8).as_bytes());
+    let mut c = cfg(&d.0.join("data"));
+    c.max_len = Some(8);
+    c.split = Some(vec![1.0, 0.0, 0.0]);
+    for i in 0..4 {
+        d.write(&format!("test/{}/{i}.txt", ["pos", "neg"][i % 2]), b"good bad");
+    }
+    c.test_path = Some(d.0.join("test").display().to_string());
+    let l = load_cfg(&c).unwrap();
+    let w = l.warnings.join("\n");
+    assert!(w.contains("(training split): 1 text (") && w.contains("pos/long.txt) is longer than the 8 tokens the model reads") && w.contains("--max-len"), "{w}");
+    // Exactly at the limit is not cut.
+    let (_, _, w) = l.schema.encode_unlabelled(&d.0.join("data").join("neg")).unwrap();
+    assert!(!w.iter().any(|w| w.contains("longer than")), "{w:?}");
+    d.write("data/neg/long2.txt", "bad ".repeat(12).as_bytes());
+    let (_, _, w) = l.schema.encode_unlabelled(&d.0.join("data")).unwrap();
+    assert!(w.iter().any(|w| w.contains("2 texts (the first neg/long2.txt) are longer than the 8 tokens")), "{w:?}");
+}
+
 /// Prediction on a plain text file gives one row per line, blank lines included (so rows line
 /// up with the input), except blank lines at the end.
 #[test]
@@ -305,6 +334,50 @@ fn predicting_text_lines_keeps_blank_lines_in_place() {
 /// Links back up a text folder (a loop) are not followed: each file is read once, under its own
 /// class; a link to a folder outside is followed.
 #[cfg(unix)]
+/// Numbers in spellings chi does not read (decimal commas, thousands separators, currency and
+/// percent signs) are named: a feature column read as categories is a warning, a target an
+/// error (it became one class per number); a column of nearly all distinct categories is a
+/// warning.
+#[test]
+fn numbers_in_other_spellings_and_near_unique_categories_are_named() {
+    assert_eq!(other_number_spelling("0,238"), Some("a decimal comma"));
+    assert_eq!(other_number_spelling("-1,094.5"), Some("thousands separators"));
+    assert_eq!(other_number_spelling("1,094"), Some("a comma (thousands separators or a decimal comma)"));
+    assert_eq!(other_number_spelling("1,5"), Some("a decimal comma"));
+    assert_eq!(other_number_spelling("1,094,221"), Some("thousands separators"));
+    assert_eq!(other_number_spelling("$52.13"), Some("currency signs"));
+    assert_eq!(other_number_spelling("€1,5"), Some("currency signs"));
+    assert_eq!(other_number_spelling("4%"), Some("percent signs"));
+    for plain in ["0.5", "apple", "1,2,3", "a,b", "", "12,34.5.6", "%"] {
+        assert_eq!(other_number_spelling(plain), None, "{plain}");
+    }
+    let d = TempDir::new("spellings");
+    let mut s = String::from("a\tprice\tday\tlabel\n");
+    for i in 0..60 {
+        s.push_str(&format!("{},{}\t${}.5\t2024-01-{:02}T{i}\t{}\n", i / 10, i % 10, i, i % 28 + 1, if i % 2 == 0 { "p" } else { "q" }));
+    }
+    let l = load_cfg(&cfg(&d.write("eu.tsv", s.as_bytes()))).unwrap();
+    let w = l.warnings.join("\n");
+    assert!(w.contains("column \"a\" holds numbers written with a decimal comma (\"0,0\")") && w.contains("read as"), "{w}");
+    assert!(w.contains("column \"price\" holds numbers written with currency signs"), "{w}");
+    assert!(w.contains("column \"day\" has 48 distinct values in 48 rows") && w.contains("--features"), "{w}");
+    // A regression target with decimal commas: an error saying so, by default and with --task.
+    let mut s = String::from("x\ty\n");
+    for i in 0..50 {
+        s.push_str(&format!("{i}\t{},{}\n", i % 4, i % 3));
+    }
+    let mut c = cfg(&d.write("reg.tsv", s.as_bytes()));
+    c.target = Some("y".into());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("is a number written with a decimal comma") && e.contains("--task classification"), "{e}");
+    c.task = Some("regression".into());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("a number written with a decimal comma") && e.contains("but the task is regression"), "{e}");
+    // Plain categories say nothing.
+    let l = load_cfg(&cfg(&d.write("plain.csv", tabular_csv().as_bytes()))).unwrap();
+    assert!(!l.warnings.iter().any(|w| w.contains("written with") || w.contains("distinct values")), "{:?}", l.warnings);
+}
+
 #[test]
 fn symbolic_link_loops_in_a_text_folder_are_not_followed() {
     let d = TempDir::new("loop");
