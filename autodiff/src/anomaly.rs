@@ -27,6 +27,9 @@ pub enum Phase {
     Forward,
     /// The op's backward rule produced a NaN/Inf gradient from a finite incoming gradient.
     Backward,
+    /// An input of the op already held NaN, from outside the checked code (data, a parameter,
+    /// a value computed before anomaly mode was on), and the op's output is not finite.
+    Input,
 }
 
 /// A report of the first non-finite value.
@@ -51,6 +54,7 @@ impl fmt::Display for Anomaly {
         let phase = match self.phase {
             Phase::Forward => "forward output",
             Phase::Backward => "gradient computed by the backward rule",
+            Phase::Input => "input (NaN from outside the checked code) of",
         };
         write!(
             f,
@@ -67,6 +71,26 @@ thread_local! {
     /// Depth of nested [`detect_anomaly`] calls: when positive, findings are noted, not raised.
     static CAPTURE: Cell<u32> = const { Cell::new(0) };
     static LAST: RefCell<Option<Anomaly>> = const { RefCell::new(None) };
+    /// Depth of backward rules running: the ops inside a rule are not checked as forward ops
+    /// (the rule's result is checked as a whole, and an infinite intermediate that the rule
+    /// multiplies away is not an anomaly).
+    static IN_RULE: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks a backward rule as running until dropped (see `IN_RULE`).
+pub(crate) struct RuleGuard(());
+
+impl RuleGuard {
+    pub(crate) fn enter() -> RuleGuard {
+        IN_RULE.with(|r| r.set(r.get() + 1));
+        RuleGuard(())
+    }
+}
+
+impl Drop for RuleGuard {
+    fn drop(&mut self) {
+        IN_RULE.with(|r| r.set(r.get() - 1));
+    }
 }
 
 /// Whether anomaly detection is on for this thread.
@@ -114,7 +138,23 @@ fn raise(a: Anomaly) {
 }
 
 pub(crate) fn check_forward<T: Float>(op: &Op<T>, out: &Tensor<T>, inputs: &[&Tensor<T>], loc: &'static Location<'static>) {
-    if out.all_finite() || !inputs.iter().all(|t| t.all_finite()) {
+    if out.all_finite() || IN_RULE.with(|r| r.get() > 0) {
+        return;
+    }
+    if !inputs.iter().all(|t| t.all_finite()) {
+        // A NaN input that no checked op reported came from outside (checked ops report the
+        // NaN they make, and only the first finding is kept). Inf inputs are left alone: −∞
+        // masks before a softmax are deliberate.
+        if let Some(x) = inputs.iter().find(|t| t.data().iter().any(|v| v.is_nan())) {
+            raise(Anomaly {
+                phase: Phase::Input,
+                op: op.name(),
+                input_shapes: inputs.iter().map(|t| t.shape().to_vec()).collect(),
+                output_shape: out.shape().to_vec(),
+                location: loc.to_string(),
+                detail: format!("its input of shape {:?} holds {}", x.shape(), describe(x.data())),
+            });
+        }
         return;
     }
     raise(Anomaly {

@@ -44,6 +44,9 @@ impl GradOptions {
 pub enum AutodiffError {
     /// The output does not depend on anything that requires grad.
     NotTracked(String),
+    /// `backward` or `grad` on an unrecorded tensor inside a backward pass (a gradient hook),
+    /// where ops are not recorded unless the outer pass has `create_graph`.
+    InsideBackward(String),
     /// `backward()` without a seed needs a one-element output.
     NonScalar(Vec<usize>),
     /// A seed's shape differs from its output's.
@@ -112,6 +115,10 @@ impl fmt::Display for AutodiffError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AutodiffError::NotTracked(w) => write!(f, "{w}: tensor does not require grad (nothing it was computed from requires grad)"),
+            AutodiffError::InsideBackward(w) => write!(
+                f,
+                "{w}: called inside a backward pass (a gradient hook), where ops are not recorded unless the outer pass has create_graph, so this tensor has no graph; run it after the outer backward returns, or give that one create_graph"
+            ),
             AutodiffError::NonScalar(s) => write!(
                 f,
                 "backward: output has shape {s:?}; backward() without a seed needs a one-element output (pass a seed of the output's shape to backward_with or grad)"
@@ -424,6 +431,27 @@ fn describe_node<T: Float>(t: &Tensor<T>) -> String {
     format!("the tensor of shape {:?} recorded at {loc}", t.shape())
 }
 
+thread_local! {
+    /// Backward passes running on this thread (hooks may start another).
+    static PASS_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a running backward pass until dropped.
+struct PassDepth(());
+
+impl PassDepth {
+    fn enter() -> PassDepth {
+        PASS_DEPTH.with(|d| d.set(d.get() + 1));
+        PassDepth(())
+    }
+}
+
+impl Drop for PassDepth {
+    fn drop(&mut self) {
+        PASS_DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
 /// The backward walk. `roots` are `(output, seed)` pairs. With `targets`, returns the gradient
 /// of each target (zeros if it does not influence the outputs) and leaves `.grad` untouched;
 /// without, accumulates into the `.grad` of leaves (and of retained intermediates).
@@ -436,6 +464,9 @@ pub(crate) fn run_backward<T: Float>(
     let retain = opts.retain_graph.unwrap_or(create);
     for (r, seed) in roots {
         if !r.requires_grad_flag() {
+            if PASS_DEPTH.with(|d| d.get() > 0) && !crate::tape::is_grad_enabled() {
+                return Err(AutodiffError::InsideBackward("backward".into()));
+            }
             return Err(AutodiffError::NotTracked("backward".into()));
         }
         if seed.shape != r.shape {
@@ -496,8 +527,13 @@ pub(crate) fn run_backward<T: Float>(
             let op = node.op.borrow();
             let Some(op) = op.as_ref() else {
                 // Released: what it leads to is unknown; if a gradient reaches it, the pass must
-                // report the released graph rather than return zeros.
-                pass.slots[s].propagate = true;
+                // report the released graph rather than return zeros. Unless it is itself a
+                // target below which no other target can lie: tensors are numbered in creation
+                // order and an op's inputs exist before its output, so only targets numbered
+                // before it could be reached through it.
+                let me = var_of(&pass.tensors[s]).id;
+                let below = targets.expect("checked").iter().any(|t| t.id().is_some_and(|id| id < me));
+                pass.slots[s].propagate = pass.slots[s].target.is_none() || below;
                 continue;
             };
             let mut p = false;
@@ -520,6 +556,7 @@ pub(crate) fn run_backward<T: Float>(
 
     let capture = anomaly::is_capturing();
     let _mode = set_grad_enabled(create);
+    let _depth = PassDepth::enter();
     for (pos, &(_, s)) in order.iter().enumerate() {
         while next_early < early.len() && (early[next_early].0 as usize) < pos {
             let i = early[next_early].1 as usize;
@@ -616,6 +653,7 @@ pub(crate) fn run_backward<T: Float>(
                 continue;
             }
         }
+        let rule = anomaly::RuleGuard::enter();
         let mut gis = match op {
             Op::Custom { f, inputs: xs } => {
                 // The user's rule: its mistakes are reported as errors naming it.
@@ -640,6 +678,7 @@ pub(crate) fn run_backward<T: Float>(
             }
             _ => op.backward(out, &g, need, !create),
         };
+        drop(rule);
         if anomaly::is_anomaly_enabled() {
             if let Some(a) = anomaly::check_backward(op, &g, &gis, node.location) {
                 if capture {

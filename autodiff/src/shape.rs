@@ -13,9 +13,16 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// A shape from its dimensions. Panics if the rank exceeds [`MAX_RANK`].
+    /// A shape from its dimensions. Panics if the rank exceeds [`MAX_RANK`], or if the number
+    /// of elements does not fit in a `usize` (a product that wrapped would describe another,
+    /// smaller tensor).
+    #[track_caller]
     pub fn new(dims: &[usize]) -> Shape {
         assert!(dims.len() <= MAX_RANK, "shape {dims:?} has rank {}, the maximum is {MAX_RANK}", dims.len());
+        assert!(
+            dims.contains(&0) || dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).is_some(),
+            "shape {dims:?} has more elements than a usize can count (the product of its dimensions overflows)"
+        );
         let mut d = [0; MAX_RANK];
         d[..dims.len()].copy_from_slice(dims);
         Shape { dims: d, rank: dims.len() as u8 }

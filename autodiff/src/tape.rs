@@ -90,6 +90,10 @@ thread_local! {
     static STATE_F32: GraphState<f32> = const { GraphState::new() };
     static STATE_F64: GraphState<f64> = const { GraphState::new() };
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    /// The live grad-mode guards of this thread, oldest first (id, mode): the mode is the
+    /// newest guard's, or on when none is live. `GRAD_ENABLED` caches it for the op path.
+    static GRAD_MODES: RefCell<Vec<(u64, bool)>> = const { RefCell::new(Vec::new()) };
+    static NEXT_GUARD: Cell<u64> = const { Cell::new(1) };
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
 }
 
@@ -433,18 +437,36 @@ pub fn is_grad_enabled() -> bool {
     GRAD_ENABLED.with(|g| g.get())
 }
 
-/// Restores the previous grad mode when dropped. Made by [`no_grad_guard`].
+/// Holds a grad mode while alive; made by [`no_grad_guard`]. Guards may be dropped in any
+/// order: the mode is always that of the newest live guard (or on when none is), so dropping
+/// an outer guard while an inner one lives does not switch recording back on, and dropping the
+/// inner one last does not leave it off. A guard belongs to its thread (it is not `Send`): the
+/// mode is per thread.
+///
+/// ```compile_fail
+/// fn send<T: Send>(_: T) {}
+/// send(chi_autodiff::no_grad_guard());
+/// ```
 pub struct GradModeGuard {
-    prev: bool,
+    id: u64,
+    _not_send: std::marker::PhantomData<*const ()>,
 }
 impl Drop for GradModeGuard {
     fn drop(&mut self) {
-        GRAD_ENABLED.with(|g| g.set(self.prev));
+        GRAD_MODES.with(|m| {
+            let mut m = m.borrow_mut();
+            if let Some(i) = m.iter().rposition(|&(id, _)| id == self.id) {
+                m.remove(i);
+            }
+            GRAD_ENABLED.with(|g| g.set(m.last().is_none_or(|&(_, on)| on)));
+        });
     }
 }
 pub(crate) fn set_grad_enabled(on: bool) -> GradModeGuard {
-    let prev = GRAD_ENABLED.with(|g| g.replace(on));
-    GradModeGuard { prev }
+    let id = NEXT_GUARD.with(|n| n.replace(n.get() + 1));
+    GRAD_MODES.with(|m| m.borrow_mut().push((id, on)));
+    GRAD_ENABLED.with(|g| g.set(on));
+    GradModeGuard { id, _not_send: std::marker::PhantomData }
 }
 
 /// Disables recording until the guard is dropped (like `torch.no_grad()`).

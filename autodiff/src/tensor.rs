@@ -123,7 +123,9 @@ impl<T: Float> Tensor<T> {
         Self::from_vec((0..s.numel()).map(|_| T::from_f64(rng.normal())).collect(), shape)
     }
     /// Uniform samples in `[lo, hi)` from a seeded generator.
+    #[track_caller]
     pub fn rand_uniform(shape: &[usize], lo: f64, hi: f64, rng: &mut crate::Rng) -> Self {
+        assert!(lo.is_finite() && hi.is_finite() && lo <= hi, "rand_uniform: the range [{lo}, {hi}) is not a finite interval");
         let s = Shape::new(shape);
         Self::from_vec((0..s.numel()).map(|_| T::from_f64(rng.uniform(lo, hi))).collect(), shape)
     }
@@ -234,13 +236,26 @@ impl<T: Float> Tensor<T> {
         self.var.as_ref()?.extra().and_then(|e| e.name.borrow().as_ref().map(|s| s.to_string()))
     }
     /// The accumulated gradient (leaves, or intermediates after [`Tensor::retain_grad`]).
-    /// A row-sparse gradient is returned densified.
+    /// A row-sparse gradient is returned densified; for a table marked [`Tensor::sparse_grad`]
+    /// that other ops used too, it is the sum of their dense gradient and the rows.
     pub fn grad(&self) -> Option<Tensor<T>> {
         let v = self.var.as_ref()?;
-        if let Some(g) = v.grad.borrow().as_ref() {
-            return Some(g.clone());
+        let dense = v.grad.borrow().clone();
+        let rows = v.extra().and_then(|e| e.sparse_grad.borrow().as_ref().map(|s| s.to_dense()));
+        match (dense, rows) {
+            (Some(d), Some(r)) => {
+                let sum = d.data().iter().zip(r.data()).map(|(a, b)| *a + *b).collect();
+                Some(Tensor::from_vec(sum, d.shape()))
+            }
+            (d, None) => d,
+            (None, r) => r,
         }
-        v.extra()?.sparse_grad.borrow().as_ref().map(|s| s.to_dense())
+    }
+    /// The dense part alone of a [`Tensor::sparse_grad`] table's gradient: what ops other than
+    /// gathers delivered ([`Tensor::grad`] adds the rows of [`Tensor::sparse_grad_rows`]).
+    /// For other tensors, the same as [`Tensor::grad`].
+    pub fn dense_grad_part(&self) -> Option<Tensor<T>> {
+        self.var.as_ref()?.grad.borrow().clone()
     }
     /// Whether this leaf was marked with [`Tensor::sparse_grad`] (gather ops deliver its
     /// gradient as rows).
@@ -251,8 +266,13 @@ impl<T: Float> Tensor<T> {
     pub fn sparse_grad_rows(&self) -> Option<SparseRows<T>> {
         self.var.as_ref()?.extra()?.sparse_grad.borrow().clone()
     }
-    /// Replaces the accumulated gradient.
+    /// Replaces the accumulated gradient. Panics if `g`'s shape is not the tensor's (a later
+    /// backward would add to it by broadcasting, giving a gradient of another shape).
+    #[track_caller]
     pub fn set_grad(&self, g: Option<Tensor<T>>) {
+        if let Some(g) = &g {
+            assert!(g.shape() == self.shape(), "set_grad: a gradient of shape {:?} for a tensor of shape {:?}", g.shape(), self.shape());
+        }
         if let Some(v) = &self.var {
             *v.grad.borrow_mut() = g;
         }
@@ -294,6 +314,11 @@ impl<T: Float> Tensor<T> {
     /// order). On a leaf, hooks run after every intermediate's, before the gradient is added
     /// to `.grad()` (or returned by [`crate::grad`]). Hooks run only in passes that reach the
     /// tensor; they are not called for gradients of other graphs.
+    ///
+    /// **Lifetime:** a hook lives as long as its tensor. A hook that captures a clone of the
+    /// tensor it is registered on (or of a tensor computed from it) makes a reference cycle
+    /// that is never freed: the tensor, its graph and the hook leak. Capture `t.detach()` for
+    /// the values (as they are when the hook is registered), or work from the gradient alone.
     ///
     /// ```
     /// use chi_autodiff::Tensor;

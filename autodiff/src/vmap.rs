@@ -8,7 +8,10 @@
 //! one batched backward pass instead of `B` small ones.
 //!
 //! Like `torch.func.vmap` and `jax.vmap`, the function must not branch on the values of its
-//! inputs (the trace of the first example is replayed for all). Ops without a batching rule
+//! inputs, nor read them (`data()`, `item()`) into constants: the trace of the first example is
+//! replayed for all. Rust cannot stop a closure from reading values, so [`vmap_grad`] checks
+//! the replay: it evaluates the function directly on the last example and compares, and a
+//! function whose trace depends on the example is an error. Ops without a batching rule
 //! (gathers with index lists, `where` masks, custom ops, convolution patches) are reported as
 //! an error naming the op.
 
@@ -145,6 +148,11 @@ fn replay<T: Float>(op: &Op<T>, out: &Tensor<T>, ins: &[Val<T>], b: usize) -> Re
             target.extend_from_slice(out.shape());
             x().sum_to(&target).reshape(&[&[b][..], out.shape()].concat())
         }
+        // `stack` is recorded as a concatenation along a new axis: replayed as a stack.
+        Op::Concat { axis, name, .. } if *name == "stack" => {
+            let xs: Vec<Tensor<T>> = ins.iter().map(|v| batch_of(v, b)).collect();
+            Tensor::stack(&xs, *axis + 1)
+        }
         Op::Concat { axis, .. } => {
             let xs: Vec<Tensor<T>> = ins.iter().map(|v| batch_of(v, b)).collect();
             Tensor::concat(&xs, *axis as isize + 1)
@@ -203,6 +211,9 @@ pub fn vmap_grad<T: Float>(
         return Err(AutodiffError::Shape { what: "vmap_grad: batch[0]".into(), expected: vec![0], actual: vec![] });
     }
     let b = first.shape()[0];
+    if b == 0 {
+        return Err(AutodiffError::Graph(format!("vmap_grad: the batch is empty (batch[0] has shape {:?}): there is no example to trace", first.shape())));
+    }
     for x in batch {
         if x.rank() == 0 || x.shape()[0] != b {
             let mut expected = x.shape().to_vec();
@@ -265,6 +276,27 @@ pub fn vmap_grad<T: Float>(
         None => Tensor::full(&[b], y.item()),
     };
     drop(vals);
+    // The replay holds for every example only if the trace does not depend on example 0's
+    // values (a branch on them, or a value read into a constant): compare with the function
+    // evaluated directly on the last example, up to the rounding of a batched evaluation.
+    if b > 1 {
+        let last: Vec<Tensor<T>> = batch
+            .iter()
+            .map(|x| {
+                let n = x.numel() / b;
+                Tensor::from_vec(x.data()[(b - 1) * n..].to_vec(), &x.shape()[1..])
+            })
+            .collect();
+        let direct = crate::no_grad(|| f(params, &last)).item().to_f64();
+        let replayed = out.data()[b - 1].to_f64();
+        let tol = 64.0 * T::EPSILON.to_f64().sqrt() * (1.0 + direct.abs().max(replayed.abs()));
+        if direct.is_finite() && !((direct - replayed).abs() <= tol) {
+            return Err(AutodiffError::Graph(format!(
+                "vmap_grad: the function gives {direct} on example {} but its trace on example 0 replays to {replayed}: it reads its example's values (a branch on them, or data()/item() into a constant), so one trace cannot serve every example; compute per-example gradients with a loop of grad()",
+                b - 1
+            )));
+        }
+    }
     let grads = if out.is_tracked() && !reps.is_empty() {
         let refs: Vec<&Tensor<T>> = reps.iter().collect();
         grad(&[&out.sum()], &refs, None, GradOptions::default())?

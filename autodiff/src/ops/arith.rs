@@ -169,7 +169,10 @@ impl<T: Float> Tensor<T> {
     pub fn where_(mask: &[bool], mask_shape: &[usize], a: &Tensor<T>, b: &Tensor<T>) -> Tensor<T> {
         let loc = Location::caller();
         let ms = Shape::new(mask_shape);
-        assert!(mask.len() == ms.numel(), "where: mask has {} entries for shape {ms:?}", mask.len());
+        assert!(mask.len() == ms.numel(), "where_: mask has {} entries for shape {ms:?}", mask.len());
+        for (name, x) in [("a", a), ("b", b)] {
+            assert!(x.shape.broadcast_strides(&ms).is_some(), "where_: {name} of shape {:?} cannot be broadcast to the mask's shape {ms:?}", x.shape);
+        }
         let a = if a.shape == ms { a.clone() } else { a.broadcast_to(mask_shape) };
         let b = if b.shape == ms { b.clone() } else { b.broadcast_to(mask_shape) };
         let out: Vec<T> = (0..mask.len()).map(|i| if mask[i] { a.data[i] } else { b.data[i] }).collect();
@@ -229,7 +232,14 @@ pub(crate) fn binary_backward<T: Float>(
         }
         Binary::Pow => {
             // d/da aᵇ = b·aᵇ⁻¹ ; d/db aᵇ = aᵇ·ln a (0 where a ≤ 0, where aᵇ is not differentiable in b)
-            let ga = na.then(|| g.mul(b).mul(&a.pow(&b.sub_scalar(1.0))));
+            // Where b = 0 the derivative is 0, also at a = 0 where aᵇ⁻¹ is infinite (0·∞ would
+            // be NaN): a is replaced by 1 there, so that neither this product nor its own
+            // derivative (under create_graph) meets 0·∞.
+            let ga = na.then(|| {
+                let zero_b = b.broadcast_to(out.shape()).mask(|v| v == T::ZERO);
+                let a_safe = if zero_b.iter().any(|&z| z) { Tensor::where_(&zero_b, out.shape(), &Tensor::ones(out.shape()), &a.broadcast_to(out.shape())) } else { a.clone() };
+                g.mul(b).mul(&a_safe.pow(&b.sub_scalar(1.0)))
+            });
             let gb = nb.then(|| {
                 let pos = a.broadcast_to(out.shape()).mask(|v| v > T::ZERO);
                 let a_pos = Tensor::where_(&pos, out.shape(), &a.broadcast_to(out.shape()), &Tensor::ones(out.shape()));
@@ -271,6 +281,8 @@ pub(crate) fn binary_scalar_backward<T: Float>(op: Binary, a: &Tensor<T>, s: T, 
         Binary::Add | Binary::Sub => g.clone(),
         Binary::Mul => g.mul_scalar(s.to_f64()),
         Binary::Div => g.div_scalar(s.to_f64()),
+        // x⁰ is constant: its derivative is 0 everywhere, also at x = 0 (0·0⁻¹ would be NaN).
+        Binary::Pow if s == T::ZERO => g.mul_scalar(0.0),
         Binary::Pow => g.mul(&a.pow_scalar(s.to_f64() - 1.0)).mul_scalar(s.to_f64()),
         Binary::Max | Binary::Min => {
             let w = constant_map(a, |x| {

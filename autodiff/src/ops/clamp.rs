@@ -47,6 +47,7 @@ impl<T: Float> Tensor<T> {
     #[track_caller]
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Tensor<T> {
         let loc = Location::caller();
+        assert!(!min.is_some_and(f64::is_nan) && !max.is_some_and(f64::is_nan), "clamp: a bound is NaN (min {min:?}, max {max:?}); give None for no bound");
         let (lo, hi) = (min.map(T::from_f64), max.map(T::from_f64));
         let out: Vec<T> = self.data.iter().map(|&v| clamp1(v, lo, hi)).collect();
         record(out, self.shape, &[self], loc, |_| Op::Clamp { x: self.clone(), min: lo, max: hi })

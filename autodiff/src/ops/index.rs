@@ -69,6 +69,11 @@ impl<T: Float> Tensor<T> {
     /// ```
     #[track_caller]
     pub fn embedding(&self, ids: &[usize]) -> Tensor<T> {
+        assert!(self.rank() == 2, "embedding: the table must be [rows, dim], got {:?}", self.shape);
+        let rows = self.shape()[0];
+        if let Some((i, id)) = ids.iter().enumerate().find(|&(_, &id)| id >= rows) {
+            panic!("embedding: id {id} (position {i}) is out of range for a table of {rows} rows (shape {:?})", self.shape);
+        }
         let dim = self.shape().get(1).copied().unwrap_or(0);
         self.gather_rows(Rc::new(ids.to_vec()), &[ids.len(), dim])
     }
@@ -78,6 +83,9 @@ impl<T: Float> Tensor<T> {
         let loc = Location::caller();
         let dim = if ids.is_empty() { self.shape().last().copied().unwrap_or(0) } else { self.numel() / ids.len() };
         assert!(dim * ids.len() == self.numel(), "scatter_rows: {} values are not {} rows", self.numel(), ids.len());
+        if let Some((i, id)) = ids.iter().enumerate().find(|&(_, &id)| id >= rows) {
+            panic!("scatter_rows: id {id} (position {i}) is out of range for {rows} rows");
+        }
         let mut out = crate::pool::zeros(rows * dim);
         chi_kernels::gather::scatter_add_rows(&self.data, dim, &ids, &mut out);
         record(out, Shape::new(&[rows, dim]), &[self], loc, |_| Op::ScatterRows { x: self.clone(), ids })

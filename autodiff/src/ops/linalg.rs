@@ -46,6 +46,8 @@ impl<T: Float> Tensor<T> {
             return out.reshape(&s);
         }
         if a.rank() == 1 {
+            // A 1-D left operand is not broadcast over a batched right one (numpy would).
+            assert!(b.rank() == 2, "matmul: batch dimensions differ: {:?} × {:?} (a 1-D left operand is not broadcast over the batch; reshape it to [batch, 1, {}])", a.shape, b.shape, a.shape()[0]);
             let k = a.shape()[0];
             let out = a.reshape(&[1, k]).matmul(b);
             let mut s = out.shape().to_vec();

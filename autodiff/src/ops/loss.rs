@@ -66,6 +66,7 @@ impl<T: Float> Tensor<T> {
         assert!(self.rank() == 2, "cross_entropy: logits must be [N, C], got {:?}", self.shape());
         let (n, c) = (self.shape()[0], self.shape()[1]);
         assert!(targets.len() == n, "cross_entropy: {} targets for logits {:?} (N = {n})", targets.len(), self.shape());
+        assert!(n > 0 || reduction != Reduction::Mean, "cross_entropy: no samples (logits {:?}): the mean over zero samples is undefined", self.shape());
         let idx: Vec<usize> = targets
             .iter()
             .enumerate()

@@ -161,10 +161,13 @@ impl<T: Float> Tensor<T> {
     pub fn max_axis(&self, axis: isize, keepdim: bool) -> Tensor<T> {
         self.extreme(Some(axis), keepdim, false, "max_axis")
     }
-    /// Index of the maximum along `axis` (not differentiable; a plain vector).
+    /// Index of the maximum along `axis` (not differentiable; a plain vector). Panics if the
+    /// axis is empty (there is no index to return), as [`Tensor::max_axis`] does.
+    #[track_caller]
     pub fn argmax_axis(&self, axis: isize) -> Vec<usize> {
-        let ax = self.shape.axis("argmax", axis);
+        let ax = self.shape.axis("argmax_axis", axis);
         let (outer, n, inner) = self.shape.split_at_axis(ax);
+        assert!(n > 0 || outer * inner == 0, "argmax_axis: axis {ax} of shape {:?} is empty", self.shape);
         let mut out = crate::pool::zeros(outer * inner);
         let mut arg = vec![0usize; outer * inner];
         kr::max_axis(&self.data, outer, n, inner, &mut out, &mut arg);

@@ -146,7 +146,8 @@ impl<T: Float> Tensor<T> {
     #[track_caller]
     pub fn split(&self, sizes: &[usize], axis: isize) -> Vec<Tensor<T>> {
         let ax = self.shape.axis("split", axis);
-        assert!(sizes.iter().sum::<usize>() == self.shape()[ax], "split: sizes {sizes:?} do not add up to {} (axis {ax} of {:?})", self.shape()[ax], self.shape);
+        let total = sizes.iter().try_fold(0usize, |a, &s| a.checked_add(s));
+        assert!(total == Some(self.shape()[ax]), "split: sizes {sizes:?} do not add up to {} (axis {ax} of {:?})", self.shape()[ax], self.shape);
         let mut start = 0;
         sizes
             .iter()
@@ -171,7 +172,13 @@ impl<T: Float> Tensor<T> {
         let loc = Location::caller();
         let ax = self.shape.axis("narrow", axis);
         let n = self.shape()[ax];
-        assert!(start + len <= n, "narrow: range {start}..{} is out of bounds for axis {ax} of shape {:?}", start + len, self.shape);
+        let end = start.checked_add(len);
+        assert!(
+            end.is_some_and(|end| end <= n),
+            "narrow: range {start}..{} is out of bounds for axis {ax} of shape {:?}",
+            end.map_or(format!("{start}+{len} (overflows)"), |e| e.to_string()),
+            self.shape
+        );
         if start == 0 && len == n {
             return self.clone();
         }
@@ -192,7 +199,10 @@ impl<T: Float> Tensor<T> {
             return self.clone();
         }
         let (outer, n, inner) = self.shape.split_at_axis(ax);
-        let total = n + before + after;
+        let total = n.checked_add(before).and_then(|t| t.checked_add(after));
+        let Some(total) = total.filter(|&t| t.checked_mul(outer * inner).is_some()) else {
+            panic!("pad_axis: padding axis {ax} of shape {:?} by {before} and {after} gives more elements than a usize can count", self.shape);
+        };
         let mut out = crate::pool::zeros(outer * total * inner);
         for o in 0..outer {
             let dst = (o * total + before) * inner;

@@ -69,6 +69,7 @@ impl<T: Float> Tensor<T> {
     /// Leaky ReLU with the given negative slope.
     #[track_caller]
     pub fn leaky_relu(&self, slope: f64) -> Tensor<T> {
+        assert!(slope.is_finite(), "leaky_relu: the negative slope {slope} is not finite (input {:?})", self.shape);
         self.unary(Unary::LeakyRelu(slope))
     }
     /// `ln(1 + eˣ)`, stable for large |x|.

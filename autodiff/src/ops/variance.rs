@@ -40,6 +40,7 @@ impl<T: Float> Tensor<T> {
     fn variance(&self, axes: &[isize], correction: f64, keepdim: bool, std: bool) -> Tensor<T> {
         let loc = Location::caller();
         let name = if std { "std" } else { "var" };
+        assert!(correction.is_finite(), "{name}: correction {correction} is not finite (input {:?})", self.shape);
         let axes = Axes::resolve(name, &self.shape, axes);
         let mean = mean_over(self, axes);
         let mut sq = with_reduced(Binary::Sub, self, &mean, axes);

@@ -295,6 +295,153 @@ fn sparse_embedding_gradient_equals_dense() {
     assert_eq!(rows.to_dense().to_vec(), dense.grad().unwrap().to_vec());
 }
 
+/// A sparse-gradient table that a dense op uses too (weight tying, a penalty): `grad()` is the
+/// dense part plus the rows (it returned the dense part alone).
+#[test]
+fn a_sparse_table_used_densely_too_has_both_parts_in_its_gradient() {
+    let w = t(&[1., 2., 3., 4.], &[2, 2]).requires_grad().sparse_grad();
+    w.embedding(&[0]).sum().add(&w.sum()).backward();
+    assert_eq!(w.grad().unwrap().to_vec(), vec![2., 2., 1., 1.]);
+    assert_eq!(w.dense_grad_part().unwrap().to_vec(), vec![1., 1., 1., 1.]);
+    assert_eq!(w.sparse_grad_rows().unwrap().ids, vec![0]);
+    let plain = t(&[1., 2., 3., 4.], &[2, 2]).requires_grad();
+    plain.embedding(&[0]).sum().add(&plain.sum()).backward();
+    assert_eq!(w.grad().unwrap().to_vec(), plain.grad().unwrap().to_vec());
+}
+
+/// x⁰ has derivative 0 everywhere, also at x = 0, for a scalar and a tensor exponent; so the
+/// second derivative of x¹ at 0 is 0 (all were NaN: 0·0⁻¹).
+#[test]
+fn exponent_zero_has_zero_derivative_at_zero() {
+    let x = t(&[0.0, 2.0], &[2]).requires_grad();
+    x.pow_scalar(0.0).sum().backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![0.0, 0.0]);
+    let x = t(&[0.0, 2.0, 0.0], &[3]).requires_grad();
+    let e = t(&[0.0, 0.0, 2.0], &[3]).requires_grad();
+    x.pow(&e).sum().backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![0.0, 0.0, 0.0]);
+    let x = Tensor::<f64>::scalar(0.0).requires_grad();
+    for y in [x.pow_scalar(1.0), x.pow(&Tensor::scalar(1.0))] {
+        let g = grad(&[&y], &[&x], None, GradOptions::create_graph()).unwrap();
+        assert_eq!(g[0].item(), 1.0);
+        let h = grad(&[&g[0]], &[&x], None, GradOptions::default()).unwrap();
+        assert_eq!(h[0].item(), 0.0);
+    }
+}
+
+/// Grad-mode guards dropped out of order leave the mode of the newest live guard (a restored
+/// snapshot switched recording on while an inner guard lived, then off for good).
+#[test]
+fn no_grad_guards_dropped_in_any_order_leave_the_right_mode() {
+    assert!(is_grad_enabled());
+    let outer = no_grad_guard();
+    let inner = no_grad_guard();
+    drop(outer);
+    assert!(!is_grad_enabled(), "the inner guard still lives");
+    drop(inner);
+    assert!(is_grad_enabled(), "no guard lives");
+    let w = t(&[1.0, 2.0], &[2]).requires_grad();
+    w.square().sum().backward();
+    assert_eq!(w.grad().unwrap().to_vec(), vec![2.0, 4.0]);
+    // Nested with no_grad and a backward inside (which holds its own guard).
+    let g = no_grad_guard();
+    let r = no_grad(|| w.mul_scalar(2.0));
+    assert!(!r.is_tracked());
+    drop(g);
+    assert!(is_grad_enabled());
+}
+
+/// Anomaly reports name the right place: an infinite gradient made inside a backward rule is
+/// the rule's (Backward, at the user's call), not a forward op inside chi; a NaN that comes in
+/// with the data is an Input finding at the first op that reads it, not the backward rule of a
+/// later op; a −∞ mask before a softmax is not a finding.
+#[test]
+fn anomaly_reports_blame_the_rule_or_the_input_not_chi_internals() {
+    let x = t(&[0.0], &[1]).requires_grad();
+    let (line, r) = (line!(), detect_anomaly(|| x.pow_scalar(0.5).sum().backward()));
+    let a = r.unwrap_err();
+    assert_eq!((a.op.as_str(), a.phase), ("pow_scalar", anomaly::Phase::Backward), "{a}");
+    assert!(a.location.contains(&format!("engine.rs:{line}")), "{a}");
+    let x = t(&[1.0, f64::NAN, 2.0], &[3]).requires_grad();
+    let (line, r) = (line!(), detect_anomaly(|| x.mul_scalar(2.0).exp().sum().backward()));
+    let a = r.unwrap_err();
+    assert_eq!((a.op.as_str(), a.phase), ("mul_scalar", anomaly::Phase::Input), "{a}");
+    assert!(a.detail.contains("1 NaN") && a.location.contains(&format!("engine.rs:{line}")), "{a}");
+    let scores = t(&[1.0, 2.0, 3.0], &[3]).requires_grad();
+    let mask = t(&[0.0, f64::NEG_INFINITY, 0.0], &[3]);
+    assert!(detect_anomaly(|| scores.add(&mask).softmax(0).sum().backward()).is_ok());
+}
+
+/// `backward` inside a gradient hook says why there is no graph (ops are not recorded during
+/// a backward pass) instead of the false "does not require grad".
+#[test]
+fn backward_inside_a_hook_says_the_pass_records_nothing() {
+    let x = t(&[1.0], &[1]).requires_grad();
+    let other = t(&[3.0], &[1]).requires_grad();
+    let seen = Rc::new(RefCell::new(None));
+    let s2 = seen.clone();
+    let _h = x.register_hook(move |_| {
+        *s2.borrow_mut() = Some(other.square().sum().try_backward().unwrap_err().to_string());
+        None
+    });
+    x.sum().backward();
+    let e = seen.borrow().clone().unwrap();
+    assert!(e.contains("inside a backward pass") && e.contains("create_graph"), "{e}");
+    assert_eq!(x.grad().unwrap().to_vec(), vec![1.0]);
+    // Outside a pass the plain message stays.
+    let c = t(&[1.0], &[1]);
+    assert!(matches!(c.try_backward(), Err(AutodiffError::NotTracked(_))));
+}
+
+/// `grad` with respect to an intermediate whose own op was released by an earlier backward
+/// needs nothing below it: it succeeds (as in PyTorch); asking for a tensor below the released
+/// op too is still the released-graph error.
+#[test]
+fn grad_of_an_intermediate_above_a_released_op_succeeds() {
+    let x = t(&[1.0, 2.0], &[2]).requires_grad();
+    let y = x.sin();
+    y.sum().backward();
+    let g = grad(&[&y.square().sum()], &[&y], None, GradOptions::default()).unwrap();
+    let want: Vec<f64> = [1.0f64, 2.0].iter().map(|v| 2.0 * v.sin()).collect();
+    assert_eq!(g[0].to_vec(), want);
+    let z = y.square();
+    assert!(matches!(grad(&[&z.sum()], &[&y, &x], None, GradOptions::default()), Err(AutodiffError::GraphFreed { .. })));
+}
+
+/// Misuse that used to give a wrong value, a message naming an internal op, or a message of
+/// the standard library panics with a message naming the op called and the shapes or values.
+#[test]
+fn misuse_panics_name_the_op_called_and_its_arguments() {
+    fn panic_of(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+        let e = std::panic::catch_unwind(f).expect_err("should panic");
+        e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+    }
+    let t3 = || t(&[1.0, 2.0, 3.0], &[3]);
+    let cases: Vec<(Box<dyn FnOnce() + std::panic::UnwindSafe>, &str)> = vec![
+        // A wrapped element count described another, smaller tensor (broadcast to 2³²×2³² summed to 0).
+        (Box::new(|| drop(t(&[1.0], &[1]).broadcast_to(&[1 << 32, 1 << 32]))), "more elements than a usize can count"),
+        (Box::new(|| drop(Tensor::<f64>::zeros(&[1 << 33, 1 << 31]))), "more elements than a usize can count"),
+        (Box::new(move || drop(t3().narrow(0, usize::MAX, 2))), "narrow: range 18446744073709551615..18446744073709551615+2 (overflows) is out of bounds"),
+        (Box::new(move || drop(t3().split(&[usize::MAX, 4], 0))), "split: sizes"),
+        (Box::new(move || drop(t3().pad_axis(0, usize::MAX, 1))), "pad_axis: padding axis 0"),
+        (Box::new(|| drop(Tensor::<f64>::zeros(&[0, 3]).argmax_axis(0))), "argmax_axis: axis 0 of shape [0, 3] is empty"),
+        (Box::new(|| t(&[1.0, 2.0], &[2]).requires_grad().set_grad(Some(Tensor::zeros(&[2, 1])))), "set_grad: a gradient of shape [2, 1] for a tensor of shape [2]"),
+        (Box::new(|| drop(Tensor::<f64>::zeros(&[3, 2]).embedding(&[0, 3]))), "embedding: id 3 (position 1) is out of range for a table of 3 rows"),
+        (Box::new(|| drop(Tensor::<f64>::zeros(&[2, 2]).scatter_rows(Rc::new(vec![0, 5]), 3))), "scatter_rows: id 5 (position 1) is out of range for 3 rows"),
+        (Box::new(move || drop(Tensor::where_(&[true, false], &[2], &t3(), &t3()))), "where_: a of shape [3] cannot be broadcast to the mask's shape [2]"),
+        (Box::new(|| drop(Tensor::<f64>::zeros(&[0, 3]).cross_entropy(&[]))), "cross_entropy: no samples"),
+        (Box::new(move || drop(t3().matmul(&Tensor::zeros(&[2, 3, 2])))), "matmul: batch dimensions differ: [3] × [2, 3, 2]"),
+        (Box::new(move || drop(t3().clamp(Some(f64::NAN), None))), "clamp: a bound is NaN"),
+        (Box::new(move || drop(t3().leaky_relu(f64::NAN))), "leaky_relu: the negative slope NaN is not finite"),
+        (Box::new(move || drop(t3().var(&[0], f64::NAN, false))), "var: correction NaN is not finite"),
+        (Box::new(|| drop(Tensor::<f64>::rand_uniform(&[3], f64::NAN, 0.0, &mut Rng::new(1)))), "rand_uniform: the range [NaN, 0) is not a finite interval"),
+    ];
+    for (f, want) in cases {
+        let m = panic_of(f);
+        assert!(m.contains(want), "wanted {want:?} in {m:?}");
+    }
+}
+
 #[test]
 fn leaf_gradients_accumulate_across_backward_calls() {
     let x = t(&[1.0], &[1]).requires_grad();

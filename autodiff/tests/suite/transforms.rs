@@ -216,6 +216,48 @@ fn per_example_gradients_through_affine() {
     }
 }
 
+/// `stack` under `vmap_grad` stacks (it was replayed as a concatenation: the shape changed and
+/// an axis-dependent op after it grouped the wrong values).
+#[test]
+fn per_example_gradients_through_stack() {
+    let mut rng = Rng::new(21);
+    let params = vec![Tensor::<f64>::randn(&[2, 3], &mut rng)];
+    let batch = vec![Tensor::<f64>::randn(&[3, 2, 3], &mut rng)];
+    let fs: [fn(&[Tensor<f64>], &[Tensor<f64>]) -> Tensor<f64>; 3] = [
+        |p, e| Tensor::stack(&[e[0].clone(), p[0].clone()], 1).softmax(1).reshape(&[12]).ln().sum(),
+        |p, e| Tensor::stack(&[p[0].clone(), e[0].clone()], 0).softmax(0).mul(&p[0]).sum(),
+        |p, e| Tensor::stack(&[e[0].sum_axis(0, false), p[0].sum_axis(0, false)], 1).log_softmax(0).square().sum(),
+    ];
+    for (fi, f) in fs.into_iter().enumerate() {
+        let r = vmap_grad(f, &params, &batch).unwrap();
+        for i in 0..3 {
+            let ex = vec![batch[0].narrow(0, i, 1).reshape(&[2, 3])];
+            let (v, g) = value_and_grad(|ps| f(ps, &ex), &params).unwrap();
+            close(&r.values.data()[i..i + 1], &[v.item()], 1e-12);
+            assert!(r.grads[0].data()[i * 6..(i + 1) * 6].iter().zip(g[0].data()).all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())), "function {fi}, example {i}");
+        }
+    }
+}
+
+/// A function that reads its example's values (a branch, or `data()` into a constant) cannot
+/// be replayed from one trace: an error, not every example given example 0's gradient. An
+/// empty batch is an error naming vmap_grad.
+#[test]
+fn vmap_refuses_functions_that_read_their_example_and_empty_batches() {
+    let p = vec![Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2])];
+    let xs = vec![Tensor::<f64>::from_vec(vec![1.0, 5.0, -3.0], &[3, 1])];
+    let e = vmap_grad(|p, e| p[0].mul_scalar(e[0].data()[0]).sum(), &p, &xs).unwrap_err().to_string();
+    assert!(e.contains("reads its example's values") && e.contains("example 2"), "{e}");
+    let e = vmap_grad(|p, e| if e[0].data()[0] > 0.0 { p[0].sum() } else { p[0].square().sum() }, &p, &xs).unwrap_err().to_string();
+    assert!(e.contains("reads its example's values"), "{e}");
+    // Reading values that are the same for every example is fine.
+    let same = vec![Tensor::<f64>::from_vec(vec![2.0, 2.0, 2.0], &[3, 1])];
+    let r = vmap_grad(|p, e| p[0].mul_scalar(e[0].data()[0]).sum(), &p, &same).unwrap();
+    assert_eq!(r.grads[0].data(), &[2.0, 2.0, 2.0, 2.0, 2.0, 2.0]);
+    let e = vmap_grad(|p, _| p[0].sum(), &p, &[Tensor::zeros(&[0, 4])]).unwrap_err().to_string();
+    assert!(e.contains("vmap_grad: the batch is empty"), "{e}");
+}
+
 #[test]
 fn vmap_reports_ops_without_a_batching_rule() {
     let params = vec![Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2])];

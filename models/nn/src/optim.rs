@@ -288,14 +288,9 @@ impl<T: Float> Grads<T> {
                 let t = p.get();
                 if let Some(s) = t.sparse_grad_rows() {
                     // A dense gradient may have been added too (the table also used by a
-                    // non-gather op): `grad()` returns the dense slot when there is one and the
-                    // densified rows otherwise, so a difference means both exist; then the
-                    // gradient is their sum, used densely.
-                    let d = s.to_dense();
-                    if let Some(g) = t.grad() {
-                        if g.data() != d.data() {
-                            return Some(Grad::Dense(g.data().iter().zip(d.data()).map(|(a, b)| *a + *b).collect()));
-                        }
+                    // non-gather op): then the gradient is their sum, used densely.
+                    if t.dense_grad_part().is_some() {
+                        return t.grad().map(|g| Grad::Dense(g.to_vec()));
                     }
                     let dim = s.dim;
                     let mut ids: Vec<usize> = s.ids.clone();
@@ -707,6 +702,23 @@ fn rmsprop<T: Float, const MOM: bool, const CEN: bool>(k: &RmspropConsts, w: &mu
 mod tests {
     use super::*;
     use chi_autodiff::Tensor;
+
+    /// A sparse-gradient table also used by a dense op gets the sum of both parts, also when
+    /// the two parts happen to be equal (an equality test took that for rows alone).
+    #[test]
+    fn a_table_with_dense_and_row_gradients_gets_their_sum() {
+        for (ids, want) in [(vec![0, 1], vec![2.0, 2.0, 2.0, 2.0]), (vec![0], vec![2.0, 2.0, 1.0, 1.0])] {
+            let p = Param::new("emb", Tensor::<f64>::from_vec(vec![1., 2., 3., 4.], &[2, 2]));
+            let _ = p.get().sparse_grad();
+            let t = p.get();
+            t.embedding(&ids).sum().add(&t.sum()).backward();
+            let g = Grads::collect(std::slice::from_ref(&p));
+            match g.items[0].as_ref().unwrap() {
+                Grad::Dense(d) => assert_eq!(d, &want, "{ids:?}"),
+                other => panic!("{ids:?}: {other:?}"),
+            }
+        }
+    }
 
     /// Every setting out of its range, or not finite, is refused naming the key (an infinite eps
     /// was accepted, then saved as JSON `null` and read back as "no eps set"; a negative Adagrad
