@@ -141,30 +141,22 @@ pub(crate) fn check_forward<T: Float>(op: &Op<T>, out: &Tensor<T>, inputs: &[&Te
     if out.all_finite() || IN_RULE.with(|r| r.get() > 0) {
         return;
     }
-    if !inputs.iter().all(|t| t.all_finite()) {
-        // A NaN input that no checked op reported came from outside (checked ops report the
-        // NaN they make, and only the first finding is kept). Inf inputs are left alone: −∞
-        // masks before a softmax are deliberate.
-        if let Some(x) = inputs.iter().find(|t| t.data().iter().any(|v| v.is_nan())) {
-            raise(Anomaly {
-                phase: Phase::Input,
-                op: op.name(),
-                input_shapes: inputs.iter().map(|t| t.shape().to_vec()).collect(),
-                output_shape: out.shape().to_vec(),
-                location: loc.to_string(),
-                detail: format!("its input of shape {:?} holds {}", x.shape(), describe(x.data())),
-            });
-        }
-        return;
-    }
-    raise(Anomaly {
-        phase: Phase::Forward,
+    let found = |phase, detail| Anomaly {
+        phase,
         op: op.name(),
         input_shapes: inputs.iter().map(|t| t.shape().to_vec()).collect(),
         output_shape: out.shape().to_vec(),
         location: loc.to_string(),
-        detail: describe(out.data()),
-    })
+        detail,
+    };
+    if inputs.iter().all(|t| t.all_finite()) {
+        raise(found(Phase::Forward, describe(out.data())));
+    } else if let Some(x) = inputs.iter().find(|t| t.data().iter().any(|v| v.is_nan())) {
+        // A NaN input that no checked op reported came from outside (checked ops report the
+        // NaN they make, and only the first finding is kept). Inf inputs are left alone: −∞
+        // masks before a softmax are deliberate.
+        raise(found(Phase::Input, format!("its input of shape {:?} holds {}", x.shape(), describe(x.data()))));
+    }
 }
 
 /// The finding of a backward rule, if any (the caller decides whether to note or return it).
