@@ -383,7 +383,8 @@ pub fn class_names(t: &Trained, k: usize) -> Vec<String> {
     }
 }
 
-/// The report as a text table: metrics, then per class, then the confusion matrix.
+/// The report as a text table: metrics, then per class, then the confusion matrix (of the most
+/// frequent classes, with the others summed, above [`MAX_SHOWN_CLASSES`]; said in its heading).
 pub fn report_text(r: &Report) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -391,26 +392,98 @@ pub fn report_text(r: &Report) -> String {
     if r.per_class.is_empty() {
         return s;
     }
-    let w = r.classes.iter().enumerate().map(|(i, c)| format!("{i} {c}").chars().count()).max().unwrap_or(5).clamp(5, 28);
+    let shown = shown_confusion(r);
+    let other_w = if shown.kept.is_some() { OTHER_CLASSES.chars().count() } else { 0 };
+    let w = r.classes.iter().enumerate().map(|(i, c)| format!("{i} {c}").chars().count()).max().unwrap_or(5).max(other_w).clamp(5, 28);
     let _ = writeln!(s, "\n{:<w$}  precision  recall     f1  support", "class");
     for c in &r.per_class {
         let _ = writeln!(s, "{:<w$}  {:>9.4}  {:>6.4}  {:>5.4}  {:>7}", truncate(&c.class, w), c.precision, c.recall, c.f1, c.support);
     }
-    let _ = writeln!(s, "\nconfusion matrix (rows: true class, columns: predicted)");
-    let cw = r.confusion.iter().flatten().map(|v| v.to_string().len()).max().unwrap_or(1).max(3);
+    match &shown.kept {
+        None => {
+            let _ = writeln!(s, "\nconfusion matrix (rows: true class, columns: predicted)");
+        }
+        Some(kept) => {
+            let _ = writeln!(
+                s,
+                "\nconfusion matrix of the {} most frequent of the {} classes, the others summed as {OTHER_CLASSES:?} \
+                 (rows: true class, columns: predicted); every class is in confusion.csv and report.json of the report (--report DIR)",
+                kept.len(),
+                r.classes.len()
+            );
+        }
+    }
+    // Columns are headed by class number (`…` for the other classes).
+    let heads: Vec<String> = match &shown.kept {
+        None => (0..r.classes.len()).map(|c| c.to_string()).collect(),
+        Some(kept) => kept.iter().map(|c| c.to_string()).chain(["…".to_string()]).collect(),
+    };
+    let cw = shown.counts.iter().flatten().map(|v| v.to_string().len()).chain(heads.iter().map(|h| h.chars().count())).max().unwrap_or(1).max(3);
     let _ = write!(s, "{:<w$}", "");
-    for c in 0..r.classes.len() {
-        let _ = write!(s, " {:>cw$}", c);
+    for h in &heads {
+        let _ = write!(s, " {:>cw$}", h);
     }
     let _ = writeln!(s);
-    for (i, row) in r.confusion.iter().enumerate() {
-        let _ = write!(s, "{:<w$}", truncate(&format!("{i} {}", r.classes[i]), w));
+    for (i, row) in shown.counts.iter().enumerate() {
+        let name = match &shown.kept {
+            None => format!("{i} {}", r.classes[i]),
+            Some(kept) => kept.get(i).map_or_else(|| OTHER_CLASSES.to_string(), |&c| format!("{c} {}", r.classes[c])),
+        };
+        let _ = write!(s, "{:<w$}", truncate(&name, w));
         for v in row {
             let _ = write!(s, " {:>cw$}", v);
         }
         let _ = writeln!(s);
     }
     s
+}
+
+/// Most classes whose confusion matrix is printed and drawn whole. A matrix of more (up to a
+/// thousand classes, a million cells) floods the terminal and makes a picture of megabytes in
+/// which nothing can be read; `confusion.csv` and `report.json` keep every cell.
+pub const MAX_SHOWN_CLASSES: usize = 30;
+
+/// The name of the row and column that sum the classes left out of a shown confusion matrix.
+pub const OTHER_CLASSES: &str = "(other classes)";
+
+/// A confusion matrix as it is printed and drawn.
+struct ShownConfusion {
+    /// `None`: every class, in order. `Some`: the class numbers kept, in order; the last row
+    /// and column of `counts` then sum the others.
+    kept: Option<Vec<usize>>,
+    names: Vec<String>,
+    counts: Vec<Vec<u64>>,
+}
+
+/// The report's confusion matrix whole when it has at most [`MAX_SHOWN_CLASSES`] classes; else
+/// the `MAX_SHOWN_CLASSES − 1` classes of most true examples (ties: most predicted, then first),
+/// in class order, and one more row and column summing the others, so every example is still
+/// counted once.
+fn shown_confusion(r: &Report) -> ShownConfusion {
+    let k = r.classes.len();
+    if k <= MAX_SHOWN_CLASSES || r.confusion.len() != k {
+        return ShownConfusion { kept: None, names: r.classes.clone(), counts: r.confusion.clone() };
+    }
+    let support = |c: usize| r.confusion[c].iter().map(|&v| v as u128).sum::<u128>();
+    let predicted = |c: usize| r.confusion.iter().map(|row| row.get(c).copied().unwrap_or(0) as u128).sum::<u128>();
+    let mut order: Vec<usize> = (0..k).collect();
+    order.sort_by(|&a, &b| support(b).cmp(&support(a)).then(predicted(b).cmp(&predicted(a))).then(a.cmp(&b)));
+    let mut kept = order[..MAX_SHOWN_CLASSES - 1].to_vec();
+    kept.sort_unstable();
+    let mut slot = vec![kept.len(); k];
+    for (i, &c) in kept.iter().enumerate() {
+        slot[c] = i;
+    }
+    let n = kept.len() + 1;
+    let mut counts = vec![vec![0u64; n]; n];
+    for (t, row) in r.confusion.iter().enumerate() {
+        for (p, &v) in row.iter().enumerate() {
+            let cell = &mut counts[slot[t]][slot[p]];
+            *cell = cell.saturating_add(v);
+        }
+    }
+    let names = kept.iter().map(|&c| r.classes[c].clone()).chain([OTHER_CLASSES.to_string()]).collect();
+    ShownConfusion { kept: Some(kept), names, counts }
 }
 
 fn truncate(s: &str, w: usize) -> String {
@@ -422,6 +495,8 @@ fn truncate(s: &str, w: usize) -> String {
 }
 
 /// Writes `report.json`, `confusion.csv` and the heat maps `confusion.svg` / `.png` into `dir`.
+/// The heat maps of more than [`MAX_SHOWN_CLASSES`] classes show the most frequent ones and
+/// the others summed, as [`report_text`] prints them; the title says so.
 pub fn write_report(dir: &Path, title: &str, r: &Report) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     let mut written = Vec::new();
@@ -445,9 +520,14 @@ pub fn write_report(dir: &Path, title: &str, r: &Report) -> Result<Vec<PathBuf>,
         let p = dir.join("confusion.csv");
         checkpoint::atomic_write(&p, csv.as_bytes())?;
         written.push(p);
+        let shown = shown_confusion(r);
+        let title = match &shown.kept {
+            None => title.to_string(),
+            Some(kept) => format!("{title}: the {} most frequent of {} classes (all in confusion.csv)", kept.len(), r.classes.len()),
+        };
         for ext in ["svg", "png"] {
             let p = dir.join(format!("confusion.{ext}"));
-            super::plot::confusion_heatmap(&p, title, &r.classes, &r.confusion)?;
+            super::plot::confusion_heatmap(&p, &title, &shown.names, &shown.counts)?;
             written.push(p);
         }
     }
@@ -709,6 +789,55 @@ mod tests {
         assert!((r.metrics["loss"] - (-(0.8f64.ln()) * 3.0 - 0.1f64.ln() * 2.0) / 5.0).abs() < 1e-12);
         let text = report_text(&r);
         assert!(text.contains("confusion matrix") && text.contains("2 c"), "{text}");
+    }
+
+    /// A report of many classes prints and draws the confusion of the most frequent ones, the
+    /// others summed into one row and column, and says so; confusion.csv keeps every class. Up
+    /// to the limit the matrix is whole.
+    #[test]
+    fn the_confusion_of_many_classes_is_shown_for_the_most_frequent_and_written_whole() {
+        let k = 200;
+        let names: Vec<String> = (0..k).map(|c| format!("c{c}")).collect();
+        // Class c has c % 7 + 1 examples, half predicted right, half as class 0.
+        let (mut y, mut probs) = (Vec::new(), Vec::new());
+        for c in 0..k {
+            for j in 0..c % 7 + 1 {
+                y.push(c);
+                let pred = if j % 2 == 0 { c } else { 0 };
+                probs.push((0..k).map(|i| if i == pred { 0.9 } else { 0.1 / (k - 1) as f64 }).collect::<Vec<f64>>());
+            }
+        }
+        let r = classification_report(&y, &probs, None, &names);
+        let text = report_text(&r);
+        assert!(
+            text.contains(&format!("confusion matrix of the {} most frequent of the 200 classes, the others summed as \"(other classes)\"", MAX_SHOWN_CLASSES - 1))
+                && text.contains("every class is in confusion.csv and report.json of the report (--report DIR)"),
+            "{text}"
+        );
+        let matrix: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("confusion matrix")).skip(1).collect();
+        assert_eq!(matrix.len(), MAX_SHOWN_CLASSES + 1, "a header and one row per shown class:\n{text}");
+        assert!(matrix.iter().all(|l| l.chars().count() < 250), "{text}");
+        assert!(matrix.last().unwrap().starts_with("(other classes)"), "{text}");
+        // Every example is counted once in the shown matrix.
+        let shown = shown_confusion(&r);
+        assert_eq!(shown.counts.iter().flatten().sum::<u64>(), y.len() as u64);
+        assert_eq!(shown.names.len(), MAX_SHOWN_CLASSES);
+        // Kept: the 28 classes of 7 examples (c % 7 == 6), then the first of those of 6.
+        let kept = shown.kept.as_ref().unwrap();
+        assert!(kept[0] == 5 && kept[1..].iter().all(|c| c % 7 == 6), "{kept:?}");
+        let dir = std::env::temp_dir().join(format!("chi-infer-many-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write_report(&dir, "many", &r).unwrap();
+        let csv = std::fs::read_to_string(dir.join("confusion.csv")).unwrap();
+        assert_eq!(csv.lines().count(), k + 1, "confusion.csv holds every class");
+        let svg = std::fs::read_to_string(dir.join("confusion.svg")).unwrap();
+        assert!(svg.len() < 1_000_000 && svg.contains("most frequent of 200 classes") && svg.contains("(other classes)"), "{} bytes", svg.len());
+        let _ = std::fs::remove_dir_all(&dir);
+        // At the limit the matrix is whole.
+        let few: Vec<String> = names[..MAX_SHOWN_CLASSES].to_vec();
+        let r = classification_report(&[0, 1], &[vec![1.0; MAX_SHOWN_CLASSES], vec![1.0; MAX_SHOWN_CLASSES]], None, &few);
+        let text = report_text(&r);
+        assert!(text.contains("confusion matrix (rows: true class, columns: predicted)") && !text.contains("other classes"), "{text}");
     }
 
     /// The loss comes from the log-probabilities when given: a true class whose probability

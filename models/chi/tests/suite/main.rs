@@ -18,5 +18,6 @@ mod seq2seq_reproduce;
 mod teach_browser;
 mod train;
 mod user_data;
+mod user_data_more;
 mod user_runs;
 mod word_vectors;

@@ -24,8 +24,8 @@
 //! as numbers; a value that does not is then an error naming the line and column. Numeric
 //! features are standardised with the training mean and standard deviation; text-valued
 //! columns are one-hot encoded over the training categories (an unseen category encodes as
-//! all zeros). Missing values (empty, `NA`, `NaN`, `null`, `?`) are imputed — the training
-//! mean, or a `<missing>` category — and counted in the warnings.
+//! all zeros). Missing values (empty, `NA`, `N/A` in any case, `#N/A`, `NaN`, `null`, `?`) are
+//! imputed — the training mean, or a `<missing>` category — and counted in the warnings.
 //!
 //! A column no row has a value in (a trailing comma's unnamed column) is left out, and said.
 //! A file without a header row names its columns `column1`, `column2`, …; new files for the
@@ -171,9 +171,31 @@ fn read_text(path: &Path) -> Result<(String, bool), NnError> {
     Ok((text, lossy))
 }
 
+/// The spellings of a missing value, as messages list them.
+const MISSING_SPELLINGS: &str = "empty, NA, N/A (any case), #N/A, NaN, null, None, ?, -";
+
 fn is_missing(v: &str) -> bool {
-    // Every spelling of NaN that number parsers and printers produce (`-nan` is C's printf).
-    matches!(v.trim(), "" | "NA" | "N/A" | "NaN" | "nan" | "NAN" | "Nan" | "-nan" | "-NaN" | "-NAN" | "null" | "NULL" | "None" | "?" | "-")
+    // Every spelling of NaN that number parsers and printers produce (`-nan` is C's printf);
+    // `n/a` as people type it and `#N/A` as spreadsheets write it.
+    let t = v.trim();
+    matches!(t, "" | "NA" | "NaN" | "nan" | "NAN" | "Nan" | "-nan" | "-NaN" | "-NAN" | "null" | "NULL" | "None" | "?" | "-")
+        || t.eq_ignore_ascii_case("n/a")
+        || t.eq_ignore_ascii_case("#n/a")
+}
+
+/// What to add to the error about a value of a numeric column that is not a number, when the
+/// value looks like a marker of a missing value that chi does not read as one (`missing`, `.`,
+/// `n.a.`, a spreadsheet error such as `#VALUE!`).
+fn missing_marker_hint(v: &str) -> String {
+    let t = v.trim();
+    let lower = t.to_lowercase();
+    let word = ["missing", "na.", "n.a.", "n.a", "nil", "none", "unknown", "empty", "blank", "nd", "n/d", "undefined", "nothing"].contains(&lower.as_str());
+    let marks = !t.is_empty() && t.chars().count() <= 3 && t.chars().all(|c| c.is_ascii_punctuation());
+    if word || marks || t.starts_with('#') {
+        format!(" (if it marks a missing value, write it as one of the spellings read as missing: {MISSING_SPELLINGS})")
+    } else {
+        String::new()
+    }
 }
 
 fn parse_number(v: &str) -> Option<f64> {
@@ -721,6 +743,8 @@ fn csv_of_records(path: &Path, recs: &[crate::data::CsvRecord], lossy: bool, lay
 /// Symbolic links to folders are followed, except to a folder already read or to `dir` itself
 /// or one of its parents: a link back up the tree (a loop) would otherwise read the same files
 /// again and again, each time under a longer path (and, in a class folder, under that class).
+/// A file reached by two paths (a link to a file beside it) is listed once, under the first
+/// path in sorted order: read twice it would count double in training and in the scores.
 fn files_under(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
     let mut out = Vec::new();
     let root = std::fs::canonicalize(dir).ok();
@@ -748,7 +772,14 @@ fn files_under(dir: &Path) -> Result<Vec<PathBuf>, NnError> {
         }
     }
     out.sort();
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
     Ok(out)
+}
+
+/// Whether `p` itself (not a folder above it) is a symbolic link.
+fn is_link(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// Whether the folder `p` (inside `root`) is, through symbolic links, `root` itself or one of
@@ -851,13 +882,15 @@ fn strip_class_fields(raw: &mut RawSet, classes: &[String]) {
     }
 }
 
-/// A folder of class folders: each file is one example of its folder's class.
 /// Why a path that does not exist cannot be read: nothing there, or a link to nothing.
 fn not_found(path: &Path) -> NnError {
     let why = if std::fs::symlink_metadata(path).is_ok() { "is a symbolic link that leads nowhere (to a missing file, or round in a loop)" } else { "no such file or directory" };
     DataError::whole(why).with_path(path).into()
 }
 
+/// A folder of class folders: each file is one example of its folder's class. A file is read
+/// once however many links lead to it; one reached from two classes is an error, and a class
+/// folder that is a link to another class folder is skipped with a note.
 fn read_class_folder(dir: &Path) -> Result<RawSet, NnError> {
     if !dir.is_dir() {
         return Err(DataError::whole("is not a folder (folder data is DIR/CLASS/file.txt …; for a file, leave out --format folder or give its format)").with_path(dir).into());
@@ -867,13 +900,44 @@ fn read_class_folder(dir: &Path) -> Result<RawSet, NnError> {
         return Err(DataError::whole("has no class sub-folders (expected DIR/CLASS/file.txt …)").with_path(dir).into());
     }
     let mut out = RawSet { path: dir.to_path_buf(), ..Default::default() };
-    for c in classes {
-        let name = c.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        let files = files_under(&c)?;
+    let name_of = |c: &Path| c.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    // A class folder that is a link to another class folder (`good -> pos`) would put every
+    // file of that class under a second label: it is skipped, and said.
+    let canon: Vec<Option<PathBuf>> = classes.iter().map(|c| std::fs::canonicalize(c).ok()).collect();
+    let alias_of = |i: usize| -> Option<usize> {
+        let ci = canon[i].as_ref()?;
+        (0..classes.len()).filter(|&j| j != i && canon[j].as_ref() == Some(ci)).find(|&j| !is_link(&classes[j]) || j < i)
+    };
+    // Every file read so far, by its canonical path: its class and the path it was read by.
+    let mut read: HashMap<PathBuf, (String, PathBuf)> = HashMap::new();
+    for (i, c) in classes.iter().enumerate() {
+        let name = name_of(c);
+        if let Some(j) = alias_of(i).filter(|_| is_link(c)) {
+            let target = name_of(&classes[j]);
+            out.notes.push(format!(
+                "{}: the class folder {name:?} is a symbolic link to the class folder {target:?} and is skipped (its files are read once, as class {target:?}); to have a class {name:?}, give it files of its own",
+                c.display()
+            ));
+            continue;
+        }
+        let files = files_under(c)?;
         if files.is_empty() {
-            return Err(DataError::whole(format!("class folder {name:?} holds no files")).with_path(&c).into());
+            return Err(DataError::whole(format!("class folder {name:?} holds no files")).with_path(c).into());
         }
         for f in files {
+            let key = std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone());
+            if let Some((other, first)) = read.get(&key) {
+                if *other != name {
+                    return Err(DataError::whole(format!(
+                        "is the same file as {} (one of the two paths goes through a symbolic link), so one text would be an example of class {other:?} and of class {name:?}: remove the link, or keep the file in one class folder",
+                        first.display()
+                    ))
+                    .with_path(&f)
+                    .into());
+                }
+                continue;
+            }
+            read.insert(key, (name.clone(), f.clone()));
             let (text, lossy) = read_text(&f)?;
             out.lossy += lossy as usize;
             out.examples.push(RawExample { origin: f.display().to_string(), line: 0, input: RawInput::Text(text), label: Some(name.clone()) });
@@ -1070,7 +1134,7 @@ fn decide_task(labels: &[&str], given: Option<&str>, origin: &dyn Fn(usize) -> S
             "target",
             quoted(labels[i]),
             format!(
-                "reads as a missing target (missing: empty, NA, N/A, NaN, null, None, ?, -) in {} of the {} training examples; drop those rows{as_class}",
+                "reads as a missing target (missing: {MISSING_SPELLINGS}) in {} of the {} training examples; drop those rows{as_class}",
                 missing.len(),
                 labels.len()
             ),
@@ -1387,7 +1451,7 @@ impl Encoder {
                                     parse_number(v).ok_or_else(|| {
                                         NnError::from(DataError::new(
                                             Location::Line(e.line),
-                                            format!("column {name:?}: {} {}, and the column is numeric{}", quoted(v), not_a_number(v), header_hint(raw, e.line)),
+                                            format!("column {name:?}: {} {}, and the column is numeric{}{}", quoted(v), not_a_number(v), missing_marker_hint(v), header_hint(raw, e.line)),
                                         ).with_path(&raw.path))
                                     })?
                                 };
@@ -1912,6 +1976,54 @@ fn check_options_fit(cfg: &DataConfig, format: Format) -> Result<(), NnError> {
     Ok(())
 }
 
+/// The folders of the `train/` + `test/` (+ `valid/`) layout.
+const SPLIT_FOLDERS: [&str; 3] = ["train", "test", "valid"];
+
+/// A note naming the folders beside `train/` and `test/` in `dir`, which that layout does not
+/// read: class folders put beside them would otherwise be dropped without a word.
+fn left_out_of_split_layout(dir: &Path) -> Result<Option<String>, NnError> {
+    let left: Vec<String> = subdirs(dir)?
+        .iter()
+        .filter_map(|d| d.file_name().map(|n| n.to_string_lossy().to_string()))
+        .filter(|n| !SPLIT_FOLDERS.contains(&n.as_str()))
+        .map(|n| format!("{n}/"))
+        .collect();
+    Ok((!left.is_empty()).then(|| {
+        let (are, them) = if left.len() == 1 { ("is", "it") } else { ("are", "them") };
+        format!(
+            "{}: {} beside train/ and test/ {are} not read: with train/ and test/, only train/, test/ and valid/ are read, each holding the class folders; move {them} into train/ and test/ as class folders, or out of {}",
+            dir.display(),
+            short_list(&left),
+            dir.display()
+        )
+    }))
+}
+
+/// A note naming class folders of `dir` named train, test or valid: the split layout was not
+/// recognised (it needs both `train/` and `test/`), so such a folder's texts became a class.
+fn split_names_as_classes(dir: &Path) -> Result<Option<String>, NnError> {
+    let named: Vec<String> = subdirs(dir)?
+        .iter()
+        .filter_map(|d| d.file_name().map(|n| n.to_string_lossy().to_string()))
+        .filter(|n| SPLIT_FOLDERS.iter().any(|s| n.eq_ignore_ascii_case(s)))
+        .collect();
+    if named.is_empty() {
+        return Ok(None);
+    }
+    let missing: Vec<String> = ["train", "test"].iter().filter(|s| !dir.join(s).is_dir()).map(|s| format!("{s}/")).collect();
+    let (folders, is) = if named.len() == 1 { ("folder", "is read as a class folder") } else { ("folders", "are read as class folders") };
+    Ok(Some(format!(
+        "{}: the {folders} {} {is}, as the train/test layout needs both train/ and test/ (lower case; valid/ is optional), each holding the class folders, and here {} {}; add {} beside it, or rename {} if {}",
+        dir.display(),
+        short_list(&named),
+        missing.join(" and "),
+        if missing.len() == 1 { "is missing" } else { "are missing" },
+        missing.join(" and "),
+        if named.len() == 1 { "the folder" } else { "the folders" },
+        if named.len() == 1 { "it is a class" } else { "they are classes" }
+    )))
+}
+
 /// Loads the file dataset of `cfg.path` (see the module docs). `rng` seeds the split.
 pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnError> {
     let Some(path) = cfg.path.as_deref() else {
@@ -1959,13 +2071,18 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
     };
     let mut given: [Option<RawSet>; 3] = [None, None, None];
     if format == Format::Folder && ["train", "test"].iter().all(|s| path.join(s).is_dir()) {
-        given[0] = Some(read(&path.join("train"), None)?);
+        let mut train = read(&path.join("train"), None)?;
+        train.notes.extend(left_out_of_split_layout(&path)?);
+        given[0] = Some(train);
         given[2] = Some(read(&path.join("test"), None)?);
         if path.join("valid").is_dir() {
             given[1] = Some(read(&path.join("valid"), None)?);
         }
     } else {
-        let raw = read(&path, label_file("target", &cfg.target)?.as_deref())?;
+        let mut raw = read(&path, label_file("target", &cfg.target)?.as_deref())?;
+        if format == Format::Folder {
+            raw.notes.extend(split_names_as_classes(&path)?);
+        }
         if format == Format::Lines && !explicit && lines_look_like_csv(&raw) {
             return Err(DataError::whole(
                 "is read as token lines (label, then tokens) by its name, but every line's first token holds a comma, as CSV rows do: give --format csv; for token lines, give --format lines",
@@ -2034,6 +2151,62 @@ pub fn from_image_sets(name: &str, train: &crate::data::ImageSet, test: Option<&
     Ok(l)
 }
 
+/// Fewer training examples than this make a class worth a warning: too few to learn from, and
+/// in a file of many rows usually a typo in one label.
+const FEW_EXAMPLES: usize = 3;
+
+/// Notes naming the classes a classifier can barely learn or is not scored on: those with
+/// fewer than [`FEW_EXAMPLES`] examples in the training split (with where the first is), and
+/// those with no example in the test split, whose precision and recall would be 0 and mean
+/// nothing.
+fn rare_and_untested_classes(path: &Path, classes: &[String], train: &RawSet, test: &Split, test_given: bool) -> Vec<String> {
+    // Entries already quoted: joined as they are, the first ten of more than twelve.
+    let listed = |v: &[String]| if v.len() <= 12 { v.join(", ") } else { format!("{}, … ({} in all)", v[..10].join(", "), v.len()) };
+    let mut count = vec![0usize; classes.len()];
+    let mut first: Vec<Option<&str>> = vec![None; classes.len()];
+    let index: HashMap<&str, usize> = classes.iter().enumerate().map(|(i, c)| (c.as_str(), i)).collect();
+    for e in &train.examples {
+        if let Some(&c) = e.label.as_deref().and_then(|l| index.get(class_key(l).as_str())) {
+            count[c] += 1;
+            first[c].get_or_insert(e.origin.as_str());
+        }
+    }
+    let mut out = Vec::new();
+    let rare: Vec<String> = (0..classes.len())
+        .filter(|&c| count[c] < FEW_EXAMPLES)
+        .map(|c| match (count[c], first[c]) {
+            (1, Some(o)) => format!("{} (1 example, {o})", quoted(&classes[c])),
+            (n, _) => format!("{} ({n} examples)", quoted(&classes[c])),
+        })
+        .collect();
+    if !rare.is_empty() {
+        out.push(format!(
+            "{}: {} with fewer than {FEW_EXAMPLES} training examples: {}; a typo in a label? a class this rare is hardly learned and hardly tested: fix the label, add examples, or remove them",
+            path.display(),
+            if rare.len() == 1 { "a class" } else { "classes" },
+            listed(&rare)
+        ));
+    }
+    let mut tested = vec![false; classes.len()];
+    for i in 0..test.len() {
+        if let Some(t) = tested.get_mut(test.targets.class(i)) {
+            *t = true;
+        }
+    }
+    let untested: Vec<String> = (0..classes.len()).filter(|&c| !tested[c]).map(|c| quoted(&classes[c])).collect();
+    if !untested.is_empty() {
+        out.push(format!(
+            "{}: {} no example in the test split: {}; the test scores say nothing about {it}: add examples of {it}{}",
+            path.display(),
+            if untested.len() == 1 { "a class has" } else { "classes have" },
+            listed(&untested),
+            if test_given { " to the test data" } else { " (a class's test share is the test fraction of its examples, rounded), or give --test FILE" },
+            it = if untested.len() == 1 { "it" } else { "them" },
+        ));
+    }
+    out
+}
+
 /// Splits, decides the task, fits the encoder and encodes: the common end of every loader.
 #[allow(clippy::too_many_arguments)]
 fn finish(
@@ -2081,6 +2254,7 @@ fn finish(
     }
     let keys: Vec<String> = if task_hint == Some("regression") { vec![String::new(); labels.len()] } else { labels.iter().map(|l| class_key(l)).collect() };
     let need = [false, given[1].is_none(), given[2].is_none()];
+    let test_given = given[2].is_some();
     let mut parts: [RawSet; 3] = Default::default();
     // With stratification: the number of classes and the size of the largest one.
     let mut strata_sizes: Option<(usize, usize)> = None;
@@ -2192,6 +2366,9 @@ fn finish(
     let train = it.next().flatten().expect("training split");
     let valid = it.next().flatten();
     let test = it.next().flatten().expect("test split");
+    if let Task::Classification { .. } = task {
+        warnings.extend(rare_and_untested_classes(&path, &schema.classes, &parts[0], &test, test_given));
+    }
     Ok(Loaded { dataset: Dataset { name: name.into(), task, train, valid, test, schema: Some(Box::new(schema.clone())) }, schema, warnings })
 }
 

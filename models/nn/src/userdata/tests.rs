@@ -331,9 +331,6 @@ fn predicting_text_lines_keeps_blank_lines_in_place() {
     assert!(warnings.iter().any(|w| w.contains("2 texts have no tokens")), "{warnings:?}");
 }
 
-/// Links back up a text folder (a loop) are not followed: each file is read once, under its own
-/// class; a link to a folder outside is followed.
-#[cfg(unix)]
 /// Numbers in spellings chi does not read (decimal commas, thousands separators, currency and
 /// percent signs) are named: a feature column read as categories is a warning, a target an
 /// error (it became one class per number); a column of nearly all distinct categories is a
@@ -378,6 +375,9 @@ fn numbers_in_other_spellings_and_near_unique_categories_are_named() {
     assert!(!l.warnings.iter().any(|w| w.contains("written with") || w.contains("distinct values")), "{:?}", l.warnings);
 }
 
+/// Links back up a text folder (a loop) are not followed: each file is read once, under its own
+/// class; a link to a folder outside is followed.
+#[cfg(unix)]
 #[test]
 fn symbolic_link_loops_in_a_text_folder_are_not_followed() {
     let d = TempDir::new("loop");
@@ -398,6 +398,140 @@ fn symbolic_link_loops_in_a_text_folder_are_not_followed() {
     // Prediction on a folder with a link to itself: one input per file.
     let (inputs, ids, _) = l.schema.encode_unlabelled(&root.join("neg")).unwrap();
     assert_eq!(inputs.len(), 13, "{ids:?}");
+}
+
+/// A file reached twice through links is read once: a class folder that is a link to another
+/// class folder is skipped and said (whether it sorts before or after it), a link to a file of
+/// the same class adds nothing, and a link into another class is an error naming both paths.
+#[cfg(unix)]
+#[test]
+fn a_file_reached_twice_through_links_is_read_once_and_never_under_two_classes() {
+    let d = TempDir::new("twice");
+    for i in 0..12 {
+        d.write(&format!("data/pos/p{i:02}.txt"), format!("good great {i}").as_bytes());
+        d.write(&format!("data/neg/n{i:02}.txt"), format!("bad awful {i}").as_bytes());
+    }
+    let root = d.0.join("data");
+    let total = |l: &Loaded| l.dataset.train.len() + l.dataset.valid.as_ref().map_or(0, |v| v.len()) + l.dataset.test.len();
+    for link in ["good", "zgood"] {
+        std::os::unix::fs::symlink("pos", root.join(link)).unwrap();
+        let l = load_cfg(&cfg(&root)).unwrap();
+        assert_eq!(l.schema.classes, ["neg", "pos"], "{link} is not a class of its own");
+        assert_eq!(total(&l), 24, "each file once");
+        let w = l.warnings.join("\n");
+        assert!(w.contains(&format!("data/{link}: the class folder \"{link}\" is a symbolic link to the class folder \"pos\" and is skipped")) && w.contains("give it files of its own"), "{w}");
+        // Evaluation reads the folder the same way.
+        let (split, w) = l.schema.encode_labelled(&root, None).unwrap();
+        assert_eq!(split.len(), 24);
+        assert!(w.iter().any(|w| w.contains("is a symbolic link to the class folder")), "{w:?}");
+        std::fs::remove_file(root.join(link)).unwrap();
+    }
+    // A link to a file of its own class: read once, in training and in prediction.
+    std::os::unix::fs::symlink("p00.txt", root.join("pos/again.txt")).unwrap();
+    let l = load_cfg(&cfg(&root)).unwrap();
+    assert_eq!(total(&l), 24);
+    let (inputs, ids, _) = l.schema.encode_unlabelled(&root).unwrap();
+    assert_eq!(inputs.len(), 24, "{ids:?}");
+    // A link into another class: one text under two labels.
+    std::fs::remove_file(root.join("pos/again.txt")).unwrap();
+    std::os::unix::fs::symlink("../pos/p00.txt", root.join("neg/link0.txt")).unwrap();
+    let e = load_cfg(&cfg(&root)).unwrap_err().to_string();
+    assert!(e.contains("neg/link0.txt") && e.contains("is the same file as") && e.contains("pos/p00.txt") && e.contains("class \"neg\" and of class \"pos\"") && e.contains("remove the link"), "{e}");
+    let e = l.schema.encode_labelled(&root, None).unwrap_err().to_string();
+    assert!(e.contains("neg/link0.txt") && e.contains("pos/p00.txt"), "{e}");
+}
+
+/// Folders beside `train/` and `test/` are not read, and said; a folder named like a split
+/// where the layout is not complete is read as a class, and said.
+#[test]
+fn folders_beside_train_and_test_and_classes_named_like_splits_are_said() {
+    let d = TempDir::new("layout");
+    for i in 0..12 {
+        for top in ["full", "extra", "half"] {
+            for split in ["train", "test"] {
+                if top == "half" && split == "test" {
+                    continue;
+                }
+                d.write(&format!("{top}/{split}/pos/p{i}.txt"), format!("good great {i}").as_bytes());
+                d.write(&format!("{top}/{split}/neg/n{i}.txt"), format!("bad awful {i}").as_bytes());
+            }
+        }
+        d.write(&format!("full/valid/pos/p{i}.txt"), b"good");
+        d.write(&format!("full/valid/neg/n{i}.txt"), b"bad");
+        d.write(&format!("extra/neutral/m{i}.txt"), b"so so");
+        d.write(&format!("extra/more/m{i}.txt"), b"so so");
+        d.write(&format!("half/pos/p{i}.txt"), b"good fun");
+        d.write(&format!("half/neg/n{i}.txt"), b"dull mess");
+    }
+    let l = load_cfg(&cfg(&d.0.join("full"))).unwrap();
+    assert!(!l.warnings.iter().any(|w| w.contains("not read") || w.contains("class folder")), "{:?}", l.warnings);
+    let l = load_cfg(&cfg(&d.0.join("extra"))).unwrap();
+    assert_eq!(l.schema.classes, ["neg", "pos"]);
+    let w = l.warnings.join("\n");
+    assert!(w.contains("extra: more/, neutral/ beside train/ and test/ are not read") && w.contains("move them into train/ and test/ as class folders"), "{w}");
+    let l = load_cfg(&cfg(&d.0.join("half"))).unwrap();
+    assert_eq!(l.schema.classes, ["neg", "pos", "train"]);
+    let w = l.warnings.join("\n");
+    assert!(w.contains("half: the folder train is read as a class folder") && w.contains("needs both train/ and test/") && w.contains("here test/ is missing"), "{w}");
+}
+
+/// A class with fewer than three training examples (a typo in one label, a folder of one
+/// file) is named with where its example is, and a class with no test example is named.
+#[test]
+fn classes_with_few_examples_or_no_test_example_are_named() {
+    let d = TempDir::new("rare");
+    let mut s = tabular_csv();
+    s.push_str("3.3,6.7,red,adelie?
+");
+    let mut c = cfg(&d.write("typo.csv", s.as_bytes()));
+    c.target = Some("species".into());
+    let l = load_cfg(&c).unwrap();
+    assert_eq!(l.schema.classes, ["adelie", "adelie?", "gentoo"]);
+    let w = l.warnings.join("\n");
+    assert!(w.contains("typo.csv: a class with fewer than 3 training examples: \"adelie?\" (1 example, ") && w.contains("typo.csv:42)") && w.contains("a typo in a label?"), "{w}");
+    assert!(w.contains("typo.csv: a class has no example in the test split: \"adelie?\"; the test scores say nothing about it") && w.contains("--test FILE"), "{w}");
+    // Classes of many examples say nothing.
+    let mut c = cfg(&d.write("plain.csv", tabular_csv().as_bytes()));
+    c.target = Some("species".into());
+    let l = load_cfg(&c).unwrap();
+    assert!(!l.warnings.iter().any(|w| w.contains("training examples") || w.contains("test split")), "{:?}", l.warnings);
+    // A class folder of one file.
+    for i in 0..12 {
+        d.write(&format!("texts/pos/p{i}.txt"), b"good fun");
+        d.write(&format!("texts/neg/n{i}.txt"), b"bad mess");
+    }
+    d.write("texts/meh/0.txt", b"so so");
+    let l = load_cfg(&cfg(&d.0.join("texts"))).unwrap();
+    let w = l.warnings.join("\n");
+    assert!(w.contains("\"meh\" (1 example, ") && w.contains("meh/0.txt)"), "{w}");
+    assert!(w.contains("a class has no example in the test split: \"meh\""), "{w}");
+}
+
+/// `n/a` in any letter case and a spreadsheet's `#N/A` are missing values; a value that looks
+/// like another marker of a missing value is an error that lists the spellings read as missing.
+#[test]
+fn n_a_in_any_case_is_missing_and_other_markers_are_hinted() {
+    for v in ["n/a", "N/a", " N/A ", "#N/A", "#n/a"] {
+        assert!(is_missing(v), "{v}");
+    }
+    let d = TempDir::new("na");
+    let mut s = String::from("a,b,label\n");
+    for i in 0..30 {
+        let a = match i {
+            3 => "n/a".to_string(),
+            4 => "#N/A".to_string(),
+            _ => format!("{i}.5"),
+        };
+        s.push_str(&format!("{a},{},{}\n", i % 4, i % 2));
+    }
+    let l = load_cfg(&cfg(&d.write("na.csv", s.as_bytes()))).unwrap();
+    assert!(matches!(&l.schema.encoder, Encoder::Tabular { columns } if matches!(columns[0], Column::Numeric { .. })), "a stays numeric");
+    for (marker, hinted) in [("missing", true), (".", true), ("#VALUE!", true), ("apple", false)] {
+        let bad = d.write("bad.csv", format!("a,b,label\n{marker},1,0\n").as_bytes());
+        let e = l.schema.encode_labelled(&bad, None).unwrap_err().to_string();
+        assert!(e.contains("is not a number, and the column is numeric"), "{e}");
+        assert_eq!(e.contains("if it marks a missing value, write it as one of the spellings read as missing: empty, NA, N/A (any case), #N/A"), hinted, "{marker}: {e}");
+    }
 }
 
 #[test]

@@ -1,0 +1,60 @@
+//! `chi train` and `chi eval` on user data that used to pass without a word: a class folder
+//! that is a link to another, and an evaluation of many classes.
+
+use super::user_data::{ok, s};
+use std::path::PathBuf;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("chi-userdata-more-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A class folder that is a symbolic link to another class folder is not a class: its files
+/// are read once, under their own class, and the warning names the link.
+#[cfg(unix)]
+#[test]
+fn a_class_folder_linked_to_another_is_read_once_and_said() {
+    let root = tmp("link");
+    let data = root.join("data");
+    for i in 0..12 {
+        for (c, t) in [("pos", "good great fun"), ("neg", "bad awful dull")] {
+            std::fs::create_dir_all(data.join(c)).unwrap();
+            std::fs::write(data.join(c).join(format!("{i}.txt")), format!("{t} {i}")).unwrap();
+        }
+    }
+    std::os::unix::fs::symlink("pos", data.join("good")).unwrap();
+    let run = root.join("run");
+    let t = ok(&["train", "--data", s(&data), "--steps", "5", "--quiet", "--no-plots", "--out", s(&run)]);
+    assert!(t.contains("2 classes: neg, pos"), "{t}");
+    assert!(t.contains("warning: ") && t.contains("data/good: the class folder \"good\" is a symbolic link to the class folder \"pos\" and is skipped"), "{t}");
+    let e = ok(&["eval", s(&run), "--split", "train", "--report", s(&root.join("ev"))]);
+    assert!(!e.contains("good  "), "no class good in the report:\n{e}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The evaluation of 40 classes prints the confusion of the most frequent ones, with the
+/// others summed, and says where the whole matrix is; confusion.csv holds every class.
+#[test]
+fn eval_of_many_classes_prints_a_bounded_confusion_matrix() {
+    let root = tmp("many");
+    let csv = root.join("many.csv");
+    let mut text = String::from("x,y,label\n");
+    for i in 0..400 {
+        let c = i % 40;
+        text.push_str(&format!("{},{},k{c}\n", c as f64 + (i / 40) as f64 * 0.01, (c % 5) as f64));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let run = root.join("run");
+    ok(&["train", "--data", s(&csv), "--steps", "5", "--quiet", "--no-plots", "--out", s(&run)]);
+    let report = root.join("ev");
+    let e = ok(&["eval", s(&run), "--split", "train", "--report", s(&report)]);
+    assert!(e.contains("confusion matrix of the 29 most frequent of the 40 classes, the others summed as \"(other classes)\"") && e.contains("every class is in confusion.csv"), "{e}");
+    let matrix: Vec<&str> = e.lines().skip_while(|l| !l.starts_with("confusion matrix")).skip(1).take_while(|l| !l.starts_with("wrote")).collect();
+    assert_eq!(matrix.len(), 31, "a header, 29 classes and the others:\n{e}");
+    assert_eq!(std::fs::read_to_string(report.join("confusion.csv")).unwrap().lines().count(), 41);
+    let svg = std::fs::read_to_string(report.join("confusion.svg")).unwrap();
+    assert!(svg.contains("the 29 most frequent of 40 classes"), "the picture says so");
+    let _ = std::fs::remove_dir_all(&root);
+}
