@@ -353,6 +353,8 @@ impl FileOptions {
 /// Chooses the target column of a header: the one given, else one named like a label.
 fn target_column(header: &[String], given: Option<&str>, path: &Path) -> Result<usize, NnError> {
     if let Some(t) = given {
+        // Names are compared without the spaces around them, on both sides (as `--features`).
+        let t = t.trim();
         return header.iter().position(|h| h.trim() == t).ok_or_else(|| {
             DataError::new(Location::Line(1), format!("no target column {t:?}; the columns are {}{}", short_list(header), separator_hint(header))).with_path(path).into()
         });
@@ -386,12 +388,16 @@ fn target_column(header: &[String], given: Option<&str>, path: &Path) -> Result<
 /// A hint for a header read as one column that holds another common separator.
 fn separator_hint(header: &[String]) -> String {
     match header {
-        [only] => [b';', b'|', b'\t']
+        [only] => [b';', b'|', b'\t', b',']
             .into_iter()
             .find(|&c| only.contains(c as char))
             .and_then(|c| Some((c as char, crate::data::csv::separator_name(c)?)))
             .map(|(c, name)| {
-                let fix = if c == '\t' { "name it .tsv".to_string() } else { format!("convert it to commas (e.g. `tr '{c}' ','`)") };
+                let fix = match c {
+                    '\t' => "name it .tsv, or give --format tsv".to_string(),
+                    ',' => "name it .csv, or give --format csv".to_string(),
+                    _ => format!("convert it to commas (e.g. `tr '{c}' ','`)"),
+                };
                 format!(". The header is one column holding {name}s: is the file {name}-separated? chi reads commas (.csv) and tabs (.tsv); {fix}")
             })
             .unwrap_or_default(),
@@ -494,7 +500,7 @@ fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnE
     if recs.is_empty() {
         return Err(DataError::whole("holds no rows").with_path(path).into());
     }
-    let header = o.header.unwrap_or_else(|| has_header(&recs, o.target.as_deref()));
+    let header = o.header.unwrap_or_else(|| has_header(&recs, o.target.as_deref().map(str::trim)));
     let names = column_names(&recs[0].fields, header);
     let unnamed: Vec<bool> = recs[0].fields.iter().map(|f| header && f.trim().is_empty()).collect();
     unique_names(&names, path)?;
@@ -1404,6 +1410,9 @@ struct Replaced {
     /// Missing values of a column that had none in training (no missing category to encode).
     missing_unseen: usize,
     unseen_categories: usize,
+    /// The column and value of the first unseen category, and a training category that
+    /// differs from it only in letter case.
+    first_unseen: Option<(String, String, Option<String>)>,
     empty_texts: usize,
     /// Texts with more tokens than the tokenizer keeps, the limit, and the first such text.
     cut_texts: usize,
@@ -1466,14 +1475,17 @@ impl Encoder {
                                 }
                                 x.push(z);
                             }
-                            Column::Categorical { categories, .. } => {
+                            Column::Categorical { name, categories } => {
                                 let missing = is_missing(v);
                                 let key = if missing { MISSING } else { v.trim() };
                                 let hit = categories.iter().position(|c| c == key);
                                 match (missing, hit) {
                                     (true, Some(_)) => rep.missing_categories += 1,
                                     (true, None) => rep.missing_unseen += 1,
-                                    (false, None) => rep.unseen_categories += 1,
+                                    (false, None) => {
+                                        rep.unseen_categories += 1;
+                                        rep.first_unseen.get_or_insert_with(|| (name.clone(), key.to_string(), categories.iter().find(|c| c.to_lowercase() == key.to_lowercase()).cloned()));
+                                    }
                                     (false, Some(_)) => {}
                                 }
                                 x.extend((0..categories.len()).map(|j| if Some(j) == hit { 1.0 } else { 0.0 }));
@@ -1514,7 +1526,12 @@ impl Replaced {
             warnings.push(format!("{what}: {} missing categorical values in columns that had none in training (encoded as all zeros)", self.missing_unseen));
         }
         if self.unseen_categories > 0 {
-            warnings.push(format!("{what}: {} categorical values not seen in training (encoded as all zeros)", self.unseen_categories));
+            let first = self.first_unseen.as_ref().map_or(String::new(), |(c, v, case)| {
+                let case = case.as_ref().map_or(String::new(), |k| format!(", where training has {} (categories are compared as written)", quoted(k)));
+                format!("; the first: {} in column {c:?}{case}", quoted(v))
+            });
+            let n = self.unseen_categories;
+            warnings.push(format!("{what}: {n} categorical value{} not seen in training (encoded as all zeros){first}", if n == 1 { "" } else { "s" }));
         }
         if self.empty_texts > 0 {
             warnings.push(format!("{what}: {} texts have no tokens (encoded as one <unk>)", self.empty_texts));
@@ -1613,8 +1630,9 @@ impl DataSchema {
     }
 
     /// The targets of raw labelled examples: class ids (classification; a label not seen in
-    /// training is an error naming the example) or values (regression).
-    fn targets(&self, raw: &RawSet) -> Result<Targets, NnError> {
+    /// training is an error naming the example) or values (regression). Labels matched to a
+    /// class by value rather than as written are counted in a note.
+    fn targets(&self, raw: &RawSet, notes: &mut Vec<String>) -> Result<Targets, NnError> {
         match self.task {
             Task::Regression => {
                 let (mean, sd) = self.target_scale.unwrap_or((0.0, 1.0));
@@ -1649,10 +1667,17 @@ impl DataSchema {
                     hits.next().is_none().then_some(first)
                 };
                 let mut v = Vec::with_capacity(raw.examples.len());
+                let mut valued: Vec<(String, &str)> = Vec::new();
                 for e in &raw.examples {
                     let l = e.label.as_deref().unwrap_or("");
                     let key = class_key(l);
-                    v.push(index.get(key.as_str()).copied().or_else(|| by_value(&key)).ok_or_else(|| {
+                    let exact = index.get(key.as_str()).copied();
+                    if exact.is_none() {
+                        if let Some(c) = by_value(&key) {
+                            valued.push((key.clone(), self.classes[c].as_str()));
+                        }
+                    }
+                    v.push(exact.or_else(|| by_value(&key)).ok_or_else(|| {
                         let same: Vec<String> = parse_number(&key).map_or_else(Vec::new, |x| self.classes.iter().filter(|c| parse_number(c) == Some(x)).cloned().collect());
                         if same.len() > 1 {
                             return NnError::invalid(&e.origin, "label", quoted(l), format!("has the value of the classes {}, which training kept apart as written: spell it as one of them", short_list(&same)));
@@ -1662,6 +1687,19 @@ impl DataSchema {
                         }
                         NnError::invalid(&e.origin, "label", quoted(l), format!("was not seen in training (the classes are {}){}", short_list(&self.classes), header_hint(raw, e.line)))
                     })?);
+                }
+                if let Some((label, class)) = valued.first() {
+                    // Training keeps labels as written ("1" and "1.0" are two classes there):
+                    // a match by value is said, so a different spelling is not taken silently.
+                    notes.push(format!(
+                        "{}: {} label{} matched a class by value, not as written ({} is read as class {}{})",
+                        raw.path.display(),
+                        valued.len(),
+                        if valued.len() == 1 { "" } else { "s" },
+                        quoted(label),
+                        quoted(class),
+                        if valued.len() > 1 { ", …" } else { "" }
+                    ));
                 }
                 Ok(Targets::Classes(v))
             }
@@ -1760,7 +1798,33 @@ impl DataSchema {
         }
         warnings.extend(raw.notes.iter().cloned());
         rep.report(&path.display().to_string(), &mut warnings);
+        warnings.extend(self.header_like_first_row(raw));
         Ok((inputs, warnings))
+    }
+
+    /// A note when the model was trained on a file without a header and line 1 of `raw` reads
+    /// like one: every value a category training never saw. (A header over numeric columns is
+    /// already an error, as its names are not numbers; over categorical ones it would be
+    /// predicted as a row.)
+    fn header_like_first_row(&self, raw: &RawSet) -> Option<String> {
+        let (Some(_), Encoder::Tabular { columns }) = (&self.headerless_columns, &self.encoder) else { return None };
+        let first = raw.examples.first().filter(|e| e.line == 1)?;
+        let RawInput::Row(r) = &first.input else { return None };
+        let mut values = Vec::new();
+        for (c, col) in columns.iter().enumerate() {
+            let v = r.get(c).map(|v| v.trim()).unwrap_or("");
+            match col {
+                Column::Categorical { categories, .. } if !is_missing(v) && !categories.iter().any(|k| k == v) => values.push(v),
+                _ => return None,
+            }
+        }
+        (!values.is_empty()).then(|| {
+            format!(
+                "{}: line 1 ({}) is read as data, but none of its values was seen in training: if it is a header, remove it (the model was trained on a file without one)",
+                raw.path.display(),
+                values.join(", ")
+            )
+        })
     }
 
     /// A labelled file (or folder) encoded as training did: a split for `chi eval`. `labels`
@@ -1780,8 +1844,8 @@ impl DataSchema {
             _ => {}
         }
         let raw = self.read_raw(path, labels, true)?;
-        let (inputs, warnings) = self.encode_read(&raw, path)?;
-        let targets = self.targets(&raw)?;
+        let (inputs, mut warnings) = self.encode_read(&raw, path)?;
+        let targets = self.targets(&raw, &mut warnings)?;
         Ok((Split { inputs, targets }, warnings))
     }
 
@@ -2358,7 +2422,7 @@ fn finish(
         }
         let mut rep = Replaced::default();
         let inputs = schema.encoder.encode(s, &mut rep)?;
-        let targets = schema.targets(s)?;
+        let targets = schema.targets(s, &mut warnings)?;
         rep.report(&format!("{} ({what} split)", s.path.display()), &mut warnings);
         splits.push(Some(Split { inputs, targets }));
     }

@@ -877,6 +877,36 @@ fn a_headerless_file_is_read_without_a_header_at_evaluation_and_prediction() {
     assert_eq!(serde_json::from_str::<DataSchema>(&json).unwrap(), l.schema);
 }
 
+/// A model of categorical columns trained without a header: a header line in a new file
+/// would be predicted as a row, so a line 1 of only unseen values is named in a note.
+#[test]
+fn a_header_over_categorical_columns_of_a_headerless_model_is_named() {
+    let d = TempDir::new("cathdr");
+    let mut s = String::new();
+    for i in 0..40 {
+        s.push_str(&format!("{},{},{}\n", ["red", "blue"][i % 2], ["s", "m", "l"][i % 3], ["yes", "no"][i % 2]));
+    }
+    let l = load_cfg(&cfg(&d.write("cat.csv", s.as_bytes()))).unwrap();
+    assert!(l.schema.headerless_columns.is_some());
+    let (inputs, _, w) = l.schema.encode_unlabelled(&d.write("in.csv", b"colour,size\nred,s\nblue,m\n")).unwrap();
+    assert_eq!(inputs.len(), 3);
+    assert!(w.iter().any(|w| w.contains("line 1 (colour, size) is read as data, but none of its values was seen in training")), "{w:?}");
+    let (_, _, w) = l.schema.encode_unlabelled(&d.write("ok.csv", b"red,s\nblue,m\n")).unwrap();
+    assert!(!w.iter().any(|w| w.contains("line 1")), "{w:?}");
+    // An unseen category is named with its column, and a spelling in other letter case.
+    let (_, _, w) = l.schema.encode_unlabelled(&d.write("case.csv", b"red,s\nRed,m\n")).unwrap();
+    assert!(w.iter().any(|w| w.contains("1 categorical value not seen in training") && w.contains("the first: \"Red\" in column \"column1\", where training has \"red\"")), "{w:?}");
+}
+
+/// `--target` is compared without the spaces around it, as `--features` and the header are.
+#[test]
+fn a_target_name_with_spaces_around_it_is_found() {
+    let d = TempDir::new("trim");
+    let mut c = cfg(&d.write("t.csv", tabular_csv().as_bytes()));
+    c.target = Some(" species ".into());
+    assert_eq!(load_cfg(&c).unwrap().schema.classes, ["adelie", "gentoo"]);
+}
+
 #[test]
 fn labels_keep_their_spelling_and_new_spellings_match_by_value() {
     let d = TempDir::new("labels");
@@ -910,8 +940,11 @@ fn labels_keep_their_spelling_and_new_spellings_match_by_value() {
     assert_eq!(load_cfg(&m).unwrap().schema.classes, ["2", "10", "1a", "b"]);
     // `1.0` in a new file is the class `01` (the only class of that value); `7.00` matches
     // two classes by value and none by text: an error.
-    let (split, _) = l.schema.encode_labelled(&d.write("e.csv", b"x,code\n1,1.0\n2,02\n"), None).unwrap();
+    let (split, notes) = l.schema.encode_labelled(&d.write("e.csv", b"x,code\n1,1.0\n2,02\n"), None).unwrap();
     assert_eq!((split.targets.class(0), split.targets.class(1)), (0, 1));
+    assert!(notes.iter().any(|n| n.contains("1 label matched a class by value, not as written (\"1.0\" is read as class \"01\")")), "{notes:?}");
+    let (_, notes) = l.schema.encode_labelled(&d.write("e2.csv", b"x,code\n1,01\n2,02\n"), None).unwrap();
+    assert!(!notes.iter().any(|n| n.contains("by value")), "{notes:?}");
     let e = l.schema.encode_labelled(&d.write("f.csv", b"x,code\n1,7.00\n"), None).unwrap_err().to_string();
     assert!(e.contains("has the value of the classes 7, 7.0"), "{e}");
     let e = l.schema.encode_labelled(&d.write("g.csv", b"x,code\n1,8\n"), None).unwrap_err().to_string();
