@@ -2173,6 +2173,15 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
     }
     for (slot, file, labels, key) in [(1, &cfg.valid_path, &cfg.valid_target, "valid_target"), (2, &cfg.test_path, &cfg.test_target, "test_target")] {
         if let Some(f) = file {
+            if format == Format::Folder && Path::new(f).is_file() {
+                let flag = if slot == 1 { "valid" } else { "test" };
+                return Err(NnError::invalid(
+                    "data",
+                    flag,
+                    f,
+                    "is a file, but the training data is a folder of class folders, so held-out data must be one too (DIR/CLASS/file.txt …); to score a CSV of texts, train, then give it to chi eval",
+                ));
+            }
             given[slot] = Some(read(Path::new(f), label_file(key, labels)?.as_deref())?);
         }
     }

@@ -280,6 +280,12 @@ fn text_folders_with_lossy_files_and_given_splits() {
     assert_eq!(l.dataset.test.len(), 2, "the test folder is the test split");
     assert!(l.dataset.valid.is_some(), "a validation share is taken from train/");
     assert!(l.warnings.iter().any(|w| w.contains("not valid UTF-8")), "{:?}", l.warnings);
+    // A file as the held-out data of a folder: named as such (the message told the user to
+    // leave out a --format folder they never gave).
+    let mut c = cfg(&d.0.join("train"));
+    c.test_path = Some(d.write("held.csv", b"text,label\ngood,pos\n").display().to_string());
+    let e = load_cfg(&c).unwrap_err().to_string();
+    assert!(e.contains("held.csv") && e.contains("is a file, but the training data is a folder of class folders") && !e.contains("--format folder"), "{e}");
     // Prediction on a folder of files: one input per file, ids are relative paths.
     let (inputs, ids, _) = l.schema.encode_unlabelled(&d.0.join("test")).unwrap();
     assert_eq!(inputs.len(), 2);
