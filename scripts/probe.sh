@@ -259,7 +259,9 @@ if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
     run err  out-read-only      "${AS_NOBODY[@]}" "$CHI" "${T[@]}" --out "$W/ro/run"
     run err  out-read-only-self "${AS_NOBODY[@]}" "$CHI" "${T[@]}" --out "$W/ro"
     D="$(fresh rodone)"; "$CHI" "${T[@]}" --out "$D" >/dev/null 2>&1; chmod -R a+rX,a-w "$D"
-    run ok   eval-read-only-run "${AS_NOBODY[@]}" "$CHI" eval --out "$D"
+    # The evaluation is printed, but its report cannot be written into the run: an error that
+    # names --report DIR.
+    run err  eval-read-only-run "${AS_NOBODY[@]}" "$CHI" eval --out "$D"
     run err  resume-read-only-run "${AS_NOBODY[@]}" "$CHI" train --quiet --out "$D" --resume --steps 6
     run err  graph-read-only    "${AS_NOBODY[@]}" "$CHI" --out "$W/ro" graph mlp
     run err  teach-read-only    "${AS_NOBODY[@]}" "$CHI" teach mlp -o "$W/ro/t.html"
@@ -274,7 +276,8 @@ run err  eval-split-unknown   "$CHI" eval --out "$D" --split validation
 run err  eval-empty-dir       "$CHI" eval --out "$(mkdir -p "$W/evempty"; echo "$W/evempty")"
 run err  eval-missing-out     "$CHI" eval --out "$W/nothing-here"
 run err  eval-ckpt-missing    "$CHI" eval --checkpoint "$W/nope.ckpt"
-run err  eval-ckpt-directory  "$CHI" eval --checkpoint "$D"
+# A run directory and a weights file are models too (`--checkpoint` is the same as MODEL).
+run ok   eval-ckpt-directory  "$CHI" eval --checkpoint "$D"
 run err  eval-ckpt-empty      "$CHI" eval --checkpoint "$W/afile"
 run err  eval-ckpt-dev-zero   "$CHI" eval --checkpoint /dev/zero
 run err  eval-ckpt-dev-urandom "$CHI" eval --checkpoint /dev/urandom
@@ -282,7 +285,7 @@ head -c 4000 "$CK" >"$W/trunc.ckpt"
 run err  eval-ckpt-truncated  "$CHI" eval --checkpoint "$W/trunc.ckpt"
 cp "$CK" "$W/flip.ckpt"; printf '\xff' | dd of="$W/flip.ckpt" bs=1 seek=300 conv=notrunc 2>/dev/null
 run err  eval-ckpt-bitflip    "$CHI" eval --checkpoint "$W/flip.ckpt"
-run err  eval-weights-only    "$CHI" eval --checkpoint "$D/model.safetensors"
+run ok   eval-weights-only    "$CHI" eval --checkpoint "$D/model.safetensors"
 run err  eval-config-as-ckpt  "$CHI" eval --checkpoint "$D/config.toml"
 printf '\xff\xff\xff\xff\xff\xff\xff\x7f{}' >"$W/hugeheader.ckpt"
 run err  eval-ckpt-huge-header "$CHI" eval --checkpoint "$W/hugeheader.ckpt"
