@@ -29,7 +29,8 @@ pub struct TrainArgs {
     /// label file of .npy / IDX inputs.
     #[arg(long)]
     pub target: Option<String>,
-    /// Feature columns of a CSV/TSV, comma-separated (default: all but the target).
+    /// Feature columns of a CSV/TSV, comma-separated; a name holding a comma in double quotes,
+    /// as in the header: `--features 'a,"x,y"'` (default: all but the target).
     #[arg(long)]
     pub features: Option<String>,
     /// Text column of a CSV/TSV (text classification; detected when there is one text column).
@@ -275,7 +276,7 @@ fn overrides(args: &TrainArgs) -> Result<Vec<Override>, String> {
     });
     flag!("--data", data, args.data.clone().unwrap_or_default(), |c, v| { c.dataset = v.0.clone(); c.data.path = v.1.clone(); }, |c| c.data.path.clone().unwrap_or_else(|| c.dataset.clone()));
     flag!("--target", args.target.clone(), args.target.clone().unwrap_or_default(), |c, v| c.data.target = Some(v.clone()), |c| format!("{:?}", c.data.target));
-    let features = args.features.as_deref().map(|f| f.split(',').map(|s| s.trim().to_string()).collect::<Vec<_>>());
+    let features = args.features.as_deref().map(split_feature_list);
     flag!("--features", features, args.features.clone().unwrap_or_default(), |c, v| c.data.features = Some(v.clone()), |c| format!("{:?}", c.data.features));
     flag!("--text-column", args.text_column.clone(), args.text_column.clone().unwrap_or_default(), |c, v| c.data.text_column = Some(v.clone()), |c| format!("{:?}", c.data.text_column));
     if let Some(t) = args.task.as_deref() {
@@ -381,6 +382,28 @@ pub fn resolve_config(args: &TrainArgs, seed: u64) -> Result<Config, String> {
 
 /// The model `chi train --data` uses on texts when no model is named.
 pub const DEFAULT_TEXT_MODEL: &str = "bow";
+
+/// The column names of `--features a,b,"x,y"`: split at commas outside double quotes (a
+/// column whose name holds a comma is quoted, as in the CSV header), trimmed, quotes removed
+/// (`""` inside quotes is one `"`).
+pub fn split_feature_list(list: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let (mut quoted, mut chars) = (false, list.chars().peekable());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur).trim().to_string()),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur.trim().to_string());
+    out
+}
 
 /// The feature columns of a new run name each column once and no empty name: a duplicate would
 /// encode the column twice, an empty name (`a,,b`) selects nothing the user meant. `source`
@@ -849,6 +872,8 @@ mod tests {
     fn feature_lists_name_each_column_once() {
         let list = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(check_features(Some(&list(&["x", "z"])), "--features").is_ok());
+        assert_eq!(split_feature_list(" a, b ,\"x,y\", \"say \"\"hi\"\"\""), ["a", "b", "x,y", "say \"hi\""]);
+        assert_eq!(split_feature_list("größe (cm),日本 語"), ["größe (cm)", "日本 語"]);
         assert!(check_features(None, "--features").is_ok());
         let e = check_features(Some(&list(&["x", "z", "x"])), "--features").unwrap_err();
         assert!(e.contains("--features") && e.contains("\"x\" more than once"), "{e}");
