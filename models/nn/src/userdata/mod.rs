@@ -151,8 +151,8 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, NnError> {
 
 /// Text of a file that should be text: binary files are an error, non-UTF-8 bytes are
 /// replaced (and counted by the caller through the returned flag). UTF-16 with a byte-order
-/// mark (what spreadsheets save as "Unicode text") is decoded, and a file whose lines end in a
-/// bare carriage return (old Mac line endings) has them read as line breaks.
+/// mark (what spreadsheets save as "Unicode text") is decoded, and bare carriage returns (old
+/// Mac line endings, also mixed with others) are read as line breaks.
 fn read_text(path: &Path) -> Result<(String, bool), NnError> {
     let bytes = read_bounded(path)?;
     let (mut text, lossy) = match text::decode_utf16(&bytes) {
@@ -165,8 +165,10 @@ fn read_text(path: &Path) -> Result<(String, bool), NnError> {
             text::decode_lossy(b)
         }
     };
-    if !text.contains('\n') && text.contains('\r') {
-        text = text.replace('\r', "\n");
+    // A bare carriage return, alone (old Mac line endings) or mixed with other line endings (a
+    // file joined from two systems), is a line break; CRLF is left to the readers.
+    if text.contains('\r') && text.match_indices('\r').any(|(i, _)| !text[i + 1..].starts_with('\n')) {
+        text = text.replace("\r\n", "\n").replace('\r', "\n");
     }
     Ok((text, lossy))
 }

@@ -904,6 +904,20 @@ fn a_header_over_categorical_columns_of_a_headerless_model_is_named() {
     assert!(w.iter().any(|w| w.contains("1 categorical value not seen in training") && w.contains("the first: \"Red\" in column \"column1\", where training has \"red\"")), "{w:?}");
 }
 
+/// A file whose line endings are mixed (LF, then CR alone) is read line by line (the CR lines
+/// were one record of many fields).
+#[test]
+fn mixed_line_endings_are_read_as_lines() {
+    let d = TempDir::new("mixnl");
+    let mut s = String::from("x,y,label\n");
+    for i in 0..40 {
+        s.push_str(&format!("{i},{},{}{}", 40 - i, ["a", "b"][i % 2], if i < 20 { "\n" } else if i < 30 { "\r" } else { "\r\n" }));
+    }
+    let l = load_cfg(&cfg(&d.write("mix.csv", s.as_bytes()))).unwrap();
+    let n = l.dataset.train.len() + l.dataset.valid.as_ref().map_or(0, |v| v.len()) + l.dataset.test.len();
+    assert_eq!(n, 40);
+}
+
 /// `--target` is compared without the spaces around it, as `--features` and the header are.
 #[test]
 fn a_target_name_with_spaces_around_it_is_found() {
