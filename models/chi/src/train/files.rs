@@ -95,6 +95,16 @@ pub fn describe(schema: &DataSchema, cfg: &DataConfig) -> String {
         Task::Binary => format!("binary: {}", short_list(&classes)),
         Task::Classification { classes: k } => format!("classification, {k} classes: {}", short_list(&classes)),
     };
+    // A numeric target's task was decided from its values (whole numbers, at most 20 distinct:
+    // classes; else regression): say so, and how to change it, where a file does not say.
+    let numeric_classes = !classes.is_empty() && classes.iter().all(|c| c.trim().parse::<f64>().is_ok());
+    let task = match (&schema.task, cfg.task.is_none() && matches!(schema.format, Format::Csv | Format::Tsv)) {
+        (Task::Regression, true) => format!("{task}: the targets are numbers with fractions or over {} values; --task classification if they are classes", chi_nn::userdata::MAX_INTEGER_CLASSES),
+        (Task::Classification { .. } | Task::Binary, true) if numeric_classes => {
+            format!("{task}: the targets are whole numbers, at most {} distinct; --task regression if they are amounts", chi_nn::userdata::MAX_INTEGER_CLASSES)
+        }
+        _ => task,
+    };
     let inputs = match &schema.encoder {
         Encoder::Tabular { columns } => {
             let names: Vec<String> = columns.iter().map(|c| c.name().to_string()).collect();

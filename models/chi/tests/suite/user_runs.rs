@@ -95,11 +95,22 @@ fn train_names_the_target_task_and_inputs() {
     let xyz = root.join("xyz.csv");
     xyz_csv(&xyz, 120);
     let t = ok(&["train", "--data", s(&xyz), "--steps", "5", "--quiet", "--no-plots", "--out", s(&root.join("xyz"))]);
-    assert!(t.contains("data: target \"y\" (regression), features x, z, value (3 numeric, 0 categorical)"), "{t}");
+    assert!(t.contains("data: target \"y\" (regression: the targets are numbers with fractions or over 20 values; --task classification if they are classes), features x, z, value (3 numeric, 0 categorical)"), "{t}");
     let reviews = root.join("reviews.csv");
     keyword_csv(&reviews, 60, 1);
     let t = ok(&["train", "--data", s(&reviews), "--model", "bow", "--steps", "5", "--quiet", "--no-plots", "--out", s(&root.join("text"))]);
     assert!(t.contains("data: target \"label\" (classification, 2 classes: bad, good), text column \"review\", vocabulary "), "{t}");
+    // Whole-number targets: classes, and the line says why and how to change it.
+    let codes = root.join("codes.csv");
+    let mut c = String::from("a,b,label\n");
+    for i in 0..90 {
+        c.push_str(&format!("{},{},{}\n", i % 7, i % 5, [10, 20, 30][i % 3]));
+    }
+    std::fs::write(&codes, c).unwrap();
+    let t = ok(&["train", "--data", s(&codes), "--steps", "2", "--quiet", "--no-plots", "--out", s(&root.join("codes"))]);
+    assert!(t.contains("(classification, 3 classes: 10, 20, 30: the targets are whole numbers, at most 20 distinct; --task regression if they are amounts)"), "{t}");
+    let t = ok(&["train", "--data", s(&codes), "--task", "classification", "--steps", "2", "--quiet", "--no-plots", "--out", s(&root.join("codes2"))]);
+    assert!(t.contains("(classification, 3 classes: 10, 20, 30), features"), "{t}");
     let _ = std::fs::remove_dir_all(&root);
 }
 
