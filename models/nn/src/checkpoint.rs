@@ -33,7 +33,7 @@ pub const OPTIM_PREFIX: &str = "__optim__.";
 /// float, which the schedules and Adam's bias correction compute with).
 pub const MAX_STEP: u64 = 1 << 53;
 const FORMAT_KEY: &str = "chi.format";
-const CHECKSUM_KEY: &str = "chi.checksum";
+pub(crate) const CHECKSUM_KEY: &str = "chi.checksum";
 
 /// Whether two paths name the same existing file (or directory), links and `..` resolved.
 pub fn same_file(a: &Path, b: &Path) -> bool {
@@ -147,7 +147,7 @@ pub fn fnv(h: &mut u64, bytes: &[u8]) {
 
 /// Checksum over the metadata (except the checksum itself) and (name, dtype, shape, bytes) of
 /// the tensors, in name order.
-fn checksum<'a>(meta: &HashMap<String, String>, tensors: impl Iterator<Item = (&'a str, String, &'a [usize], &'a [u8])>) -> u64 {
+pub(crate) fn checksum<'a>(meta: &HashMap<String, String>, tensors: impl Iterator<Item = (&'a str, String, &'a [usize], &'a [u8])>) -> u64 {
     let mut items: Vec<_> = tensors.collect();
     items.sort_by(|a, b| a.0.cmp(b.0));
     let mut h = FNV_OFFSET;
@@ -390,6 +390,11 @@ pub fn save_checkpoint<T: Float>(path: &Path, params: &[Param<T>], optim: &Optim
     let mut tensors: Vec<_> = params.iter().map(|p| (p.name().to_string(), p.shape(), p.to_vec())).collect();
     let mut steps = BTreeMap::new();
     for (name, ps) in &st.params {
+        // What `load_checkpoint` refuses is not written: a parameter cannot have had more
+        // updates than the run has had steps.
+        if ps.step > meta.step {
+            return Err(NnError::format(path, format!("not written: the optimiser has made {} updates of {name:?}, more than CheckpointMeta::step {} (give the number of optimiser steps taken)", ps.step, meta.step)));
+        }
         let shape = params.iter().find(|p| p.name() == *name).map(|p| p.shape()).unwrap_or_else(|| vec![0]);
         for (slot, buf) in &ps.slots {
             tensors.push((format!("{OPTIM_PREFIX}{slot}.{name}"), shape.clone(), buf.clone()));

@@ -25,14 +25,15 @@
 //! ## Sparse (row) gradients
 //! A parameter marked with `Tensor::sparse_grad` (an embedding table) delivers its gradient as
 //! rows ([`chi_autodiff::SparseRows`]). Duplicate rows are first summed (coalesced). Then:
-//! * SGD without momentum, Adagrad: only the touched rows of the value and of the state change
-//!   (exactly what the dense update would do, since untouched rows have zero gradient — for
-//!   Adagrad this is PyTorch's sparse Adagrad).
+//! * SGD without momentum or weight decay, Adagrad without weight decay: only the touched rows
+//!   of the value and of the state change (exactly what the dense update would do, since
+//!   untouched rows have zero gradient — for Adagrad this is PyTorch's sparse Adagrad).
 //! * Adam / AdamW: *lazy* updates like PyTorch's `SparseAdam`: the moments of the touched rows
-//!   are updated, untouched rows keep stale moments and do not move; AdamW's decoupled decay
-//!   applies to the touched rows only.
-//! * SGD with momentum or weight decay and RMSProp: the gradient is densified and the update is
-//!   the dense one (momentum would move untouched rows anyway).
+//!   are updated, untouched rows keep stale moments and do not move; weight decay (Adam's L2
+//!   term, AdamW's decoupled decay) applies to the touched rows only.
+//! * SGD with momentum or weight decay, Adagrad with weight decay, and RMSProp: the gradient is
+//!   densified and the update is the dense one (momentum and weight decay move untouched rows
+//!   too; PyTorch refuses sparse Adagrad with weight decay).
 //!
 //! ## Numerics
 //! Optimiser state is stored in the parameter's element type `T` (as PyTorch does), the update
@@ -43,7 +44,11 @@ use crate::error::NnError;
 use crate::params::Param;
 use chi_autodiff::Float;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// Largest step count of a parameter's state: beyond 2^53 the count is not exact as a float
+/// (Adam's bias correction reads it as one).
+const MAX_STEP: u64 = 1 << 53;
 
 /// Which update rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -320,8 +325,11 @@ impl<T: Float> Grads<T> {
     }
     /// Clipping by global norm (PyTorch's `clip_grad_norm_`): if the global norm `n` exceeds
     /// `max_norm`, every gradient is multiplied by `max_norm / (n + 1e-6)`. Returns `n` (the norm
-    /// before clipping).
+    /// before clipping). Panics if `max_norm` is negative or not finite (a negative one would
+    /// reverse the gradient, a NaN one switch clipping off).
+    #[track_caller]
     pub fn clip_global_norm(&mut self, max_norm: f64) -> f64 {
+        assert!(max_norm.is_finite() && max_norm >= 0.0, "clip_global_norm: max_norm {max_norm} must be finite and >= 0");
         let n = self.global_norm();
         let coef = max_norm / (n + 1e-6);
         if coef < 1.0 {
@@ -383,8 +391,11 @@ impl<T: Float> Optimizer<T> {
     pub fn lr(&self) -> f64 {
         self.lr
     }
-    /// Sets the learning rate for the next steps (schedules call this every step).
+    /// Sets the learning rate for the next steps (schedules call this every step). Panics if
+    /// `lr` is negative or not finite, as [`OptimConfig::validate`] refuses such a `lr`.
+    #[track_caller]
     pub fn set_lr(&mut self, lr: f64) {
+        assert!(lr.is_finite() && lr >= 0.0, "Optimizer::set_lr: learning rate {lr} must be finite and >= 0");
         self.lr = lr;
     }
     /// A copy of the full state (for checkpoints).
@@ -420,6 +431,11 @@ impl<T: Float> Optimizer<T> {
                 .iter()
                 .find(|p| p.name() == *name)
                 .ok_or_else(|| NnError::optim_state(Some(name), format!("optimiser state for unknown parameter {name:?}")))?;
+            // A stored state has had at least one update; past 2^53 the count is not an exact
+            // float, and at u64::MAX the next update would wrap it to 0 (a bias correction of 0).
+            if ps.step == 0 || ps.step > MAX_STEP {
+                return Err(NnError::optim_state(Some(name), format!("optimiser state of {name:?} has step count {} (must be 1 to 2^53)", ps.step)));
+            }
             for (slot, buf) in &ps.slots {
                 if !slots.contains(&slot.as_str()) {
                     return Err(NnError::optim_state(Some(name), format!("optimiser state for {name:?} has unexpected buffer {slot:?}")));
@@ -455,10 +471,29 @@ impl<T: Float> Optimizer<T> {
     }
 
     /// Applies one update to every parameter that has a gradient in `grads` (aligned with
-    /// `params`) and is not frozen.
+    /// `params`) and is not frozen. A parameter listed twice (tied weights reached by two
+    /// paths) is updated once, as PyTorch's `parameters()` lists it once. Panics if two
+    /// different parameters share a name: the state is kept by name, so they would share
+    /// moments and step counts (give each a unique name, e.g. with
+    /// `Parameterized::assign_parameter_names`).
+    #[track_caller]
     pub fn step(&mut self, params: &[Param<T>], grads: &Grads<T>) {
         assert_eq!(params.len(), grads.items.len(), "Optimizer::step: {} params but {} grads", params.len(), grads.items.len());
+        let mut by_name: HashMap<String, &Param<T>> = HashMap::with_capacity(params.len());
         for (p, g) in params.iter().zip(&grads.items) {
+            let name = p.name();
+            match by_name.get(&name) {
+                Some(q) if q.ptr_eq(p) => continue,
+                Some(q) => panic!(
+                    "Optimizer::step: two different parameters are named {:?} (shapes {:?} and {:?}): the optimiser keeps its state by name, so they would share it; give each a unique name (Parameterized::assign_parameter_names names them by path)",
+                    name,
+                    q.shape(),
+                    p.shape()
+                ),
+                None => {
+                    by_name.insert(name, p);
+                }
+            }
             let Some(g) = g else { continue };
             if p.is_frozen() {
                 continue;
@@ -473,6 +508,7 @@ impl<T: Float> Optimizer<T> {
         let lr = self.lr;
         let wd = cfg.weight_decay();
         let slots = cfg.slot_names();
+        let fresh = !self.state.contains_key(p.name().as_str());
         let st = self.state.entry(p.name().to_string()).or_insert_with(|| ParamState {
             step: 0,
             slots: slots
@@ -483,13 +519,20 @@ impl<T: Float> Optimizer<T> {
                 })
                 .collect(),
         });
-        st.step += 1;
+        assert!(
+            fresh || st.slots.values().all(|b| b.len() == n),
+            "Optimizer::step: the state of {:?} holds {} values, the parameter {n}",
+            p.name(),
+            st.slots.values().next().map_or(0, |b| b.len())
+        );
+        st.step = st.step.saturating_add(1);
         let t = st.step;
-        // Densify where the sparse rule would differ from the dense one.
+        // Densify where the sparse rule would differ from the dense one (momentum and weight
+        // decay reach untouched rows too); Adam and AdamW are lazy by design (module docs).
         let dense_only = match cfg.name {
-            OptimKind::Sgd => cfg.momentum != 0.0 || wd != 0.0,
+            OptimKind::Sgd | OptimKind::Adagrad => cfg.momentum != 0.0 || wd != 0.0,
             OptimKind::Rmsprop => true,
-            _ => false,
+            OptimKind::Adam | OptimKind::Adamw => false,
         };
         let g_owned;
         let g = match g {
@@ -584,8 +627,8 @@ impl Rule {
                 eps,
                 beta1: cfg.beta1,
                 beta2: cfg.beta2,
-                bc1: 1.0 - cfg.beta1.powi(t as i32),
-                bc2: 1.0 - cfg.beta2.powi(t as i32),
+                bc1: 1.0 - cfg.beta1.powf(t as f64),
+                bc2: 1.0 - cfg.beta2.powf(t as f64),
                 decoupled: cfg.name == OptimKind::Adamw,
             },
         }
@@ -840,8 +883,8 @@ mod tests {
                     }
                     s[0][i] = (cfg.beta1 * s[0][i] as f64 + (1.0 - cfg.beta1) * grad) as f32;
                     s[1][i] = (cfg.beta2 * s[1][i] as f64 + (1.0 - cfg.beta2) * grad * grad) as f32;
-                    let m_hat = s[0][i] as f64 / (1.0 - cfg.beta1.powi(t as i32));
-                    let v_hat = s[1][i] as f64 / (1.0 - cfg.beta2.powi(t as i32));
+                    let m_hat = s[0][i] as f64 / (1.0 - cfg.beta1.powf(t as f64));
+                    let v_hat = s[1][i] as f64 / (1.0 - cfg.beta2.powf(t as f64));
                     theta - lr * m_hat / (v_hat.sqrt() + eps)
                 }
             };

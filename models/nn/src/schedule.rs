@@ -51,7 +51,7 @@ impl LrSchedule {
     pub fn lr_at(&self, base: f64, step: u64) -> f64 {
         match self {
             LrSchedule::Constant {} => base,
-            LrSchedule::Step { every, gamma } => base * gamma.powi((step / (*every).max(1)) as i32),
+            LrSchedule::Step { every, gamma } => base * gamma.powf((step / (*every).max(1)) as f64),
             LrSchedule::Exponential { gamma } => base * gamma.powf(step as f64),
             LrSchedule::Cosine { total_steps, min_lr } => {
                 let t = (*total_steps).max(1);
@@ -71,10 +71,41 @@ impl LrSchedule {
         }
     }
 
+    /// Checks the values for a run whose base learning rate is `base_lr`: factors and minimum
+    /// rates finite and ≥ 0, step lengths at least 1 (a decay every 0 steps or a cosine over 0
+    /// steps would be read as 1 and drop the rate at once), and a cosine's final rate at most
+    /// `base_lr` (above it, the "decay" would raise the rate).
+    pub fn validate(&self, base_lr: f64) -> Result<(), NnError> {
+        let bad = |field: &str, v: String, why: String| Err(NnError::invalid("schedule", field, v, why));
+        let check = |field: &str, v: f64| if v.is_finite() && v >= 0.0 { Ok(()) } else { bad(field, v.to_string(), "must be finite and >= 0".into()) };
+        let steps = |field: &str, n: u64| if n >= 1 { Ok(()) } else { bad(field, "0".into(), "must be at least 1 step".into()) };
+        match self {
+            LrSchedule::Constant {} => Ok(()),
+            LrSchedule::Step { every, gamma } => steps("step EVERY", *every).and(check("gamma", *gamma)),
+            LrSchedule::Exponential { gamma } => check("gamma", *gamma),
+            LrSchedule::Cosine { total_steps, min_lr } => {
+                steps("cosine TOTAL", *total_steps)?;
+                check("min_lr", *min_lr)?;
+                if *min_lr > base_lr {
+                    return bad("cosine MIN_LR", min_lr.to_string(), format!("above the learning rate {base_lr} it decays from"));
+                }
+                Ok(())
+            }
+            LrSchedule::Warmup { after, .. } => after.validate(base_lr),
+        }
+    }
+
     /// Parses the command-line form: `constant`, `step:EVERY:GAMMA`, `exp:GAMMA`,
     /// `cosine:TOTAL[:MIN_LR]`, optionally prefixed with `warmup:STEPS,` (e.g.
-    /// `warmup:100,cosine:10000`).
+    /// `warmup:100,cosine:10000`). The values are checked as [`LrSchedule::validate`] checks
+    /// them, but for `MIN_LR` against a learning rate (not known here).
     pub fn parse(s: &str) -> Result<LrSchedule, NnError> {
+        let parsed = Self::parse_unchecked(s)?;
+        parsed.validate(f64::INFINITY)?;
+        Ok(parsed)
+    }
+
+    fn parse_unchecked(s: &str) -> Result<LrSchedule, NnError> {
         let err = || NnError::Parse {
             what: "schedule",
             input: s.to_string(),
@@ -83,7 +114,7 @@ impl LrSchedule {
         if let Some(rest) = s.strip_prefix("warmup:") {
             let (n, after) = rest.split_once(',').unwrap_or((rest, "constant"));
             let steps = n.parse().map_err(|_| err())?;
-            return Ok(LrSchedule::Warmup { steps, after: Box::new(LrSchedule::parse(after)?) });
+            return Ok(LrSchedule::Warmup { steps, after: Box::new(LrSchedule::parse_unchecked(after)?) });
         }
         let parts: Vec<&str> = s.split(':').collect();
         let f = |i: usize| parts.get(i).ok_or_else(err)?.parse::<f64>().map_err(|_| err());

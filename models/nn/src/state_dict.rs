@@ -11,7 +11,10 @@
 //! `w_hh`, `bias`) keep chi's layout; their names say so.
 //!
 //! Files hold `F32` tensors for `f32` models and `F64` for `f64` models, with the metadata
-//! `{"format": "pt"}` that `safetensors.torch` writes. Loading accepts either dtype.
+//! `{"format": "pt"}` that `safetensors.torch` writes, and chi's checksum (`chi.checksum`, which
+//! PyTorch ignores). Loading accepts either dtype; a file that carries the checksum must match
+//! it (a flipped byte is an error naming the file, not a changed weight), and every value must
+//! be finite in the model's type (an `F64` 1e300 does not fit an `f32` model).
 //!
 //! [`crate::module::load_state_dict`] checks every name and shape before it changes any parameter; an error
 //! names the missing or unexpected keys, or the key whose shape differs and both shapes.
@@ -125,7 +128,10 @@ impl<T: Float> StateDict<T> {
                 .map_err(|e| NnError::format("<state dict>", format!("tensor {name:?}: {e}")))?;
             views.push((name.clone(), view));
         }
-        let meta: HashMap<String, String> = [("format".to_string(), "pt".to_string())].into_iter().collect();
+        let mut meta: HashMap<String, String> = [("format".to_string(), "pt".to_string())].into_iter().collect();
+        let dt = format!("{dtype:?}");
+        let sum = crate::checkpoint::checksum(&meta, self.entries.iter().zip(&bytes).map(|((n, s, _), b)| (n.as_str(), dt.clone(), s.as_slice(), b.as_slice())));
+        meta.insert(crate::checkpoint::CHECKSUM_KEY.into(), format!("{sum:016x}"));
         safetensors::serialize(views, Some(meta)).map_err(|e| NnError::format("<state dict>", format!("serialising: {e}")))
     }
 
@@ -134,6 +140,14 @@ impl<T: Float> StateDict<T> {
         let st = SafeTensors::deserialize(bytes).map_err(|e| NnError::format(name, format!("not a valid safetensors file: {e}")))?;
         // safetensors keeps tensors by name; keep the file's order of offsets (the writer's order).
         let mut items: Vec<(String, TensorView<'_>)> = st.tensors();
+        let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| NnError::format(name, format!("corrupt header: {e}")))?;
+        let meta = header.metadata().clone().unwrap_or_default();
+        if let Some(want) = meta.get(crate::checkpoint::CHECKSUM_KEY) {
+            let got = crate::checkpoint::checksum(&meta, items.iter().map(|(n, v)| (n.as_str(), format!("{:?}", v.dtype()), v.shape(), v.data())));
+            if format!("{got:016x}") != *want {
+                return Err(NnError::format(name, format!("checksum mismatch (file corrupt): stored {want}, computed {got:016x}")));
+            }
+        }
         items.sort_by_key(|(_, v)| v.data().as_ptr() as usize);
         let mut sd = StateDict::new();
         for (n, view) in items {
@@ -143,6 +157,14 @@ impl<T: Float> StateDict<T> {
                 Dtype::F64 => data.chunks_exact(8).map(|c| T::from_f64(f64::from_le_bytes(c.try_into().unwrap()))).collect(),
                 d => return Err(NnError::format(name, format!("tensor {n:?} has dtype {d:?}; chi reads F32 and F64"))),
             };
+            if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                let stored = match view.dtype() {
+                    Dtype::F64 => f64::from_le_bytes(data[i * 8..i * 8 + 8].try_into().unwrap()),
+                    _ => f32::from_le_bytes(data[i * 4..i * 4 + 4].try_into().unwrap()) as f64,
+                };
+                let why = if stored.is_finite() { format!("{stored:e} does not fit {}", T::NAME) } else { format!("{stored}") };
+                return Err(NnError::format(name, format!("tensor {n:?} holds {v:?} at index {i} ({why}): weights must be finite")));
+            }
             sd.insert(&n, view.shape(), values).map_err(|e| NnError::InFile { path: name.to_path_buf(), source: Box::new(e) })?;
         }
         Ok(sd)

@@ -381,17 +381,28 @@ impl<'a, T: Float> Trainer<'a, T> {
         self
     }
     /// Clips the gradients to global L2 norm `max_norm` (see [`Grads::clip_global_norm`]).
-    pub fn clip_norm(mut self, max_norm: f64) -> Self {
-        self.clip_norm = Some(max_norm);
-        self
+    /// Panics if `max_norm` is negative or not finite.
+    #[track_caller]
+    pub fn clip_norm(self, max_norm: f64) -> Self {
+        self.clip_norm_opt(Some(max_norm))
     }
     /// [`Trainer::clip_norm`] when `Some`.
+    #[track_caller]
     pub fn clip_norm_opt(mut self, max_norm: Option<f64>) -> Self {
+        if let Some(c) = max_norm {
+            // Negative, it would reverse every gradient (gradient ascent); NaN, switch clipping off.
+            assert!(c.is_finite() && c >= 0.0, "Trainer::clip_norm: max_norm {c} must be finite and >= 0");
+        }
         self.clip_norm = max_norm;
         self
     }
-    /// The learning-rate schedule (default constant).
+    /// The learning-rate schedule (default constant). Panics if its values are out of range
+    /// for the optimiser's learning rate ([`LrSchedule::validate`]).
+    #[track_caller]
     pub fn schedule(mut self, schedule: LrSchedule) -> Self {
+        if let Err(e) = schedule.validate(self.base_lr) {
+            panic!("Trainer::schedule: {e}");
+        }
         self.schedule = schedule;
         self
     }

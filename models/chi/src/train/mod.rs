@@ -280,27 +280,9 @@ impl Config {
     }
 }
 
-/// Schedule values: factors and minimum rates finite and ≥ 0, step lengths at least 1 (a
-/// decay every 0 steps or a cosine over 0 steps would be read as 1 and drop the rate at once),
-/// and a cosine's final rate at most the rate it starts from, `lr` (above it, the "decay" would
-/// raise the rate).
+/// Schedule values, checked as the library checks them ([`LrSchedule::validate`]).
 fn validate_schedule(s: &LrSchedule, lr: f64) -> Result<(), String> {
-    let check = |what: &str, v: f64| if v.is_finite() && v >= 0.0 { Ok(()) } else { Err(format!("schedule: {what} must be finite and >= 0, got {v}")) };
-    let steps = |what: &str, n: u64| if n >= 1 { Ok(()) } else { Err(format!("schedule: {what} must be at least 1 step, got 0")) };
-    match s {
-        LrSchedule::Constant {} => Ok(()),
-        LrSchedule::Step { every, gamma } => steps("step EVERY", *every).and(check("gamma", *gamma)),
-        LrSchedule::Exponential { gamma } => check("gamma", *gamma),
-        LrSchedule::Cosine { total_steps, min_lr } => {
-            steps("cosine TOTAL", *total_steps)?;
-            check("min_lr", *min_lr)?;
-            if *min_lr > lr {
-                return Err(format!("schedule: cosine MIN_LR {min_lr} is above the learning rate {lr} it decays from"));
-            }
-            Ok(())
-        }
-        LrSchedule::Warmup { after, .. } => validate_schedule(after, lr),
-    }
+    s.validate(lr).map_err(|e| e.to_string())
 }
 
 /// The file in a run directory that holds the data schema of a file dataset (how to read and

@@ -257,14 +257,16 @@ fn schedules_that_cannot_decay_as_written_are_refused() {
     let with = |text: &str, lr: f64| {
         let mut c: Config = Config::from_toml("").unwrap();
         c.optim.lr = lr;
-        c.schedule = LrSchedule::parse(text).unwrap();
+        c.schedule = LrSchedule::parse(text).map_err(|e| e.to_string())?;
         c.validate()
     };
     for (text, why) in [
-        ("step:0:0.5", "step EVERY must be at least 1 step"),
-        ("cosine:0", "cosine TOTAL must be at least 1 step"),
-        ("warmup:5,cosine:0", "cosine TOTAL must be at least 1 step"),
-        ("cosine:3:5", "cosine MIN_LR 5 is above the learning rate 0.1"),
+        ("step:0:0.5", "step EVERY = 0 (must be at least 1 step)"),
+        ("cosine:0", "cosine TOTAL = 0 (must be at least 1 step)"),
+        ("warmup:5,cosine:0", "cosine TOTAL = 0 (must be at least 1 step)"),
+        ("cosine:3:5", "cosine MIN_LR = 5 (above the learning rate 0.1 it decays from)"),
+        ("exp:nan", "gamma = NaN (must be finite and >= 0)"),
+        ("step:10:-1", "gamma = -1 (must be finite and >= 0)"),
     ] {
         let e = with(text, 0.1).unwrap_err();
         assert!(e.contains(why), "{text}: {e}");

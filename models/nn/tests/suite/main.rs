@@ -4,6 +4,7 @@
 //! global thread pool, the SIMD level or FTZ/DAZ of every thread, a cargo feature) stay beside
 //! this folder as separate binaries.
 
+mod api_misuse;
 mod checkpoint;
 mod data;
 mod data_parallel;
