@@ -86,6 +86,19 @@ pub fn check_total_elements(what: &str, elements: u128) -> Result<(), NnError> {
     check_total_bytes(what, &format!("at least {elements} values"), elements.saturating_mul(MIN_ELEMENT_BYTES as u128))
 }
 
+/// The product of `dims` if that many values fit in the memory available; otherwise an
+/// [`NnError::InvalidValue`] naming `what` and the dimensions (also when the product overflows
+/// `usize`). For sizes a program chooses (a library user's layer), where the tensor limit of
+/// [`check_elements`], meant for sizes from outside input, would refuse large but legitimate
+/// models: it only turns an allocation that must fail (an abort) into an error.
+pub fn check_fits_memory(what: &str, dims: &[usize]) -> Result<usize, NnError> {
+    let shown = || dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" × ");
+    let Some(p) = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)) else {
+        return Err(NnError::invalid(what, "size", shown(), "more values than a usize can count"));
+    };
+    check_total_elements(&format!("{what} ({})", shown()), p as u128).map(|()| p)
+}
+
 /// An error if `bytes` (`shown` as the value in the message, `what` naming what needs them)
 /// exceed the memory this machine has available: [`check_total_elements`] for buffers other than
 /// tensors (a corpus's tokens).

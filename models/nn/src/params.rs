@@ -267,39 +267,64 @@ impl Init {
 pub mod init {
     use super::*;
 
+    /// Refuses a parameter larger than the memory available before allocating it: a panic
+    /// naming the shape, not an abort on a failed allocation.
+    #[track_caller]
+    fn bounded(shape: &[usize]) {
+        if let Err(e) = crate::limits::check_fits_memory("parameter", shape) {
+            panic!("{e}");
+        }
+    }
+
     /// Xavier/Glorot uniform: `U(−a, a)`, `a = gain·√(6 / (fan_in + fan_out))`.
+    #[track_caller]
     pub fn xavier_uniform<T: Float>(shape: &[usize], fan_in: usize, fan_out: usize, gain: f64, rng: &mut Rng) -> Tensor<T> {
+        bounded(shape);
         let a = gain * (6.0 / (fan_in + fan_out).max(1) as f64).sqrt();
         Tensor::rand_uniform(shape, -a, a, rng)
     }
     /// Xavier/Glorot normal: `N(0, gain²·2 / (fan_in + fan_out))`.
+    #[track_caller]
     pub fn xavier_normal<T: Float>(shape: &[usize], fan_in: usize, fan_out: usize, gain: f64, rng: &mut Rng) -> Tensor<T> {
+        bounded(shape);
         let std = gain * (2.0 / (fan_in + fan_out).max(1) as f64).sqrt();
         Tensor::randn(shape, rng).mul_scalar(std)
     }
     /// He/Kaiming normal for ReLU layers: `N(0, 2 / fan_in)`.
+    #[track_caller]
     pub fn he_normal<T: Float>(shape: &[usize], fan_in: usize, rng: &mut Rng) -> Tensor<T> {
+        bounded(shape);
         Tensor::randn(shape, rng).mul_scalar((2.0 / fan_in.max(1) as f64).sqrt())
     }
     /// He/Kaiming uniform: `U(−a, a)`, `a = √(6 / fan_in)`.
+    #[track_caller]
     pub fn he_uniform<T: Float>(shape: &[usize], fan_in: usize, rng: &mut Rng) -> Tensor<T> {
+        bounded(shape);
         let a = (6.0 / fan_in.max(1) as f64).sqrt();
         Tensor::rand_uniform(shape, -a, a, rng)
     }
     /// `U(lo, hi)`.
+    #[track_caller]
     pub fn uniform<T: Float>(shape: &[usize], lo: f64, hi: f64, rng: &mut Rng) -> Tensor<T> {
+        bounded(shape);
         Tensor::rand_uniform(shape, lo, hi, rng)
     }
     /// `N(0, std²)`.
+    #[track_caller]
     pub fn normal<T: Float>(shape: &[usize], std: f64, rng: &mut Rng) -> Tensor<T> {
+        bounded(shape);
         Tensor::randn(shape, rng).mul_scalar(std)
     }
     /// Zeros.
+    #[track_caller]
     pub fn zeros<T: Float>(shape: &[usize]) -> Tensor<T> {
+        bounded(shape);
         Tensor::zeros(shape)
     }
     /// A constant.
+    #[track_caller]
     pub fn constant<T: Float>(shape: &[usize], v: f64) -> Tensor<T> {
+        bounded(shape);
         Tensor::full(shape, T::from_f64(v))
     }
 }

@@ -129,6 +129,10 @@ impl RcnnConfig {
         if self.order == 0 {
             return Err(RcnnError::Config { field: "order", reason: "the n-gram order must be at least 1".into() });
         }
+        // Sizes that cannot fit in memory are refused before anything is allocated.
+        for dims in [[self.input, self.order.saturating_mul(self.hidden)], [self.hidden, self.hidden]] {
+            chi_nn::limits::check_fits_memory("RCNN layer weights", &dims).map_err(|e| RcnnError::Config { field: "input/hidden/order", reason: e.to_string() })?;
+        }
         if self.highway && self.input != self.hidden {
             return Err(RcnnError::Config {
                 field: "highway",

@@ -265,6 +265,18 @@ impl<T: Float> Memory<T> {
     }
 }
 
+/// A hand-built [`Padded`] (its fields are public) holds `batch × max_len` ids and lengths of
+/// at most `max_len`: an error naming `what` otherwise (the layers would panic on it).
+fn check_padded(what: &str, p: &Padded) -> Result<(), Seq2SeqError> {
+    if p.ids.len() != p.batch() * p.max_len {
+        return Err(Seq2SeqError::Input(format!("{what}: {} ids for {} rows of max_len {}", p.ids.len(), p.batch(), p.max_len)));
+    }
+    if let Some(l) = p.lengths.iter().find(|&&l| l > p.max_len) {
+        return Err(Seq2SeqError::Input(format!("{what}: a length {l} is past max_len {}", p.max_len)));
+    }
+    Ok(())
+}
+
 /// The decoder's recurrent state between steps.
 #[derive(Clone)]
 pub struct DecoderState<T: Float> {
@@ -386,6 +398,7 @@ impl<T: Float> Seq2Seq<T> {
         if src.batch() == 0 || src.lengths.contains(&0) {
             return Err(Seq2SeqError::Input("every source sequence needs at least one token".into()));
         }
+        check_padded("source", src)?;
         self.check_ids("source", &src.ids, self.config.src_vocab)?;
         let (b, s) = (src.batch(), src.max_len);
         let lengths = Some(src.lengths.as_slice());
@@ -472,6 +485,7 @@ impl<T: Float> Seq2Seq<T> {
         if tgt.lengths.contains(&0) {
             return Err(Seq2SeqError::Input("every target sequence needs at least one token (its EOS)".into()));
         }
+        check_padded("target", tgt)?;
         self.check_ids("target", &tgt.ids, self.config.tgt_vocab)?;
         let (mem, mut state) = self.encode(src)?;
         let (b, steps) = (tgt.batch(), tgt.max_len);

@@ -100,6 +100,16 @@ impl<T: Float> TextCnn<T> {
         if !(0.0..1.0).contains(&cfg.dropout) {
             return Err(TextError::Invalid { op, msg: format!("dropout {} is not in [0, 1)", cfg.dropout) });
         }
+        // Sizes that cannot fit in memory are refused before anything is allocated.
+        let widest = cfg.widths.iter().copied().max().unwrap_or(1);
+        for (what, dims) in [("TextCnn embedding", [cfg.vocab, cfg.emb_dim, 1]), ("TextCnn filters", [cfg.filters, cfg.emb_dim, widest]), ("TextCnn output", [cfg.filters.saturating_mul(cfg.widths.len()), cfg.classes, 1])] {
+            chi_nn::limits::check_fits_memory(what, &dims).map_err(|e| TextError::Invalid { op, msg: e.to_string() })?;
+        }
+        // A negative bound would flip the output weights' sign at every step, a NaN one switch
+        // the constraint off, and 0 zero the output layer.
+        if let Some(m) = cfg.max_norm.filter(|m| !(m.is_finite() && *m > 0.0)) {
+            return Err(TextError::Invalid { op, msg: format!("max_norm {m} must be finite and > 0 (None for no constraint)") });
+        }
         let mut rng = Rng::new(cfg.seed);
         let mut store = ParamStore::new();
         let embedding = Embedding::in_store(&mut store, "emb", "emb", cfg.vocab, cfg.emb_dim, false, &mut rng);

@@ -112,6 +112,10 @@ impl<T: Float> Han<T> {
         if cfg.vocab == 0 || cfg.emb_dim == 0 || cfg.hidden == 0 || cfg.attention == 0 || cfg.classes == 0 {
             return Err(TextError::Invalid { op, msg: format!("every size must be positive: {cfg:?}") });
         }
+        // Sizes that cannot fit in memory are refused before anything is allocated.
+        for (what, dims) in [("Han embedding", [cfg.vocab, cfg.emb_dim]), ("Han word GRU", [cfg.emb_dim.max(2 * cfg.hidden), 3 * cfg.hidden]), ("Han attention", [2 * cfg.hidden, cfg.attention])] {
+            chi_nn::limits::check_fits_memory(what, &dims).map_err(|e| TextError::Invalid { op, msg: e.to_string() })?;
+        }
         Ok(())
     }
     fn build(mut store: ParamStore<T>, embedding: Embedding<T>, cfg: HanConfig, rng: &mut Rng) -> Result<Self> {

@@ -119,6 +119,10 @@ impl<T: Float> Nplm<T> {
         if vocab == 0 || context == 0 || dim == 0 || hidden == 0 {
             return Err(config("nplm", "vocab, context, dim and hidden must be at least 1"));
         }
+        // Sizes that cannot fit in memory are refused before anything is allocated.
+        for (what, dims) in [("nplm embedding", [vocab, dim]), ("nplm hidden layer", [context.saturating_mul(dim), hidden]), ("nplm output", [hidden, vocab])] {
+            chi_nn::limits::check_fits_memory(what, &dims).map_err(|e| config("nplm", e.to_string()))?;
+        }
         let mut rng = Rng::new(seed);
         let nd = context * dim;
         Ok(Nplm {
@@ -217,6 +221,9 @@ impl<T: Float> RnnLm<T> {
     pub fn new(vocab: usize, hidden: usize, seed: u64) -> Result<RnnLm<T>, WordsError> {
         if vocab == 0 || hidden == 0 {
             return Err(config("rnnlm", "vocab and hidden must be at least 1"));
+        }
+        for (what, dims) in [("rnnlm embedding", [vocab, hidden]), ("rnnlm recurrence", [hidden, hidden])] {
+            chi_nn::limits::check_fits_memory(what, &dims).map_err(|e| config("rnnlm", e.to_string()))?;
         }
         let mut rng = Rng::new(seed);
         Ok(RnnLm {

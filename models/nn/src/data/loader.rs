@@ -51,8 +51,8 @@ impl<T: Float, L: Clone> TensorDataset<T, L> {
     /// `features` row-major, example `i` being `features[i·k..(i+1)·k]` with `k = Π shape`;
     /// one label per example. Errors if the lengths disagree.
     pub fn new(features: Vec<T>, example_shape: &[usize], labels: Vec<L>) -> Result<Self, NnError> {
-        let k: usize = example_shape.iter().product();
-        if k * labels.len() != features.len() {
+        let k = example_shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if k.and_then(|k| k.checked_mul(labels.len())) != Some(features.len()) {
             let mut expected = vec![labels.len()];
             expected.extend_from_slice(example_shape);
             return Err(NnError::Shape { what: format!("TensorDataset features ({} values for {} labels)", features.len(), labels.len()), expected, found: vec![features.len()] });

@@ -217,6 +217,15 @@ impl<T: Float> Attention<T> {
     /// As [`Attention::forward`] with keys already passed through [`Attention::prepare`].
     #[track_caller]
     pub fn forward_prepared(&self, query: &Tensor<T>, prepared: &Tensor<T>, values: &Tensor<T>, mask: Option<&[bool]>) -> AttentionOutput<T> {
+        // Named here, before the scoring products would name their own shapes.
+        assert!(values.rank() == 3 && prepared.rank() == 3, "Attention: keys and values must be [batch, keys, dim], got {:?} and {:?}", prepared.shape(), values.shape());
+        assert!(
+            prepared.dim(0) == values.dim(0) && prepared.dim(1) == values.dim(1),
+            "Attention: keys {:?} and values {:?} differ in batch or number of keys",
+            prepared.shape(),
+            values.shape()
+        );
+        assert!(values.dim(1) > 0, "Attention: no keys to attend to (values {:?})", values.shape());
         let weights = masked_softmax(&self.scorer.score(query, prepared), mask);
         AttentionOutput { context: attend(&weights, values), weights }
     }

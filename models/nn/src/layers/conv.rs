@@ -39,9 +39,11 @@ impl<T: Float> Conv1dText<T> {
     /// A free-standing layer: `n_filters` filters for each width in `widths` over `emb`-dim
     /// embeddings, ReLU ([`Conv1dText::activation`] changes it), weights drawn from a seed of
     /// the thread's initialisation stream ([`crate::manual_seed`]). Panics if `widths` is
-    /// empty.
+    /// empty or holds 0.
+    #[track_caller]
     pub fn new(emb: usize, widths: &[usize], n_filters: usize) -> Self {
         assert!(!widths.is_empty(), "Conv1dText: no filter widths given");
+        assert!(!widths.contains(&0), "Conv1dText: filter widths {widths:?} hold 0 (a filter reads at least one word)");
         let mut rng = Rng::new(next_init_seed());
         let filters = widths
             .iter()
@@ -62,8 +64,10 @@ impl<T: Float> Conv1dText<T> {
     /// `n_filters` filters for each width in `widths` over `emb`-dim embeddings, registered
     /// in `store` (group `group`) and drawn from `rng`.
     #[allow(clippy::too_many_arguments)]
+    #[track_caller]
     pub fn in_store(store: &mut ParamStore<T>, prefix: &str, group: &str, emb: usize, widths: &[usize], n_filters: usize, act: Activation, rng: &mut Rng) -> Self {
         assert!(!widths.is_empty(), "Conv1dText: no filter widths given");
+        assert!(!widths.contains(&0), "Conv1dText: filter widths {widths:?} hold 0 (a filter reads at least one word)");
         let filters = widths
             .iter()
             .map(|&h| {

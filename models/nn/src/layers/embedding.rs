@@ -49,7 +49,7 @@ impl<T: Float> Embedding<T> {
     /// A free-standing `N(0, 1)` table (dense gradients) drawn from a seed of the thread's
     /// initialisation stream ([`crate::manual_seed`]).
     pub fn new(vocab: usize, dim: usize) -> Self {
-        let weight = Param::new("weight", Tensor::zeros(&[vocab, dim]));
+        let weight = Param::new("weight", init::zeros(&[vocab, dim]));
         Embedding { weight, vocab, dim }.seed(next_init_seed())
     }
     /// Redraws the table from `Rng::new(seed)` (`N(0, 1)`).
@@ -162,12 +162,15 @@ impl<T: Float> EmbeddingBag<T> {
     #[track_caller]
     pub fn forward_offsets(&self, ids: &[usize], offsets: &[usize]) -> Tensor<T> {
         assert!(offsets.first().is_none_or(|&o| o == 0), "EmbeddingBag: offsets must start at 0, got {offsets:?}");
+        // Without offsets there is no bag to put the ids in (PyTorch's offsets start each bag).
+        assert!(!offsets.is_empty() || ids.is_empty(), "EmbeddingBag: {} ids but no offsets (each bag starts at an offset; [0] for one bag)", ids.len());
         let n = offsets.len();
         let mut bag_of = Vec::with_capacity(ids.len());
         let mut sizes = Vec::with_capacity(n);
         for b in 0..n {
             let end = if b + 1 < n { offsets[b + 1] } else { ids.len() };
-            assert!(offsets[b] <= end && end <= ids.len(), "EmbeddingBag: offsets {offsets:?} are not non-decreasing within {} ids", ids.len());
+            assert!(end <= ids.len(), "EmbeddingBag: offset {end} in {offsets:?} is past the end of the {} ids", ids.len());
+            assert!(offsets[b] <= end, "EmbeddingBag: offsets {offsets:?} decrease");
             sizes.push(end - offsets[b]);
             bag_of.extend(std::iter::repeat(b).take(end - offsets[b]));
         }

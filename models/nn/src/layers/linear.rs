@@ -39,7 +39,7 @@ impl<T: Float> Linear<T> {
     /// ([`crate::manual_seed`]), and a zero bias.
     pub fn new(in_features: usize, out_features: usize) -> Self {
         let weight_init = Init::XavierUniform(1.0);
-        let weight = Param::new("weight", Tensor::zeros(&[in_features, out_features]));
+        let weight = Param::new("weight", init::zeros(&[in_features, out_features]));
         let bias = Some(Param::new("bias", init::zeros(&[out_features])));
         Linear { weight, bias, in_features, out_features, weight_init, seed: 0 }.seed(next_init_seed())
     }

@@ -33,8 +33,11 @@ impl<T: Float> LayerNorm<T> {
         let beta = Some(Param::new("bias", init::zeros(&[dim])));
         LayerNorm { gamma, beta, dim, eps: 1e-5 }
     }
-    /// Another `eps` (added to the variance).
+    /// Another `eps` (added to the variance). Panics unless it is finite and > 0 (a NaN or a
+    /// negative one gives NaN outputs).
+    #[track_caller]
     pub fn eps(mut self, eps: f64) -> Self {
+        assert!(eps.is_finite() && eps > 0.0, "LayerNorm: eps {eps} must be finite and > 0");
         self.eps = eps;
         self
     }

@@ -464,7 +464,7 @@ fn run_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
     lengths: Option<&[usize]>,
     zero_finished: bool,
 ) -> (Vec<Tensor<T>>, Vec<Tensor<T>>) {
-    let (batch, time) = check_batch_input(xs, lengths);
+    let (batch, time) = check_batch_input(cell, xs, init, lengths);
     let projected = cell.project_inputs(xs);
     if let Some(xp) = &projected {
         // Cells with a whole-sequence op (LSTM) run it: one node, weights packed once.
@@ -485,12 +485,26 @@ fn run_batch<T: Float, C: RecurrentCell<T> + ?Sized>(
     step_batch(cell, xs, projected.as_ref(), init, lengths, zero_finished)
 }
 
-/// The shape checks of the batch-major runners; returns `(batch, time)`.
+/// The shape checks of the batch-major runners, naming the cell: the input's features, the
+/// initial state's tensors and their shapes, the lengths; returns `(batch, time)`.
 #[track_caller]
-fn check_batch_input<T: Float>(xs: &Tensor<T>, lengths: Option<&[usize]>) -> (usize, usize) {
+fn check_batch_input<T: Float, C: RecurrentCell<T> + ?Sized>(cell: &C, xs: &Tensor<T>, init: Option<&[Tensor<T>]>, lengths: Option<&[usize]>) -> (usize, usize) {
     assert!(xs.rank() == 3, "run_sequence_batch: input must be [batch, time, in], got {:?}", xs.shape());
     let (batch, time) = (xs.dim(0), xs.dim(1));
     assert!(time > 0, "run_sequence_batch: empty sequence");
+    let name = cell.name();
+    assert!(xs.dim(2) == cell.input_size(), "run_sequence_batch: input {:?} has {} features per step, the {name} cell reads {}", xs.shape(), xs.dim(2), cell.input_size());
+    if let Some(init) = init {
+        let want = cell.init_state(batch);
+        let shapes = |v: &[Tensor<T>]| v.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>();
+        assert!(
+            init.len() == want.len() && init.iter().zip(&want).all(|(a, b)| a.shape() == b.shape()),
+            "run_sequence_batch: the initial state of the {name} cell must be {:?} (batch {batch}, hidden {}), got {:?}",
+            shapes(&want),
+            cell.hidden_size(),
+            shapes(init)
+        );
+    }
     check_lengths(lengths, batch, time);
     (batch, time)
 }
@@ -564,7 +578,7 @@ pub fn run_sequence_batch_stacked<T: Float, C: RecurrentCell<T> + ?Sized>(
     init: Option<&[Tensor<T>]>,
     lengths: Option<&[usize]>,
 ) -> (Tensor<T>, Vec<Tensor<T>>) {
-    let (batch, time) = check_batch_input(xs, lengths);
+    let (batch, time) = check_batch_input(cell, xs, init, lengths);
     let projected = cell.project_inputs(xs);
     if let Some(xp) = &projected {
         let init_state = init.map(|s| s.to_vec()).unwrap_or_else(|| cell.init_state(batch));

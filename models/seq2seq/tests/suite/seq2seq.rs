@@ -199,6 +199,13 @@ fn learns_to_reverse_short_sequences() {
 
 #[test]
 fn bad_configs_and_inputs_are_errors() {
+    // A hand-built Padded whose ids do not fill its rows, or whose length passes max_len: an
+    // error from a function that returns one (the embedding panicked).
+    let m = Seq2Seq::<f64>::new(&tiny(CellKind::Lstm, AttentionKind::Bahdanau, false, false, 1), 1).unwrap();
+    let e = m.encode(&Padded { ids: vec![5, 6], lengths: vec![3], max_len: 3 }).err().unwrap().to_string();
+    assert!(e.contains("source: 2 ids for 1 rows of max_len 3"), "{e}");
+    let e = m.encode(&Padded { ids: vec![4, 5], lengths: vec![3], max_len: 2 }).err().unwrap().to_string();
+    assert!(e.contains("a length 3 is past max_len 2"), "{e}");
     let e = Seq2Seq::<f32>::new(&tiny(CellKind::Lstm, AttentionKind::LuongDot, true, false, 1), 1).err().unwrap().to_string();
     assert!(e.contains("luong-dot") && e.contains("2·hidden"), "{e}");
     let e = Seq2Seq::<f32>::new(&Seq2SeqConfig { hidden: 0, ..tiny(CellKind::Lstm, AttentionKind::Bahdanau, false, false, 1) }, 1).err().unwrap().to_string();

@@ -91,3 +91,17 @@ fn learns_a_planted_sentiment_task() {
     assert_eq!(tokenize("Don't stop, it's GREAT!"), ["don't", "stop", ",", "it's", "great", "!"]);
     let _ = Tensor::<f32>::zeros(&[1]);
 }
+
+/// A max-norm bound that is negative, NaN or 0 is refused (a negative one flipped the output
+/// weights' sign at every step); sizes that cannot fit in memory are an error, not an abort.
+#[test]
+fn max_norm_and_sizes_out_of_range_are_refused() {
+    for m in [-1.0, f64::NAN, 0.0] {
+        let cfg = TextCnnConfig { max_norm: Some(m), ..TextCnnConfig::kim(10, 4, 2, EmbeddingMode::Random) };
+        let e = TextCnn::<f64>::new(cfg, None).err().expect("refused").to_string();
+        assert!(e.contains("max_norm") && e.contains("finite and > 0"), "{m}: {e}");
+    }
+    let cfg = TextCnnConfig { vocab: 1 << 40, ..TextCnnConfig::kim(10, 300, 2, EmbeddingMode::Random) };
+    let e = TextCnn::<f32>::new(cfg, None).err().expect("refused").to_string();
+    assert!(e.contains("TextCnn embedding") && e.contains("memory"), "{e}");
+}

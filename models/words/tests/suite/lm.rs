@@ -87,3 +87,12 @@ fn neural_lms_beat_the_unigram_baseline_on_held_out_text() {
     eprintln!("RNN LM: held-out perplexity {after:.3} (untrained {before:.2}, unigram {unigram:.2})");
     assert!(after < 0.6 * unigram, "RNN LM: {after:.2} vs unigram {unigram:.2} (untrained {before:.2})");
 }
+
+/// Language models whose tables cannot fit in memory are an error, not an abort.
+#[test]
+fn language_models_too_large_for_memory_are_errors() {
+    let e = RnnLm::<f32>::new(1 << 40, 1 << 10, 0).err().expect("refused").to_string();
+    assert!(e.contains("rnnlm embedding") && e.contains("memory"), "{e}");
+    let e = Nplm::<f32>::new(10, 1 << 33, 1 << 33, 2, false, 0).err().expect("refused").to_string();
+    assert!(e.contains("nplm") && e.contains("memory"), "{e}");
+}
