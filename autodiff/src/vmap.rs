@@ -10,7 +10,8 @@
 //! Like `torch.func.vmap` and `jax.vmap`, the function must not branch on the values of its
 //! inputs, nor read them (`data()`, `item()`) into constants: the trace of the first example is
 //! replayed for all. Rust cannot stop a closure from reading values, so [`vmap_grad`] checks
-//! the replay: it evaluates the function directly on the last example and compares, and a
+//! the replay: it evaluates the function directly on the last example (and again on the first,
+//! to tell a function that draws random numbers, which it cannot check) and compares, and a
 //! function whose trace depends on the example is an error. Ops without a batching rule
 //! (gathers with index lists, `where` masks, custom ops, convolution patches) are reported as
 //! an error naming the op.
@@ -278,19 +279,25 @@ pub fn vmap_grad<T: Float>(
     drop(vals);
     // The replay holds for every example only if the trace does not depend on example 0's
     // values (a branch on them, or a value read into a constant): compare with the function
-    // evaluated directly on the last example, up to the rounding of a batched evaluation.
+    // evaluated directly on the last example, up to the rounding of a batched evaluation. A
+    // function that draws random numbers (dropout) gives another value on example 0 itself
+    // when evaluated again: it cannot be checked this way, and is left as it was traced.
     if b > 1 {
-        let last: Vec<Tensor<T>> = batch
-            .iter()
-            .map(|x| {
-                let n = x.numel() / b;
-                Tensor::from_vec(x.data()[(b - 1) * n..].to_vec(), &x.shape()[1..])
-            })
-            .collect();
-        let direct = crate::no_grad(|| f(params, &last)).item().to_f64();
+        let example = |k: usize| -> Vec<Tensor<T>> {
+            batch
+                .iter()
+                .map(|x| {
+                    let n = x.numel() / b;
+                    Tensor::from_vec(x.data()[k * n..(k + 1) * n].to_vec(), &x.shape()[1..])
+                })
+                .collect()
+        };
+        let close = |a: f64, b: f64| (a - b).abs() <= 64.0 * T::EPSILON.to_f64().sqrt() * (1.0 + a.abs().max(b.abs()));
+        let traced = y.item().to_f64();
+        let again = crate::no_grad(|| f(params, &example(0))).item().to_f64();
+        let direct = crate::no_grad(|| f(params, &example(b - 1))).item().to_f64();
         let replayed = out.data()[b - 1].to_f64();
-        let tol = 64.0 * T::EPSILON.to_f64().sqrt() * (1.0 + direct.abs().max(replayed.abs()));
-        if direct.is_finite() && !((direct - replayed).abs() <= tol) {
+        if close(again, traced) && direct.is_finite() && !close(direct, replayed) {
             return Err(AutodiffError::Graph(format!(
                 "vmap_grad: the function gives {direct} on example {} but its trace on example 0 replays to {replayed}: it reads its example's values (a branch on them, or data()/item() into a constant), so one trace cannot serve every example; compute per-example gradients with a loop of grad()",
                 b - 1

@@ -256,6 +256,10 @@ fn vmap_refuses_functions_that_read_their_example_and_empty_batches() {
     assert_eq!(r.grads[0].data(), &[2.0, 2.0, 2.0, 2.0, 2.0, 2.0]);
     let e = vmap_grad(|p, _| p[0].sum(), &p, &[Tensor::zeros(&[0, 4])]).unwrap_err().to_string();
     assert!(e.contains("vmap_grad: the batch is empty"), "{e}");
+    // A function that draws random numbers (dropout) is not taken for one that reads values.
+    let rng = std::cell::RefCell::new(Rng::new(3));
+    let r = vmap_grad(|p, e| p[0].mul(&e[0].broadcast_to(&[2])).dropout(0.5, true, &mut rng.borrow_mut()).sum(), &p, &xs);
+    assert!(r.is_ok(), "{:?}", r.err());
 }
 
 #[test]
