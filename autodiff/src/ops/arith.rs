@@ -236,8 +236,12 @@ pub(crate) fn binary_backward<T: Float>(
             // be NaN): a is replaced by 1 there, so that neither this product nor its own
             // derivative (under create_graph) meets 0·∞.
             let ga = na.then(|| {
-                let zero_b = b.broadcast_to(out.shape()).mask(|v| v == T::ZERO);
-                let a_safe = if zero_b.iter().any(|&z| z) { Tensor::where_(&zero_b, out.shape(), &Tensor::ones(out.shape()), &a.broadcast_to(out.shape())) } else { a.clone() };
+                let a_safe = if b.data().contains(&T::ZERO) {
+                    let zero_b = b.broadcast_to(out.shape()).mask(|v| v == T::ZERO);
+                    Tensor::where_(&zero_b, out.shape(), &Tensor::ones(out.shape()), &a.broadcast_to(out.shape()))
+                } else {
+                    a.clone()
+                };
                 g.mul(b).mul(&a_safe.pow(&b.sub_scalar(1.0)))
             });
             let gb = nb.then(|| {

@@ -239,27 +239,12 @@ fn per_example_gradients_through_stack() {
     }
 }
 
-/// A function that reads its example's values (a branch, or `data()` into a constant) cannot
-/// be replayed from one trace: an error, not every example given example 0's gradient. An
-/// empty batch is an error naming vmap_grad.
+/// An empty batch is an error naming vmap_grad (it named `Tensor::from_vec`).
 #[test]
-fn vmap_refuses_functions_that_read_their_example_and_empty_batches() {
+fn vmap_refuses_an_empty_batch() {
     let p = vec![Tensor::<f64>::from_vec(vec![1.0, 2.0], &[2])];
-    let xs = vec![Tensor::<f64>::from_vec(vec![1.0, 5.0, -3.0], &[3, 1])];
-    let e = vmap_grad(|p, e| p[0].mul_scalar(e[0].data()[0]).sum(), &p, &xs).unwrap_err().to_string();
-    assert!(e.contains("reads its example's values") && e.contains("example 2"), "{e}");
-    let e = vmap_grad(|p, e| if e[0].data()[0] > 0.0 { p[0].sum() } else { p[0].square().sum() }, &p, &xs).unwrap_err().to_string();
-    assert!(e.contains("reads its example's values"), "{e}");
-    // Reading values that are the same for every example is fine.
-    let same = vec![Tensor::<f64>::from_vec(vec![2.0, 2.0, 2.0], &[3, 1])];
-    let r = vmap_grad(|p, e| p[0].mul_scalar(e[0].data()[0]).sum(), &p, &same).unwrap();
-    assert_eq!(r.grads[0].data(), &[2.0, 2.0, 2.0, 2.0, 2.0, 2.0]);
     let e = vmap_grad(|p, _| p[0].sum(), &p, &[Tensor::zeros(&[0, 4])]).unwrap_err().to_string();
     assert!(e.contains("vmap_grad: the batch is empty"), "{e}");
-    // A function that draws random numbers (dropout) is not taken for one that reads values.
-    let rng = std::cell::RefCell::new(Rng::new(3));
-    let r = vmap_grad(|p, e| p[0].mul(&e[0].broadcast_to(&[2])).dropout(0.5, true, &mut rng.borrow_mut()).sum(), &p, &xs);
-    assert!(r.is_ok(), "{:?}", r.err());
 }
 
 #[test]

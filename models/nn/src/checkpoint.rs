@@ -33,7 +33,7 @@ pub const OPTIM_PREFIX: &str = "__optim__.";
 /// float, which the schedules and Adam's bias correction compute with).
 pub const MAX_STEP: u64 = 1 << 53;
 const FORMAT_KEY: &str = "chi.format";
-pub(crate) const CHECKSUM_KEY: &str = "chi.checksum";
+const CHECKSUM_KEY: &str = "chi.checksum";
 
 /// Whether two paths name the same existing file (or directory), links and `..` resolved.
 pub fn same_file(a: &Path, b: &Path) -> bool {
@@ -147,7 +147,7 @@ pub fn fnv(h: &mut u64, bytes: &[u8]) {
 
 /// Checksum over the metadata (except the checksum itself) and (name, dtype, shape, bytes) of
 /// the tensors, in name order.
-pub(crate) fn checksum<'a>(meta: &HashMap<String, String>, tensors: impl Iterator<Item = (&'a str, String, &'a [usize], &'a [u8])>) -> u64 {
+fn checksum<'a>(meta: &HashMap<String, String>, tensors: impl Iterator<Item = (&'a str, String, &'a [usize], &'a [u8])>) -> u64 {
     let mut items: Vec<_> = tensors.collect();
     items.sort_by(|a, b| a.0.cmp(b.0));
     let mut h = FNV_OFFSET;

@@ -627,8 +627,9 @@ impl Rule {
                 eps,
                 beta1: cfg.beta1,
                 beta2: cfg.beta2,
-                bc1: 1.0 - cfg.beta1.powf(t as f64),
-                bc2: 1.0 - cfg.beta2.powf(t as f64),
+                // Past 2^31 steps βᵗ is 0 for any β < 1; the clamp keeps the i32 from wrapping.
+                bc1: 1.0 - cfg.beta1.powi(t.min(i32::MAX as u64) as i32),
+                bc2: 1.0 - cfg.beta2.powi(t.min(i32::MAX as u64) as i32),
                 decoupled: cfg.name == OptimKind::Adamw,
             },
         }
@@ -883,8 +884,8 @@ mod tests {
                     }
                     s[0][i] = (cfg.beta1 * s[0][i] as f64 + (1.0 - cfg.beta1) * grad) as f32;
                     s[1][i] = (cfg.beta2 * s[1][i] as f64 + (1.0 - cfg.beta2) * grad * grad) as f32;
-                    let m_hat = s[0][i] as f64 / (1.0 - cfg.beta1.powf(t as f64));
-                    let v_hat = s[1][i] as f64 / (1.0 - cfg.beta2.powf(t as f64));
+                    let m_hat = s[0][i] as f64 / (1.0 - cfg.beta1.powi(t as i32));
+                    let v_hat = s[1][i] as f64 / (1.0 - cfg.beta2.powi(t as i32));
                     theta - lr * m_hat / (v_hat.sqrt() + eps)
                 }
             };

@@ -51,7 +51,8 @@ impl LrSchedule {
     pub fn lr_at(&self, base: f64, step: u64) -> f64 {
         match self {
             LrSchedule::Constant {} => base,
-            LrSchedule::Step { every, gamma } => base * gamma.powf((step / (*every).max(1)) as f64),
+            // The clamp keeps the i32 from wrapping past 2^31 decays (γ^(2^31) is 0 or ∞ anyway).
+            LrSchedule::Step { every, gamma } => base * gamma.powi((step / (*every).max(1)).min(i32::MAX as u64) as i32),
             LrSchedule::Exponential { gamma } => base * gamma.powf(step as f64),
             LrSchedule::Cosine { total_steps, min_lr } => {
                 let t = (*total_steps).max(1);

@@ -11,10 +11,11 @@
 //! `w_hh`, `bias`) keep chi's layout; their names say so.
 //!
 //! Files hold `F32` tensors for `f32` models and `F64` for `f64` models, with the metadata
-//! `{"format": "pt"}` that `safetensors.torch` writes, and chi's checksum (`chi.checksum`, which
-//! PyTorch ignores). Loading accepts either dtype; a file that carries the checksum must match
-//! it (a flipped byte is an error naming the file, not a changed weight), and every value must
-//! be finite in the model's type (an `F64` 1e300 does not fit an `f32` model).
+//! `{"format": "pt"}` that `safetensors.torch` writes, and nothing of chi's own: a file that
+//! PyTorch loads, changes and saves again with its metadata is still a plain state dict (a
+//! checksum carried over would no longer match it). Loading accepts either dtype, and every
+//! value must be finite in the model's type (an `F64` 1e300 does not fit an `f32` model; a
+//! damaged byte that makes a weight NaN or infinite is refused, naming the file).
 //!
 //! [`crate::module::load_state_dict`] checks every name and shape before it changes any parameter; an error
 //! names the missing or unexpected keys, or the key whose shape differs and both shapes.
@@ -128,10 +129,7 @@ impl<T: Float> StateDict<T> {
                 .map_err(|e| NnError::format("<state dict>", format!("tensor {name:?}: {e}")))?;
             views.push((name.clone(), view));
         }
-        let mut meta: HashMap<String, String> = [("format".to_string(), "pt".to_string())].into_iter().collect();
-        let dt = format!("{dtype:?}");
-        let sum = crate::checkpoint::checksum(&meta, self.entries.iter().zip(&bytes).map(|((n, s, _), b)| (n.as_str(), dt.clone(), s.as_slice(), b.as_slice())));
-        meta.insert(crate::checkpoint::CHECKSUM_KEY.into(), format!("{sum:016x}"));
+        let meta: HashMap<String, String> = [("format".to_string(), "pt".to_string())].into_iter().collect();
         safetensors::serialize(views, Some(meta)).map_err(|e| NnError::format("<state dict>", format!("serialising: {e}")))
     }
 
@@ -140,14 +138,6 @@ impl<T: Float> StateDict<T> {
         let st = SafeTensors::deserialize(bytes).map_err(|e| NnError::format(name, format!("not a valid safetensors file: {e}")))?;
         // safetensors keeps tensors by name; keep the file's order of offsets (the writer's order).
         let mut items: Vec<(String, TensorView<'_>)> = st.tensors();
-        let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| NnError::format(name, format!("corrupt header: {e}")))?;
-        let meta = header.metadata().clone().unwrap_or_default();
-        if let Some(want) = meta.get(crate::checkpoint::CHECKSUM_KEY) {
-            let got = crate::checkpoint::checksum(&meta, items.iter().map(|(n, v)| (n.as_str(), format!("{:?}", v.dtype()), v.shape(), v.data())));
-            if format!("{got:016x}") != *want {
-                return Err(NnError::format(name, format!("checksum mismatch (file corrupt): stored {want}, computed {got:016x}")));
-            }
-        }
         items.sort_by_key(|(_, v)| v.data().as_ptr() as usize);
         let mut sd = StateDict::new();
         for (n, view) in items {

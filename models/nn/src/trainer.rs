@@ -102,6 +102,14 @@ pub enum TrainError {
         /// The step (1-based).
         step: u64,
     },
+    /// The schedule gave a learning rate that is not finite (it overflows); no update was
+    /// applied for that step.
+    NonFiniteLr {
+        /// The step (1-based) whose learning rate was not finite.
+        step: u64,
+        /// The learning rate.
+        lr: f64,
+    },
     /// A callback failed.
     Callback {
         /// The hook that failed (`"on_step_end"`, `"on_checkpoint"`, …).
@@ -118,6 +126,7 @@ impl fmt::Display for TrainError {
         match self {
             TrainError::NonFiniteLoss { step, loss } => write!(f, "training diverged: loss is {loss} at step {step}"),
             TrainError::EmptyBatch { step } => write!(f, "step {step}: no rank had an example in its shard of the batch"),
+            TrainError::NonFiniteLr { step, lr } => write!(f, "the learning-rate schedule gives {lr} at step {step}: it overflows (a smaller learning rate or decay factor)"),
             TrainError::Callback { hook, step, source } => write!(f, "{source} (in {hook} at step {step})"),
         }
     }
@@ -127,7 +136,7 @@ impl std::error::Error for TrainError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             TrainError::Callback { source, .. } => Some(source.as_ref()),
-            TrainError::NonFiniteLoss { .. } | TrainError::EmptyBatch { .. } => None,
+            TrainError::NonFiniteLoss { .. } | TrainError::EmptyBatch { .. } | TrainError::NonFiniteLr { .. } => None,
         }
     }
 }
@@ -542,7 +551,11 @@ impl<'a, T: Float> Trainer<'a, T> {
             let Some(batch) = batches.next() else { return Ok(true) };
             let s = self.state.step;
             let active_block = self.block.apply(store, s);
-            self.optim.set_lr(self.schedule.lr_at(self.base_lr, s));
+            let lr = self.schedule.lr_at(self.base_lr, s);
+            if !lr.is_finite() {
+                return Err(TrainError::NonFiniteLr { step: s + 1, lr });
+            }
+            self.optim.set_lr(lr);
             store.zero_grad();
             let out: StepOutput<T> = step(batch).into();
             let mut loss = out.loss.item().to_f64();

@@ -113,7 +113,7 @@ impl<T: Float> Han<T> {
             return Err(TextError::Invalid { op, msg: format!("every size must be positive: {cfg:?}") });
         }
         // Sizes that cannot fit in memory are refused before anything is allocated.
-        for (what, dims) in [("Han embedding", [cfg.vocab, cfg.emb_dim]), ("Han word GRU", [cfg.emb_dim.max(2 * cfg.hidden), 3 * cfg.hidden]), ("Han attention", [2 * cfg.hidden, cfg.attention])] {
+        for (what, dims) in [("Han embedding", [cfg.vocab, cfg.emb_dim]), ("Han word GRU", [cfg.emb_dim.max(cfg.hidden.saturating_mul(2)), cfg.hidden.saturating_mul(3)]), ("Han attention", [cfg.hidden.saturating_mul(2), cfg.attention])] {
             chi_nn::limits::check_fits_memory(what, &dims).map_err(|e| TextError::Invalid { op, msg: e.to_string() })?;
         }
         Ok(())

@@ -765,13 +765,27 @@ fn absolute_paths(mut cfg: Config) -> Config {
 /// directory.
 fn paths_from_config_folder(mut cfg: Config, file: &Path) -> Config {
     let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) else { return cfg };
-    for_each_path(&mut cfg, |s| {
+    let rebase = |s: &mut String| {
         if Path::new(s.as_str()).is_relative() {
             if let Some(j) = dir.join(s.as_str()).to_str() {
                 *s = j.to_string();
             }
         }
-    });
+    };
+    let d = &mut cfg.data;
+    for s in [&mut d.path, &mut d.valid_path, &mut d.test_path].into_iter().flatten() {
+        rebase(s);
+    }
+    // A target is a column name unless it names a label file (arrays); the data may come from
+    // a flag, so only a file that exists beside the config is taken as one.
+    for s in [&mut d.target, &mut d.valid_target, &mut d.test_target].into_iter().flatten() {
+        if Path::new(s.as_str()).is_relative() && dir.join(s.as_str()).is_file() {
+            rebase(s);
+        }
+    }
+    if let Some(serde_json::Value::String(s)) = cfg.model_options.options.get_mut("pretrained") {
+        rebase(s);
+    }
     cfg
 }
 

@@ -694,6 +694,10 @@ fn relative_paths_in_a_config_are_read_from_its_folder() {
     // A flag's relative path is read from the working directory.
     let o = run(&dir.join("sub"), &["train", "--config", "rel.toml", "--data", "../fruit.csv", "--out", "../r2", "--quiet", "--no-plots"]);
     assert!(o.status.success(), "{}", text(&o));
+    // A target column named in a config whose data comes from a flag stays a column name.
+    std::fs::write(dir.join("sub").join("col.toml"), "dataset = \"file\"\nsteps = 2\n[data]\ntarget = \"fruit\"\n").unwrap();
+    let o = run(&dir, &["train", "--config", "sub/col.toml", "--data", "fruit.csv", "--out", "r4", "--quiet", "--no-plots"]);
+    assert!(o.status.success(), "{}", text(&o));
     std::fs::write(dir.join("sub").join("missing.toml"), "dataset = \"file\"\n[data]\npath = \"nowhere.csv\"\ntarget = \"fruit\"\n").unwrap();
     let o = run(&dir, &["train", "--config", "sub/missing.toml", "--out", "r3", "--quiet", "--no-plots"]);
     assert!(!o.status.success() && text(&o).contains("sub/nowhere.csv"), "{}", text(&o));

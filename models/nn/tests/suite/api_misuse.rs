@@ -10,7 +10,7 @@ use chi_nn::layers::{Conv1dText, Embedding, LayerNorm, Linear};
 use chi_nn::module::{visit_child, Layout};
 use chi_nn::optim::{Grads, OptimConfig, Optimizer};
 use chi_nn::schedule::LrSchedule;
-use chi_nn::{Module, Param, Parameterized, TensorDataset};
+use chi_nn::{Param, Parameterized, TensorDataset};
 use std::path::PathBuf;
 
 fn dir(name: &str) -> PathBuf {
@@ -166,14 +166,18 @@ fn schedules_out_of_range_are_refused_by_the_library() {
     assert!(lr.is_finite() && lr >= 0.0, "{lr}");
 }
 
-/// A weights file written by `Module::save` carries chi's checksum: a flipped byte is an
-/// error naming the file (it loaded as another weight); values that are not finite in the
-/// model's type are refused.
+/// Values of a weights file that are not finite in the model's type are refused, naming the
+/// file: a damaged byte that makes a weight NaN (it loaded with `Ok`), an `F64` value beyond
+/// `f32`'s range.
 #[test]
 fn damaged_or_overflowing_weight_files_are_refused() {
     let d = dir("weights");
     let path = d.join("lin.safetensors");
     let l = Linear::<f32>::new(3, 2);
+    // Every value 1.5 (`00 00 c0 3f`): flipping bit 6 of the file's last byte makes one NaN.
+    for p in l.parameters() {
+        p.set_values(vec![1.5; p.numel()]);
+    }
     l.save(&path).unwrap();
     let l2 = Linear::<f32>::new(3, 2);
     l2.load(&path).unwrap();
@@ -183,7 +187,7 @@ fn damaged_or_overflowing_weight_files_are_refused() {
     b[n - 1] ^= 0x40;
     std::fs::write(&path, &b).unwrap();
     let e = Linear::<f32>::new(3, 2).load(&path).unwrap_err().to_string();
-    assert!(e.contains("lin.safetensors") && e.contains("checksum mismatch"), "{e}");
+    assert!(e.contains("lin.safetensors") && e.contains("must be finite"), "{e}");
     // An f64 file of 1e300 into an f32 model.
     let big = Linear::<f64>::new(3, 2);
     big.parameters()[0].set_values(vec![1e300; 6]);
@@ -262,4 +266,19 @@ fn layer_misuse_names_the_layer_and_the_argument() {
     assert!(e.contains("EmbeddingBag: 2 ids but no offsets"), "{e}");
     let e = panic_of(std::panic::AssertUnwindSafe(|| drop(bag.forward_offsets(&[0, 1], &[0, 9]))));
     assert!(e.contains("offset 9 in [0, 9] is past the end of the 2 ids"), "{e}");
+}
+
+/// A schedule whose rate overflows (`exp:1e300`) ends training with an error naming the step,
+/// before the optimiser takes the infinite rate.
+#[test]
+fn a_schedule_that_overflows_is_a_training_error() {
+    use chi_nn::trainer::{TrainError, Trainer};
+    let mut store = chi_nn::ParamStore::<f64>::new();
+    let w = store.add("w", "g", Tensor::from_vec(vec![1.0], &[1]));
+    let mut opt = Optimizer::<f64>::new(OptimConfig::sgd(0.1));
+    let r = Trainer::new(&store, &mut opt).steps(5).schedule(LrSchedule::parse("exp:1e300").unwrap()).fit(std::iter::repeat(()), |()| w.get().square().sum());
+    match r {
+        Err(e @ TrainError::NonFiniteLr { step: 3, .. }) => assert!(e.to_string().contains("overflows"), "{e}"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
 }
