@@ -1390,7 +1390,7 @@ pub const MISSING: &str = "<missing>";
 /// Whether `input` has more tokens than `t` keeps.
 fn more_tokens_than(input: &RawInput, t: &Tokenizer) -> bool {
     match input {
-        RawInput::Text(s) => Tokenizer { max_len: t.max_len.saturating_add(1), ..t.clone() }.tokenize(s).len() > t.max_len,
+        RawInput::Text(s) => t.cuts(s),
         RawInput::Tokens(v) => v.len() > t.max_len,
         _ => false,
     }
@@ -1674,12 +1674,11 @@ impl DataSchema {
                     let l = e.label.as_deref().unwrap_or("");
                     let key = class_key(l);
                     let exact = index.get(key.as_str()).copied();
-                    if exact.is_none() {
-                        if let Some(c) = by_value(&key) {
-                            valued.push((key.clone(), self.classes[c].as_str()));
-                        }
+                    let hit = exact.or_else(|| by_value(&key));
+                    if let (None, Some(c)) = (exact, hit) {
+                        valued.push((key.clone(), self.classes[c].as_str()));
                     }
-                    v.push(exact.or_else(|| by_value(&key)).ok_or_else(|| {
+                    v.push(hit.ok_or_else(|| {
                         let same: Vec<String> = parse_number(&key).map_or_else(Vec::new, |x| self.classes.iter().filter(|c| parse_number(c) == Some(x)).cloned().collect());
                         if same.len() > 1 {
                             return NnError::invalid(&e.origin, "label", quoted(l), format!("has the value of the classes {}, which training kept apart as written: spell it as one of them", short_list(&same)));
@@ -1891,13 +1890,12 @@ impl DataSchema {
         let mut seqs = Vec::with_capacity(texts.len());
         let mut words = Vec::with_capacity(texts.len());
         let mut cut = Vec::with_capacity(texts.len());
-        let one_more = text::Tokenizer { max_len: tokenizer.max_len.saturating_add(1), ..tokenizer.clone() };
         for t in texts {
             let mut toks: Vec<String> = if self.format == Format::Lines { t.split_whitespace().take(tokenizer.max_len).map(String::from).collect() } else { tokenizer.tokenize(t) };
             // Only a text that filled the limit can have been cut: look one token further.
             cut.push(
                 toks.len() == tokenizer.max_len
-                    && if self.format == Format::Lines { t.split_whitespace().nth(tokenizer.max_len).is_some() } else { one_more.tokenize(t).len() > tokenizer.max_len },
+                    && if self.format == Format::Lines { t.split_whitespace().nth(tokenizer.max_len).is_some() } else { tokenizer.cuts(t) },
             );
             if toks.is_empty() {
                 toks.push(text::UNK.to_string());

@@ -55,6 +55,11 @@ impl Tokenizer {
         out.truncate(self.max_len);
         out
     }
+    /// Whether `text` has more tokens than [`Tokenizer::tokenize`] keeps (it is cut): the
+    /// text is tokenized one token further.
+    pub fn cuts(&self, text: &str) -> bool {
+        Tokenizer { max_len: self.max_len.saturating_add(1), ..self.clone() }.tokenize(text).len() > self.max_len
+    }
 }
 
 /// The unknown-token id of every [`Vocab`].
