@@ -28,6 +28,15 @@ pub fn mse(pred: &[f64], target: &[f64]) -> f64 {
     pred.iter().zip(target).map(|(p, y)| (p - y) * (p - y)).sum::<f64>() / pred.len() as f64
 }
 
+/// The mean of `x` (NaN when empty), corrected by a second pass over the deviations: the plain
+/// sum of values with a large common offset (targets near 1e15) is off by several units in the
+/// last place, which a correlation of their small deviations would then inherit.
+pub fn mean(x: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let m = x.iter().sum::<f64>() / n;
+    m + x.iter().map(|v| v - m).sum::<f64>() / n
+}
+
 /// Pearson correlation `cov(x, y) / (σx σy)`. `NaN` when fewer than two points or a constant
 /// input (the correlation is undefined).
 pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
@@ -36,8 +45,7 @@ pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
     if n < 2 {
         return f64::NAN;
     }
-    let mx = x.iter().sum::<f64>() / n as f64;
-    let my = y.iter().sum::<f64>() / n as f64;
+    let (mx, my) = (mean(x), mean(y));
     let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
     for (a, b) in x.iter().zip(y) {
         let (da, db) = (a - mx, b - my);
@@ -75,6 +83,10 @@ pub fn ranks(x: &[f64]) -> Vec<f64> {
 /// Spearman rank correlation: Pearson correlation of the average ranks (correct with ties).
 pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
     assert_eq!(x.len(), y.len(), "spearman: {} vs {} values", x.len(), y.len());
+    // A NaN would be ranked (last) and give a finite correlation of data that has none.
+    if x.iter().chain(y).any(|v| v.is_nan()) {
+        return f64::NAN;
+    }
     pearson(&ranks(x), &ranks(y))
 }
 
@@ -102,5 +114,28 @@ impl Mean {
     /// Number of values.
     pub fn count(&self) -> u64 {
         self.n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Correlations are invariant to a common offset: targets near 1e15, whose plain summed
+    /// mean is off by a few units in the last place, correlate as their deviations do.
+    #[test]
+    fn correlations_of_values_with_a_large_offset_equal_those_of_their_deviations() {
+        let d: Vec<f64> = (0..100).map(|i| ((i * 37 % 101) as f64 * 0.07).sin() * 3.0).collect();
+        let e: Vec<f64> = d.iter().enumerate().map(|(i, v)| v + 0.3 * ((i as f64) * 1.3).cos()).collect();
+        let off = |v: &[f64]| v.iter().map(|x| x + 1e15).collect::<Vec<_>>();
+        let (r, r_off) = (pearson(&d, &e), pearson(&off(&d), &off(&e)));
+        assert!((r - r_off).abs() < 1e-3, "{r} vs {r_off}");
+        assert_eq!(mean(&[1e15 + 0.125, 1e15 + 0.25, 1e15 + 0.375]), 1e15 + 0.25);
+    }
+
+    #[test]
+    fn spearman_of_data_with_a_nan_is_nan() {
+        assert!(spearman(&[1.0, f64::NAN, 3.0], &[1.0, 2.0, 3.0]).is_nan());
+        assert!((spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]) - 1.0).abs() < 1e-12);
     }
 }

@@ -67,6 +67,20 @@ pub enum OptimKind {
     Adamw,
 }
 
+impl OptimKind {
+    /// The learning rate this optimiser gets when it is chosen without one: 1e-3 for Adam and
+    /// AdamW (PyTorch's default), 1e-2 for RMSProp (PyTorch's) and SGD,
+    /// 0.1 for Adagrad (chi's general default, tuned for its built-in models; PyTorch's is 1e-2).
+    /// A rate that suits Adagrad makes Adam diverge on most data.
+    pub fn default_lr(self) -> f64 {
+        match self {
+            OptimKind::Sgd | OptimKind::Rmsprop => 1e-2,
+            OptimKind::Adagrad => 0.1,
+            OptimKind::Adam | OptimKind::Adamw => 1e-3,
+        }
+    }
+}
+
 impl std::str::FromStr for OptimKind {
     type Err = NnError;
     fn from_str(s: &str) -> Result<Self, NnError> {

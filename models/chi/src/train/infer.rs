@@ -326,16 +326,22 @@ pub fn classification_report(y: &[usize], probs: &[Vec<f64>], log_probs: Option<
 }
 
 /// Regression report: MSE, MAE, R² and Pearson's r.
+///
+/// R² and Pearson's r are NaN (undefined) for fewer than two examples or targets that are all
+/// equal, also when mapping the targets back to their units left them a few rounding errors
+/// apart (a spread below 1e-12 of their magnitude).
 pub fn regression_report(y: &[f64], pred: &[f64]) -> Report {
     let n = y.len().max(1) as f64;
-    let mean = y.iter().sum::<f64>() / n;
+    let mean = chi_nn::metrics::mean(y);
     let sse: f64 = y.iter().zip(pred).map(|(a, b)| (a - b).powi(2)).sum();
     let sst: f64 = y.iter().map(|a| (a - mean).powi(2)).sum();
+    let big = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let varies = y.len() >= 2 && sst > n * (1e-12 * big).powi(2);
     let mut metrics = BTreeMap::new();
     metrics.insert("mse".into(), chi_nn::metrics::mse(pred, y));
     metrics.insert("mae".into(), y.iter().zip(pred).map(|(a, b)| (a - b).abs()).sum::<f64>() / n);
-    metrics.insert("r2".into(), if sst > 0.0 { 1.0 - sse / sst } else { f64::NAN });
-    metrics.insert("pearson".into(), chi_nn::metrics::pearson(pred, y));
+    metrics.insert("r2".into(), if varies { 1.0 - sse / sst } else { f64::NAN });
+    metrics.insert("pearson".into(), if varies { chi_nn::metrics::pearson(pred, y) } else { f64::NAN });
     Report { examples: y.len(), metrics, per_class: Vec::new(), classes: Vec::new(), confusion: Vec::new() }
 }
 

@@ -522,11 +522,32 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
         .map_err(|e| match e {
             // A log or checkpoint write failed: its message names the file.
             TrainError::Callback { source, .. } => source.to_string(),
+            e @ TrainError::NonFiniteLoss { .. } => {
+                format!("{e} (learning rate {}): a lower --lr, or --clip-norm, may keep it finite; the checkpoints in {} are of the last steps before it", cfg.optim.lr, ckdir.display())
+            }
             e => e.to_string(),
         })?;
     run.step = fit.state.step;
     if let Some(dp) = &dp {
         distributed::report(out, dp, t_fit.elapsed().as_secs_f64(), run.step - start, opts)?;
+    }
+    if let Some((best, step, last)) = diverging(&fit.losses) {
+        eprintln!(
+            "warning: the training loss ended at {} (mean of the last ten steps), {:.0}× the loss at step {step} ({}): the run diverged; a lower --lr (now {}) or --clip-norm may help",
+            fmt_value(last),
+            last / best,
+            fmt_value(best),
+            cfg.optim.lr
+        );
+    } else if fit.finished {
+        if let Some((before, last, steps)) = still_improving(&fit.eval_curve("valid_loss")) {
+            let passes = run.step as f64 * cfg.batch_size as f64 / run.dataset.train.len().max(1) as f64;
+            eprintln!(
+                "note: the validation loss was still falling when the run ended ({before:.4} → {last:.4} over its last {steps} steps; {} steps were {passes:.1} passes over the {} training examples): a longer run (--steps) may do better",
+                run.step,
+                run.dataset.train.len()
+            );
+        }
     }
     let losses = fit.losses.iter().map(|&(s, l)| (s, l as f32)).collect();
     let test = fit.last_eval().cloned().unwrap_or_default();
@@ -546,6 +567,34 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
         write_plots(out, cfg.log_format)?;
     }
     Ok(TrainSummary { step: run.step, losses, test, checkpoint: final_ckpt })
+}
+
+/// Whether a run stopped while its validation loss was still falling: the last of at least three
+/// evaluations `(step, loss)` is the lowest, and more than 1 % below the one before it. Returns
+/// that evaluation's loss, the last one and the steps between them.
+fn still_improving(curve: &[(f64, f64)]) -> Option<(f64, f64, u64)> {
+    let [.., (s0, before), (s1, last)] = *curve else { return None };
+    let lowest = curve.iter().all(|&(_, l)| l >= last);
+    (curve.len() >= 3 && last.is_finite() && lowest && last < 0.99 * before).then_some((before, last, (s1 - s0) as u64))
+}
+
+/// Whether the training loss ended far above where it was: with the mean loss over blocks of ten
+/// steps, the last block's more than 10 times the first step's loss (a run that blew up at once)
+/// or more than 100 times the lowest block's (one that learned, then blew up). Returns the lower
+/// reference (the first loss, at its step, or the lowest block mean and the step it ended at)
+/// and the last block mean.
+fn diverging(losses: &[(u64, f64)]) -> Option<(f64, u64, f64)> {
+    let blocks: Vec<(u64, f64)> = losses.chunks(10).filter(|c| c.len() == 10).map(|c| (c[9].0, c.iter().map(|l| l.1).sum::<f64>() / 10.0)).collect();
+    let &(_, last) = blocks.last()?;
+    let &(step, best) = blocks.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (s0, first) = losses[0];
+    if !last.is_finite() {
+        return None;
+    }
+    if first > 0.0 && last > 10.0 * first {
+        return Some((first, s0, last));
+    }
+    (best > 0.0 && last > 100.0 * best).then_some((best, step, last))
 }
 
 /// Checks a built dataset before training on it: both splits non-empty, one target per
@@ -790,7 +839,30 @@ impl Run {
 
 /// `k=v` pairs for messages.
 pub fn fmt_metrics(m: &BTreeMap<String, f64>) -> String {
-    m.iter().map(|(k, v)| format!("{k} {v:.4}")).collect::<Vec<_>>().join(", ")
+    m.iter().map(|(k, v)| format!("{k} {}", fmt_value(*v))).collect::<Vec<_>>().join(", ")
+}
+
+/// A metric with four decimals between 0.001 and a million (and at 0), else with five
+/// significant digits in exponent form: `0.0000` for an MSE of 2e-5, or 31 digits for a loss
+/// of 1e30, say nothing.
+pub fn fmt_value(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || (1e-3..1e6).contains(&v.abs()) {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.4e}")
+    }
+}
+
+/// Metrics that are undefined, not wrong, when NaN: correlations and R² of fewer than two
+/// examples or of equal targets. A run or an evaluation with one of these NaN still succeeds.
+pub const UNDEFINED_OK: &[&str] = &["pearson", "spearman", "r2", "valid_pearson", "valid_spearman"];
+
+/// Says which of [`UNDEFINED_OK`] are NaN in `m` and why they can be.
+pub fn note_undefined(m: &BTreeMap<String, f64>, what: &str) {
+    let undefined: Vec<&str> = m.iter().filter(|(k, v)| v.is_nan() && UNDEFINED_OK.contains(&k.as_str())).map(|(k, _)| k.as_str()).collect();
+    if !undefined.is_empty() {
+        eprintln!("note: {} of the {what} undefined (n/a): correlations and R² need at least two examples whose targets are not all equal", undefined.join(", "));
+    }
 }
 
 /// Draws the plots of a run directory from its logs: `loss`, `eval`, `gradflow`,
@@ -888,4 +960,37 @@ pub fn evaluate_checkpoint(path: &Path, split: &str) -> Result<(Config, u64, BTr
     };
     let m = registry::evaluate_scaled(run.model.as_ref(), run.dataset.task, s, 1024, run.dataset.schema.as_ref().and_then(|s| s.target_scale));
     Ok((cfg, run.step, m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{diverging, still_improving};
+
+    #[test]
+    fn a_run_diverges_when_its_last_ten_steps_average_far_above_its_best_ten() {
+        let run = |f: &dyn Fn(u64) -> f64| (1..=40).map(|s| (s, f(s))).collect::<Vec<_>>();
+        assert_eq!(diverging(&run(&|s| if s <= 30 { 1.0 } else { 500.0 })), Some((1.0, 1, 500.0)));
+        // Learned (from 2 to 0.01), then rose to 2 again: 200× its lowest, not above the start.
+        assert_eq!(diverging(&run(&|s| if s <= 10 { 2.0 } else if s <= 30 { 0.01 } else { 2.0 })), Some((0.01, 20, 2.0)));
+        // Blew up at the second step and stayed there.
+        assert_eq!(diverging(&run(&|s| if s == 1 { 1.4 } else { 60.0 })), Some((1.4, 1, 60.0)));
+        // Falling, flat, noisy with single bad steps, or too short: no warning.
+        assert_eq!(diverging(&run(&|s| 1.0 / s as f64)), None);
+        assert_eq!(diverging(&run(&|s| if s % 10 == 3 { 50.0 } else { 0.5 })), None);
+        assert_eq!(diverging(&run(&|s| if s == 40 { 500.0 } else { 1.0 })), None);
+        assert_eq!(diverging(&[(1, 1.0), (2, 1e9)]), None);
+    }
+
+    #[test]
+    fn a_run_is_still_improving_only_if_its_last_validation_loss_is_the_lowest_by_a_margin() {
+        assert_eq!(still_improving(&[(0.0, 1.0), (200.0, 0.8), (400.0, 0.7)]), Some((0.8, 0.7, 200)));
+        // Flat (within 1 %), rising, or lowest earlier: converged or overfitting, no note.
+        assert_eq!(still_improving(&[(0.0, 1.0), (200.0, 0.8), (400.0, 0.795)]), None);
+        assert_eq!(still_improving(&[(0.0, 1.0), (200.0, 0.6), (400.0, 0.7)]), None);
+        assert_eq!(still_improving(&[(0.0, 0.5), (200.0, 0.8), (400.0, 0.7)]), None);
+        // Too few evaluations to tell, or a loss that is not a number.
+        assert_eq!(still_improving(&[(0.0, 1.0), (200.0, 0.5)]), None);
+        assert_eq!(still_improving(&[]), None);
+        assert_eq!(still_improving(&[(0.0, 1.0), (200.0, 0.8), (400.0, f64::NAN)]), None);
+    }
 }

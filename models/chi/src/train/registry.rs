@@ -327,8 +327,8 @@ pub fn evaluate(model: &dyn Model, task: Task, split: &Split, batch: usize) -> B
 }
 
 /// [`evaluate`], with regression outputs and targets mapped back to the target's units by
-/// `scale = (mean, std)` (file datasets standardise their targets) before `mse`, `pearson` and
-/// `spearman`; `loss` stays the training objective.
+/// `scale = (mean, std)` (file datasets standardise their targets) before `mse` (`pearson` and
+/// `spearman`, unchanged by the map, are computed before it); `loss` stays the training objective.
 pub fn evaluate_scaled(model: &dyn Model, task: Task, split: &Split, batch: usize, scale: Option<(f64, f64)>) -> BTreeMap<String, f64> {
     let (mean, sd) = scale.unwrap_or((0.0, 1.0));
     let n = split.len();
@@ -352,6 +352,11 @@ pub fn evaluate_scaled(model: &dyn Model, task: Task, split: &Split, batch: usiz
     let mut m = BTreeMap::new();
     m.insert("loss".to_string(), if n > 0 { loss_sum / n as f64 } else { f64::NAN });
     match task {
+        // Outputs that are not numbers have no class: argmax would read them as class 0 and
+        // report an accuracy for a model that diverged.
+        _ if outs.iter().any(|v| v.is_nan()) => {
+            m.insert("accuracy".into(), f64::NAN);
+        }
         Task::Classification { .. } => {
             let pred = metrics::argmax_rows(&outs, cols);
             let y: Vec<usize> = (0..n).map(|i| split.targets.class(i)).collect();
@@ -363,11 +368,14 @@ pub fn evaluate_scaled(model: &dyn Model, task: Task, split: &Split, batch: usiz
             m.insert("accuracy".into(), metrics::accuracy(&pred, &y));
         }
         Task::Regression => {
-            let y: Vec<f64> = (0..n).map(|i| split.targets.value(i) * sd + mean).collect();
+            // The correlations are those of the standardised values (the same in exact
+            // arithmetic, and free of the rounding a large target offset adds back).
+            let z: Vec<f64> = (0..n).map(|i| split.targets.value(i)).collect();
+            m.insert("pearson".into(), metrics::pearson(&outs, &z));
+            m.insert("spearman".into(), metrics::spearman(&outs, &z));
+            let y: Vec<f64> = z.iter().map(|v| v * sd + mean).collect();
             let outs: Vec<f64> = outs.iter().map(|z| z * sd + mean).collect();
             m.insert("mse".into(), metrics::mse(&outs, &y));
-            m.insert("pearson".into(), metrics::pearson(&outs, &y));
-            m.insert("spearman".into(), metrics::spearman(&outs, &y));
         }
     }
     m

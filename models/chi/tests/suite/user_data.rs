@@ -554,7 +554,7 @@ fn explain_reads_a_csvs_text_column() {
     let data = dir.join("reviews.csv");
     std::fs::write(&data, &csv).unwrap();
     let run = dir.join("run");
-    ok(&["train", "--data", s(&data), "--out", s(&run), "--steps", "5", "--quiet", "--no-plots"]);
+    ok(&["train", "--data", s(&data), "--out", s(&run), "--steps", "5", "--quiet", "--no-plots", "--max-len", "400"]);
     let input = dir.join("some.csv");
     std::fs::write(&input, "text,label\n\"a great film\",pos\n\"an awful film\",neg\n").unwrap();
     let ex = dir.join("ex");

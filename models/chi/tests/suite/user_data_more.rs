@@ -58,3 +58,34 @@ fn eval_of_many_classes_prints_a_bounded_confusion_matrix() {
     assert!(svg.contains("the 29 most frequent of 40 classes"), "the picture says so");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A run that ends while its validation loss is still falling says so, with the passes over
+/// the data its steps made, so a user knows more steps may help.
+#[test]
+fn a_run_stopped_while_still_improving_says_so() {
+    let root = tmp("improving");
+    let fruit = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data/fruit.csv");
+    let run = root.join("run");
+    // A small learning rate: the loss is still falling after 30 steps.
+    let t = ok(&["train", "--data", s(&fruit), "--target", "fruit", "--steps", "30", "--eval-every", "10", "--lr", "0.003", "--quiet", "--no-plots", "--out", s(&run)]);
+    assert!(t.contains("note: the validation loss was still falling when the run ended") && t.contains("30 steps were") && t.contains("passes over the 144 training examples"), "{t}");
+}
+
+/// An optimiser named without a rate gets its own (and says so); a run whose loss blew up and
+/// stayed up is called diverged, with what to change.
+#[test]
+fn an_optimiser_gets_its_own_rate_and_a_diverged_run_is_named() {
+    let root = tmp("optim");
+    let fruit = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data/fruit.csv");
+    let run = |name: &str, extra: &[&str]| {
+        let out = root.join(name);
+        let mut args = vec!["train", "--data", s(&fruit), "--target", "fruit", "--steps", "300", "--quiet", "--no-plots", "--out", s(&out)];
+        args.extend_from_slice(extra);
+        (ok(&args), std::fs::read_to_string(out.join("config.toml")).unwrap())
+    };
+    let (t, cfg) = run("adam", &["--optim", "adam"]);
+    assert!(t.contains("note: --optim adam without --lr: learning rate 0.001") && cfg.contains("lr = 0.001"), "{t}\n{cfg}");
+    assert!(!t.contains("diverged"), "{t}");
+    let (t, _) = run("hot", &["--optim", "adam", "--lr", "30"]);
+    assert!(t.contains("warning: the training loss ended at") && t.contains("the run diverged; a lower --lr (now 30)"), "{t}");
+}

@@ -249,18 +249,59 @@ fn other_number_spelling(v: &str) -> Option<&'static str> {
 const TOO_LARGE: &str = "too large to standardise (the squares overflow beyond ±1e154)";
 
 /// The mean and standard deviation to standardise values by (a numeric column, a regression
-/// target). A constant's deviation (zero, or rounding below a billionth of the largest
-/// magnitude) is 1; the test is relative, so that values on any scale (1e-13, 1e13) keep their
-/// differences. Values whose squares overflow are an error holding `values up to …`.
+/// target). A constant's deviation (zero, or a spread below 1e-14 of the largest magnitude,
+/// about fifty units in the last place, which is rounding) is 1. The test is relative and the
+/// deviations are scaled before they are squared, so values on any scale (1e-200, 1e200) and
+/// small differences on a large offset (1e6 ± 1e-5) keep their differences. Values that deviate
+/// by more than 1e154 (their squares overflow) are an error holding `values up to …`.
 fn standardisation(vals: &[f64]) -> Result<(f64, f64), String> {
-    let n = vals.len().max(1) as f64;
-    let mean = vals.iter().sum::<f64>() / n;
-    let sd = (vals.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
     let big = vals.iter().fold(0.0, |m: f64, x| m.max(x.abs()));
-    if !(mean.is_finite() && sd.is_finite()) {
+    if vals.is_empty() {
+        return Ok((0.0, 1.0));
+    }
+    let mean = crate::metrics::mean(vals);
+    if !mean.is_finite() {
         return Err(format!("values up to {big:e}"));
     }
-    Ok((mean, if sd > 1e-9 * big && sd > 0.0 { sd } else { 1.0 }))
+    // Deviations whose squares overflow would make a regression target's squared errors
+    // infinite; a feature that large is refused alike.
+    let reach = vals.iter().fold(0.0, |m: f64, x| m.max((x - mean).abs()));
+    if !(reach <= 1e154) {
+        return Err(format!("values up to {big:e}"));
+    }
+    let sd = if reach > 0.0 { reach * (vals.iter().map(|x| ((x - mean) / reach).powi(2)).sum::<f64>() / vals.len() as f64).sqrt() } else { 0.0 };
+    Ok((mean, if sd > 1e-14 * big && sd > 0.0 { sd } else { 1.0 }))
+}
+
+/// A value far from all the others in a numeric column or target: `(index, value, distance)`,
+/// the distance from the median in median absolute deviations, when it exceeds ten thousand (a
+/// code such as 999999 for a missing value, or a typo). Standardising by the spread one such
+/// value adds leaves the other values nearly equal, and a model then learns nothing from them.
+/// `None` when half or more of the values are equal (no spread to measure against).
+fn far_outlier(vals: &[f64]) -> Option<(usize, f64, f64)> {
+    if vals.len() < 5 {
+        return None;
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
+    };
+    let med = median(&mut vals.to_vec());
+    let mad = median(&mut vals.iter().map(|x| (x - med).abs()).collect());
+    if !(mad > 0.0) {
+        return None;
+    }
+    let (i, d) = vals.iter().enumerate().map(|(i, x)| (i, (x - med).abs() / mad)).max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (d > 1e4).then_some((i, vals[i], d))
+}
+
+/// The warning for [`far_outlier`]'s finding in `what` (a column or the target of `path`).
+fn outlier_warning(path: &Path, what: &str, (_, value, distance): (usize, f64, f64)) -> String {
+    format!(
+        "{}: {what} has the value {value} {distance:.0} median absolute deviations from its median: standardised by the spread it adds, the other values become nearly equal and teach the model little; if it is a code for a missing value or a typo, leave it out (an empty field is imputed)",
+        path.display()
+    )
 }
 
 /// What is wrong with a value [`parse_number`] refused: not a number at all, or a number no
@@ -1316,6 +1357,16 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
                 if !present.is_empty() && nums.len() * 2 > present.len() {
                     let (mean, std) = standardisation(&nums)
                         .map_err(|big| NnError::invalid(format!("{}", raw.path.display()), format!("column {name:?}"), big, format!("{TOO_LARGE}: rescale the column")))?;
+                    if let Some(o) = far_outlier(&nums) {
+                        warnings.push(outlier_warning(&raw.path, &format!("column {name:?}"), o));
+                    }
+                    if nums.len() >= 2 && nums.iter().all(|&x| x == nums[0]) {
+                        warnings.push(format!(
+                            "{}: column {name:?} is {} in every training row: it cannot inform the model, and other values of it in new data are read through weights it never trained",
+                            raw.path.display(),
+                            nums[0]
+                        ));
+                    }
                     columns.push(Column::Numeric { name: name.clone(), mean, std });
                 } else {
                     let mut cats: Vec<String> = vals.iter().map(|v| if is_missing(v) { MISSING.to_string() } else { v.trim().to_string() }).collect();
@@ -2421,6 +2472,9 @@ fn finish(
     if task == Task::Regression {
         let v: Vec<f64> = train_labels.iter().filter_map(|l| parse_number(l)).collect();
         let scale = standardisation(&v).map_err(|big| NnError::invalid("data", "target", big, format!("{TOO_LARGE}: rescale the target")))?;
+        if let Some(o) = far_outlier(&v) {
+            warnings.push(outlier_warning(&parts[0].path, "the target", o));
+        }
         schema.target_scale = Some(scale);
     }
     let mut splits = Vec::new();

@@ -1231,6 +1231,43 @@ fn values_on_a_tiny_scale_are_standardised_and_constants_are_not() {
     assert!(std.iter().all(|&s| s > 1e-8 && s < 1e-5), "{std:?}");
 }
 
+/// Spreads that float64 resolves are kept however small against the values (1e-170, or 1e-5
+/// on 1e6); a value far from the others and a column constant in training are named.
+#[test]
+fn small_spreads_survive_standardisation_and_outliers_and_constants_are_named() {
+    let d = TempDir::new("spread");
+    let mut s = String::from("tiny,offset,flat,label\n");
+    for i in 0..40 {
+        let a = ((i * 7) % 40) as f64 / 40.0 - 0.5;
+        s.push_str(&format!("{:e},{},5,{}\n", a * 1e-170, 1e6 + a * 1e-5, if a > 0.0 { "p" } else { "n" }));
+    }
+    let l = load_cfg(&cfg(&d.write("spread.csv", s.as_bytes()))).unwrap();
+    let Encoder::Tabular { columns } = &l.schema.encoder else { panic!() };
+    for (c, lo, hi) in [(0, 1e-172, 1e-169), (1, 1e-7, 1e-4)] {
+        let Column::Numeric { std, .. } = &columns[c] else { panic!() };
+        assert!(*std > lo && *std < hi, "column {c} keeps its spread: std {std}");
+    }
+    let Inputs::Dense { x, .. } = &l.dataset.train.inputs else { panic!() };
+    for c in 0..2 {
+        let spread = x.chunks(3).map(|r| r[c]).fold(0f32, |m, v| m.max(v.abs()));
+        assert!(spread > 0.5, "column {c}: standardised values of order one: {spread}");
+    }
+    assert!(l.warnings.iter().any(|w| w.contains("column \"flat\" is 5 in every training row")), "{:?}", l.warnings);
+    assert!(!l.warnings.iter().any(|w| w.contains("median absolute deviations")), "{:?}", l.warnings);
+    // A sentinel among ordinary values, in a feature and in a regression target (five rows each,
+    // so that the training split has some).
+    let mut s = String::from("a,y\n");
+    for i in 0..60 {
+        let v = (i as f64 * 0.7).sin() * 3.0;
+        s.push_str(&format!("{},{}\n", if i % 12 == 7 { 999999.0 } else { v }, if i % 12 == 9 { 999999.0 } else { 2.0 * v }));
+    }
+    let mut c = cfg(&d.write("sentinel.csv", s.as_bytes()));
+    c.target = Some("y".into());
+    let l = load_cfg(&c).unwrap();
+    let named = |what: &str| l.warnings.iter().any(|w| w.contains(what) && w.contains("has the value 999999") && w.contains("median absolute deviations"));
+    assert!(named("column \"a\"") && named("the target"), "{:?}", l.warnings);
+}
+
 #[test]
 fn the_target_cannot_be_the_text_and_held_out_files_cannot_be_the_training_file() {
     let d = TempDir::new("leak");
@@ -1323,4 +1360,17 @@ fn a_held_out_file_is_read_by_its_own_extension() {
     c.test_path = Some(d.write("test.tsv", tsv.as_bytes()).display().to_string());
     let l = load_cfg(&c).unwrap();
     assert_eq!(l.dataset.test.len(), 30, "every row of the tab-separated test file");
+}
+
+/// The fitted statistics are read back from `data.json` exactly (serde_json's correctly
+/// rounded parsing): a mean of 1e15 + 0.125 written as `1000000000000000.1` came back one unit
+/// in the last place off, and shifted every prediction of a model with such a target.
+#[test]
+fn saved_statistics_read_back_exactly() {
+    let m = 1e15 + 0.125;
+    let text = serde_json::to_string(&m).unwrap();
+    assert_eq!(serde_json::from_str::<f64>(&text).unwrap(), m, "{text}");
+    for x in [0.1, 1.0 / 3.0, 2.0f64.sqrt() * 1e-300, 6.02214076e23, f64::MAX, f64::MIN_POSITIVE] {
+        assert_eq!(serde_json::from_str::<f64>(&serde_json::to_string(&x).unwrap()).unwrap(), x);
+    }
 }
