@@ -42,7 +42,9 @@ pub fn mean(x: &[f64]) -> f64 {
 pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
     assert_eq!(x.len(), y.len(), "pearson: {} vs {} values", x.len(), y.len());
     let n = x.len();
-    if n < 2 {
+    // Equal values have no spread (tested directly, as scipy does: their computed deviations
+    // can be rounding errors instead of zeros).
+    if n < 2 || x.iter().all(|v| *v == x[0]) || y.iter().all(|v| *v == y[0]) {
         return f64::NAN;
     }
     let (mx, my) = (mean(x), mean(y));
@@ -131,6 +133,7 @@ mod tests {
         let (r, r_off) = (pearson(&d, &e), pearson(&off(&d), &off(&e)));
         assert!((r - r_off).abs() < 1e-3, "{r} vs {r_off}");
         assert_eq!(mean(&[1e15 + 0.125, 1e15 + 0.25, 1e15 + 0.375]), 1e15 + 0.25);
+        assert!(pearson(&[0.1, 0.1, 0.1], &[1.0, 2.0, 4.0]).is_nan() && pearson(&[0.7; 7], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]).is_nan());
     }
 
     #[test]

@@ -189,7 +189,7 @@ fn dot8(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Answers `a : b :: c : ?` by 3CosAdd: the word (among the first `restrict` rows, excluding
-/// `a`, `b`, `c`) maximising `cos(x, b̂ − â + ĉ)` over unit-normalised vectors (the first such
+/// `a`, `b`, `c` in any letter case) maximising `cos(x, b̂ − â + ĉ)` over unit-normalised vectors (the first such
 /// row on a tie).
 pub fn evaluate_analogies(vectors: &Vectors, questions: &[Analogy], restrict: usize) -> AnalogyScore {
     let unit = vectors.normalized();
@@ -204,6 +204,9 @@ pub fn evaluate_analogies(vectors: &Vectors, questions: &[Analogy], restrict: us
         })
         .collect();
     let known: Vec<[usize; 4]> = ids.iter().flatten().copied().collect();
+    // Rows compare by their case-folded word, as gensim compares upper-cased words: another
+    // casing of the expected word is right, another casing of a question word is skipped.
+    let fold: Vec<usize> = vectors.words().iter().take(n).map(|w| m.get(&w.to_uppercase()).copied().unwrap_or(usize::MAX)).collect();
     let mut right = Vec::with_capacity(known.len());
     let mut q = vec![0f32; ANALOGY_BLOCK * d];
     for block in known.chunks(ANALOGY_BLOCK) {
@@ -218,12 +221,12 @@ pub fn evaluate_analogies(vectors: &Vectors, questions: &[Analogy], restrict: us
             let row = unit.row(i);
             for (j, w) in block.iter().enumerate() {
                 let s = dot8(row, &q[j * d..(j + 1) * d]);
-                if s > best[j].1 && i != w[0] && i != w[1] && i != w[2] {
+                if s > best[j].1 && fold[i] != w[0] && fold[i] != w[1] && fold[i] != w[2] {
                     best[j] = (i, s);
                 }
             }
         }
-        right.extend(block.iter().zip(&best).map(|(w, b)| b.0 == w[3]));
+        right.extend(block.iter().zip(&best).map(|(w, b)| fold.get(b.0) == Some(&w[3])));
     }
     let mut score = AnalogyScore { correct: 0, covered: 0, missing: 0, sections: Vec::new() };
     let mut answers = right.into_iter();
@@ -281,6 +284,38 @@ mod tests {
         assert_eq!((s.covered, s.missing), (150, 0));
         assert_eq!(s.correct, expected);
         assert_eq!(s.sections.iter().map(|x| x.2).collect::<Vec<_>>(), [50, 50, 50]);
+    }
+
+    /// A pair with an all-zero vector scores similarity 0 (gensim's convention) instead of
+    /// making the correlation of every pair undefined.
+    #[test]
+    fn a_zero_vector_pair_has_similarity_zero() {
+        let words = ["a", "b", "c", "zero"].map(String::from).to_vec();
+        let vecs = Vectors::new(words, 2, vec![1.0, 0.0, 0.8, 0.6, 0.6, 0.8, 0.0, 0.0]).unwrap();
+        let p = |a: &str, b: &str, score: f64| WordPair { a: a.into(), b: b.into(), score };
+        // Similarities 0.8, 0.6, 0.96 and 0 for the zero vector: the human order exactly.
+        let s = evaluate_pairs(&vecs, &[p("a", "b", 5.0), p("a", "c", 2.0), p("b", "c", 9.0), p("a", "zero", 1.0)], 4);
+        assert_eq!(s.covered, 4);
+        assert!((s.spearman - 1.0).abs() < 1e-12, "{s:?}");
+        assert_eq!(vecs.nearest_to(&[1.0, 0.0], 4, &[]).iter().map(|x| x.0.as_str()).collect::<Vec<_>>(), ["a", "b", "c"]);
+    }
+
+    /// As gensim: the nearest word in another letter case than the expected one is right, and
+    /// another casing of a question word is not an answer.
+    #[test]
+    fn analogies_compare_words_in_any_letter_case() {
+        // man : king :: woman : queen, with `Queen` (a rarer casing) nearest to the query and
+        // `WOMAN` nearer still.
+        let words = ["man", "king", "woman", "queen", "Queen", "WOMAN", "apple"].map(String::from).to_vec();
+        let v = |x: f32, y: f32, z: f32| [x, y, z];
+        let rows = [v(1.0, 0.0, 0.0), v(1.0, 1.0, 0.0), v(0.0, 0.0, 1.0), v(0.1, 0.9, 0.9), v(0.0, 1.0, 1.0), v(0.0, 0.7, 1.0), v(-1.0, -1.0, 0.0)];
+        let vecs = Vectors::new(words.clone(), 3, rows.iter().flatten().copied().collect()).unwrap();
+        let q = |w: [&str; 4]| Analogy { section: "s".into(), words: w.map(String::from) };
+        let s = evaluate_analogies(&vecs, &[q(["man", "king", "woman", "queen"]), q(["MAN", "King", "Woman", "QUEEN"])], 7);
+        assert_eq!((s.correct, s.covered), (2, 2));
+        // A wrong answer stays wrong whatever its case.
+        let s = evaluate_analogies(&vecs, &[q(["man", "king", "woman", "Apple"])], 7);
+        assert_eq!((s.correct, s.covered), (0, 1));
     }
 }
 

@@ -92,17 +92,23 @@ impl Vectors {
         Some(self.nearest_to(&q, k, &[i]))
     }
 
-    /// The `k` rows most similar (cosine) to the vector `q`, skipping rows in `exclude`.
+    /// The `k` rows most similar (cosine) to the vector `q`, skipping rows in `exclude` and zero
+    /// rows (which have no direction to be near).
     pub fn nearest_to(&self, q: &[f32], k: usize, exclude: &[usize]) -> Vec<(String, f64)> {
-        let mut scored: Vec<(usize, f64)> =
-            (0..self.len()).filter(|i| !exclude.contains(i)).map(|i| (i, cosine(q, self.row(i)))).filter(|s| s.1.is_finite()).collect();
+        let mut scored: Vec<(usize, f64)> = (0..self.len())
+            .filter(|i| !exclude.contains(i) && self.row(*i).iter().any(|&x| x != 0.0))
+            .map(|i| (i, cosine(q, self.row(i))))
+            .filter(|s| s.1.is_finite())
+            .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored.truncate(k);
         scored.into_iter().map(|(i, s)| (self.words[i].clone(), s)).collect()
     }
 }
 
-/// Cosine similarity in f64 (NaN for a zero vector).
+/// Cosine similarity in f64; 0 when either vector is zero (as gensim, whose unit vector of a
+/// zero vector is that zero vector), so a word pair with an all-zero vector is scored, not
+/// turned into a NaN that would make the whole correlation undefined.
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let (mut ab, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
     for (&x, &y) in a.iter().zip(b) {
@@ -110,6 +116,9 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
         ab += x * y;
         aa += x * x;
         bb += y * y;
+    }
+    if aa == 0.0 || bb == 0.0 {
+        return 0.0;
     }
     ab / (aa.sqrt() * bb.sqrt())
 }

@@ -240,19 +240,26 @@ impl Config {
         // pre-activations and as many activations.
         let (mut weights, mut activations, mut eval) = (0u128, 0u128, 0u128);
         let chunk = self.data.n_test.min(EVAL_CHUNK) as u128;
+        // Gates per recurrent layer (each a hidden-wide block of the weight matrices); one for the
+        // other layers.
+        let gates = match self.model.as_str() {
+            "lstm" | "ca-rnn" => 4,
+            "gru" => 3,
+            _ => 1,
+        };
+        let by = if gates == 1 { "hidden".to_string() } else { format!("{gates}·hidden") };
         for (layer, &h) in self.model_options.hidden.iter().enumerate() {
-            // Up to four gates per layer (LSTM) and one activation per example of a batch.
             let what = if layer == 0 && embed_given {
-                "model_options.embed and hidden (the first layer's weight matrix, --embed × 4·hidden)"
+                format!("model_options.embed and hidden (the first layer's weight matrix, --embed × {by})")
             } else {
-                "model_options.hidden (a layer's weight matrix, input × 4·hidden)"
+                format!("model_options.hidden (a layer's weight matrix, input × {by})")
             };
-            check_elements(what, &[input, 4, h])?;
+            check_elements(&what, &[input, gates, h])?;
             if recurrent {
-                check_elements("model_options.hidden (a recurrent weight matrix, hidden × 4·hidden)", &[h, 4, h])?;
+                check_elements(&format!("model_options.hidden (a recurrent weight matrix, hidden × {by})"), &[h, gates, h])?;
                 weights += (h * h) as u128;
             }
-            check_elements("model_options.hidden (activations, batch_size × hidden × values per example)", &[self.batch_size, h, per_example])?;
+            check_elements("batch_size and model_options.hidden (activations, batch_size × hidden × values per example)", &[self.batch_size, h, per_example])?;
             weights += (input * h) as u128;
             activations += (self.batch_size * h) as u128;
             eval = eval.max(2 * chunk * h as u128);
@@ -965,6 +972,19 @@ pub fn evaluate_checkpoint(path: &Path, split: &str) -> Result<(Config, u64, BTr
 #[cfg(test)]
 mod tests {
     use super::{diverging, still_improving};
+
+    /// The size checks count a layer's gates: four for an LSTM, one for a dense layer (whose
+    /// 16000 × 16000 weight is within the element limit that 4 × 16000 × 16000 is not).
+    #[test]
+    fn size_checks_count_the_gates_the_model_has() {
+        let cfg = |model: &str, hidden: Vec<usize>| super::Config { model: model.into(), model_options: super::ModelConfig { hidden, ..Default::default() }, ..Default::default() };
+        let mlp = cfg("mlp", vec![16000, 16000]).check_sizes();
+        assert!(mlp.as_ref().map_or_else(|e| !e.contains("weight matrix"), |_| true), "{mlp:?}");
+        let lstm = cfg("lstm", vec![16000]).check_sizes().unwrap_err();
+        assert!(lstm.contains("hidden × 4·hidden"), "{lstm}");
+        let gru = cfg("gru", vec![16000]).check_sizes().unwrap_err();
+        assert!(gru.contains("hidden × 3·hidden"), "{gru}");
+    }
 
     #[test]
     fn a_run_diverges_when_its_last_ten_steps_average_far_above_its_best_ten() {

@@ -232,8 +232,24 @@ pub fn build_model(entry: &ModelEntry, cfg: &ModelConfig, ds: &Dataset, rng: &mu
             DataKind::Images => "fashion-mnist, mnist, or .npy / IDX images",
             DataKind::Tabular => "spirals, xor-noise, surface, or a CSV",
         };
+        // Short or repeated texts in a CSV column look like categories: name the candidates.
+        let text_columns: Vec<String> = match ds.schema.as_ref().map(|s| &s.encoder) {
+            Some(chi_nn::userdata::Encoder::Tabular { columns }) if entry.fits.contains(&DataKind::Text) => columns
+                .iter()
+                .filter_map(|c| match c {
+                    chi_nn::userdata::Column::Categorical { name, .. } => Some(format!("--text-column {name:?}")),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let hint = if text_columns.is_empty() {
+            String::new()
+        } else {
+            format!("; a column of short or repeated texts is read as categories unless named: {}", text_columns.join(" or "))
+        };
         return Err(format!(
-            "model {} takes {} data, but dataset {:?} is {}: use {} for it, or give {} data ({})",
+            "model {} takes {} data, but dataset {:?} is {}: use {} for it, or give {} data ({}){hint}",
             entry.name,
             entry.fits.iter().map(|k| k.name()).collect::<Vec<_>>().join(" or "),
             ds.name,

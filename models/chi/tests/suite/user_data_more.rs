@@ -1,7 +1,7 @@
 //! `chi train` and `chi eval` on user data that used to pass without a word: a class folder
 //! that is a link to another, and an evaluation of many classes.
 
-use super::user_data::{ok, s};
+use super::user_data::{fails_with, ok, s};
 use std::path::PathBuf;
 
 fn tmp(name: &str) -> PathBuf {
@@ -88,4 +88,20 @@ fn an_optimiser_gets_its_own_rate_and_a_diverged_run_is_named() {
     assert!(!t.contains("diverged"), "{t}");
     let (t, _) = run("hot", &["--optim", "adam", "--lr", "30"]);
     assert!(t.contains("warning: the training loss ended at") && t.contains("the run diverged; a lower --lr (now 30)"), "{t}");
+}
+
+/// A text model on a CSV whose texts are short and repeated (so read as categories) names the
+/// column to give as --text-column.
+#[test]
+fn a_text_model_on_short_texts_read_as_categories_names_the_column() {
+    let root = tmp("shorttext");
+    let mut csv = String::from("review,label\n");
+    for i in 0..60 {
+        csv.push_str(if i % 2 == 0 { "great,pos\n" } else { "awful,neg\n" });
+    }
+    let data = root.join("short.csv");
+    std::fs::write(&data, csv).unwrap();
+    fails_with(&["train", "--data", s(&data), "--model", "lstm", "--steps", "3", "--quiet", "--no-plots", "--out", s(&root.join("run"))], &["model lstm takes text data", "--text-column \"review\""]);
+    let t = ok(&["train", "--data", s(&data), "--model", "lstm", "--text-column", "review", "--steps", "3", "--quiet", "--no-plots", "--out", s(&root.join("run2"))]);
+    assert!(t.contains("trained lstm"), "{t}");
 }
