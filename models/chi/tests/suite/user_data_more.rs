@@ -105,3 +105,27 @@ fn a_text_model_on_short_texts_read_as_categories_names_the_column() {
     let t = ok(&["train", "--data", s(&data), "--model", "lstm", "--text-column", "review", "--steps", "3", "--quiet", "--no-plots", "--out", s(&root.join("run2"))]);
     assert!(t.contains("trained lstm"), "{t}");
 }
+
+/// Correlations of one example (or of equal targets) are undefined, not a failure of the model:
+/// `chi eval` says so and succeeds; the run's other metrics stay finite numbers.
+#[test]
+fn undefined_correlations_are_noted_not_failed() {
+    let root = tmp("undefined");
+    let mut csv = String::from("a,b,y\n");
+    for i in 0..80 {
+        let (a, b) = ((i as f64 * 0.37).sin(), (i as f64 * 0.11).cos());
+        csv.push_str(&format!("{a},{b},{}\n", 3.0 * a - b + 0.01 * (i % 7) as f64));
+    }
+    let data = root.join("reg.csv");
+    std::fs::write(&data, csv).unwrap();
+    let run = root.join("run");
+    ok(&["train", "--data", s(&data), "--target", "y", "--task", "regression", "--steps", "50", "--quiet", "--no-plots", "--out", s(&run)]);
+    let one = root.join("one.csv");
+    std::fs::write(&one, "a,b,y\n0.5,0.2,1.3\n").unwrap();
+    let t = ok(&["eval", s(&run), "--data", s(&one)]);
+    assert!(t.contains("pearson NaN") && t.contains("note: pearson, r2 of the file") && t.contains("undefined"), "{t}");
+    let same = root.join("same.csv");
+    std::fs::write(&same, "a,b,y\n0.5,0.2,7.5\n0.1,0.9,7.5\n-0.3,0.4,7.5\n").unwrap();
+    let t = ok(&["eval", s(&run), "--data", s(&same)]);
+    assert!(t.contains("r2 NaN") && t.contains("undefined"), "{t}");
+}

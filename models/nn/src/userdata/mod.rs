@@ -245,6 +245,37 @@ fn other_number_spelling(v: &str) -> Option<&'static str> {
     None
 }
 
+/// A warning for each held-out split of which at least 1 % of the examples are exact copies of
+/// training examples (the same inputs and label): data with duplicated rows, split at random,
+/// puts copies on both sides, and the held-out metrics then measure memory, not generalisation
+/// (random labels copied six times scored 0.91 test accuracy).
+fn copies_of_training_examples(parts: &[RawSet; 3]) -> Vec<String> {
+    use std::collections::HashSet;
+    let key = |e: &RawExample| -> Option<String> {
+        let input = match &e.input {
+            RawInput::Row(r) => r.join("\u{1f}"),
+            RawInput::Text(t) => t.clone(),
+            RawInput::Tokens(t) => t.join(" "),
+            RawInput::Values(v) => v.iter().map(|x| x.to_bits().to_string()).collect::<Vec<_>>().join(","),
+        };
+        Some(format!("{input}\u{1e}{}", e.label.as_deref()?))
+    };
+    let train: HashSet<String> = parts[0].examples.iter().filter_map(key).collect();
+    let mut out = Vec::new();
+    for (part, what) in parts[1..].iter().zip(["validation", "test"]) {
+        let n = part.examples.len();
+        let copies = part.examples.iter().filter_map(key).filter(|k| train.contains(k)).count();
+        if copies > 0 && copies * 100 >= n {
+            out.push(format!(
+                "{} ({what} split): {copies} of its {n} examples ({:.0} %) are exact copies of training examples (inputs and label): the {what} metrics overstate how the model does on new data; remove the duplicates before splitting, or hold out a file of your own",
+                part.path.display(),
+                100.0 * copies as f64 / n as f64
+            ));
+        }
+    }
+    out
+}
+
 /// Why [`standardisation`] refused values.
 const TOO_LARGE: &str = "too large to standardise (the squares overflow beyond ±1e154)";
 
@@ -2446,6 +2477,7 @@ fn finish(
             },
         ));
     }
+    warnings.extend(copies_of_training_examples(&parts));
     let train_labels: Vec<&str> = parts[0].examples.iter().map(|e| e.label.as_deref().unwrap_or("")).collect();
     let origin = |i: usize| parts[0].examples[i].origin.clone();
     let (task, classes) = decide_task(&train_labels, task_hint, &origin)?;

@@ -1374,3 +1374,24 @@ fn saved_statistics_read_back_exactly() {
         assert_eq!(serde_json::from_str::<f64>(&serde_json::to_string(&x).unwrap()).unwrap(), x);
     }
 }
+
+/// Rows duplicated in the data, split at random, land on both sides of the split: the held-out
+/// splits' copies of training rows are counted in a warning; data without copies gets none.
+#[test]
+fn held_out_copies_of_training_rows_are_counted() {
+    let d = TempDir::new("dups");
+    let mut s = String::from("a,b,label\n");
+    for _copy in 0..6 {
+        for i in 0..30 {
+            s.push_str(&format!("{i},{},{}\n", (i * 7) % 11, if (i * 13) % 3 == 0 { "x" } else { "y" }));
+        }
+    }
+    let l = load_cfg(&cfg(&d.write("dup.csv", s.as_bytes()))).unwrap();
+    assert!(l.warnings.iter().any(|w| w.contains("(test split)") && w.contains("are exact copies of training examples")), "{:?}", l.warnings);
+    let mut s = String::from("a,b,label\n");
+    for i in 0..180 {
+        s.push_str(&format!("{i},{},{}\n", (i * 7) % 11, if i % 3 == 0 { "x" } else { "y" }));
+    }
+    let l = load_cfg(&cfg(&d.write("nodup.csv", s.as_bytes()))).unwrap();
+    assert!(!l.warnings.iter().any(|w| w.contains("exact copies")), "{:?}", l.warnings);
+}
