@@ -193,7 +193,8 @@ pub struct DataConfig {
     pub max_vocab: Option<usize>,
     /// Text: fewest occurrences of a kept token (default 1).
     pub min_count: Option<usize>,
-    /// Text: most tokens kept per text (default 400).
+    /// Text: most tokens kept per text (default 400; `chi train` gives the averaging text models
+    /// bow and ca-bsfe 5000).
     pub max_len: Option<usize>,
     /// Text: lower-case before tokenizing (default true; false for `lines`).
     pub lowercase: Option<bool>,

@@ -93,8 +93,11 @@ impl Vectors {
     }
 
     /// The `k` rows most similar (cosine) to the vector `q`, skipping rows in `exclude` and zero
-    /// rows (which have no direction to be near).
+    /// rows (which have no direction to be near); none for a zero `q`.
     pub fn nearest_to(&self, q: &[f32], k: usize, exclude: &[usize]) -> Vec<(String, f64)> {
+        if q.iter().all(|&x| x == 0.0) {
+            return Vec::new();
+        }
         let mut scored: Vec<(usize, f64)> = (0..self.len())
             .filter(|i| !exclude.contains(i) && self.row(*i).iter().any(|&x| x != 0.0))
             .map(|i| (i, cosine(q, self.row(i))))

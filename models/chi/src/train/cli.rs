@@ -372,7 +372,7 @@ pub fn resolve_config(args: &TrainArgs, seed: u64) -> Result<Config, String> {
     // The averaging models read (nearly) whole texts unless told otherwise: the default cut at 400
     // tokens, there for the sequence models' time and padding, dropped the end of most movie
     // reviews (where the verdict usually is) and cost a bag of words 9 points of accuracy.
-    if c.data.max_len.is_none() && AVERAGING_TEXT_MODELS.contains(&c.model.as_str()) {
+    if c.data.max_len.is_none() && c.dataset == super::registry::FILE_DATASET && AVERAGING_TEXT_MODELS.contains(&c.model.as_str()) {
         c.data.max_len = Some(AVERAGING_MAX_LEN);
     }
     // A model's own default optimiser, unless the flags or the config file choose one.
@@ -392,7 +392,7 @@ pub fn resolve_config(args: &TrainArgs, seed: u64) -> Result<Config, String> {
         let model_optim = super::registry::model_entry(&c.model).ok().and_then(|e| e.optim).filter(|o| o.name == c.optim.name);
         c.optim.lr = model_optim.map_or(c.optim.name.default_lr(), |o| o.lr);
         if args.optim.is_some() {
-            eprintln!("note: --optim {} without --lr: learning rate {}, its default (--lr sets another)", format!("{:?}", c.optim.name).to_lowercase(), c.optim.lr);
+            eprintln!("note: --optim {} without --lr: learning rate {}, its default (--lr sets another)", format!("{:?}", c.optim.name).to_lowercase(), super::fmt_value(c.optim.lr));
         }
     }
     c.validate()?;
@@ -577,7 +577,7 @@ pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> 
     if let Some((k, v)) = s.test.iter().find(|(k, v)| !v.is_finite() && !super::UNDEFINED_OK.contains(&k.as_str())) {
         return Err(format!("the test metric {k} is {v}: the run's outputs are in {} but its result is not a number", out.display()));
     }
-    super::note_undefined(&s.test, "test split");
+    super::note_undefined(&s.test, "test and validation splits");
     println!("outputs in {} (checkpoint {})", out.display(), s.checkpoint.display());
     Ok(())
 }
@@ -901,11 +901,13 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// The averaging text models read up to 5000 tokens unless told otherwise; the sequence
-    /// models keep the tokenizer's 400.
+    /// The averaging text models read up to 5000 tokens of a file's texts unless told otherwise;
+    /// the sequence models keep the tokenizer's 400; built-in datasets read no file and get none.
     #[test]
     fn averaging_text_models_read_longer_texts_by_default() {
-        let max_len = |m: &str, l: Option<usize>| resolve_config(&TrainArgs { max_len: l, ..args(m) }, 0).unwrap().data.max_len;
+        assert_eq!(resolve_config(&TrainArgs { dataset: Some("first-token".into()), ..args("bow") }, 0).unwrap().data.max_len, None);
+        let file = Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data/reviews").display().to_string());
+        let max_len = |m: &str, l: Option<usize>| resolve_config(&TrainArgs { max_len: l, data: file.clone(), ..args(m) }, 0).unwrap().data.max_len;
         assert_eq!((max_len("bow", None), max_len("ca-bsfe", None)), (Some(AVERAGING_MAX_LEN), Some(AVERAGING_MAX_LEN)));
         assert_eq!((max_len("bow", Some(300)), max_len("lstm", None), max_len("text-cnn", None)), (Some(300), None, None));
         assert_eq!(chi_nn::userdata::Tokenizer::default().max_len, 400);

@@ -530,7 +530,9 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
             // A log or checkpoint write failed: its message names the file.
             TrainError::Callback { source, .. } => source.to_string(),
             e @ TrainError::NonFiniteLoss { .. } => {
-                format!("{e} (learning rate {}): a lower --lr, or --clip-norm, may keep it finite; the checkpoints in {} are of the last steps before it", cfg.optim.lr, ckdir.display())
+                let kept = std::fs::read_dir(&ckdir).map(|d| d.count()).unwrap_or(0);
+                let ckpts = if kept > 0 { format!("; the checkpoints in {} are of steps before it", ckdir.display()) } else { String::new() };
+                format!("{e} (learning rate {}): a lower --lr, or --clip-norm, may keep it finite{ckpts}", fmt_value(cfg.optim.lr))
             }
             e => e.to_string(),
         })?;
@@ -538,17 +540,18 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
     if let Some(dp) = &dp {
         distributed::report(out, dp, t_fit.elapsed().as_secs_f64(), run.step - start, opts)?;
     }
-    if let Some((best, step, last)) = diverging(&fit.losses) {
+    if let Some((best, step, last)) = diverging(&fit.losses, start == 0) {
         eprintln!(
-            "warning: the training loss ended at {} (mean of the last ten steps), {:.0}× the loss at step {step} ({}): the run diverged; a lower --lr (now {}) or --clip-norm may help",
+            "warning: the training loss ended at {} (median of the last ten steps), {:.0}× the loss at step {step} ({}): the run diverged; a lower --lr (now {}) or --clip-norm may help",
             fmt_value(last),
             last / best,
             fmt_value(best),
-            cfg.optim.lr
+            fmt_value(cfg.optim.lr)
         );
     } else if fit.finished {
         if let Some((before, last, steps)) = still_improving(&fit.eval_curve("valid_loss")) {
-            let passes = run.step as f64 * cfg.batch_size as f64 / run.dataset.train.len().max(1) as f64;
+            // Each step reads a batch on every rank.
+            let passes = run.step as f64 * (cfg.batch_size * ranks) as f64 / run.dataset.train.len().max(1) as f64;
             eprintln!(
                 "note: the validation loss was still falling when the run ended ({before:.4} → {last:.4} over its last {steps} steps; {} steps were {passes:.1} passes over the {} training examples): a longer run (--steps) may do better",
                 run.step,
@@ -585,20 +588,26 @@ fn still_improving(curve: &[(f64, f64)]) -> Option<(f64, f64, u64)> {
     (curve.len() >= 3 && last.is_finite() && lowest && last < 0.99 * before).then_some((before, last, (s1 - s0) as u64))
 }
 
-/// Whether the training loss ended far above where it was: with the mean loss over blocks of ten
-/// steps, the last block's more than 10 times the first step's loss (a run that blew up at once)
-/// or more than 100 times the lowest block's (one that learned, then blew up). Returns the lower
-/// reference (the first loss, at its step, or the lowest block mean and the step it ended at)
-/// and the last block mean.
-fn diverging(losses: &[(u64, f64)]) -> Option<(f64, u64, f64)> {
-    let blocks: Vec<(u64, f64)> = losses.chunks(10).filter(|c| c.len() == 10).map(|c| (c[9].0, c.iter().map(|l| l.1).sum::<f64>() / 10.0)).collect();
+/// Whether the training loss ended far above where it was, judged on the median loss of blocks
+/// of ten steps (medians, so single spikes do not count): the last block's above 10 times the
+/// loss of the run's first step (a run that blew up at once; only when `from_start`, since a
+/// resumed run's first batch says little), or above 100 times the lowest block's (one that
+/// learned, then blew up). Returns the reference (that first loss and its step, or the lowest
+/// block median and the step its block ended at) and the last block's median.
+fn diverging(losses: &[(u64, f64)], from_start: bool) -> Option<(f64, u64, f64)> {
+    let median = |c: &[(u64, f64)]| {
+        let mut v: Vec<f64> = c.iter().map(|l| l.1).collect();
+        v.sort_by(f64::total_cmp);
+        0.5 * (v[4] + v[5])
+    };
+    let blocks: Vec<(u64, f64)> = losses.chunks(10).filter(|c| c.len() == 10).map(|c| (c[9].0, median(c))).collect();
     let &(_, last) = blocks.last()?;
     let &(step, best) = blocks.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
-    let (s0, first) = losses[0];
     if !last.is_finite() {
         return None;
     }
-    if first > 0.0 && last > 10.0 * first {
+    let (s0, first) = losses[0];
+    if from_start && first > 0.0 && last > 10.0 * first {
         return Some((first, s0, last));
     }
     (best > 0.0 && last > 100.0 * best).then_some((best, step, last))
@@ -868,7 +877,7 @@ pub const UNDEFINED_OK: &[&str] = &["pearson", "spearman", "r2", "valid_pearson"
 pub fn note_undefined(m: &BTreeMap<String, f64>, what: &str) {
     let undefined: Vec<&str> = m.iter().filter(|(k, v)| v.is_nan() && UNDEFINED_OK.contains(&k.as_str())).map(|(k, _)| k.as_str()).collect();
     if !undefined.is_empty() {
-        eprintln!("note: {} of the {what} undefined (n/a): correlations and R² need at least two examples whose targets are not all equal", undefined.join(", "));
+        eprintln!("note: {} undefined (n/a) on the {what}: correlations and R² need at least two examples, targets that are not all equal, and predictions that are not all equal (a model that predicts one value everywhere learned nothing)", undefined.join(", "));
     }
 }
 
@@ -987,18 +996,19 @@ mod tests {
     }
 
     #[test]
-    fn a_run_diverges_when_its_last_ten_steps_average_far_above_its_best_ten() {
+    fn a_run_diverges_when_its_last_ten_steps_sit_far_above_its_start_or_its_best() {
         let run = |f: &dyn Fn(u64) -> f64| (1..=40).map(|s| (s, f(s))).collect::<Vec<_>>();
-        assert_eq!(diverging(&run(&|s| if s <= 30 { 1.0 } else { 500.0 })), Some((1.0, 1, 500.0)));
+        assert_eq!(diverging(&run(&|s| if s <= 30 { 1.0 } else { 500.0 }), true), Some((1.0, 1, 500.0)));
         // Learned (from 2 to 0.01), then rose to 2 again: 200× its lowest, not above the start.
-        assert_eq!(diverging(&run(&|s| if s <= 10 { 2.0 } else if s <= 30 { 0.01 } else { 2.0 })), Some((0.01, 20, 2.0)));
-        // Blew up at the second step and stayed there.
-        assert_eq!(diverging(&run(&|s| if s == 1 { 1.4 } else { 60.0 })), Some((1.4, 1, 60.0)));
+        assert_eq!(diverging(&run(&|s| if s <= 10 { 2.0 } else if s <= 30 { 0.01 } else { 2.0 }), true), Some((0.01, 20, 2.0)));
+        // Blew up at the second step and stayed there; resumed, the first batch is no reference.
+        assert_eq!(diverging(&run(&|s| if s == 1 { 1.4 } else { 60.0 }), true), Some((1.4, 1, 60.0)));
+        assert_eq!(diverging(&run(&|s| if s == 1 { 1.4 } else { 60.0 }), false), None);
         // Falling, flat, noisy with single bad steps, or too short: no warning.
-        assert_eq!(diverging(&run(&|s| 1.0 / s as f64)), None);
-        assert_eq!(diverging(&run(&|s| if s % 10 == 3 { 50.0 } else { 0.5 })), None);
-        assert_eq!(diverging(&run(&|s| if s == 40 { 500.0 } else { 1.0 })), None);
-        assert_eq!(diverging(&[(1, 1.0), (2, 1e9)]), None);
+        assert_eq!(diverging(&run(&|s| 1.0 / s as f64), true), None);
+        assert_eq!(diverging(&run(&|s| if s % 10 == 3 { 50.0 } else { 0.5 }), true), None);
+        assert_eq!(diverging(&run(&|s| if s == 40 { 500.0 } else { 1.0 }), true), None);
+        assert_eq!(diverging(&[(1, 1.0), (2, 1e9)], true), None);
     }
 
     #[test]

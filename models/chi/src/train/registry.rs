@@ -370,7 +370,7 @@ pub fn evaluate_scaled(model: &dyn Model, task: Task, split: &Split, batch: usiz
     match task {
         // Outputs that are not numbers have no class: argmax would read them as class 0 and
         // report an accuracy for a model that diverged.
-        _ if outs.iter().any(|v| v.is_nan()) => {
+        Task::Classification { .. } | Task::Binary if outs.iter().any(|v| v.is_nan()) => {
             m.insert("accuracy".into(), f64::NAN);
         }
         Task::Classification { .. } => {

@@ -123,7 +123,7 @@ fn undefined_correlations_are_noted_not_failed() {
     let one = root.join("one.csv");
     std::fs::write(&one, "a,b,y\n0.5,0.2,1.3\n").unwrap();
     let t = ok(&["eval", s(&run), "--data", s(&one)]);
-    assert!(t.contains("pearson NaN") && t.contains("note: pearson, r2 of the file") && t.contains("undefined"), "{t}");
+    assert!(t.contains("pearson NaN") && t.contains("note: pearson, r2 undefined (n/a) on the file"), "{t}");
     let same = root.join("same.csv");
     std::fs::write(&same, "a,b,y\n0.5,0.2,7.5\n0.1,0.9,7.5\n-0.3,0.4,7.5\n").unwrap();
     let t = ok(&["eval", s(&run), "--data", s(&same)]);

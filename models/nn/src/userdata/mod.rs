@@ -248,26 +248,43 @@ fn other_number_spelling(v: &str) -> Option<&'static str> {
 /// A warning for each held-out split of which at least 1 % of the examples are exact copies of
 /// training examples (the same inputs and label): data with duplicated rows, split at random,
 /// puts copies on both sides, and the held-out metrics then measure memory, not generalisation
-/// (random labels copied six times scored 0.91 test accuracy).
+/// (random labels copied six times scored 0.91 test accuracy). Tables count only when some
+/// column alone tells the training split's distinct rows apart (a measured value, an
+/// identifier): rows of a few categories (class, sex, port) repeat by nature, not by copying.
 fn copies_of_training_examples(parts: &[RawSet; 3]) -> Vec<String> {
     use std::collections::HashSet;
-    let key = |e: &RawExample| -> Option<String> {
-        let input = match &e.input {
-            RawInput::Row(r) => r.join("\u{1f}"),
-            RawInput::Text(t) => t.clone(),
-            RawInput::Tokens(t) => t.join(" "),
-            RawInput::Values(v) => v.iter().map(|x| x.to_bits().to_string()).collect::<Vec<_>>().join(","),
-        };
-        Some(format!("{input}\u{1e}{}", e.label.as_deref()?))
+    use std::hash::{Hash, Hasher};
+    let key = |e: &RawExample| -> Option<u64> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        match &e.input {
+            RawInput::Row(r) => r.hash(&mut h),
+            RawInput::Text(t) => t.hash(&mut h),
+            RawInput::Tokens(t) => t.hash(&mut h),
+            RawInput::Values(v) => v.iter().for_each(|x| x.to_bits().hash(&mut h)),
+        }
+        e.label.as_deref()?.hash(&mut h);
+        Some(h.finish())
     };
-    let train: HashSet<String> = parts[0].examples.iter().filter_map(key).collect();
+    let train: HashSet<u64> = parts[0].examples.iter().filter_map(key).collect();
+    if let Some(RawInput::Row(first)) = parts[0].examples.first().map(|e| &e.input) {
+        let identifying = (0..first.len()).any(|c| {
+            let values: HashSet<&str> = parts[0].examples.iter().filter_map(|e| match &e.input {
+                RawInput::Row(r) => r.get(c).map(|v| v.as_str()),
+                _ => None,
+            }).collect();
+            values.len() * 10 >= train.len() * 9
+        });
+        if !identifying {
+            return Vec::new();
+        }
+    }
     let mut out = Vec::new();
     for (part, what) in parts[1..].iter().zip(["validation", "test"]) {
         let n = part.examples.len();
         let copies = part.examples.iter().filter_map(key).filter(|k| train.contains(k)).count();
         if copies > 0 && copies * 100 >= n {
             out.push(format!(
-                "{} ({what} split): {copies} of its {n} examples ({:.0} %) are exact copies of training examples (inputs and label): the {what} metrics overstate how the model does on new data; remove the duplicates before splitting, or hold out a file of your own",
+                "{} ({what} split): {copies} of its {n} examples ({:.0} %) are exact copies of training examples (inputs and label): the {what} metrics overstate how the model does on new data; if these are one example written several times, remove the copies or keep them on one side of the split",
                 part.path.display(),
                 100.0 * copies as f64 / n as f64
             ));
@@ -1378,6 +1395,8 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
         }
         DataKind::Tabular if !raw.columns.is_empty() => {
             let mut columns = Vec::new();
+            // Numeric columns with one value in every training row, named in one warning.
+            let mut constant: Vec<String> = Vec::new();
             for (c, name) in raw.columns.iter().enumerate() {
                 let vals: Vec<&str> = raw.examples.iter().map(|e| match &e.input {
                     RawInput::Row(r) => r[c].as_str(),
@@ -1392,11 +1411,7 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
                         warnings.push(outlier_warning(&raw.path, &format!("column {name:?}"), o));
                     }
                     if nums.len() >= 2 && nums.iter().all(|&x| x == nums[0]) {
-                        warnings.push(format!(
-                            "{}: column {name:?} is {} in every training row: it cannot inform the model, and other values of it in new data are read through weights it never trained",
-                            raw.path.display(),
-                            nums[0]
-                        ));
+                        constant.push(format!("{name:?} ({})", nums[0]));
                     }
                     columns.push(Column::Numeric { name: name.clone(), mean, std });
                 } else {
@@ -1430,6 +1445,15 @@ fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Optio
                     }
                     columns.push(Column::Categorical { name: name.clone(), categories: cats });
                 }
+            }
+            if !constant.is_empty() {
+                let shown = constant.iter().take(10).cloned().collect::<Vec<_>>().join(", ");
+                let more = if constant.len() > 10 { format!(" and {} more", constant.len() - 10) } else { String::new() };
+                warnings.push(format!(
+                    "{}: {} numeric column(s) have one value in every training row: {shown}{more}; they cannot inform the model, and other values of them in new data pass through weights that never trained",
+                    raw.path.display(),
+                    constant.len()
+                ));
             }
             Ok(Encoder::Tabular { columns })
         }
