@@ -392,7 +392,7 @@ pub fn resolve_config(args: &TrainArgs, seed: u64) -> Result<Config, String> {
         let model_optim = super::registry::model_entry(&c.model).ok().and_then(|e| e.optim).filter(|o| o.name == c.optim.name);
         c.optim.lr = model_optim.map_or(c.optim.name.default_lr(), |o| o.lr);
         if args.optim.is_some() {
-            eprintln!("note: --optim {} without --lr: learning rate {}, its default (--lr sets another)", format!("{:?}", c.optim.name).to_lowercase(), super::fmt_value(c.optim.lr));
+            eprintln!("note: --optim {} without --lr: learning rate {}, its default (--lr sets another)", format!("{:?}", c.optim.name).to_lowercase(), super::fmt_rate(c.optim.lr));
         }
     }
     c.validate()?;

@@ -532,7 +532,7 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
             e @ TrainError::NonFiniteLoss { .. } => {
                 let kept = std::fs::read_dir(&ckdir).map(|d| d.count()).unwrap_or(0);
                 let ckpts = if kept > 0 { format!("; the checkpoints in {} are of steps before it", ckdir.display()) } else { String::new() };
-                format!("{e} (learning rate {}): a lower --lr, or --clip-norm, may keep it finite{ckpts}", fmt_value(cfg.optim.lr))
+                format!("{e} (learning rate {}): a lower --lr, or --clip-norm, may keep it finite{ckpts}", fmt_rate(cfg.optim.lr))
             }
             e => e.to_string(),
         })?;
@@ -546,7 +546,7 @@ pub fn train(cfg: &Config, out: &Path, opts: &TrainOptions) -> Result<TrainSumma
             fmt_value(last),
             last / best,
             fmt_value(best),
-            fmt_value(cfg.optim.lr)
+            fmt_rate(cfg.optim.lr)
         );
     } else if fit.finished {
         if let Some((before, last, steps)) = still_improving(&fit.eval_curve("valid_loss")) {
@@ -866,6 +866,16 @@ pub fn fmt_value(v: f64) -> String {
         format!("{v:.4}")
     } else {
         format!("{v:.4e}")
+    }
+}
+
+/// A learning rate as written (`0.001`, `30`) between 1e-4 and a million, else in exponent form
+/// (`1e300`, not 301 digits).
+pub fn fmt_rate(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || (1e-4..1e6).contains(&v.abs()) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
     }
 }
 
