@@ -1526,7 +1526,16 @@ struct Replaced {
     cut_texts: usize,
     max_len: usize,
     first_cut: Option<String>,
+    /// Numeric values more than [`FAR_FROM_TRAINING`] training standard deviations from the
+    /// training mean, and the column, value and distance of the first.
+    far_values: usize,
+    first_far: Option<(String, String, f64)>,
 }
+
+/// Distance from the training mean, in training standard deviations, past which a numeric value
+/// of new data is named: the model saw nothing like it, and its output there is extrapolation (a
+/// column constant in training, 5, read as 1005 in new data is 1000 away).
+const FAR_FROM_TRAINING: f64 = 100.0;
 
 impl Encoder {
     /// The model inputs of raw examples.
@@ -1581,6 +1590,12 @@ impl Encoder {
                                     .with_path(&raw.path)
                                     .into());
                                 }
+                                if (z.abs() as f64) > FAR_FROM_TRAINING {
+                                    rep.far_values += 1;
+                                    if rep.first_far.is_none() {
+                                        rep.first_far = Some((name.clone(), v.trim().to_string(), z.abs() as f64));
+                                    }
+                                }
                                 x.push(z);
                             }
                             Column::Categorical { name, categories } => {
@@ -1624,6 +1639,13 @@ impl Encoder {
 
 impl Replaced {
     fn report(&self, what: &str, warnings: &mut Vec<String>) {
+        if let Some((column, value, z)) = &self.first_far {
+            warnings.push(format!(
+                "{what}: {} numeric value(s) lie more than {FAR_FROM_TRAINING} training standard deviations from the training mean (the first: column {column:?}, {}, {z:.0} away): the model saw nothing like them, and its outputs there are extrapolation",
+                self.far_values,
+                quoted(value)
+            ));
+        }
         if self.imputed > 0 {
             warnings.push(format!("{what}: {} missing numeric values replaced by the training mean", self.imputed));
         }

@@ -1254,6 +1254,13 @@ fn small_spreads_survive_standardisation_and_outliers_and_constants_are_named() 
     }
     assert!(l.warnings.iter().any(|w| w.contains("1 numeric column(s) have one value in every training row: \"flat\" (5)")), "{:?}", l.warnings);
     assert!(!l.warnings.iter().any(|w| w.contains("median absolute deviations")), "{:?}", l.warnings);
+    // New data with a value the training data never came near is named; ordinary values are not.
+    let far = d.write("far.csv", format!("tiny,offset,flat\n{:e},{},1005\n{:e},{},5\n", 1e-171, 1e6, 2e-171, 1e6 + 2e-6).as_bytes());
+    let (_, _, w) = l.schema.encode_unlabelled(&far).unwrap();
+    assert!(w.iter().any(|w| w.contains("1 numeric value(s) lie more than 100 training standard deviations") && w.contains("column \"flat\", \"1005\", 1000 away")), "{w:?}");
+    let near = d.write("near.csv", format!("tiny,offset,flat\n{:e},{},5\n", 1e-171, 1e6).as_bytes());
+    let (_, _, w) = l.schema.encode_unlabelled(&near).unwrap();
+    assert!(!w.iter().any(|w| w.contains("standard deviations from the training mean")), "{w:?}");
     // A sentinel among ordinary values, in a feature and in a regression target (five rows each,
     // so that the training split has some).
     let mut s = String::from("a,y\n");
