@@ -37,6 +37,17 @@ pub fn mean(x: &[f64]) -> f64 {
     m + x.iter().map(|v| v - m).sum::<f64>() / n
 }
 
+/// The median of `x` (the mean of the two middle values for an even count; NaN when empty).
+pub fn median(x: &[f64]) -> f64 {
+    let mut s = x.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => 0.5 * (s[n / 2 - 1] + s[n / 2]),
+    }
+}
+
 /// Pearson correlation `cov(x, y) / (σx σy)`. `NaN` when fewer than two points or a constant
 /// input (the correlation is undefined).
 pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
@@ -140,5 +151,11 @@ mod tests {
     fn spearman_of_data_with_a_nan_is_nan() {
         assert!(spearman(&[1.0, f64::NAN, 3.0], &[1.0, 2.0, 3.0]).is_nan());
         assert!((spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty_inputs() {
+        assert_eq!((median(&[3.0, 1.0, 2.0]), median(&[4.0, 1.0, 3.0, 2.0])), (2.0, 2.5));
+        assert!(median(&[]).is_nan());
     }
 }

@@ -28,6 +28,7 @@ use super::util::{mean_curve, write_curves};
 use super::{judge, Ctx, Report, Row};
 use chi_autodiff::Rng;
 use chi_nn::data::{self, Dataset};
+use chi_nn::metrics::median;
 use chi_nn::stats::Summary;
 
 const TEST: &str = "test accuracy at the best validation step";
@@ -147,12 +148,3 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
     Ok(rep)
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => s[n / 2],
-        n => 0.5 * (s[n / 2 - 1] + s[n / 2]),
-    }
-}

@@ -595,11 +595,7 @@ fn still_improving(curve: &[(f64, f64)]) -> Option<(f64, f64, u64)> {
 /// learned, then blew up). Returns the reference (that first loss and its step, or the lowest
 /// block median and the step its block ended at) and the last block's median.
 fn diverging(losses: &[(u64, f64)], from_start: bool) -> Option<(f64, u64, f64)> {
-    let median = |c: &[(u64, f64)]| {
-        let mut v: Vec<f64> = c.iter().map(|l| l.1).collect();
-        v.sort_by(f64::total_cmp);
-        0.5 * (v[4] + v[5])
-    };
+    let median = |c: &[(u64, f64)]| chi_nn::metrics::median(&c.iter().map(|l| l.1).collect::<Vec<_>>());
     let blocks: Vec<(u64, f64)> = losses.chunks(10).filter(|c| c.len() == 10).map(|c| (c[9].0, median(c))).collect();
     let &(_, last) = blocks.last()?;
     let &(step, best) = blocks.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;

@@ -266,18 +266,6 @@ fn copies_of_training_examples(parts: &[RawSet; 3]) -> Vec<String> {
         Some(h.finish())
     };
     let train: HashSet<u64> = parts[0].examples.iter().filter_map(key).collect();
-    if let Some(RawInput::Row(first)) = parts[0].examples.first().map(|e| &e.input) {
-        let identifying = (0..first.len()).any(|c| {
-            let values: HashSet<&str> = parts[0].examples.iter().filter_map(|e| match &e.input {
-                RawInput::Row(r) => r.get(c).map(|v| v.as_str()),
-                _ => None,
-            }).collect();
-            values.len() * 10 >= train.len() * 9
-        });
-        if !identifying {
-            return Vec::new();
-        }
-    }
     let mut out = Vec::new();
     for (part, what) in parts[1..].iter().zip(["validation", "test"]) {
         let n = part.examples.len();
@@ -288,6 +276,19 @@ fn copies_of_training_examples(parts: &[RawSet; 3]) -> Vec<String> {
                 part.path.display(),
                 100.0 * copies as f64 / n as f64
             ));
+        }
+    }
+    // Looked for only when there are copies to report (a column's distinct values cost a pass).
+    if let Some(RawInput::Row(first)) = parts[0].examples.first().map(|e| &e.input).filter(|_| !out.is_empty()) {
+        let identifying = (0..first.len()).any(|c| {
+            let values: HashSet<&str> = parts[0].examples.iter().filter_map(|e| match &e.input {
+                RawInput::Row(r) => r.get(c).map(|v| v.as_str()),
+                _ => None,
+            }).collect();
+            values.len() * 10 >= train.len() * 9
+        });
+        if !identifying {
+            out.clear();
         }
     }
     out
@@ -330,13 +331,9 @@ fn far_outlier(vals: &[f64]) -> Option<(usize, f64, f64)> {
     if vals.len() < 5 {
         return None;
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
-    };
-    let med = median(&mut vals.to_vec());
-    let mad = median(&mut vals.iter().map(|x| (x - med).abs()).collect());
+    use crate::metrics::median;
+    let med = median(vals);
+    let mad = median(&vals.iter().map(|x| (x - med).abs()).collect::<Vec<_>>());
     if !(mad > 0.0) {
         return None;
     }
