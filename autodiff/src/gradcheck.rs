@@ -118,6 +118,11 @@ impl Compare {
         if abs.is_finite() {
             self.report.max_abs_err = self.report.max_abs_err.max(abs);
             self.report.max_rel_err = self.report.max_rel_err.max(if numeric.abs() > self.atol { rel } else { 0.0 });
+        } else if !ok {
+            // A NaN or infinite gradient on one side only: the error has no bound, and a report
+            // of the largest finite error (0 when it is the only element) would read as a pass.
+            self.report.max_abs_err = f64::INFINITY;
+            self.report.max_rel_err = f64::INFINITY;
         }
         if !ok {
             self.report.passed = false;

@@ -42,6 +42,30 @@ fn gradcheck_catches_a_wrong_backward_rule() {
     assert!(check_grads(|xs| Tensor::apply_custom(Rc::new(WrongCube), &[xs[0].clone()]), &[x], 1e-4, 1e-3, 1).is_err());
 }
 
+/// A cube whose backward rule returns NaN.
+struct NanCube;
+impl chi_autodiff::CustomOp<f64> for NanCube {
+    fn name(&self) -> &str {
+        "nan_cube"
+    }
+    fn forward(&self, x: &[&Tensor<f64>]) -> Tensor<f64> {
+        x[0].mul(x[0]).mul(x[0])
+    }
+    fn backward(&self, x: &[&Tensor<f64>], _o: &Tensor<f64>, g: &Tensor<f64>) -> Vec<Option<Tensor<f64>>> {
+        vec![Some(g.mul(x[0]).mul_scalar(f64::NAN))]
+    }
+}
+
+/// A NaN gradient fails with an unbounded error in the report, not the largest finite one
+/// (which was 0 when every element was NaN, and read as a pass beside the FAIL).
+#[test]
+fn a_nan_gradient_is_reported_as_an_unbounded_error() {
+    let x = t(&[0.4, -1.1, 1.7], &[3]);
+    let rep = gradcheck(|xs| Tensor::apply_custom(Rc::new(NanCube), &[xs[0].clone()]), &[x], &GradcheckOptions::default()).expect_err("a NaN gradient must fail");
+    assert!(!rep.passed && rep.max_abs_err == f64::INFINITY && rep.max_rel_err == f64::INFINITY, "{rep:?}");
+    assert!(rep.worst.as_ref().is_some_and(|w| w.analytic.is_nan()), "{rep:?}");
+}
+
 #[test]
 fn gradcheck_compares_real_values() {
     let x = t(&[0.3, -0.7], &[2]);

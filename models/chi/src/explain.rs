@@ -268,6 +268,11 @@ pub fn explain(t: &infer::Trained, texts: &[String], class: Option<&str>, steps:
         let saliency = infer::token_attribution(t.model.as_ref(), task, &split, i, c, Attribution::Saliency)?;
         let gxi = infer::token_attribution(t.model.as_ref(), task, &split, i, c, Attribution::GradTimesInput)?;
         let (ig, fx, f0) = infer::integrated_gradients(t.model.as_ref(), task, &split, i, c, steps)?;
+        // A regression model's output is its standardised prediction: the score, the baseline
+        // and every attribution are given in the target's own units, as `chi predict` gives it.
+        let (sd, un) = (infer::target_sd(t), |z: f64| if task == Task::Regression { schema.unscale(z) } else { z });
+        let (saliency, gxi, ig): (Vec<f64>, Vec<f64>, Vec<f64>) = (saliency.iter().map(|v| v * sd).collect(), gxi.iter().map(|v| v * sd).collect(), ig.iter().map(|v| v * sd).collect());
+        let (fx, f0) = (un(fx), un(f0));
         let name = |k: usize| names.get(k).cloned().unwrap_or_else(|| "value".into());
         out.push(TextExplanation {
             text: texts[i].clone(),

@@ -70,6 +70,28 @@ pub fn rcnn_adaptive_instance() -> CheckInstance {
     layer_instance(c, 2)
 }
 
+/// The text classifier of `chi train --model rcnn` end to end: embedding, two bidirectional
+/// layers (λ adaptive on x), mean pooling, head, softmax cross-entropy, on three texts of
+/// lengths 3, 2 and 4 (so the padding is exercised).
+pub fn rcnn_classifier_instance() -> CheckInstance {
+    use crate::classifier::{ClassifierConfig, RcnnClassifier};
+    use crate::deps::Embedding;
+    let mut rng = Rng::new(4);
+    let mut store = ParamStore::new();
+    let embedding = Embedding::in_store(&mut store, "embedding", "embedding", 6, 3, false, &mut rng);
+    let layer = RcnnConfig { decay: Decay::AdaptiveX, ..RcnnConfig::new(3, 3) };
+    let cfg = ClassifierConfig { layer, hidden: vec![3, 2], outputs: 3, pooling: Pooling::Mean, bidirectional: true, dropout: 0.0 };
+    let net = RcnnClassifier::new(&mut store, "rcnn", embedding, &cfg, &mut rng).expect("a valid built-in configuration");
+    perturbed(&store, &mut rng);
+    let loss = move |_: &[Tensor<f64>]| {
+        let texts: [&[usize]; 3] = [&[0, 3, 4], &[1, 2], &[5, 4, 1, 0]];
+        let (logits, _, _) = net.forward(&texts, false, &mut Rng::new(0)).expect("shapes fixed by the instance");
+        let onehot = Tensor::from_vec(vec![0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0], &[3, 3]);
+        logits.log_softmax(-1).mul(&onehot).sum().mul_scalar(-1.0 / 3.0)
+    };
+    CheckInstance { store, inputs: Vec::new(), loss: Box::new(loss) }
+}
+
 /// The rationale model's cost at a fixed mask, with respect to the encoder (the pathwise half of
 /// the doubly stochastic gradient).
 pub fn rationale_encoder_instance() -> CheckInstance {
@@ -95,6 +117,7 @@ pub fn gradcheck_cases() -> Vec<(&'static str, fn() -> CheckInstance)> {
         ("rcnn-composed", rcnn_composed_instance),
         ("rcnn-adaptive-xh", rcnn_adaptive_instance),
         ("rationale-encoder", rationale_encoder_instance),
+        ("rcnn-classifier", rcnn_classifier_instance),
     ]
 }
 

@@ -7,6 +7,8 @@
 //!   with a hand-written backward) and composed ([`scan::scan_composed`], the reference).
 //! * [`brute`]: brute-force `O(Lⁿ)` sums over n-grams and the string kernel (Theorem 1).
 //! * [`layer`]: [`RcnnLayer`] with every variant of Tables 2.1–2.2, stacks, bidirectional, pooling.
+//! * [`classifier`]: [`RcnnClassifier`], the thesis's sentence classifier (stacked layers, each
+//!   pooled over the words, a linear head); `chi train --model rcnn`.
 //! * [`rationale`]: generator (independent or dependent), encoder, cost, doubly stochastic
 //!   gradient with an optional moving-average baseline.
 //! * [`checks`]: tiny gradient-check instances and the REINFORCE self-check for a front end.
@@ -30,6 +32,7 @@
 
 pub mod brute;
 pub mod checks;
+pub mod classifier;
 pub mod deps;
 pub mod error;
 pub mod experiments;
@@ -38,6 +41,7 @@ pub mod oracle;
 pub mod rationale;
 pub mod scan;
 
+pub use classifier::{ClassifierConfig, RcnnClassifier};
 pub use error::{RcnnError, Result};
 pub use layer::{lengths_mask, pool, Activation, BiRcnn, Decay, OutputOf, Pooling, Rcnn, RcnnConfig, RcnnLayer, ScanImpl};
 pub use oracle::{check_estimator, exact_expectation, reinforce_variance, BaselineVariance, EnumerableDistribution, EstimatorCheck, EstimatorCheckOptions, RationaleDistribution};

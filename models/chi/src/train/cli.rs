@@ -13,8 +13,8 @@ pub struct TrainArgs {
     /// file's folder; those of flags from the working directory.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Model: mlp (tabular or images), cnn, ca-cnn (images), bow, ca-bsfe, text-cnn, han, lstm, gru,
-    /// ca-rnn (text and token sequences); see --list. Default: mlp, or bow for texts.
+    /// Model: mlp (tabular or images), cnn, ca-cnn (images), bow, ca-bsfe, text-cnn, han, rcnn, lstm,
+    /// gru, ca-rnn (text and token sequences); see --list. Default: mlp, or bow for texts.
     #[arg(long)]
     pub model: Option<String>,
     /// Built-in dataset: fashion-mnist, mnist (fetched), spirals, xor-noise, surface, first-token
@@ -71,7 +71,7 @@ pub struct TrainArgs {
     /// Text models: pretrained word vectors (GloVe .txt, or .npy with words.txt beside it).
     #[arg(long)]
     pub pretrained: Option<String>,
-    /// Recurrent models: read each text in both directions.
+    /// Recurrent and RCNN models: read each text in both directions.
     #[arg(long)]
     pub bidirectional: bool,
     /// Any model option, KEY=VALUE (VALUE as JSON, else as text), e.g. `channels=[16,32]`.

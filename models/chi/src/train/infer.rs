@@ -576,6 +576,16 @@ pub enum Attribution {
     GradTimesInput,
 }
 
+/// The standard deviation the model's regression targets were divided by in training (1 for
+/// classification and unscaled targets): a gradient of the model's output times it is the
+/// gradient of the prediction in the target's own units.
+pub fn target_sd(t: &Trained) -> f64 {
+    match (&t.schema, t.dataset.task) {
+        (Some(s), Task::Regression) => s.target_scale.map_or(1.0, |(_, sd)| sd),
+        _ => 1.0,
+    }
+}
+
 /// Predicts for the inputs at `input` (see [`DataSchema::encode_unlabelled`]); with
 /// `saliency = k > 0` also finds each text's `k` top words by `method`.
 pub fn predict(t: &Trained, input: &Path, saliency: usize, method: Attribution) -> Result<Predictions, String> {
@@ -606,7 +616,7 @@ pub fn predict(t: &Trained, input: &Path, saliency: usize, method: Attribution) 
         let mut all = Vec::with_capacity(n);
         for i in 0..n {
             let class = if t.dataset.task == Task::Regression { 0 } else { argmax(&outs[i]) };
-            let scores = token_attribution(t.model.as_ref(), t.dataset.task, &split, i, class, method)?;
+            let scores: Vec<f64> = token_attribution(t.model.as_ref(), t.dataset.task, &split, i, class, method)?.iter().map(|s| s * target_sd(t)).collect();
             let mut words: Vec<(String, f64)> = seqs[i].iter().zip(scores).map(|(&id, s)| (vocab.word(id).to_string(), s)).collect();
             words.sort_by(|a, b| b.1.total_cmp(&a.1));
             let mut seen = std::collections::HashSet::new();
@@ -624,7 +634,7 @@ pub fn predict(t: &Trained, input: &Path, saliency: usize, method: Attribution) 
 /// The built-in models that return their embedding lookups ([`ForwardOut::embedded`]) and have
 /// an `embedding.weight` table, so that saliency, gradient × input and integrated gradients
 /// work on them (`ca-bsfe` sums gated word vectors without a lookup and is not among them).
-pub const SALIENCY_MODELS: &[&str] = &["bow", "text-cnn", "han", "lstm", "gru", "ca-rnn"];
+pub const SALIENCY_MODELS: &[&str] = &["bow", "text-cnn", "han", "rcnn", "lstm", "gru", "ca-rnn"];
 
 /// The built-in models with saliency, for messages: `a, b, … or z`.
 fn saliency_models() -> String {
@@ -912,7 +922,7 @@ mod tests {
     /// (each token of the text occurs once, so its row's gradient is its own), summed in |·|.
     #[test]
     fn saliency_equals_the_gradient_of_the_embedding_rows() {
-        for model in ["text-cnn", "gru", "lstm", "han"] {
+        for model in ["text-cnn", "gru", "lstm", "han", "rcnn"] {
             let (m, split) = tiny_text(model);
             let sal = token_attribution(m.as_ref(), Task::Classification { classes: 2 }, &split, 0, 1, Attribution::Saliency).unwrap();
             let out = m.forward(&split, &[0], false, &mut Rng::new(0)).output;
@@ -934,7 +944,7 @@ mod tests {
     /// and the embedding table is left as it was.
     #[test]
     fn integrated_gradients_are_complete_and_restore_the_table() {
-        for model in ["bow", "text-cnn", "gru", "han"] {
+        for model in ["bow", "text-cnn", "gru", "han", "rcnn"] {
             let (m, split) = tiny_text(model);
             let table = m.store().params().iter().find(|p| p.name() == "embedding.weight").cloned().unwrap();
             let before = table.get().to_vec();

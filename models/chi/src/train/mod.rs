@@ -240,11 +240,12 @@ impl Config {
         // pre-activations and as many activations.
         let (mut weights, mut activations, mut eval) = (0u128, 0u128, 0u128);
         let chunk = self.data.n_test.min(EVAL_CHUNK) as u128;
-        // Gates per recurrent layer (each a hidden-wide block of the weight matrices); one for the
-        // other layers.
+        // Gates per recurrent layer (each a hidden-wide block of the weight matrices), the n-gram
+        // order of an RCNN layer (one block per word of the n-gram); one for the other layers.
         let gates = match self.model.as_str() {
             "lstm" | "ca-rnn" => 4,
             "gru" => 3,
+            "rcnn" => opt("order", 2).max(1),
             _ => 1,
         };
         let by = if gates == 1 { "hidden".to_string() } else { format!("{gates}·hidden") };

@@ -141,6 +141,12 @@ impl Registry {
         r.add_model(ModelEntry::new("ca-bsfe", "CA-BSFE (paper §3.2): χ-gated sum of word vectors → linear (options embed, chi_dim)", text, zoo::build_ca_bsfe));
         r.add_model(ModelEntry::new("text-cnn", "Kim's text CNN: filters of widths 3/4/5, max over time, dropout (options embed, pretrained, widths, filters)", text, zoo::build_text_cnn));
         r.add_model(ModelEntry::new("han", "hierarchical attention network: word and sentence BiGRUs with attention (options embed, pretrained, hidden, attention)", text, zoo::build_han));
+        r.add_model(ModelEntry::new(
+            "rcnn",
+            "Lei's recurrent convolution: RCNN layers (non-consecutive n-grams, decay λ), each mean-pooled, → linear (options embed, pretrained, order, decay, map, pooling, bidirectional)",
+            text,
+            zoo::build_rcnn,
+        ));
         r.add_model(ModelEntry::new("lstm", "embedding → LSTM layers → linear head (options embed, bidirectional, peephole)", text, |c, d, g| recurrent::build(CellKind::Lstm, c, d, g)));
         r.add_model(ModelEntry::new("gru", "embedding → GRU layers → linear head (options embed, bidirectional)", text, |c, d, g| recurrent::build(CellKind::Gru, c, d, g)));
         r.add_model(

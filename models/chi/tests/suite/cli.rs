@@ -93,7 +93,7 @@ fn gradcheck_models_of_layers_and_recurrent_classifiers_pass() {
 #[test]
 fn gradcheck_models_of_recurrent_convolution_and_rationales_pass() {
     let list = chi_ok(&["gradcheck", "--list"]);
-    for name in ["rcnn-fused", "rcnn-composed", "rcnn-adaptive-xh", "rationale-encoder"] {
+    for name in ["rcnn-fused", "rcnn-composed", "rcnn-adaptive-xh", "rationale-encoder", "rcnn-classifier"] {
         assert!(list.lines().any(|l| l.trim() == name), "{name} is not listed by chi gradcheck --list:\n{list}");
         for order in ["1", "2"] {
             let out = chi_ok(&["gradcheck", "--model", name, "--order", order]);

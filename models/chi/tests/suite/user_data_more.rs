@@ -129,3 +129,78 @@ fn undefined_correlations_are_noted_not_failed() {
     let t = ok(&["eval", s(&run), "--data", s(&same)]);
     assert!(t.contains("r2 NaN") && t.contains("undefined"), "{t}");
 }
+
+/// `--model rcnn` (Lei's recurrent convolution) trains on a text folder, then evaluates,
+/// predicts with saliency and is explained like the other text models, bidirectional and with
+/// other poolings and decays too; its options out of range are errors naming them.
+#[test]
+fn the_rcnn_text_classifier_trains_predicts_and_explains() {
+    let root = tmp("rcnn");
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/reviews");
+    let run = root.join("run");
+    let t = ok(&["train", "--data", s(&data), "--model", "rcnn", "--hidden", "16", "--steps", "300", "--quiet", "--no-plots", "--out", s(&run)]);
+    let acc: f64 = t.split("test accuracy ").nth(1).and_then(|r| r.split(',').next()).unwrap().parse().unwrap();
+    assert!(acc >= 0.8, "{t}");
+    ok(&["eval", s(&run), "--split", "valid", "--report", s(&root.join("ev"))]);
+    let input = root.join("new.txt");
+    std::fs::write(&input, "The kettle broke after a week. Avoid it.\nThe lamp works perfectly. Love it!\n").unwrap();
+    let o = ok(&["predict", s(&run), "--input", s(&input), "--saliency", "2"]);
+    let lines: Vec<&str> = o.lines().filter(|l| l.contains("new.txt:")).collect();
+    assert!(lines.len() == 2 && lines[0].contains(",negative,") && lines[1].contains(",positive,"), "{o}");
+    ok(&["explain", s(&run), "--text", "The kettle broke after a week. Avoid it.", "--steps", "32", "--dir", s(&root.join("ex"))]);
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root.join("ex/explain.json")).unwrap()).unwrap();
+    let ig: f64 = j[0]["integrated_gradients"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).sum();
+    let gap = j[0]["score"].as_f64().unwrap() - j[0]["baseline_score"].as_f64().unwrap();
+    assert!((ig - gap).abs() < 1e-3 * gap.abs().max(1.0), "Σ IG {ig} vs f(x) − f(0) {gap}");
+    for opts in [&["--bidirectional", "--model-option", "pooling=max", "--model-option", "decay=adaptive"][..], &["--model-option", "decay=learned", "--model-option", "pooling=last", "--model-option", "map=additive", "--model-option", "order=3"]] {
+        let r = root.join(format!("run{}", opts.len()));
+        let mut args = vec!["train", "--data", s(&data), "--model", "rcnn", "--hidden", "8,8", "--steps", "40", "--quiet", "--no-plots", "--out", s(&r)];
+        args.extend(opts);
+        ok(&args);
+        assert_eq!(ok(&["predict", s(&r), "--input", s(&input)]).lines().filter(|l| l.contains("new.txt:")).count(), 2);
+    }
+    let bad = |opt: &str, needles: &[&str]| {
+        let r = root.join("bad");
+        fails_with(&["train", "--data", s(&data), "--model", "rcnn", "--steps", "2", "--quiet", "--out", s(&r), "--model-option", opt], needles);
+    };
+    bad("decay=1.5", &["\"decay\"", "[0, 1)", "1.5"]);
+    bad("pooling=median", &["\"pooling\"", "\"median\""]);
+    bad("map=cubic", &["\"map\"", "\"cubic\""]);
+    bad("order=0", &["order", "at least 1"]);
+    bad("width=3", &["unknown option \"width\""]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `chi explain` of a regression text model gives the score, the baseline and the attributions
+/// in the target's own units, as `chi predict` gives the prediction (they were in standardised
+/// units: 0.94 where predict said 110.8, every attribution divided by the target's spread).
+#[test]
+fn explain_of_a_regression_model_speaks_in_the_targets_units() {
+    let root = tmp("reg-explain");
+    let data = root.join("reg.csv");
+    let mut csv = String::from("text,score\n");
+    let words = ["great", "fine", "bad", "dull", "fun", "awful"];
+    let value = [12.0, 4.0, -9.0, -5.0, 7.0, -12.0];
+    for i in 0..120 {
+        let (a, b) = (i % 6, (i / 6) % 6);
+        csv += &format!("the film was {} and {},{}\n", words[a], words[b], 100.0 + value[a] + value[b] + (i % 3) as f64);
+    }
+    std::fs::write(&data, csv).unwrap();
+    let run = root.join("run");
+    ok(&["train", "--data", s(&data), "--model", "bow", "--target", "score", "--task", "regression", "--steps", "200", "--quiet", "--no-plots", "--out", s(&run)]);
+    let text = "the film was great and fun";
+    let input = root.join("in.csv");
+    std::fs::write(&input, format!("text\n{text}\n")).unwrap();
+    let p = ok(&["predict", s(&run), "--input", s(&input)]);
+    let predicted: f64 = p.lines().find(|l| l.contains("in.csv:")).and_then(|l| l.rsplit(',').next()).unwrap().parse().unwrap();
+    ok(&["explain", s(&run), "--text", text, "--steps", "64", "--dir", s(&root.join("ex"))]);
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root.join("ex/explain.json")).unwrap()).unwrap();
+    let (score, base) = (j[0]["score"].as_f64().unwrap(), j[0]["baseline_score"].as_f64().unwrap());
+    assert!((score - predicted).abs() <= 1e-3 * predicted.abs(), "explain's score {score} vs predict's {predicted}");
+    assert!(score > 50.0 && base > 50.0, "in the target's units (around 100): score {score}, baseline {base}");
+    let ig: f64 = j[0]["integrated_gradients"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).sum();
+    assert!((ig - (score - base)).abs() < 1e-2 * (score - base).abs().max(1.0), "Σ IG {ig} vs f(x) − f(0) {}", score - base);
+    let err = j[0]["completeness_error"].as_f64().unwrap();
+    assert!((err - (ig - (score - base))).abs() < 1e-6 * score.abs(), "completeness error {err} in the same units");
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -368,6 +368,6 @@ fn stdin_duplicate_features_and_the_saliency_model_list() {
     ok(&["train", "--data", s(&reviews), "--model", "ca-bsfe", "--steps", "5", "--quiet", "--no-plots", "--out", s(&bsfe)]);
     let texts = root.join("texts.txt");
     std::fs::write(&texts, "the box was excellent\n").unwrap();
-    fails_with(&["predict", s(&bsfe), "--input", s(&texts), "--saliency", "2"], &["bow, text-cnn, han, lstm, gru or ca-rnn"]);
+    fails_with(&["predict", s(&bsfe), "--input", s(&texts), "--saliency", "2"], &["bow, text-cnn, han, rcnn, lstm, gru or ca-rnn"]);
     let _ = std::fs::remove_dir_all(&root);
 }
