@@ -185,13 +185,14 @@ pub fn check_threads(n: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks the size-limit overrides `CHI_MAX_TENSOR_ELEMENTS` and `CHI_MAX_FILE_BYTES` when they
-/// are set: the library falls back to the default limit on a value that is not a positive
+/// Checks the size-limit overrides `CHI_MAX_TENSOR_ELEMENTS`, `CHI_MAX_FILE_BYTES` and
+/// `CHI_MEMORY_LIMIT` when they are set: the library falls back to the default limit on a value that is not a positive
 /// integer, so a mistyped override (`4e9`, `0`, `-1`) would otherwise be ignored without a word.
 pub fn check_limit_env() -> Result<(), String> {
     let vars = [
         (chi_nn::limits::MAX_TENSOR_ELEMENTS_ENV, "the most elements one tensor may have"),
         (chi_nn::limits::MAX_FILE_BYTES_ENV, "the most bytes read from one input file"),
+        (chi_nn::limits::MEMORY_LIMIT_ENV, "the most memory, in bytes, that chi's size checks let it use"),
     ];
     for (name, what) in vars {
         match std::env::var_os(name) {

@@ -104,19 +104,31 @@ fn read_bounded(reader: impl std::io::Read, known: Option<u64>, check_head: impl
     Ok(bytes)
 }
 
+/// Environment variable: the most memory, in bytes, that chi's size checks let one process use
+/// (for a share of a machine that others use too; below what the machine has, it only lowers
+/// the bound).
+pub const MEMORY_LIMIT_ENV: &str = "CHI_MEMORY_LIMIT";
+
 /// The memory this machine can still give a process, in bytes, as the kernel estimates it when
 /// first asked (Linux: `MemAvailable` + `SwapFree` of `/proc/meminfo`), and no more than what is
 /// left of this process's address-space limit (`ulimit -v`, which makes an allocation fail
-/// however much memory the machine has); `None` elsewhere or if the files cannot be read.
+/// however much memory the machine has) or than `CHI_MEMORY_LIMIT`; `None` elsewhere or if the
+/// files cannot be read (and no limit is set).
 pub(crate) fn memory_available() -> Option<u64> {
     static AVAILABLE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
+    *AVAILABLE.get_or_init(|| [machine_memory(), address_space_left()].into_iter().flatten().min())
+}
+
+/// [`memory_available`] without the address-space limit: the machine's memory and swap left,
+/// and at most `CHI_MEMORY_LIMIT`. For estimates of what a whole phase needs (reading a data
+/// file): the allocator reserves address space ahead of use (mimalloc, a gigabyte), which the
+/// process's mapped size counts but its allocations then fill.
+pub(crate) fn machine_memory() -> Option<u64> {
+    static MACHINE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *MACHINE.get_or_init(|| {
         let machine = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| parse_meminfo(&m));
-        let left = address_space_left();
-        match (machine, left) {
-            (Some(m), Some(l)) => Some(m.min(l)),
-            (m, l) => m.or(l),
-        }
+        let set = std::env::var(MEMORY_LIMIT_ENV).ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|&v| v > 0);
+        [machine, set].into_iter().flatten().min()
     })
 }
 

@@ -9,8 +9,8 @@
 //! header) must be at most this many elements; larger requests are refused with an error
 //! naming the value and the limit instead of aborting on allocation. Whatever the limit, a buffer
 //! is also refused when its `f32` size exceeds the memory the machine has available (Linux's
-//! `MemAvailable` plus free swap, read once), so that a raised limit gives an error instead of
-//! the out-of-memory killer.
+//! `MemAvailable` plus free swap, read once, and at most `CHI_MEMORY_LIMIT` bytes when that is
+//! set), so that a raised limit gives an error instead of the out-of-memory killer.
 //!
 //! Files read whole are bounded the same way by bytes ([`crate::files`], re-exported here):
 //! [`read_file`] reads at most [`max_file_bytes`] (4 GiB unless `CHI_MAX_FILE_BYTES` says
@@ -18,7 +18,7 @@
 
 use crate::error::NnError;
 use crate::files::memory_available;
-pub use crate::files::{max_file_bytes, read_file, read_file_checked, read_stream_checked, DEFAULT_MAX_FILE_BYTES, FILE_HEAD_BYTES, MAX_FILE_BYTES_ENV};
+pub use crate::files::{max_file_bytes, read_file, read_file_checked, read_stream_checked, DEFAULT_MAX_FILE_BYTES, FILE_HEAD_BYTES, MAX_FILE_BYTES_ENV, MEMORY_LIMIT_ENV};
 
 /// Default of [`max_tensor_elements`]: 2^28 elements (1 GiB of `f32`).
 pub const DEFAULT_MAX_TENSOR_ELEMENTS: usize = 1 << 28;

@@ -25,7 +25,8 @@ fn warn(warnings: &[String]) {
 /// `--data PATH`: reads the user's file or folder.
 pub fn build_file_dataset(cfg: &DataConfig, rng: &mut Rng) -> Result<Dataset, String> {
     unused_by_files(cfg, FILE_DATASET)?;
-    let l = userdata::load(FILE_DATASET, cfg, rng)?;
+    // What reading the file takes beyond the encoded data goes back to the system.
+    let l = crate::allocator::returning_freed_memory(|| userdata::load(FILE_DATASET, cfg, rng))?;
     warn(&l.warnings);
     Ok(l.dataset)
 }

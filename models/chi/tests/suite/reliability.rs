@@ -303,6 +303,7 @@ fn sizes_from_flags_configs_and_checkpoints_are_bounded() {
     for bad in ["4e9", "0", "-1", "18446744073709551616"] {
         fails(chi_env(&["train", "--out", o, "--steps", "1"], &[("CHI_MAX_TENSOR_ELEMENTS", bad)]), &format!("CHI_MAX_TENSOR_ELEMENTS={bad}"), &["CHI_MAX_TENSOR_ELEMENTS", "positive whole number"]);
         fails(chi_env(&["train", "--out", o, "--steps", "1"], &[("CHI_MAX_FILE_BYTES", bad)]), &format!("CHI_MAX_FILE_BYTES={bad}"), &["CHI_MAX_FILE_BYTES", "positive whole number", "bytes read from one input file"]);
+        fails(chi_env(&["train", "--out", o, "--steps", "1"], &[("CHI_MEMORY_LIMIT", bad)]), &format!("CHI_MEMORY_LIMIT={bad}"), &["CHI_MEMORY_LIMIT", "positive whole number", "memory"]);
     }
     // A checkpoint with a valid checksum but a forged config is refused before the model is built.
     let mut c = Config::default();

@@ -166,7 +166,8 @@ fn the_rcnn_text_classifier_trains_predicts_and_explains() {
     bad("decay=1.5", &["\"decay\"", "[0, 1)", "1.5"]);
     bad("pooling=median", &["\"pooling\"", "\"median\""]);
     bad("map=cubic", &["\"map\"", "\"cubic\""]);
-    bad("order=0", &["order", "at least 1"]);
+    bad("order=0", &["\"order\" must be 1 to 8", "got 0"]);
+    bad("order=5000", &["\"order\" must be 1 to 8", "got 5000"]);
     bad("width=3", &["unknown option \"width\""]);
     let _ = std::fs::remove_dir_all(&root);
 }
@@ -202,5 +203,37 @@ fn explain_of_a_regression_model_speaks_in_the_targets_units() {
     assert!((ig - (score - base)).abs() < 1e-2 * (score - base).abs().max(1.0), "Σ IG {ig} vs f(x) − f(0) {}", score - base);
     let err = j[0]["completeness_error"].as_f64().unwrap();
     assert!((err - (ig - (score - base))).abs() < 1e-6 * score.abs(), "completeness error {err} in the same units");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A data file that would take more memory to read than the machine has available is refused
+/// before it is read, with its size, the need and what is available (it was read until an
+/// allocation failed, an abort with no word from chi, or the kernel killed the process).
+/// `CHI_MEMORY_LIMIT` stands in for a smaller machine.
+#[test]
+fn a_file_too_large_for_the_memory_is_refused_before_it_is_read() {
+    let root = tmp("room");
+    let data = root.join("big.csv");
+    let mut csv = String::from("a,b,label\n");
+    for i in 0..20_000 {
+        csv += &format!("{}.5,{},{}\n", i % 97, i % 13, i % 2);
+    }
+    std::fs::write(&data, &csv).unwrap();
+    let run = |limit: &str| {
+        std::process::Command::new(super::user_data::chi_bin())
+            .args(["train", "--data", s(&data), "--steps", "2", "--quiet", "--no-plots", "--out", s(&root.join(format!("run{limit}")))])
+            .env("CHI_MEMORY_LIMIT", limit)
+            .output()
+            .unwrap()
+    };
+    let o = run(&(csv.len() * 2).to_string());
+    let t = super::user_data::text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    for needle in ["big.csv", "reading this CSV file takes about", "× its size", "available", "CHI_MEMORY_LIMIT"] {
+        assert!(t.contains(needle), "lacks {needle:?}:\n{t}");
+    }
+    assert!(!t.contains("panicked"), "{t}");
+    let o = run(&(csv.len() * 1000).to_string());
+    assert!(o.status.success(), "{}", super::user_data::text(&o));
     let _ = std::fs::remove_dir_all(&root);
 }

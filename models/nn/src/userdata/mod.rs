@@ -63,6 +63,7 @@ use crate::error::NnError;
 use chi_autodiff::Rng;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 pub use text::{Tokenizer, Vocab};
 pub use crate::dataset::{Column, DataKind, DataSchema, Encoder, Format};
 
@@ -94,7 +95,7 @@ pub struct Loaded {
 #[derive(Clone, Debug)]
 struct RawExample {
     /// `file:line` or a file path, for messages.
-    origin: String,
+    origin: Origin,
     /// 1-based line (0 when the example is a whole file).
     line: usize,
     input: RawInput,
@@ -107,10 +108,42 @@ enum RawInput {
     Row(Vec<String>),
     /// Text (tokenized later).
     Text(String),
-    /// Pre-tokenized.
-    Tokens(Vec<String>),
+    /// Pre-tokenized: the tokens, each followed by one space but the last (a token holds no
+    /// white space). One string per line, not per token: a `String` per token took 29 × a
+    /// token-lines file's size in memory.
+    Tokens(String),
     /// Values of one array example.
     Values(Vec<f32>),
+}
+
+/// Where an example came from, shown in messages and as `chi predict`'s input column: a line
+/// of a file (`file:line`), an example of an array file (`file example i`), or a name. The
+/// file's path is shared by all its examples: a per-row string cost more than a row of numbers
+/// (a 229-character path raised a CSV's peak memory by 38 %).
+#[derive(Clone, Debug)]
+enum Origin {
+    /// Line `.1` of file `.0`.
+    Line(Arc<Path>, usize),
+    /// Example `.1` (0-based) of array file `.0`.
+    Example(Arc<Path>, usize),
+    /// Anything else (a file of a folder, an example of a built-in set).
+    Named(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Line(p, l) => write!(f, "{}:{l}", p.display()),
+            Origin::Example(p, i) => write!(f, "{} example {i}", p.display()),
+            Origin::Named(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<&Origin> for String {
+    fn from(o: &Origin) -> String {
+        o.to_string()
+    }
 }
 
 /// A raw source: its examples, and for CSV the header.
@@ -127,6 +160,21 @@ struct RawSet {
     notes: Vec<String>,
     /// Read as a CSV without a header row: its line 1 is data.
     headerless: bool,
+}
+
+impl RawSet {
+    /// Everything but the examples (what each split of a set shares).
+    fn without_examples(&self) -> RawSet {
+        RawSet {
+            path: self.path.clone(),
+            examples: Vec::new(),
+            columns: self.columns.clone(),
+            shape: self.shape.clone(),
+            lossy: self.lossy,
+            notes: self.notes.clone(),
+            headerless: self.headerless,
+        }
+    }
 }
 
 /// What to add to an error about the value on `line` of `raw`: the first line of a file read
@@ -154,14 +202,18 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, NnError> {
 /// mark (what spreadsheets save as "Unicode text") is decoded, and bare carriage returns (old
 /// Mac line endings, also mixed with others) are read as line breaks.
 fn read_text(path: &Path) -> Result<(String, bool), NnError> {
-    let bytes = read_bounded(path)?;
-    let (mut text, lossy) = match text::decode_utf16(&bytes) {
+    decode_text(path, &read_bounded(path)?)
+}
+
+/// [`read_text`] of bytes already read from `path`.
+fn decode_text(path: &Path, bytes: &[u8]) -> Result<(String, bool), NnError> {
+    let (mut text, lossy) = match text::decode_utf16(bytes) {
         Some(decoded) => decoded,
         None => {
             if text::looks_binary(&bytes) {
                 return Err(DataError::whole("looks like a binary file (it has NUL bytes), not text").with_path(path).into());
             }
-            let b = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(&bytes);
+            let b = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(bytes);
             text::decode_lossy(b)
         }
     };
@@ -358,8 +410,61 @@ fn not_a_number(v: &str) -> &'static str {
     }
 }
 
+/// What reading a data file costs in memory (measured in RELIABILITY.md, "Large files"):
+/// `bytes` × the file's size, and `per_unit` bytes per unit (a CSV's field: its `String`, 40
+/// bytes with the allocator's block; a token's id in a file of token lines, 8 bytes). Fields
+/// of one or two characters take 20 × their bytes, numbers of eight 7.5 ×, texts 4.5 ×.
+#[derive(Clone, Copy)]
+struct ReadingCost {
+    what: &'static str,
+    bytes: f64,
+    per_unit: f64,
+    /// Whether a unit ends at `sep` as well as at a line break (a CSV's fields), else at white
+    /// space (tokens).
+    fields: bool,
+}
+
+const CSV_COST: ReadingCost = ReadingCost { what: "CSV file", bytes: 4.5, per_unit: 40.0, fields: true };
+const LINES_COST: ReadingCost = ReadingCost { what: "file of token lines", bytes: 3.0, per_unit: 8.0, fields: false };
+
+/// Refuses, before reading it, a file that would take more memory than the machine has
+/// available: [`ReadingCost`] of its size and of its units, counted on its first MiB. Such a
+/// file used to be read until an allocation failed (an abort with no word from chi) or the
+/// kernel killed the process.
+fn check_room(path: &Path, cost: ReadingCost, sep: u8) -> Result<(), NnError> {
+    use std::io::Read;
+    let (Ok(meta), Some(available)) = (std::fs::metadata(path), crate::files::machine_memory()) else { return Ok(()) };
+    // A quick look first: even one unit per byte could not need more than this.
+    if !meta.is_file() || (meta.len() as f64) * (cost.bytes + cost.per_unit) <= available as f64 {
+        return Ok(());
+    }
+    let mut head = Vec::new();
+    if std::fs::File::open(path).and_then(|f| f.take(1 << 20).read_to_end(&mut head)).is_err() || head.is_empty() {
+        return Ok(());
+    }
+    let ends = |b: u8| if cost.fields { b == sep || b == b'\n' } else { b.is_ascii_whitespace() };
+    let units_per_byte = head.iter().filter(|&&b| ends(b)).count() as f64 / head.len() as f64;
+    let need = meta.len() as f64 * (cost.bytes + cost.per_unit * units_per_byte);
+    if need <= available as f64 {
+        return Ok(());
+    }
+    let gib = |b: f64| format!("{:.2} GiB", b / (1u64 << 30) as f64);
+    Err(DataError::whole(format!(
+        "is {} and reading this {} takes about {} of memory ({:.1} × its size), more than the {} available (memory and swap left, or {}): use a sample of the rows, or a machine with more memory",
+        gib(meta.len() as f64),
+        cost.what,
+        gib(need),
+        need / meta.len() as f64,
+        gib(available as f64),
+        crate::files::MEMORY_LIMIT_ENV,
+    ))
+    .with_path(path)
+    .into())
+}
+
 /// The CSV records of a file (lossy UTF-8), with their line numbers.
 fn csv_records(path: &Path, sep: u8) -> Result<(Vec<crate::data::CsvRecord>, bool), NnError> {
+    check_room(path, CSV_COST, sep)?;
     let (text, lossy) = read_text(path)?;
     Ok((csv_records_of(path, &text, sep)?, lossy))
 }
@@ -584,7 +689,37 @@ fn distinct_keys(vals: &[&str]) -> bool {
 }
 
 fn csv_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnError> {
-    let (recs, _) = csv_records(path, fmt.separator())?;
+    csv_layout_of(path, &csv_records(path, fmt.separator())?.0, fmt, o)
+}
+
+/// Bytes of a CSV's beginning that [`input_kind`] reads to tell a text file from a table.
+const HEAD_BYTES: u64 = 8 << 20;
+
+/// [`csv_layout`] of the file's first [`HEAD_BYTES`] (whole lines), or of the whole file when it
+/// is smaller or its beginning cannot be read alone (UTF-16, a quoted field cut at the end):
+/// enough to choose a model, without parsing a large file once more before [`load`] parses it.
+fn csv_head_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnError> {
+    use std::io::Read;
+    let whole = || csv_layout(path, fmt, o);
+    let Ok(file) = std::fs::File::open(path) else { return whole() };
+    if file.metadata().map_or(true, |m| m.len() <= HEAD_BYTES) {
+        return whole();
+    }
+    let mut head = Vec::new();
+    if file.take(HEAD_BYTES).read_to_end(&mut head).is_err() || matches!(head[..], [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..]) {
+        return whole();
+    }
+    let Some(end) = head.iter().rposition(|&b| b == b'\n') else { return whole() };
+    head.truncate(end + 1);
+    match decode_text(path, &head).and_then(|(text, _)| csv_records_of(path, &text, fmt.separator())) {
+        Ok(recs) => csv_layout_of(path, &recs, fmt, o).or_else(|_| whole()),
+        Err(_) => whole(),
+    }
+}
+
+/// [`csv_layout`] of records already parsed (the training file is parsed once, for its layout
+/// and its rows).
+fn csv_layout_of(path: &Path, recs: &[crate::data::CsvRecord], fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnError> {
     if recs.is_empty() {
         return Err(DataError::whole("holds no rows").with_path(path).into());
     }
@@ -751,18 +886,23 @@ fn unique_names(names: &[String], path: &Path) -> Result<(), NnError> {
 
 /// Reads a CSV with a known layout. `labelled`: the target column must be present.
 fn read_csv(path: &Path, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
+    check_room(path, CSV_COST, lay.sep)?;
     let (text, lossy) = read_text(path)?;
     csv_of_text(path, &text, lossy, lay, labelled)
 }
 
 /// [`read_csv`] of text already read (standard input can be read only once).
 fn csv_of_text(path: &Path, text: &str, lossy: bool, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
-    csv_of_records(path, &csv_records_of(path, text, lay.sep)?, lossy, lay, labelled)
+    csv_of_records(path, csv_records_of(path, text, lay.sep)?, lossy, lay, labelled)
 }
 
 /// [`read_csv`] of records already parsed.
-fn csv_of_records(path: &Path, recs: &[crate::data::CsvRecord], lossy: bool, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
-    let (names, body): (Vec<String>, &[crate::data::CsvRecord]) = if lay.header {
+///
+/// The records are taken by value and their fields moved into the examples, each record freed
+/// as soon as it is read: the fields were cloned while every record was still held, which
+/// doubled the memory a CSV took while it was read.
+fn csv_of_records(path: &Path, recs: Vec<crate::data::CsvRecord>, lossy: bool, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
+    let (names, skip): (Vec<String>, usize) = if lay.header {
         let Some(first) = recs.first() else { return Err(DataError::whole("is empty: no header row").with_path(path).into()) };
         // A first row of numbers where training had names: the header row is missing (reading
         // the numbers as names would end in a puzzling "both named 0.9").
@@ -776,7 +916,7 @@ fn csv_of_records(path: &Path, recs: &[crate::data::CsvRecord], lossy: bool, lay
             .with_path(path)
             .into());
         }
-        (column_names(&first.fields, true), &recs[1..])
+        (column_names(&first.fields, true), 1)
     } else {
         // No header, as in training: columns by position, with or without the target.
         let width = recs.first().map_or(lay.names.len(), |r| r.fields.len());
@@ -795,7 +935,7 @@ fn csv_of_records(path: &Path, recs: &[crate::data::CsvRecord], lossy: bool, lay
             .with_path(path)
             .into());
         };
-        (names, &recs[..])
+        (names, 0)
     };
     unique_names(&names, path)?;
     let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
@@ -808,19 +948,22 @@ fn csv_of_records(path: &Path, recs: &[crate::data::CsvRecord], lossy: bool, lay
     let mut out = RawSet { path: path.to_path_buf(), columns: lay.features.clone(), lossy: lossy as usize, headerless: !lay.header, ..Default::default() };
     // Each label read without surrounding spaces, with the spellings that had them.
     let mut spaced: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
-    for r in body {
+    let shared: Arc<Path> = Arc::from(path);
+    out.examples.reserve(recs.len().saturating_sub(skip));
+    for mut r in recs.into_iter().skip(skip) {
         if r.fields.len() != names.len() {
             return Err(DataError::new(Location::Line(r.line), format!("{} fields, but the header has {} columns", r.fields.len(), names.len())).with_path(path).into());
         }
-        let input = match text {
-            Some(t) => RawInput::Text(r.fields[t].clone()),
-            None => RawInput::Row(feats.iter().map(|&c| r.fields[c].clone()).collect()),
-        };
         let label = target.map(|t| r.fields[t].trim().to_string());
         if let Some(t) = target.filter(|&t| r.fields[t].trim().len() != r.fields[t].len()) {
             spaced.entry(r.fields[t].trim().to_string()).or_default().insert(r.fields[t].clone());
         }
-        out.examples.push(RawExample { origin: format!("{}:{}", path.display(), r.line), line: r.line, input, label });
+        let input = match text {
+            Some(t) => RawInput::Text(std::mem::take(&mut r.fields[t])),
+            // A column listed twice is refused when the layout is made, so each field moves once.
+            None => RawInput::Row(feats.iter().map(|&c| std::mem::take(&mut r.fields[c])).collect()),
+        };
+        out.examples.push(RawExample { origin: Origin::Line(shared.clone(), r.line), line: r.line, input, label });
     }
     // Labels are read without the spaces around them, so `sp`, `sp ` and ` sp` are one class:
     // said, since a user who meant three classes would otherwise not know.
@@ -917,8 +1060,9 @@ fn text_lines_of(path: &Path, text: &str, lossy: bool) -> RawSet {
     let mut out = RawSet { path: path.to_path_buf(), lossy: lossy as usize, ..Default::default() };
     let lines: Vec<&str> = text.lines().collect();
     let last = lines.iter().rposition(|l| !l.trim().is_empty()).map_or(0, |i| i + 1);
+    let shared: Arc<Path> = Arc::from(path);
     for (i, l) in lines[..last].iter().enumerate() {
-        out.examples.push(RawExample { origin: format!("{}:{}", path.display(), i + 1), line: i + 1, input: RawInput::Text(l.to_string()), label: None });
+        out.examples.push(RawExample { origin: Origin::Line(shared.clone(), i + 1), line: i + 1, input: RawInput::Text(l.to_string()), label: None });
     }
     out
 }
@@ -965,11 +1109,11 @@ fn text_csv_layout(path: &Path, recs: &[crate::data::CsvRecord], fmt: Format, la
 /// be a class name by chance).
 fn strip_class_fields(raw: &mut RawSet, classes: &[String]) {
     let labelled = raw.examples.len() >= 2
-        && raw.examples.iter().all(|e| matches!(&e.input, RawInput::Tokens(t) if t.len() >= 2 && classes.iter().any(|c| *c == t[0])));
+        && raw.examples.iter().all(|e| matches!(&e.input, RawInput::Tokens(t) if t.split(' ').nth(1).is_some() && classes.iter().any(|c| t.split(' ').next() == Some(c.as_str()))));
     if labelled {
         for e in &mut raw.examples {
             if let RawInput::Tokens(t) = &mut e.input {
-                t.remove(0);
+                *t = t.split_once(' ').map_or_else(String::new, |(_, rest)| rest.to_string());
             }
         }
         raw.notes.push(format!("{}: the first field of every line is a class name: read as the line's label, not as a token", raw.path.display()));
@@ -1034,7 +1178,7 @@ fn read_class_folder(dir: &Path) -> Result<RawSet, NnError> {
             read.insert(key, (name.clone(), f.clone()));
             let (text, lossy) = read_text(&f)?;
             out.lossy += lossy as usize;
-            out.examples.push(RawExample { origin: f.display().to_string(), line: 0, input: RawInput::Text(text), label: Some(name.clone()) });
+            out.examples.push(RawExample { origin: Origin::Named(f.display().to_string()), line: 0, input: RawInput::Text(text), label: Some(name.clone()) });
         }
     }
     Ok(out)
@@ -1042,8 +1186,10 @@ fn read_class_folder(dir: &Path) -> Result<RawSet, NnError> {
 
 /// `lines`: the label, white space, the tokens. `labelled = false`: every field is a token.
 fn read_lines(path: &Path, labelled: bool) -> Result<RawSet, NnError> {
+    check_room(path, LINES_COST, b' ')?;
     let (text, lossy) = read_text(path)?;
     let mut out = RawSet { path: path.to_path_buf(), lossy: lossy as usize, ..Default::default() };
+    let shared: Arc<Path> = Arc::from(path);
     for (i, line) in text.lines().enumerate() {
         let mut toks = line.split_whitespace();
         let label = if labelled {
@@ -1054,11 +1200,11 @@ fn read_lines(path: &Path, labelled: bool) -> Result<RawSet, NnError> {
         } else {
             None
         };
-        let tokens: Vec<String> = toks.map(String::from).collect();
+        let tokens: String = toks.collect::<Vec<&str>>().join(" ");
         if !labelled && tokens.is_empty() {
             continue;
         }
-        out.examples.push(RawExample { origin: format!("{}:{}", path.display(), i + 1), line: i + 1, input: RawInput::Tokens(tokens), label });
+        out.examples.push(RawExample { origin: Origin::Line(shared.clone(), i + 1), line: i + 1, input: RawInput::Tokens(tokens), label });
     }
     if out.examples.is_empty() {
         return Err(DataError::whole("holds no examples (one per line: label, then tokens)").with_path(path).into());
@@ -1136,9 +1282,10 @@ fn read_arrays(path: &Path, fmt: Format, labels: Option<&Path>) -> Result<RawSet
         }
     };
     let mut out = RawSet { path: path.to_path_buf(), shape: ex, ..Default::default() };
+    let shared: Arc<Path> = Arc::from(path);
     for i in 0..n {
         out.examples.push(RawExample {
-            origin: format!("{} example {i}", path.display()),
+            origin: Origin::Example(shared.clone(), i),
             line: i + 1,
             input: RawInput::Values(values[i * k..(i + 1) * k].to_vec()),
             label: labels.as_ref().map(|l| l[i].clone()),
@@ -1383,8 +1530,9 @@ fn check_fractions(f: &[f64]) -> Result<[f64; 3], NnError> {
 fn fit_encoder(kind: DataKind, raw: &RawSet, o: &FileOptions, text_column: Option<String>, warnings: &mut Vec<String>) -> Result<Encoder, NnError> {
     match kind {
         DataKind::Text => {
-            let docs: Vec<Vec<String>> = raw.examples.iter().map(|e| tokens_of(&e.input, &o.tokenizer)).collect();
-            let vocab = Vocab::build(docs.iter().map(|d| d.as_slice()), o.min_count, o.max_vocab);
+            // Counted text by text: every token of every text held at once took several times
+            // the texts' size.
+            let vocab = Vocab::build(raw.examples.iter().map(|e| tokens_of(&e.input, &o.tokenizer)), o.min_count, o.max_vocab);
             if vocab.len() < 2 {
                 warnings.push(format!("{}: the training vocabulary is empty (every token is <unk>)", raw.path.display()));
             }
@@ -1494,7 +1642,7 @@ pub const MISSING: &str = "<missing>";
 fn more_tokens_than(input: &RawInput, t: &Tokenizer) -> bool {
     match input {
         RawInput::Text(s) => t.cuts(s),
-        RawInput::Tokens(v) => v.len() > t.max_len,
+        RawInput::Tokens(v) => v.split_whitespace().nth(t.max_len).is_some(),
         _ => false,
     }
 }
@@ -1502,7 +1650,7 @@ fn more_tokens_than(input: &RawInput, t: &Tokenizer) -> bool {
 fn tokens_of(input: &RawInput, t: &Tokenizer) -> Vec<String> {
     match input {
         RawInput::Text(s) => t.tokenize(s),
-        RawInput::Tokens(v) => v.iter().take(t.max_len).cloned().collect(),
+        RawInput::Tokens(v) => v.split_whitespace().take(t.max_len).map(String::from).collect(),
         _ => Vec::new(),
     }
 }
@@ -1546,7 +1694,7 @@ impl Encoder {
                     if toks.len() == tokenizer.max_len && more_tokens_than(&e.input, tokenizer) {
                         rep.cut_texts += 1;
                         rep.max_len = tokenizer.max_len;
-                        rep.first_cut.get_or_insert_with(|| e.origin.clone());
+                        rep.first_cut.get_or_insert_with(|| e.origin.to_string());
                     }
                     let mut ids = vocab.encode(&toks);
                     if ids.is_empty() {
@@ -1876,7 +2024,7 @@ impl DataSchema {
                         let (text, lossy) = read_text(&f)?;
                         out.lossy += lossy as usize;
                         let id = f.strip_prefix(path).unwrap_or(&f).display().to_string();
-                        out.examples.push(RawExample { origin: id, line: 0, input: RawInput::Text(text), label: None });
+                        out.examples.push(RawExample { origin: Origin::Named(id), line: 0, input: RawInput::Text(text), label: None });
                     }
                     if out.examples.is_empty() {
                         return Err(DataError::whole("holds no files").with_path(path).into());
@@ -1888,7 +2036,10 @@ impl DataSchema {
                 Ok(f @ (Format::Csv | Format::Tsv)) => {
                     // Read and parsed once, for the layout and for the rows.
                     let (recs, lossy) = csv_records(path, f.separator())?;
-                    csv_of_records(path, &recs, lossy, &text_csv_layout(path, &recs, f, labelled, &self.classes)?, labelled)
+                    {
+                        let lay = text_csv_layout(path, &recs, f, labelled, &self.classes)?;
+                        csv_of_records(path, recs, lossy, &lay, labelled)
+                    }
                 }
                 _ if labelled => Err(DataError::whole(
                     "holds no labels: the model was trained on a folder of class folders, so evaluate it on such a folder (DIR/CLASS/file.txt) or on a CSV with a text and a label column",
@@ -1980,7 +2131,7 @@ impl DataSchema {
     pub fn encode_unlabelled(&self, path: &Path) -> Result<(Inputs, Vec<String>, Vec<String>), NnError> {
         let raw = self.read_raw(path, None, false)?;
         let (inputs, warnings) = self.encode_read(&raw, path)?;
-        let ids = raw.examples.iter().map(|e| e.origin.clone()).collect();
+        let ids = raw.examples.iter().map(|e| e.origin.to_string()).collect();
         Ok((inputs, ids, warnings))
     }
 
@@ -1997,10 +2148,10 @@ impl DataSchema {
         for e in raw.examples {
             texts.push(match e.input {
                 RawInput::Text(t) => t,
-                RawInput::Tokens(t) => t.join(" "),
+                RawInput::Tokens(t) => t,
                 RawInput::Row(_) | RawInput::Values(_) => return Err(NnError::invalid(&e.origin, "input", "not text", "a text model reads texts")),
             });
-            ids.push(e.origin);
+            ids.push(e.origin.to_string());
         }
         Ok((texts, ids))
     }
@@ -2122,7 +2273,7 @@ pub fn input_kind(cfg: &DataConfig) -> Result<DataKind, NnError> {
     };
     Ok(match format {
         Format::Folder | Format::Lines => DataKind::Text,
-        Format::Csv | Format::Tsv if csv_layout(path, format, cfg)?.text.is_some() => DataKind::Text,
+        Format::Csv | Format::Tsv if csv_head_layout(path, format, cfg)?.text.is_some() => DataKind::Text,
         Format::Csv | Format::Tsv => DataKind::Tabular,
         Format::Npy | Format::Idx => DataKind::Images,
     })
@@ -2229,9 +2380,13 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
     };
     let arrays = matches!(format, Format::Npy | Format::Idx);
     check_options_fit(cfg, format)?;
-    let layout = match format {
-        Format::Csv | Format::Tsv => Some(csv_layout(&path, format, cfg)?),
-        _ => None,
+    // The training CSV is parsed once, for its layout and then for its rows.
+    let (layout, mut parsed) = match format {
+        Format::Csv | Format::Tsv => {
+            let (recs, lossy) = csv_records(&path, format.separator())?;
+            (Some(csv_layout_of(&path, &recs, format, cfg)?), Some((recs, lossy)))
+        }
+        _ => (None, None),
     };
     // One labelled source; array inputs take their labels from a second file.
     let explicit = o.format.is_some();
@@ -2268,7 +2423,10 @@ pub fn load(name: &str, cfg: &DataConfig, rng: &mut Rng) -> Result<Loaded, NnErr
             given[1] = Some(read(&path.join("valid"), None)?);
         }
     } else {
-        let mut raw = read(&path, label_file("target", &cfg.target)?.as_deref())?;
+        let mut raw = match parsed.take() {
+            Some((recs, lossy)) => csv_of_records(&path, recs, lossy, layout.as_ref().expect("a CSV layout"), true)?,
+            None => read(&path, label_file("target", &cfg.target)?.as_deref())?,
+        };
         if format == Format::Folder {
             raw.notes.extend(split_names_as_classes(&path)?);
         }
@@ -2333,7 +2491,7 @@ pub fn from_image_sets(name: &str, train: &crate::data::ImageSet, test: Option<&
         path: PathBuf::from(what),
         shape: vec![1, s.rows, s.cols],
         examples: (0..s.n)
-            .map(|i| RawExample { origin: format!("{what} example {i}"), line: i + 1, input: RawInput::Values(s.image(i).to_vec()), label: Some(s.labels[i].to_string()) })
+            .map(|i| RawExample { origin: Origin::Named(format!("{what} example {i}")), line: i + 1, input: RawInput::Values(s.image(i).to_vec()), label: Some(s.labels[i].to_string()) })
             .collect(),
         ..Default::default()
     };
@@ -2361,12 +2519,12 @@ fn rare_and_untested_classes(path: &Path, classes: &[String], train: &RawSet, te
     // Entries already quoted: joined as they are, the first ten of more than twelve.
     let listed = |v: &[String]| if v.len() <= 12 { v.join(", ") } else { format!("{}, … ({} in all)", v[..10].join(", "), v.len()) };
     let mut count = vec![0usize; classes.len()];
-    let mut first: Vec<Option<&str>> = vec![None; classes.len()];
+    let mut first: Vec<Option<&Origin>> = vec![None; classes.len()];
     let index: HashMap<&str, usize> = classes.iter().enumerate().map(|(i, c)| (c.as_str(), i)).collect();
     for e in &train.examples {
         if let Some(&c) = e.label.as_deref().and_then(|l| index.get(class_key(l).as_str())) {
             count[c] += 1;
-            first[c].get_or_insert(e.origin.as_str());
+            first[c].get_or_insert(&e.origin);
         }
     }
     let mut out = Vec::new();
@@ -2413,7 +2571,7 @@ fn finish(
     o: FileOptions,
     format: Format,
     layout: Option<CsvLayout>,
-    train_raw: RawSet,
+    mut train_raw: RawSet,
     given_vt: [Option<RawSet>; 2],
     rng: &mut Rng,
 ) -> Result<Loaded, NnError> {
@@ -2421,6 +2579,7 @@ fn finish(
     let [v, t] = given_vt;
     let mut given: [Option<RawSet>; 3] = [None, v, t];
     let path = train_raw.path.clone();
+    let n_all = train_raw.examples.len();
     if train_raw.examples.is_empty() {
         return Err(DataError::whole("holds no examples").with_path(&path).into());
     }
@@ -2448,7 +2607,7 @@ fn finish(
     if task_hint.is_none() && train_raw.examples.iter().all(|e| e.label.is_some()) {
         // Before the split, whose stratification would otherwise treat every number as a class.
         let all: Vec<&str> = labels.iter().map(String::as_str).collect();
-        odd_value_in_numeric_target(&all, &|i| train_raw.examples[i].origin.clone())?;
+        odd_value_in_numeric_target(&all, &|i| train_raw.examples[i].origin.to_string())?;
     }
     let keys: Vec<String> = if task_hint == Some("regression") { vec![String::new(); labels.len()] } else { labels.iter().map(|l| class_key(l)).collect() };
     let need = [false, given[1].is_none(), given[2].is_none()];
@@ -2488,11 +2647,15 @@ fn finish(
             strata_sizes = Some((counts.len(), counts.values().copied().max().unwrap_or(0)));
         }
         let idx = stratified_split(&strata, f, rng);
+        // The examples move into their splits (the indices are a partition): a split costs no
+        // copy of the data, as a `Subset` in PyTorch does not.
+        let mut pool: Vec<Option<RawExample>> = std::mem::take(&mut train_raw.examples).into_iter().map(Some).collect();
         for s in 0..3 {
-            parts[s] = RawSet { examples: idx[s].iter().map(|&i| train_raw.examples[i].clone()).collect(), ..train_raw.clone() };
+            let examples = idx[s].iter().map(|&i| pool[i].take().expect("stratified_split gives each example to one split")).collect();
+            parts[s] = RawSet { examples, ..train_raw.without_examples() };
         }
     } else {
-        parts[0] = train_raw.clone();
+        parts[0] = std::mem::take(&mut train_raw);
     }
     for s in 1..3 {
         if let Some(g) = given[s].take() {
@@ -2506,7 +2669,7 @@ fn finish(
         return Err(NnError::invalid(
             format!("{}", path.display()),
             "split",
-            format!("{fractions:?} of {} examples", train_raw.examples.len()),
+            format!("{fractions:?} of {n_all} examples"),
             match strata_sizes {
                 // A test fraction of 0 asks for no test share: the run still needs test examples.
                 _ if fractions[2] == 0.0 => "gives no test share (its third fraction is 0): a run is scored on test examples; give a test fraction above 0 or --test FILE".to_string(),
@@ -2522,14 +2685,14 @@ fn finish(
     }
     warnings.extend(copies_of_training_examples(&parts));
     let train_labels: Vec<&str> = parts[0].examples.iter().map(|e| e.label.as_deref().unwrap_or("")).collect();
-    let origin = |i: usize| parts[0].examples[i].origin.clone();
+    let origin = |i: usize| parts[0].examples[i].origin.to_string();
     let (task, classes) = decide_task(&train_labels, task_hint, &origin)?;
     warnings.extend(same_number_classes(&classes));
     let kind = match (&format, &layout) {
         (Format::Csv | Format::Tsv, Some(l)) if l.text.is_some() => DataKind::Text,
         (Format::Csv | Format::Tsv, _) => DataKind::Tabular,
         (Format::Folder | Format::Lines, _) => DataKind::Text,
-        _ if train_raw.shape.len() >= 2 => DataKind::Images,
+        _ if parts[0].shape.len() >= 2 => DataKind::Images,
         _ => DataKind::Tabular,
     };
     let mut o = o;

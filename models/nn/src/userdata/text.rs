@@ -96,21 +96,28 @@ impl From<Vocab> for Vec<String> {
 impl Vocab {
     /// The tokens of `docs` that occur at least `min_count` times, the `max_size − 1` most
     /// frequent of them (`max_size` counts `<unk>`; 0 means no limit).
-    pub fn build<'a>(docs: impl IntoIterator<Item = &'a [String]>, min_count: usize, max_size: usize) -> Vocab {
-        let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
+    pub fn build<D: IntoIterator<Item = W>, W: AsRef<str>>(docs: impl IntoIterator<Item = D>, min_count: usize, max_size: usize) -> Vocab {
+        // Each distinct word is copied once, so the documents can be made one at a time.
+        let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
         for d in docs {
             for w in d {
-                let next = counts.len();
-                counts.entry(w.as_str()).or_insert((0, next)).0 += 1;
+                let w = w.as_ref();
+                match counts.get_mut(w) {
+                    Some(e) => e.0 += 1,
+                    None => {
+                        let next = counts.len();
+                        counts.insert(w.to_string(), (1, next));
+                    }
+                }
             }
         }
-        let mut kept: Vec<(&str, usize, usize)> =
-            counts.into_iter().filter(|(w, (c, _))| *c >= min_count.max(1) && *w != UNK).map(|(w, (c, first))| (w, c, first)).collect();
+        let mut kept: Vec<(String, usize, usize)> =
+            counts.into_iter().filter(|(w, (c, _))| *c >= min_count.max(1) && w != UNK).map(|(w, (c, first))| (w, c, first)).collect();
         kept.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
         if max_size > 0 {
             kept.truncate(max_size.saturating_sub(1));
         }
-        Vocab::from(kept.into_iter().map(|(w, _, _)| w.to_string()).collect::<Vec<_>>())
+        Vocab::from(kept.into_iter().map(|(w, _, _)| w).collect::<Vec<_>>())
     }
     /// Number of ids, `<unk>` included.
     pub fn len(&self) -> usize {
