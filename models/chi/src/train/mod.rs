@@ -245,7 +245,7 @@ impl Config {
         let gates = match self.model.as_str() {
             "lstm" | "ca-rnn" => 4,
             "gru" => 3,
-            "rcnn" => opt("order", 2).max(1),
+            "rcnn" => opt("order", 2).clamp(1, zoo::RCNN_MAX_ORDER),
             _ => 1,
         };
         let by = if gates == 1 { "hidden".to_string() } else { format!("{gates}·hidden") };

@@ -143,7 +143,7 @@ impl Registry {
         r.add_model(ModelEntry::new("han", "hierarchical attention network: word and sentence BiGRUs with attention (options embed, pretrained, hidden, attention)", text, zoo::build_han));
         r.add_model(ModelEntry::new(
             "rcnn",
-            "Lei's recurrent convolution: RCNN layers (non-consecutive n-grams, decay λ), each mean-pooled, → linear (options embed, pretrained, order, decay, map, pooling, bidirectional)",
+            "Lei's recurrent convolution: RCNN layers (non-consecutive n-grams, decay λ), each pooled over the words, → linear (options embed, pretrained, order, decay, map, pooling, bidirectional)",
             text,
             zoo::build_rcnn,
         ));

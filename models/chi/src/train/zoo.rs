@@ -452,16 +452,21 @@ impl Model for RcnnModel {
     }
 }
 
+/// The largest n-gram order `chi train --model rcnn` takes.
+pub const RCNN_MAX_ORDER: usize = 8;
+
 /// The options of `chi train --model rcnn` besides `embed` and `pretrained`.
 pub const RCNN_OPTIONS: &[&str] = &["order", "decay", "pooling", "bidirectional", "map"];
 
 /// `chi train --model rcnn`: `hidden` (one size per layer), `activation` (the layers' `g`,
-/// default tanh), `dropout` (on the embeddings and every layer's outputs), and the options
+/// default tanh; a config's `[model_options] activation`), `dropout` (on the embeddings and every layer's outputs), and the options
 /// `embed` (default 64), `pretrained`, `order` (n-gram order, default 2), `decay` (a constant
 /// λ in [0, 1), default 0.5; `"learned"` (a trained λ per unit), `"adaptive"` (λ_t = σ(W x_t + b))
 /// or `"adaptive-h"` (also reading h_{t−1}, step by step, slower)), `map` (`"multiplicative"`,
 /// the default, or `"additive"`), `pooling` (`"mean"`, the default, `"max"` or `"last"`) and
-/// `bidirectional` (default false). It trains with the general default optimiser (Adagrad,
+/// `bidirectional` (default false). A text shorter than `order` words holds no n-gram, so every
+/// such text gets the same output (the layers' biases), as in the thesis; `order` 1 avoids it.
+/// It trains with the general default optimiser (Adagrad,
 /// 0.1): on 4,000 Pang & Lee sentences, 2000 steps, five seeds, its mean test accuracy was
 /// 0.639 (0.671 with dropout 0.35) against 0.602 (0.631) with the thesis's Adam at 0.001
 /// (README, "On your own texts", has the paired test).
@@ -480,6 +485,11 @@ pub fn build_rcnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<
         }
     };
     let order = option_usize(&cfg.options, "order", 2, what).map_err(|e| e.to_string())?;
+    // The scan keeps `order` states of `hidden` values per word: a large order is memory, not
+    // model (the thesis uses 1 to 3).
+    if !(1..=RCNN_MAX_ORDER).contains(&order) {
+        return Err(format!("rcnn: option \"order\" must be 1 to {RCNN_MAX_ORDER}, got {order}"));
+    }
     let decay = match cfg.options.get("decay") {
         None => Decay::Constant(0.5),
         Some(v) => match (v.as_f64(), v.as_str()) {
