@@ -270,8 +270,10 @@ pub fn explain(t: &infer::Trained, texts: &[String], class: Option<&str>, steps:
         let (ig, fx, f0) = infer::integrated_gradients(t.model.as_ref(), task, &split, i, c, steps)?;
         // A regression model's output is its standardised prediction: the score, the baseline
         // and every attribution are given in the target's own units, as `chi predict` gives it.
-        let (sd, un) = (infer::target_sd(t), |z: f64| if task == Task::Regression { schema.unscale(z) } else { z });
-        let (saliency, gxi, ig): (Vec<f64>, Vec<f64>, Vec<f64>) = (saliency.iter().map(|v| v * sd).collect(), gxi.iter().map(|v| v * sd).collect(), ig.iter().map(|v| v * sd).collect());
+        let sd = infer::target_sd(t);
+        let in_units = |v: Vec<f64>| -> Vec<f64> { v.into_iter().map(|x| x * sd).collect() };
+        let (saliency, gxi, ig) = (in_units(saliency), in_units(gxi), in_units(ig));
+        let un = |z: f64| if task == Task::Regression { schema.unscale(z) } else { z };
         let (fx, f0) = (un(fx), un(f0));
         let name = |k: usize| names.get(k).cloned().unwrap_or_else(|| "value".into());
         out.push(TextExplanation {

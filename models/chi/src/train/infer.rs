@@ -614,9 +614,10 @@ pub fn predict(t: &Trained, input: &Path, saliency: usize, method: Attribution) 
         };
         let vocab = schema.vocab().ok_or("--saliency needs a text model")?;
         let mut all = Vec::with_capacity(n);
+        let sd = target_sd(t);
         for i in 0..n {
             let class = if t.dataset.task == Task::Regression { 0 } else { argmax(&outs[i]) };
-            let scores: Vec<f64> = token_attribution(t.model.as_ref(), t.dataset.task, &split, i, class, method)?.iter().map(|s| s * target_sd(t)).collect();
+            let scores: Vec<f64> = token_attribution(t.model.as_ref(), t.dataset.task, &split, i, class, method)?.iter().map(|s| s * sd).collect();
             let mut words: Vec<(String, f64)> = seqs[i].iter().zip(scores).map(|(&id, s)| (vocab.word(id).to_string(), s)).collect();
             words.sort_by(|a, b| b.1.total_cmp(&a.1));
             let mut seen = std::collections::HashSet::new();

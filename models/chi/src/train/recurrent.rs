@@ -257,12 +257,8 @@ pub fn build(kind: CellKind, cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> 
     let known: &[&str] = if kind == CellKind::Lstm { &["embed", "peephole", "bidirectional"] } else { &["embed", "bidirectional"] };
     check_options(&cfg.options, known, what)?;
     cfg.check_unused(what, &["activation"], "; the cells have their own gate nonlinearities")?;
-    let flag = |key: &str| match cfg.options.get(key) {
-        None => Ok(false),
-        Some(v) => v.as_bool().ok_or_else(|| format!("{what}: option {key:?} must be true or false, got {v}")),
-    };
-    let peephole = flag("peephole")?;
-    let bidirectional = flag("bidirectional")?;
+    let peephole = super::zoo::option_flag(cfg, "peephole", what)?;
+    let bidirectional = super::zoo::option_flag(cfg, "bidirectional", what)?;
     let output = match ds.task {
         Task::Classification { classes } => classes,
         Task::Binary | Task::Regression => 1,

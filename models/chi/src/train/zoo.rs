@@ -36,6 +36,14 @@ pub fn outputs_for(task: Task) -> usize {
     }
 }
 
+/// A true/false option of `cfg` (false when absent), with the model's name in the error.
+pub fn option_flag(cfg: &ModelConfig, key: &str, what: &str) -> Result<bool, String> {
+    match cfg.options.get(key) {
+        None => Ok(false),
+        Some(v) => v.as_bool().ok_or_else(|| format!("{what}: option {key:?} must be true or false, got {v}")),
+    }
+}
+
 fn usize_list(cfg: &ModelConfig, key: &str, default: &[usize], what: &str) -> Result<Vec<usize>, String> {
     match cfg.options.get(key) {
         None => Ok(default.to_vec()),
@@ -511,10 +519,7 @@ pub fn build_rcnn(cfg: &ModelConfig, ds: &Dataset, rng: &mut Rng) -> Result<Box<
         "last" => Pooling::Last,
         other => return Err(format!("rcnn: option \"pooling\" must be \"mean\", \"max\" or \"last\", got {other:?}")),
     };
-    let bidirectional = match cfg.options.get("bidirectional") {
-        None => false,
-        Some(v) => v.as_bool().ok_or_else(|| format!("rcnn: option \"bidirectional\" must be true or false, got {v}"))?,
-    };
+    let bidirectional = option_flag(cfg, "bidirectional", what)?;
     let mut store = ParamStore::new();
     let embedding = pretrained_embedding(&mut store, cfg, ds, *vocab, 64, what, rng)?;
     let layer = RcnnConfig { order, map, decay, activation: cfg.activation, ..RcnnConfig::new(1, 1) };

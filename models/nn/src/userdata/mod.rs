@@ -96,8 +96,6 @@ pub struct Loaded {
 struct RawExample {
     /// `file:line` or a file path, for messages.
     origin: Origin,
-    /// 1-based line (0 when the example is a whole file).
-    line: usize,
     input: RawInput,
     label: Option<String>,
 }
@@ -136,6 +134,16 @@ impl std::fmt::Display for Origin {
             Origin::Line(p, l) => write!(f, "{}:{l}", p.display()),
             Origin::Example(p, i) => write!(f, "{} example {i}", p.display()),
             Origin::Named(s) => f.write_str(s),
+        }
+    }
+}
+
+impl Origin {
+    /// The 1-based line of a file's line, 0 for other origins.
+    fn line(&self) -> usize {
+        match self {
+            Origin::Line(_, l) => *l,
+            _ => 0,
         }
     }
 }
@@ -210,7 +218,7 @@ fn decode_text(path: &Path, bytes: &[u8]) -> Result<(String, bool), NnError> {
     let (mut text, lossy) = match text::decode_utf16(bytes) {
         Some(decoded) => decoded,
         None => {
-            if text::looks_binary(&bytes) {
+            if text::looks_binary(bytes) {
                 return Err(DataError::whole("looks like a binary file (it has NUL bytes), not text").with_path(path).into());
             }
             let b = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(bytes);
@@ -432,16 +440,12 @@ const LINES_COST: ReadingCost = ReadingCost { what: "file of token lines", bytes
 /// file used to be read until an allocation failed (an abort with no word from chi) or the
 /// kernel killed the process.
 fn check_room(path: &Path, cost: ReadingCost, sep: u8) -> Result<(), NnError> {
-    use std::io::Read;
     let (Ok(meta), Some(available)) = (std::fs::metadata(path), crate::files::machine_memory()) else { return Ok(()) };
     // A quick look first: even one unit per byte could not need more than this.
     if !meta.is_file() || (meta.len() as f64) * (cost.bytes + cost.per_unit) <= available as f64 {
         return Ok(());
     }
-    let mut head = Vec::new();
-    if std::fs::File::open(path).and_then(|f| f.take(1 << 20).read_to_end(&mut head)).is_err() || head.is_empty() {
-        return Ok(());
-    }
+    let Some(head) = file_head(path, 1 << 20).filter(|h| !h.is_empty()) else { return Ok(()) };
     let ends = |b: u8| if cost.fields { b == sep || b == b'\n' } else { b.is_ascii_whitespace() };
     let units_per_byte = head.iter().filter(|&&b| ends(b)).count() as f64 / head.len() as f64;
     let need = meta.len() as f64 * (cost.bytes + cost.per_unit * units_per_byte);
@@ -460,6 +464,15 @@ fn check_room(path: &Path, cost: ReadingCost, sep: u8) -> Result<(), NnError> {
     ))
     .with_path(path)
     .into())
+}
+
+/// The first `n` bytes of the file at `path` (fewer if it is shorter), or `None` if it cannot be
+/// read: a look at a file before deciding how to read it whole.
+fn file_head(path: &Path, n: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path).ok()?.take(n).read_to_end(&mut head).ok()?;
+    Some(head)
 }
 
 /// The CSV records of a file (lossy UTF-8), with their line numbers.
@@ -699,16 +712,11 @@ const HEAD_BYTES: u64 = 8 << 20;
 /// is smaller or its beginning cannot be read alone (UTF-16, a quoted field cut at the end):
 /// enough to choose a model, without parsing a large file once more before [`load`] parses it.
 fn csv_head_layout(path: &Path, fmt: Format, o: &DataConfig) -> Result<CsvLayout, NnError> {
-    use std::io::Read;
     let whole = || csv_layout(path, fmt, o);
-    let Ok(file) = std::fs::File::open(path) else { return whole() };
-    if file.metadata().map_or(true, |m| m.len() <= HEAD_BYTES) {
+    if std::fs::metadata(path).map_or(true, |m| m.len() <= HEAD_BYTES) {
         return whole();
     }
-    let mut head = Vec::new();
-    if file.take(HEAD_BYTES).read_to_end(&mut head).is_err() || matches!(head[..], [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..]) {
-        return whole();
-    }
+    let Some(mut head) = file_head(path, HEAD_BYTES).filter(|h| !matches!(h[..], [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..])) else { return whole() };
     let Some(end) = head.iter().rposition(|&b| b == b'\n') else { return whole() };
     head.truncate(end + 1);
     match decode_text(path, &head).and_then(|(text, _)| csv_records_of(path, &text, fmt.separator())) {
@@ -963,7 +971,7 @@ fn csv_of_records(path: &Path, recs: Vec<crate::data::CsvRecord>, lossy: bool, l
             // A column listed twice is refused when the layout is made, so each field moves once.
             None => RawInput::Row(feats.iter().map(|&c| std::mem::take(&mut r.fields[c])).collect()),
         };
-        out.examples.push(RawExample { origin: Origin::Line(shared.clone(), r.line), line: r.line, input, label });
+        out.examples.push(RawExample { origin: Origin::Line(shared.clone(), r.line), input, label });
     }
     // Labels are read without the spaces around them, so `sp`, `sp ` and ` sp` are one class:
     // said, since a user who meant three classes would otherwise not know.
@@ -1062,7 +1070,7 @@ fn text_lines_of(path: &Path, text: &str, lossy: bool) -> RawSet {
     let last = lines.iter().rposition(|l| !l.trim().is_empty()).map_or(0, |i| i + 1);
     let shared: Arc<Path> = Arc::from(path);
     for (i, l) in lines[..last].iter().enumerate() {
-        out.examples.push(RawExample { origin: Origin::Line(shared.clone(), i + 1), line: i + 1, input: RawInput::Text(l.to_string()), label: None });
+        out.examples.push(RawExample { origin: Origin::Line(shared.clone(), i + 1), input: RawInput::Text(l.to_string()), label: None });
     }
     out
 }
@@ -1178,7 +1186,7 @@ fn read_class_folder(dir: &Path) -> Result<RawSet, NnError> {
             read.insert(key, (name.clone(), f.clone()));
             let (text, lossy) = read_text(&f)?;
             out.lossy += lossy as usize;
-            out.examples.push(RawExample { origin: Origin::Named(f.display().to_string()), line: 0, input: RawInput::Text(text), label: Some(name.clone()) });
+            out.examples.push(RawExample { origin: Origin::Named(f.display().to_string()), input: RawInput::Text(text), label: Some(name.clone()) });
         }
     }
     Ok(out)
@@ -1204,7 +1212,7 @@ fn read_lines(path: &Path, labelled: bool) -> Result<RawSet, NnError> {
         if !labelled && tokens.is_empty() {
             continue;
         }
-        out.examples.push(RawExample { origin: Origin::Line(shared.clone(), i + 1), line: i + 1, input: RawInput::Tokens(tokens), label });
+        out.examples.push(RawExample { origin: Origin::Line(shared.clone(), i + 1), input: RawInput::Tokens(tokens), label });
     }
     if out.examples.is_empty() {
         return Err(DataError::whole("holds no examples (one per line: label, then tokens)").with_path(path).into());
@@ -1286,7 +1294,6 @@ fn read_arrays(path: &Path, fmt: Format, labels: Option<&Path>) -> Result<RawSet
     for i in 0..n {
         out.examples.push(RawExample {
             origin: Origin::Example(shared.clone(), i),
-            line: i + 1,
             input: RawInput::Values(values[i * k..(i + 1) * k].to_vec()),
             label: labels.as_ref().map(|l| l[i].clone()),
         });
@@ -1721,15 +1728,15 @@ impl Encoder {
                                 } else {
                                     parse_number(v).ok_or_else(|| {
                                         NnError::from(DataError::new(
-                                            Location::Line(e.line),
-                                            format!("column {name:?}: {} {}, and the column is numeric{}{}", quoted(v), not_a_number(v), missing_marker_hint(v), header_hint(raw, e.line)),
+                                            Location::Line(e.origin.line()),
+                                            format!("column {name:?}: {} {}, and the column is numeric{}{}", quoted(v), not_a_number(v), missing_marker_hint(v), header_hint(raw, e.origin.line())),
                                         ).with_path(&raw.path))
                                     })?
                                 };
                                 let z = ((val - mean) / std) as f32;
                                 if !z.is_finite() {
                                     return Err(DataError::new(
-                                        Location::Line(e.line),
+                                        Location::Line(e.origin.line()),
                                         format!("column {name:?}: {} is out of range: standardised with the training mean {mean:.6e} and standard deviation {std:.6e} it is beyond ±3.4e38, the largest float32", quoted(v)),
                                     )
                                     .with_path(&raw.path)
@@ -1915,7 +1922,7 @@ impl DataSchema {
                 for e in &raw.examples {
                     let l = e.label.as_deref().unwrap_or("");
                     let y = parse_number(l).ok_or_else(|| {
-                        NnError::invalid(&e.origin, "target", quoted(l), format!("{}, but the task is regression{}", not_a_number(l), header_hint(raw, e.line)))
+                        NnError::invalid(&e.origin, "target", quoted(l), format!("{}, but the task is regression{}", not_a_number(l), header_hint(raw, e.origin.line())))
                     })?;
                     let z = ((y - mean) / sd) as f32;
                     if !z.is_finite() {
@@ -1959,7 +1966,7 @@ impl DataSchema {
                         if l.trim().is_empty() {
                             return NnError::invalid(&e.origin, "label", quoted(l), format!("is empty: every row evaluated needs its label (the classes are {}); predict unlabelled rows with chi predict", short_list(&self.classes)));
                         }
-                        NnError::invalid(&e.origin, "label", quoted(l), format!("was not seen in training (the classes are {}){}", short_list(&self.classes), header_hint(raw, e.line)))
+                        NnError::invalid(&e.origin, "label", quoted(l), format!("was not seen in training (the classes are {}){}", short_list(&self.classes), header_hint(raw, e.origin.line())))
                     })?);
                 }
                 if let Some((label, class)) = valued.first() {
@@ -2024,7 +2031,7 @@ impl DataSchema {
                         let (text, lossy) = read_text(&f)?;
                         out.lossy += lossy as usize;
                         let id = f.strip_prefix(path).unwrap_or(&f).display().to_string();
-                        out.examples.push(RawExample { origin: Origin::Named(id), line: 0, input: RawInput::Text(text), label: None });
+                        out.examples.push(RawExample { origin: Origin::Named(id), input: RawInput::Text(text), label: None });
                     }
                     if out.examples.is_empty() {
                         return Err(DataError::whole("holds no files").with_path(path).into());
@@ -2036,10 +2043,8 @@ impl DataSchema {
                 Ok(f @ (Format::Csv | Format::Tsv)) => {
                     // Read and parsed once, for the layout and for the rows.
                     let (recs, lossy) = csv_records(path, f.separator())?;
-                    {
-                        let lay = text_csv_layout(path, &recs, f, labelled, &self.classes)?;
-                        csv_of_records(path, recs, lossy, &lay, labelled)
-                    }
+                    let lay = text_csv_layout(path, &recs, f, labelled, &self.classes)?;
+                    csv_of_records(path, recs, lossy, &lay, labelled)
                 }
                 _ if labelled => Err(DataError::whole(
                     "holds no labels: the model was trained on a folder of class folders, so evaluate it on such a folder (DIR/CLASS/file.txt) or on a CSV with a text and a label column",
@@ -2085,7 +2090,7 @@ impl DataSchema {
     /// predicted as a row.)
     fn header_like_first_row(&self, raw: &RawSet) -> Option<String> {
         let (Some(_), Encoder::Tabular { columns }) = (&self.headerless_columns, &self.encoder) else { return None };
-        let first = raw.examples.first().filter(|e| e.line == 1)?;
+        let first = raw.examples.first().filter(|e| e.origin.line() == 1)?;
         let RawInput::Row(r) = &first.input else { return None };
         let mut values = Vec::new();
         for (c, col) in columns.iter().enumerate() {
@@ -2491,7 +2496,7 @@ pub fn from_image_sets(name: &str, train: &crate::data::ImageSet, test: Option<&
         path: PathBuf::from(what),
         shape: vec![1, s.rows, s.cols],
         examples: (0..s.n)
-            .map(|i| RawExample { origin: Origin::Named(format!("{what} example {i}")), line: i + 1, input: RawInput::Values(s.image(i).to_vec()), label: Some(s.labels[i].to_string()) })
+            .map(|i| RawExample { origin: Origin::Named(format!("{what} example {i}")), input: RawInput::Values(s.image(i).to_vec()), label: Some(s.labels[i].to_string()) })
             .collect(),
         ..Default::default()
     };
