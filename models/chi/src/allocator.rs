@@ -35,8 +35,8 @@ pub fn keep_freed_memory() {
 /// Runs `f` with mimalloc's own purging (freed memory returned to the system after 1 s, its
 /// default), then returns what `f` freed and keeps freed memory again. For a phase that frees
 /// much more than what follows will use: reading a data file takes several times the file's
-/// size, training afterwards a fraction of it, and the process held its loading peak for the
-/// whole run (2.9 GB for 84 MB of training data). Memory freed while purging is off is never
+/// size, training afterwards a fraction of it; with purging off throughout, the process keeps
+/// its loading peak for the whole run (2.9 GB for 84 MB of training data). Memory freed while purging is off is never
 /// scheduled for purging, so the phase itself must run with it on.
 pub fn returning_freed_memory<R>(f: impl FnOnce() -> R) -> R {
     // SAFETY: mi_option_get/mi_option_set read and store an integer option (mimalloc's API for

@@ -436,9 +436,9 @@ const CSV_COST: ReadingCost = ReadingCost { what: "CSV file", bytes: 4.5, per_un
 const LINES_COST: ReadingCost = ReadingCost { what: "file of token lines", bytes: 3.0, per_unit: 8.0, fields: false };
 
 /// Refuses, before reading it, a file that would take more memory than the machine has
-/// available: [`ReadingCost`] of its size and of its units, counted on its first MiB. Such a
-/// file used to be read until an allocation failed (an abort with no word from chi) or the
-/// kernel killed the process.
+/// available: [`ReadingCost`] of its size and of its units, counted on its first MiB. Read
+/// anyway, such a file runs until an allocation fails (an abort with no word from chi) or the
+/// kernel kills the process.
 fn check_room(path: &Path, cost: ReadingCost, sep: u8) -> Result<(), NnError> {
     let (Ok(meta), Some(available)) = (std::fs::metadata(path), crate::files::machine_memory()) else { return Ok(()) };
     // A quick look first: even one unit per byte could not need more than this.
@@ -907,8 +907,8 @@ fn csv_of_text(path: &Path, text: &str, lossy: bool, lay: &CsvLayout, labelled: 
 /// [`read_csv`] of records already parsed.
 ///
 /// The records are taken by value and their fields moved into the examples, each record freed
-/// as soon as it is read: the fields were cloned while every record was still held, which
-/// doubled the memory a CSV took while it was read.
+/// as soon as it is read: copying the fields while every record is still held would double the
+/// memory a CSV takes while it is read.
 fn csv_of_records(path: &Path, recs: Vec<crate::data::CsvRecord>, lossy: bool, lay: &CsvLayout, labelled: bool) -> Result<RawSet, NnError> {
     let (names, skip): (Vec<String>, usize) = if lay.header {
         let Some(first) = recs.first() else { return Err(DataError::whole("is empty: no header row").with_path(path).into()) };
