@@ -413,6 +413,9 @@ pub fn run(args: &ExplainArgs) -> Result<(), String> {
         return Err("nothing to explain: give --text \"…\" or --input FILE (or --ngrams K / --pca)".into());
     }
     // The n-gram and PCA analyses read the training texts again.
+    if crate::train::translation::seq2seq_weights(&args.model).is_some() {
+        return Err(format!("{} is a seq2seq model: chi translate {} --heatmap DIR draws the attention of each output word over the source", args.model.display(), args.model.display()));
+    }
     let t = infer::load_trained(&args.model, args.ngrams.is_some() || args.pca)?;
     if let Some(kind) = t.schema.as_ref().map(|sc| sc.kind).filter(|k| *k != chi_nn::dataset::DataKind::Text) {
         return Err(format!("{}: chi explain explains text models word by word; this {} model was trained on {} data", args.model.display(), t.cfg.model, kind.name()));

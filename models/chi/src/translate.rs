@@ -1,6 +1,6 @@
 //! `chi translate MODEL`: translates lines (stdin or `--input FILE`) with a sequence-to-sequence
-//! model saved by `chi reproduce nmt-attention | nmt-cells | g2p-cmudict` (their
-//! `models/*.safetensors`), by beam search; `--heatmap DIR` also draws each line's attention as
+//! model trained by `chi train --model seq2seq` (its run directory) or saved by `chi reproduce
+//! nmt-attention | nmt-cells | g2p-cmudict` (their `models/*.safetensors`), by beam search; `--heatmap DIR` also draws each line's attention as
 //! an SVG with the tokens on the axes.
 
 use chi_seq2seq::{attention_svg, Translator};
@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 /// `chi translate MODEL [--beam N] [--alpha A] [--max-len N] [--input FILE] [--heatmap DIR]`.
 #[derive(Args, Debug, Clone)]
 pub struct TranslateArgs {
-    /// A model file saved by a seq2seq experiment (`runs/reproduce/nmt-*/models/*.safetensors`).
+    /// A run directory of `chi train --model seq2seq`, or a model file saved by a seq2seq
+    /// experiment (`runs/reproduce/nmt-*/models/*.safetensors`).
     pub model: PathBuf,
     /// Beam width, 1 to 100 (1 = greedy).
     #[arg(long, default_value_t = 5)]
@@ -101,8 +102,10 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
     if !a.alpha.is_finite() || !(0.0..=5.0).contains(&a.alpha) {
         return Err(format!("--alpha {} is out of range 0..=5", a.alpha));
     }
-    if a.model.is_dir() {
-        return Err(format!("{} is a directory: give the model's .safetensors file", a.model.display()));
+    // A run directory of `chi train --model seq2seq` holds its model.
+    let model = if a.model.is_dir() && a.model.join("model.safetensors").is_file() { a.model.join("model.safetensors") } else { a.model.clone() };
+    if model.is_dir() {
+        return Err(format!("{} is a directory without a model.safetensors: give a run directory of chi train --model seq2seq, or the model's .safetensors file", a.model.display()));
     }
     if let Some(d) = &a.heatmap {
         crate::train::rundir::check_new_name("--heatmap", d)?;
@@ -114,7 +117,7 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
             return Err(format!("--input {} is one of the heat maps --heatmap {} would replace; read it from elsewhere", p.display(), d.display()));
         }
     }
-    let t = Translator::load(&a.model).map_err(|e| e.to_string())?;
+    let t = Translator::load(&model).map_err(|e| e.to_string())?;
     let mut reader: Box<dyn BufRead> = match a.input.as_deref() {
         Some(p) if p != Path::new("-") => Box::new(std::io::BufReader::new(std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?)),
         _ => Box::new(std::io::stdin().lock()),

@@ -286,6 +286,120 @@ pub fn read_parallel(src: &Path, tgt: &Path) -> Result<Vec<(String, String)>, Se
     Ok(out)
 }
 
+/// Which columns of a pairs file hold the source and the target, and how it is laid out.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PairColumns {
+    /// Source column: a header name or a 1-based number (default: a column named `source`,
+    /// `src` or `input`, else column 1).
+    pub source: Option<String>,
+    /// Target column: a header name or a 1-based number (default: a column named `target`,
+    /// `tgt`, `output` or `translation`, else column 2).
+    pub target: Option<String>,
+    /// Whether line 1 names the columns (default: when it holds the named columns, or both
+    /// chosen fields are one of the names above).
+    pub header: Option<bool>,
+    /// Field separator: `b'\t'` (tab-separated, fields taken literally, quotes and all, as
+    /// Tatoeba and Anki files have them) or `b','` (CSV with RFC 4180 quoting).
+    pub sep: u8,
+}
+
+/// Header names taken as the source column when none is given.
+const SOURCE_NAMES: [&str; 3] = ["source", "src", "input"];
+/// Header names taken as the target column when none is given.
+const TARGET_NAMES: [&str; 4] = ["target", "tgt", "output", "translation"];
+
+/// The sentence pairs of a pairs file, and the notes a user should see (the header decision,
+/// extra columns left unread).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PairsFile {
+    /// `(source, target)` texts, trimmed, in file order; rows blank on both sides are skipped.
+    pub pairs: Vec<(String, String)>,
+    /// The line (1-based) each pair starts on, for messages.
+    pub lines: Vec<usize>,
+    /// What was decided about the file, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// Reads sentence pairs from a CSV or tab-separated file: one pair per row, the source and target
+/// in two of its columns ([`PairColumns`]); other columns (a Tatoeba file's attribution) are
+/// left unread. A row without the chosen columns, or blank on one side only, is an error naming
+/// its line (a shifted or broken row would otherwise train on wrong pairs).
+pub fn read_pairs(path: &Path, cols: &PairColumns) -> Result<PairsFile, Seq2SeqError> {
+    let err = |m: String| Seq2SeqError::Data(format!("{}: {m}", path.display()));
+    let bytes = read_bounded(path)?;
+    if bytes.contains(&0) {
+        return Err(err("has NUL bytes: a binary file, not text".into()));
+    }
+    let records: Vec<(usize, Vec<String>)> = if cols.sep == b'\t' {
+        let text = String::from_utf8(bytes).map_err(|e| err(format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to())))?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| (i + 1, l.trim_end_matches('\r').split('\t').map(str::to_string).collect()))
+            .collect()
+    } else {
+        let recs = chi_nn::data::csv_from_bytes_with(&bytes, cols.sep).map_err(|e| Seq2SeqError::Data(e.with_path(path).to_string()))?;
+        recs.into_iter().filter(|r| !r.fields.iter().all(|f| f.trim().is_empty())).map(|r| (r.line, r.fields)).collect()
+    };
+    let Some((_, first)) = records.first() else {
+        return Err(err("holds no rows".into()));
+    };
+    let lower: Vec<String> = first.iter().map(|f| f.trim().to_lowercase()).collect();
+    let by_name = |given: &str| lower.iter().position(|f| *f == given.trim().to_lowercase());
+    let by_number = |given: &str| given.trim().parse::<usize>().ok().filter(|&n| n >= 1).map(|n| n - 1);
+    let known = |names: &[&str]| lower.iter().position(|f| names.contains(&f.as_str()));
+    // A given name that line 1 holds makes line 1 a header; so do the usual names.
+    let named = [&cols.source, &cols.target].iter().any(|c| c.as_deref().is_some_and(|c| by_name(c).is_some()));
+    let usual = known(&SOURCE_NAMES).is_some() && known(&TARGET_NAMES).is_some();
+    let header = cols.header.unwrap_or(named || usual);
+    let pick = |given: &Option<String>, names: &[&str], default: usize, role: &str| -> Result<usize, Seq2SeqError> {
+        match given {
+            Some(g) => match (header.then(|| by_name(g)).flatten(), by_number(g)) {
+                (Some(i), _) => Ok(i),
+                (None, Some(i)) => Ok(i),
+                (None, None) if header => Err(err(format!("no {role} column named {g:?} (line 1 has {})", first.iter().map(|f| format!("{:?}", f.trim())).collect::<Vec<_>>().join(", ")))),
+                (None, None) => Err(err(format!("the {role} column {g:?} is a name, but line 1 is read as data (give --header yes, or a column number)"))),
+            },
+            None => Ok(if header { known(names).unwrap_or(default) } else { default }),
+        }
+    };
+    let src = pick(&cols.source, &SOURCE_NAMES, 0, "source")?;
+    let tgt = pick(&cols.target, &TARGET_NAMES, 1, "target")?;
+    if src == tgt {
+        return Err(err(format!("the source and target are the same column ({})", src + 1)));
+    }
+    let mut out = PairsFile::default();
+    let width = first.len();
+    out.notes.push(if header {
+        format!("line 1 names the columns; source {:?}, target {:?}", first.get(src).map_or("", |s| s.trim()), first.get(tgt).map_or("", |s| s.trim()))
+    } else {
+        let how = if cols.header.is_some() { "" } else { ": give --header yes if it names the columns" };
+        format!("line 1 is data (no header{how}); source column {}, target column {}", src + 1, tgt + 1)
+    });
+    if width > 2 {
+        out.notes.push(format!("{} other column(s) left unread", width.saturating_sub(2)));
+    }
+    for (line, fields) in records.into_iter().skip(header as usize) {
+        let (Some(s), Some(t)) = (fields.get(src), fields.get(tgt)) else {
+            let sep = if cols.sep == b'\t' { "tab" } else { "comma" };
+            return Err(err(format!("line {line}: {} {sep}-separated field(s), the source and target need {}", fields.len(), src.max(tgt) + 1)));
+        };
+        let (s, t) = (s.trim(), t.trim());
+        if s.is_empty() != t.is_empty() {
+            return Err(err(format!("line {line}: the {} is blank but the {} is not", if s.is_empty() { "source" } else { "target" }, if s.is_empty() { "target" } else { "source" })));
+        }
+        if !s.is_empty() {
+            out.pairs.push((s.to_string(), t.to_string()));
+            out.lines.push(line);
+        }
+    }
+    if out.pairs.is_empty() {
+        return Err(err("holds no sentence pairs".into()));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +494,55 @@ mod tests {
         std::fs::write(&b, "hola\nx\nmundo\n").unwrap();
         assert!(read_parallel(&a, &b).unwrap_err().to_string().contains("line 2: one side is blank"));
         assert!(read_parallel(&root, &b).unwrap_err().to_string().contains("not a regular file"));
+        std::fs::remove_dir_all(&root).ok();
+    }
+
+    #[test]
+    fn pairs_files_with_and_without_headers() {
+        let root = std::env::temp_dir().join(format!("chi-s2s-pairs-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let f = root.join("p.tsv");
+        let tab = |source: Option<&str>, target: Option<&str>, header: Option<bool>| PairColumns { source: source.map(String::from), target: target.map(String::from), header, sep: b'\t' };
+        // Tatoeba's layout: no header, a third column of attribution, quotes taken literally.
+        std::fs::write(&f, "\u{feff}Go.\tVa !\tCC-BY 2.0\n\"Run!\" he said.\t« Cours ! », dit-il.\tCC-BY 2.0\r\n\n").unwrap();
+        let p = read_pairs(&f, &tab(None, None, None)).unwrap();
+        assert_eq!(p.pairs, [("Go.".to_string(), "Va !".to_string()), ("\"Run!\" he said.".into(), "« Cours ! », dit-il.".into())]);
+        assert_eq!(p.lines, [1, 2]);
+        assert!(p.notes[0].contains("no header") && p.notes[1].contains("1 other column"), "{:?}", p.notes);
+        // Columns by number, either way round.
+        let p = read_pairs(&f, &tab(Some("2"), Some("1"), None)).unwrap();
+        assert_eq!(p.pairs[0], ("Va !".to_string(), "Go.".to_string()));
+        // A header with the usual names, in any order and case.
+        std::fs::write(&f, "id\tTarget\tSource\n7\thola\thello\n").unwrap();
+        let p = read_pairs(&f, &tab(None, None, None)).unwrap();
+        assert_eq!(p.pairs, [("hello".to_string(), "hola".to_string())]);
+        assert_eq!(p.lines, [2]);
+        // Named columns make line 1 a header; a name line 1 lacks is an error listing its fields.
+        std::fs::write(&f, "en\tes\nhello\thola\n").unwrap();
+        assert_eq!(read_pairs(&f, &tab(Some("en"), Some("es"), None)).unwrap().pairs.len(), 1);
+        let e = read_pairs(&f, &tab(Some("en"), Some("fr"), Some(true))).unwrap_err().to_string();
+        assert!(e.contains("no target column named \"fr\"") && e.contains("\"es\""), "{e}");
+        let e = read_pairs(&f, &tab(Some("fr"), None, Some(false))).unwrap_err().to_string();
+        assert!(e.contains("line 1 is read as data"), "{e}");
+        assert!(read_pairs(&f, &tab(Some("2"), Some("2"), None)).unwrap_err().to_string().contains("same column"));
+        // Broken rows are errors naming their line.
+        std::fs::write(&f, "a\tb\nc\n").unwrap();
+        assert!(read_pairs(&f, &tab(None, None, None)).unwrap_err().to_string().contains("line 2: 1 tab-separated field(s)"));
+        std::fs::write(&f, "a\tb\n\t d\n").unwrap();
+        assert!(read_pairs(&f, &tab(None, None, None)).unwrap_err().to_string().contains("line 2: the source is blank"));
+        std::fs::write(&f, "\n \n").unwrap();
+        assert!(read_pairs(&f, &tab(None, None, None)).unwrap_err().to_string().contains("holds no rows"));
+        std::fs::write(&f, "a\0\tb\n").unwrap();
+        assert!(read_pairs(&f, &tab(None, None, None)).unwrap_err().to_string().contains("binary"));
+        std::fs::write(&f, b"a\tb\xff\n").unwrap();
+        assert!(read_pairs(&f, &tab(None, None, None)).unwrap_err().to_string().contains("not UTF-8"));
+        // CSV keeps RFC 4180 quoting: a comma inside quotes is text.
+        let c = root.join("p.csv");
+        std::fs::write(&c, "source,target\n\"Yes, sir.\",\"Oui, monsieur.\"\n").unwrap();
+        let p = read_pairs(&c, &PairColumns { sep: b',', ..PairColumns::default() }).unwrap();
+        assert_eq!(p.pairs, [("Yes, sir.".to_string(), "Oui, monsieur.".to_string())]);
+        std::fs::write(&c, "a,\"b\n").unwrap();
+        assert!(read_pairs(&c, &PairColumns { sep: b',', ..PairColumns::default() }).unwrap_err().to_string().contains("unterminated"));
         std::fs::remove_dir_all(&root).ok();
     }
 }

@@ -151,6 +151,68 @@ fn teacher_forced_eval(model: &Seq2Seq<f32>, pairs: &[(Vec<usize>, Vec<usize>)],
     })
 }
 
+/// A model's metrics on sentence pairs, and its translations of them.
+#[derive(Clone, Debug, Default)]
+pub struct Evaluation {
+    /// `top{k}`, `perplexity`, `tf_bleu` (teacher-forced, every pair); `greedy_bleu`,
+    /// `greedy_token_error`, `greedy_sequence_error` and, with a beam wider than 1, the same
+    /// three for `beam_` (the first `decode_pairs` pairs).
+    pub metrics: BTreeMap<String, f64>,
+    /// Pairs evaluated (those with both sides non-empty).
+    pub pairs: usize,
+    /// Pairs decoded.
+    pub decoded: usize,
+    /// The decoded pairs' outputs: beam search's when the beam is wider than 1, else greedy's.
+    pub outputs: Vec<Vec<String>>,
+}
+
+/// Evaluates `model` on tokenised `pairs` (encoded with its vocabularies; unseen tokens are
+/// `<unk>`, pairs with an empty side are skipped): teacher-forced top-k accuracy, perplexity and
+/// BLEU on every pair, greedy and beam decoding (`opts.beam`, `opts.alpha`) of the first
+/// `opts.decode_pairs`, at most `2·|source| + 10` (and `4·opts.max_len`) tokens each.
+pub fn evaluate_pairs(model: &Seq2Seq<f32>, src_vocab: &Vocab, tgt_vocab: &Vocab, pairs: &[Pair], opts: &TrainOptions) -> Result<Evaluation, Seq2SeqError> {
+    let test_pairs: Vec<&Pair> = pairs.iter().filter(|p| !p.0.is_empty() && !p.1.is_empty()).collect();
+    if test_pairs.is_empty() {
+        return Err(Seq2SeqError::Input("no pair to evaluate has tokens on both sides".into()));
+    }
+    let test_ids: Vec<(Vec<usize>, Vec<usize>)> = test_pairs.iter().map(|p| (src_vocab.encode(&p.0), tgt_vocab.encode(&p.1))).collect();
+    let mut out = Evaluation { pairs: test_ids.len(), ..Evaluation::default() };
+    let (rates, nll, counted, tf_out) = teacher_forced_eval(model, &test_ids, &opts.topk)?;
+    for (k, r) in opts.topk.iter().zip(rates) {
+        out.metrics.insert(format!("top{k}"), r);
+    }
+    out.metrics.insert("perplexity".into(), perplexity(nll, counted));
+    let refs: Vec<Vec<String>> = test_pairs.iter().map(|p| p.1.clone()).collect();
+    let words = |ids: &[usize]| -> Vec<String> { ids.iter().map(|&i| tgt_vocab.token(i).to_string()).collect() };
+    let tf_hyps: Vec<Vec<String>> = tf_out.iter().map(|h| words(h)).collect();
+    out.metrics.insert("tf_bleu".into(), corpus_bleu(&tf_hyps, &refs, Smoothing::Exp).score);
+    let n_dec = opts.decode_pairs.min(test_ids.len());
+    out.decoded = n_dec;
+    let dec_refs = &refs[..n_dec];
+    let max_out = |src_len: usize| (2 * src_len + 10).min(4 * opts.max_len.max(1));
+    let mut greedy_hyps = Vec::with_capacity(n_dec);
+    for (s, _) in &test_ids[..n_dec] {
+        let h = greedy(model, &Padded::new(std::slice::from_ref(s)), max_out(s.len()))?;
+        greedy_hyps.push(words(&h[0].ids));
+    }
+    out.metrics.insert("greedy_bleu".into(), corpus_bleu(&greedy_hyps, dec_refs, Smoothing::Exp).score);
+    out.metrics.insert("greedy_token_error".into(), token_error_rate(&greedy_hyps, dec_refs));
+    out.metrics.insert("greedy_sequence_error".into(), sequence_error_rate(&greedy_hyps, dec_refs));
+    out.outputs = greedy_hyps;
+    if opts.beam > 1 {
+        let mut beam_hyps = Vec::with_capacity(n_dec);
+        for (s, _) in &test_ids[..n_dec] {
+            let h = beam_search(model, s, opts.beam, max_out(s.len()), opts.alpha)?;
+            beam_hyps.push(h.first().map(|h| words(&h.ids)).unwrap_or_default());
+        }
+        out.metrics.insert("beam_bleu".into(), corpus_bleu(&beam_hyps, dec_refs, Smoothing::Exp).score);
+        out.metrics.insert("beam_token_error".into(), token_error_rate(&beam_hyps, dec_refs));
+        out.metrics.insert("beam_sequence_error".into(), sequence_error_rate(&beam_hyps, dec_refs));
+        out.outputs = beam_hyps;
+    }
+    Ok(out)
+}
+
 /// Builds vocabularies from the training side, the model, trains it and evaluates it.
 /// `config`'s vocabulary sizes are filled in from the data. `progress(step, loss)` is called
 /// after every step.
@@ -176,8 +238,8 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
     if train.is_empty() {
         return Err(Seq2SeqError::Input(format!("no training pair has 1..={} tokens on both sides", opts.max_len)));
     }
-    if corpus.test.is_empty() {
-        return Err(Seq2SeqError::Input("the test set is empty".into()));
+    if !corpus.test.iter().any(|p| !p.0.is_empty() && !p.1.is_empty()) {
+        return Err(Seq2SeqError::Input("the test set has no pair with tokens on both sides".into()));
     }
     let src_vocab = Vocab::build(train.iter().map(|p| p.0.as_slice()), opts.src_vocab_cap);
     let tgt_vocab = Vocab::build(train.iter().map(|p| p.1.as_slice()), opts.tgt_vocab_cap);
@@ -189,8 +251,6 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
     // <unk>); empty sides are dropped.
     let keep = |p: &&Pair| !p.0.is_empty() && !p.1.is_empty();
     let valid_ids: Vec<_> = corpus.valid.iter().filter(keep).take(opts.eval_pairs).map(ids).collect();
-    let test_pairs: Vec<&Pair> = corpus.test.iter().filter(keep).collect();
-    let test_ids: Vec<_> = test_pairs.iter().map(|p| ids(p)).collect();
 
     let mut optim = Optimizer::new(opts.optim.clone());
     let mut rng = Rng::new(opts.seed ^ 0x5eed_0f_ba7c4e5);
@@ -250,40 +310,13 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
         out.curves.insert(format!("valid_top{k}"), fit.eval_curve(&format!("valid_top{k}")));
     }
 
-    // Test: teacher-forced metrics on every pair, decoding on the first `decode_pairs`.
-    let (rates, nll, counted, tf_out) = teacher_forced_eval(&model, &test_ids, &opts.topk)?;
-    for (k, r) in opts.topk.iter().zip(rates) {
-        out.test.insert(format!("top{k}"), r);
-    }
-    out.test.insert("perplexity".into(), perplexity(nll, counted));
-    let refs: Vec<Vec<String>> = test_pairs.iter().map(|p| p.1.clone()).collect();
-    let words = |ids: &[usize]| -> Vec<String> { ids.iter().map(|&i| tgt_vocab.token(i).to_string()).collect() };
-    let tf_hyps: Vec<Vec<String>> = tf_out.iter().map(|h| words(h)).collect();
-    out.test.insert("tf_bleu".into(), corpus_bleu(&tf_hyps, &refs, Smoothing::Exp).score);
-    let n_dec = opts.decode_pairs.min(test_ids.len());
-    let dec_refs = &refs[..n_dec];
-    let max_out = |src_len: usize| (2 * src_len + 10).min(4 * opts.max_len);
-    let mut greedy_hyps = Vec::with_capacity(n_dec);
-    for (s, _) in &test_ids[..n_dec] {
-        let h = greedy(&model, &Padded::new(std::slice::from_ref(s)), max_out(s.len()))?;
-        greedy_hyps.push(words(&h[0].ids));
-    }
-    out.test.insert("greedy_bleu".into(), corpus_bleu(&greedy_hyps, dec_refs, Smoothing::Exp).score);
-    out.test.insert("greedy_token_error".into(), token_error_rate(&greedy_hyps, dec_refs));
-    out.test.insert("greedy_sequence_error".into(), sequence_error_rate(&greedy_hyps, dec_refs));
-    if opts.beam > 1 {
-        let mut beam_hyps = Vec::with_capacity(n_dec);
-        for (s, _) in &test_ids[..n_dec] {
-            let h = beam_search(&model, s, opts.beam, max_out(s.len()), opts.alpha)?;
-            beam_hyps.push(h.first().map(|h| words(&h.ids)).unwrap_or_default());
-        }
-        out.test.insert("beam_bleu".into(), corpus_bleu(&beam_hyps, dec_refs, Smoothing::Exp).score);
-        out.test.insert("beam_token_error".into(), token_error_rate(&beam_hyps, dec_refs));
-        out.test.insert("beam_sequence_error".into(), sequence_error_rate(&beam_hyps, dec_refs));
-    }
+    // Saved before the test, so that a failing evaluation loses no training.
+    let translator = crate::translator::Translator { model, src_vocab, tgt_vocab, tokenizer: opts.tokenizer };
     if let Some(path) = &opts.save_to {
-        crate::translator::Translator { model, src_vocab, tgt_vocab, tokenizer: opts.tokenizer }.save(path)?;
+        translator.save(path)?;
     }
+    let test = evaluate_pairs(&translator.model, &translator.src_vocab, &translator.tgt_vocab, &corpus.test, opts)?;
+    out.test = test.metrics;
     Ok(out)
 }
 
@@ -378,6 +411,9 @@ mod tests {
         let cfg = Seq2SeqConfig::default();
         let e = train_and_evaluate(&cfg, &Corpus::default(), &TrainOptions::default(), &mut |_, _| {}).unwrap_err().to_string();
         assert!(e.contains("no training pair"), "{e}");
+        let c = Corpus { train: vec![(toks(&[1]), toks(&[2]))], valid: vec![], test: vec![(vec![], toks(&[2]))] };
+        let e = train_and_evaluate(&cfg, &c, &TrainOptions::default(), &mut |_, _| {}).unwrap_err().to_string();
+        assert!(e.contains("test set has no pair"), "{e}");
         let long = vec![(toks(&[1; 60]), toks(&[1; 60]))];
         let c = Corpus { train: long.clone(), valid: vec![], test: long };
         assert!(train_and_evaluate(&cfg, &c, &TrainOptions::default(), &mut |_, _| {}).is_err());

@@ -14,7 +14,8 @@ pub struct TrainArgs {
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Model: mlp (tabular or images), cnn, ca-cnn (images), bow, ca-bsfe, text-cnn, han, rcnn, lstm,
-    /// gru, ca-rnn (text and token sequences); see --list. Default: mlp, or bow for texts.
+    /// gru, ca-rnn (text and token sequences), seq2seq (sentence pairs: translation); see --list.
+    /// Default: mlp, or bow for texts.
     #[arg(long)]
     pub model: Option<String>,
     /// Built-in dataset: fashion-mnist, mnist (fetched), spirals, xor-noise, surface, first-token
@@ -26,14 +27,16 @@ pub struct TrainArgs {
     #[arg(long)]
     pub data: Option<String>,
     /// Target column of a CSV/TSV (default: a column named label, target, class or y), or the
-    /// label file of .npy / IDX inputs.
+    /// label file of .npy / IDX inputs; with --model seq2seq, the target-language column or the
+    /// aligned target file.
     #[arg(long)]
     pub target: Option<String>,
     /// Feature columns of a CSV/TSV, comma-separated; a name holding a comma in double quotes,
     /// as in the header: `--features 'a,"x,y"'` (default: all but the target).
     #[arg(long)]
     pub features: Option<String>,
-    /// Text column of a CSV/TSV (text classification; detected when there is one text column).
+    /// Text column of a CSV/TSV (text classification; detected when there is one text column);
+    /// with --model seq2seq, the source-language column.
     #[arg(long)]
     pub text_column: Option<String>,
     /// Task: classification or regression (default: decided from the target's values).
@@ -542,11 +545,15 @@ pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> 
             let optim = m.optim.as_ref().map_or_else(String::new, |o| format!(" [default optimiser: {} lr {}]", format!("{:?}", o.name).to_lowercase(), o.lr));
             println!("  {:<10} {:<16} {}{optim}", m.name, fits.join(", "), m.about);
         }
+        println!("  {:<10} {:<16} {}", super::translation::MODEL_NAME, "sentence pairs", "attention encoder–decoder translating your pairs file (TSV/CSV, or --data SRC --target TGT); chi translate, eval (BLEU) and predict take the run");
         println!("datasets (--data NAME, or --data PATH for your own file or folder):");
         for d in &r.datasets {
             println!("  {:<14} {}", d.name, d.about);
         }
         return Ok(());
+    }
+    if super::translation::selected(args) {
+        return super::translation::run_train(args, seed, out);
     }
     let opts = TrainOptions {
         progress: !args.quiet,
@@ -610,6 +617,9 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
     let path = args.checkpoint.clone().or_else(|| args.model.clone()).unwrap_or_else(|| out.to_path_buf());
     if args.target.is_some() && args.data.is_none() {
         return Err("--target is the label file of --data; give --data too".into());
+    }
+    if let Some(w) = super::translation::seq2seq_weights(&path) {
+        return super::translation::run_eval(&w, args);
     }
     let t = infer::load_trained(&path, args.data.is_none())?;
     let (split, what, mut warnings) = match &args.data {
@@ -706,6 +716,9 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
         if super::rundir::lies_within(o, &args.input) {
             return Err(format!("--output {} is the input file or inside the input folder; write the predictions elsewhere", o.display()));
         }
+    }
+    if let Some(w) = super::translation::seq2seq_weights(&args.model) {
+        return super::translation::run_predict(&w, args);
     }
     let t = infer::load_trained(&args.model, false)?;
     if let Some(o) = &args.output {

@@ -34,7 +34,8 @@
 //! ## Data
 //! `--data PATH` trains on the user's file or folder ([`files`], [`chi_nn::userdata`]); the
 //! models for each kind of data are in [`registry`] (`mlp`, [`recurrent`], [`zoo`]); [`infer`]
-//! loads a trained model for `chi eval` and `chi predict`.
+//! loads a trained model for `chi eval` and `chi predict`. Sentence pairs (`--model seq2seq`)
+//! take their own path, [`translation`]: an encoder–decoder trained, evaluated and used there.
 
 pub mod callbacks;
 pub mod cli;
@@ -49,6 +50,7 @@ pub mod progress;
 pub mod recurrent;
 pub mod registry;
 pub mod rundir;
+pub mod translation;
 pub mod zoo;
 
 use chi_nn::checkpoint;

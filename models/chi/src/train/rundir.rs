@@ -42,6 +42,7 @@ pub const RUN_FILES: &[&str] = &[
     "model.safetensors",
     "summary.json",
     super::files::DATA_FINGERPRINT_FILE,
+    super::translation::SETTINGS_FILE,
 ];
 
 /// The other files a training run writes into its directory: a directory without a run that

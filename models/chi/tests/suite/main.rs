@@ -15,6 +15,7 @@ mod reproduce;
 mod reproduce_options;
 mod robust_words;
 mod seq2seq_reproduce;
+mod seq2seq_train;
 mod teach_browser;
 mod train;
 mod user_data;

@@ -1,0 +1,703 @@
+//! `chi train --model seq2seq`: an attention encoder–decoder ([`chi_seq2seq`]) trained on the
+//! user's own sentence pairs, and the same run read back by `chi eval` (BLEU, token accuracy,
+//! perplexity, error rates and the translations), `chi predict` (a CSV of translations) and
+//! `chi translate RUN` (with attention heat maps).
+//!
+//! **Data.** `--data pairs.tsv` (tab-separated, fields literal: the layout of Tatoeba and Anki
+//! exports, `source<TAB>target<TAB>…`) or `--data pairs.csv` (RFC 4180 quoting), the source and
+//! target columns chosen by `--text-column` and `--target` (a header name or a 1-based number;
+//! default: columns named source/target, else the first two; [`chi_seq2seq::data::read_pairs`]);
+//! or two aligned text files, `--data train.en --target train.fr`, one sentence per line. The pairs
+//! are shuffled with the run's seed and cut by `--split` (default 0.8,0.1,0.1), unless `--valid`
+//! and `--test` name files of their own.
+//!
+//! **Model** (`--model-option KEY=VALUE`): `cell` lstm | gru | ca-rnn, `attention` bahdanau |
+//! luong-dot | luong-general | luong-concat | local-p:D | ca-att-luong | ca-att-bahdanau,
+//! `input_feeding`, `attn_dim`, `tokenizer` words | chars (the source; also the target's unless
+//! `target_tokenizer` words | chars | spaces says otherwise), and for decoding `beam` and `alpha`;
+//! `--embed`, `--hidden` (one size per layer, all equal), `--bidirectional`.
+//!
+//! **Run directory.** `model.safetensors` (weights, sizes and both vocabularies: what
+//! `chi translate` loads), `seq2seq.json` (these settings: how `chi eval` rebuilds the splits),
+//! `log.jsonl` (`step`, `loss` per step), `eval.jsonl` (validation token accuracy), `summary.json`
+//! (the test metrics), `loss.svg/.png`. The directory is owned as `chi train` owns its runs
+//! ([`super::rundir`]). Such a run is not resumable: it writes no checkpoints.
+
+use super::cli::{EvalArgs, PredictArgs, TrainArgs};
+use super::rundir;
+use chi_autodiff::Rng;
+use chi_nn::checkpoint;
+use chi_nn::optim::{OptimConfig, OptimKind};
+use chi_seq2seq::data::{read_pairs, read_parallel, tokenize, PairColumns};
+use chi_seq2seq::experiment::{evaluate_pairs, train_and_evaluate, Corpus, Pair, TrainOptions};
+use chi_seq2seq::model::{AttentionKind, CellKind, Seq2SeqConfig};
+use chi_seq2seq::{Tokenizer, Translator};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The model name that selects this path in `chi train`.
+pub const MODEL_NAME: &str = "seq2seq";
+
+/// The settings file of a sequence-to-sequence run.
+pub const SETTINGS_FILE: &str = "seq2seq.json";
+
+/// Largest decoding beam.
+const MAX_BEAM: usize = 100;
+
+/// Everything a sequence-to-sequence run was made with: enough to rebuild its splits.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Settings {
+    /// The pairs file, or the source file of two aligned files (absolute).
+    pub data: String,
+    /// The target file of two aligned files (absolute), when the data is two files.
+    pub target_file: Option<String>,
+    /// Validation pairs in their own file (absolute).
+    pub valid: Option<String>,
+    /// Test pairs in their own file (absolute).
+    pub test: Option<String>,
+    /// Source column (name or 1-based number).
+    pub source_column: Option<String>,
+    /// Target column (name or 1-based number).
+    pub target_column: Option<String>,
+    /// Whether line 1 names the columns (`None`: detected).
+    pub header: Option<bool>,
+    /// `tab` or `comma`.
+    pub separator: String,
+    /// Train, validation, test fractions of one file.
+    pub split: [f64; 3],
+    /// Seed of the split, the initialisation and the batches.
+    pub seed: u64,
+    /// How sources are split: `words` (lower-cased words and punctuation) or `chars`.
+    pub tokenizer: String,
+    /// How targets are split: `words`, `chars`, or `spaces` (at whitespace, case kept: phoneme
+    /// strings, pre-tokenised text).
+    pub target_tokenizer: String,
+    /// Training pairs longer than this many tokens on either side are left out.
+    pub max_len: usize,
+    /// Most vocabulary entries per side (0: every training token).
+    pub max_vocab: usize,
+    /// Training steps.
+    pub steps: u64,
+    /// Pairs per step.
+    pub batch_size: usize,
+    /// Optimiser name.
+    pub optim: String,
+    /// Learning rate.
+    pub lr: f64,
+    /// Momentum (SGD, RMSProp).
+    pub momentum: f64,
+    /// Weight decay.
+    pub weight_decay: Option<f64>,
+    /// Global gradient-norm clip (`None`: off).
+    pub clip_norm: Option<f64>,
+    /// Validation accuracy every this many steps.
+    pub eval_every: u64,
+    /// Beam width of the test and of `chi predict` (1: greedy).
+    pub beam: usize,
+    /// Length normalisation of the beam score.
+    pub alpha: f64,
+    /// Cell: lstm, gru, ca-rnn.
+    pub cell: String,
+    /// Attention name (`local-p:D` with its half-window).
+    pub attention: String,
+    /// Embedding size.
+    pub embed: usize,
+    /// Hidden size of every layer.
+    pub hidden: usize,
+    /// Layers of encoder and decoder.
+    pub layers: usize,
+    /// Bidirectional encoder.
+    pub bidirectional: bool,
+    /// Luong's input feeding.
+    pub input_feeding: bool,
+    /// Width of the additive and concat scores.
+    pub attn_dim: usize,
+}
+
+impl Settings {
+    fn cell_kind(&self) -> Result<CellKind, String> {
+        match self.cell.as_str() {
+            "lstm" => Ok(CellKind::Lstm),
+            "gru" => Ok(CellKind::Gru),
+            "ca-rnn" => Ok(CellKind::CaRnn),
+            other => Err(format!("cell {other:?} is not one of lstm, gru, ca-rnn")),
+        }
+    }
+
+    fn attention_kind(&self) -> Result<AttentionKind, String> {
+        let a = self.attention.as_str();
+        if let Some(d) = a.strip_prefix("local-p:") {
+            return match d.parse::<usize>() {
+                Ok(d) if (1..=1000).contains(&d) => Ok(AttentionKind::LocalP { d }),
+                _ => Err(format!("attention {a:?}: the half-window D of local-p:D is a whole number 1..=1000")),
+            };
+        }
+        if a == "local-p" {
+            return Ok(AttentionKind::LocalP { d: 2 });
+        }
+        AttentionKind::ALL.into_iter().find(|k| k.name() == a).ok_or_else(|| {
+            format!("attention {a:?} is not one of bahdanau, luong-dot, luong-general, luong-concat, local-p:D, ca-att-luong, ca-att-bahdanau")
+        })
+    }
+
+    /// The target side's tokens of `text`.
+    fn target_tokens(&self, text: &str) -> Result<Vec<String>, String> {
+        match self.target_tokenizer.as_str() {
+            "words" => Ok(tokenize(text)),
+            "chars" => Ok(Tokenizer::Chars.apply(text)),
+            "spaces" => Ok(text.split_whitespace().map(str::to_string).collect()),
+            other => Err(format!("target_tokenizer {other:?} is not one of words, chars, spaces")),
+        }
+    }
+
+    /// How output tokens are joined into text: characters without spaces, else with them.
+    fn joiner(&self) -> &'static str {
+        if self.target_tokenizer == "chars" {
+            ""
+        } else {
+            " "
+        }
+    }
+
+    fn tokenizer_kind(&self) -> Result<Tokenizer, String> {
+        match self.tokenizer.as_str() {
+            "words" => Ok(Tokenizer::Words),
+            "chars" => Ok(Tokenizer::Chars),
+            other => Err(format!("tokenizer {other:?} is not one of words, chars")),
+        }
+    }
+
+    /// The model's configuration (vocabulary sizes are filled in from the data).
+    pub fn model_config(&self) -> Result<Seq2SeqConfig, String> {
+        Ok(Seq2SeqConfig {
+            src_vocab: 0,
+            tgt_vocab: 0,
+            emb: self.embed,
+            hidden: self.hidden,
+            layers: self.layers,
+            bidirectional: self.bidirectional,
+            cell: self.cell_kind()?,
+            attention: self.attention_kind()?,
+            input_feeding: self.input_feeding,
+            attn_dim: self.attn_dim,
+        })
+    }
+
+    fn columns(&self) -> PairColumns {
+        PairColumns { source: self.source_column.clone(), target: self.target_column.clone(), header: self.header, sep: if self.separator == "comma" { b',' } else { b'\t' } }
+    }
+
+    /// The options of training and of the test evaluation.
+    fn train_options(&self) -> Result<TrainOptions, String> {
+        let name: OptimKind = self.optim.parse().map_err(|e| format!("optimiser {:?}: {e}", self.optim))?;
+        let optim = OptimConfig { name, lr: self.lr, momentum: self.momentum, weight_decay: self.weight_decay, ..OptimConfig::default() };
+        optim.validate().map_err(String::from)?;
+        let cap = (self.max_vocab > 0).then_some(self.max_vocab);
+        Ok(TrainOptions {
+            steps: self.steps,
+            batch: self.batch_size,
+            optim,
+            clip_norm: self.clip_norm,
+            eval_every: self.eval_every,
+            eval_pairs: 500,
+            max_len: self.max_len,
+            src_vocab_cap: cap,
+            tgt_vocab_cap: cap,
+            topk: vec![1, 5],
+            beam: self.beam,
+            alpha: self.alpha,
+            decode_pairs: usize::MAX,
+            seed: self.seed,
+            save_to: None,
+            tokenizer: self.tokenizer_kind()?,
+        })
+    }
+
+    /// Checks every value before any data is read.
+    fn validate(&self) -> Result<(), String> {
+        self.model_config()?;
+        self.train_options()?;
+        self.target_tokens("")?;
+        let range = |name: &str, v: usize, lo: usize, hi: usize| if (lo..=hi).contains(&v) { Ok(()) } else { Err(format!("{name} {v} is out of range {lo}..={hi}")) };
+        range("--steps", self.steps.min(usize::MAX as u64) as usize, 1, 100_000_000)?;
+        range("--batch-size", self.batch_size, 1, 100_000)?;
+        range("--max-len", self.max_len, 1, 10_000)?;
+        range("beam", self.beam, 1, MAX_BEAM)?;
+        range("--embed", self.embed, 1, 1 << 16)?;
+        range("--hidden", self.hidden, 1, 1 << 16)?;
+        range("layers (entries of --hidden)", self.layers, 1, 16)?;
+        range("attn_dim", self.attn_dim, 1, 1 << 16)?;
+        range("--eval-every", self.eval_every.min(usize::MAX as u64) as usize, 1, usize::MAX)?;
+        if !self.alpha.is_finite() || !(0.0..=5.0).contains(&self.alpha) {
+            return Err(format!("alpha {} is out of range 0..=5", self.alpha));
+        }
+        if let Some(c) = self.clip_norm {
+            if !(c.is_finite() && c > 0.0) {
+                return Err(format!("--clip-norm {c} must be a positive number"));
+            }
+        }
+        let s = self.split;
+        if s.iter().any(|f| !(f.is_finite() && (0.0..=1.0).contains(f))) || (s.iter().sum::<f64>() - 1.0).abs() > 1e-6 || s[0] <= 0.0 {
+            return Err(format!("--split {s:?}: three fractions in 0..=1 summing to 1, the first above 0"));
+        }
+        if self.test.is_none() && s[2] == 0.0 {
+            return Err("--split gives the test no pairs; give it a share or --test FILE".into());
+        }
+        let probe = Seq2SeqConfig { src_vocab: 5, tgt_vocab: 5, ..self.model_config()? };
+        probe.validate().map_err(|e| e.to_string())
+    }
+}
+
+/// Whether `chi train`'s flags select this path.
+pub fn selected(args: &TrainArgs) -> bool {
+    args.model.as_deref() == Some(MODEL_NAME)
+}
+
+/// The flags of `chi train` that a sequence-to-sequence run does not read: refused, naming
+/// each, rather than silently ignored.
+fn unused_flags(a: &TrainArgs) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let mut check = |given: bool, name: &'static str| {
+        if given {
+            out.push(name);
+        }
+    };
+    check(a.config.is_some(), "--config");
+    check(a.dataset.is_some(), "--dataset");
+    check(a.features.is_some(), "--features");
+    check(a.task.is_some(), "--task");
+    check(a.min_count.is_some(), "--min-count");
+    check(a.pretrained.is_some(), "--pretrained");
+    check(a.schedule.is_some(), "--schedule");
+    check(a.em_steps.is_some(), "--em-steps");
+    check(a.em_blocks.is_some(), "--em-blocks");
+    check(a.dropout.is_some(), "--dropout");
+    check(a.checkpoint_every.is_some(), "--checkpoint-every");
+    check(a.log_format.as_deref().is_some_and(|f| f != "jsonl"), "--log-format csv");
+    check(a.resume, "--resume");
+    check(a.local_sgd.is_some(), "--local-sgd");
+    check(a.bucket_kib.is_some(), "--bucket-kib");
+    check(a.no_overlap, "--no-overlap");
+    out
+}
+
+fn absolute(p: &str) -> String {
+    std::fs::canonicalize(p).map(|c| c.display().to_string()).unwrap_or_else(|_| p.to_string())
+}
+
+/// The settings of `chi train --model seq2seq` from its flags.
+pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
+    let unused = unused_flags(a);
+    if !unused.is_empty() {
+        let resume = if a.resume { " (a seq2seq run writes no checkpoints, so it cannot be resumed: train it again with more --steps)" } else { "" };
+        return Err(format!("--model seq2seq does not take {}{resume}", unused.join(", ")));
+    }
+    let data = a.data.clone().ok_or("--model seq2seq needs --data: a file of sentence pairs (TSV or CSV), or a source file with --target naming its aligned target file")?;
+    if !Path::new(&data).is_file() {
+        let why = if Path::new(&data).is_dir() { "is a folder: give a file of sentence pairs" } else { "no such file" };
+        return Err(format!("--data {data}: {why}"));
+    }
+    // `--target` names the aligned target file when it is one, else the target column.
+    let target_file = a.target.as_deref().filter(|t| Path::new(t).is_file()).map(absolute);
+    let ext = Path::new(&data).extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    let separator = match (a.format.as_deref(), ext.as_deref()) {
+        (Some("csv"), _) => "comma",
+        (Some("tsv"), _) => "tab",
+        (Some(f), _) => return Err(format!("--format {f}: --model seq2seq reads csv or tsv (or two aligned files: --data SRC --target TGT)")),
+        (None, Some("csv")) => "comma",
+        (None, _) => "tab",
+    };
+    if target_file.is_some() && (a.text_column.is_some() || a.header.is_some() || a.format.is_some()) {
+        return Err("--text-column, --header and --format choose columns of one pairs file; with two aligned files (--data SRC --target TGT) every line is a sentence".into());
+    }
+    let (hidden, layers) = match a.hidden.as_deref() {
+        None => (128, 1),
+        Some(h) => {
+            let sizes = super::cli::parse_hidden(h)?;
+            match sizes.first() {
+                Some(&first) if sizes.iter().all(|&s| s == first) => (first, sizes.len()),
+                Some(_) => return Err(format!("--hidden {h}: a seq2seq model's layers share one size (e.g. 128,128 for two layers of 128)")),
+                None => return Err("--hidden needs at least one size".into()),
+            }
+        }
+    };
+    let optim = a.optim.map_or(OptimKind::Adam, |o| o);
+    let lr = a.lr.unwrap_or(if a.optim.is_none() { 0.001 } else { optim.default_lr() });
+    let steps = a.steps.unwrap_or(2000);
+    let split = match a.split.as_deref() {
+        Some(s) => {
+            let v = super::cli::parse_split(s)?;
+            [v[0], v[1], v[2]]
+        }
+        None => [0.8, 0.1, 0.1],
+    };
+    let mut s = Settings {
+        data: absolute(&data),
+        target_file,
+        valid: a.valid.as_deref().map(absolute),
+        test: a.test.as_deref().map(absolute),
+        source_column: a.text_column.clone(),
+        target_column: a.target.clone().filter(|_| !a.target.as_deref().is_some_and(|t| Path::new(t).is_file())),
+        header: a.header,
+        separator: separator.to_string(),
+        split,
+        seed,
+        tokenizer: "words".into(),
+        target_tokenizer: String::new(),
+        max_len: a.max_len.unwrap_or(50),
+        max_vocab: a.max_vocab.unwrap_or(20_000),
+        steps,
+        batch_size: a.batch_size.unwrap_or(32),
+        optim: format!("{optim:?}").to_lowercase(),
+        lr,
+        momentum: a.momentum.unwrap_or(0.0),
+        weight_decay: a.weight_decay,
+        clip_norm: Some(a.clip_norm.unwrap_or(5.0)),
+        eval_every: a.eval_every.unwrap_or((steps / 10).max(1)),
+        beam: 5,
+        alpha: 0.0,
+        cell: "lstm".into(),
+        attention: "luong-general".into(),
+        embed: a.embed.unwrap_or(64),
+        hidden,
+        layers,
+        bidirectional: a.bidirectional,
+        input_feeding: false,
+        attn_dim: 64,
+    };
+    for kv in &a.model_option {
+        let (k, v) = kv.split_once('=').ok_or_else(|| format!("bad --model-option {kv:?}: expected KEY=VALUE"))?;
+        let (k, v) = (k.trim(), v.trim());
+        let num = |v: &str| v.parse::<usize>().map_err(|_| format!("--model-option {k}={v}: a whole number"));
+        let flag = |v: &str| v.parse::<bool>().map_err(|_| format!("--model-option {k}={v}: true or false"));
+        match k {
+            "cell" => s.cell = v.to_string(),
+            "attention" => s.attention = v.to_string(),
+            "tokenizer" => s.tokenizer = v.to_string(),
+            "target_tokenizer" => s.target_tokenizer = v.to_string(),
+            "input_feeding" => s.input_feeding = flag(v)?,
+            "bidirectional" => s.bidirectional = flag(v)?,
+            "attn_dim" => s.attn_dim = num(v)?,
+            "beam" => s.beam = num(v)?,
+            "alpha" => s.alpha = v.parse().map_err(|_| format!("--model-option alpha={v}: a number"))?,
+            other => return Err(format!("--model-option {other}: --model seq2seq takes cell, attention, input_feeding, attn_dim, tokenizer, target_tokenizer, beam, alpha")),
+        }
+    }
+    if s.target_tokenizer.is_empty() {
+        s.target_tokenizer = s.tokenizer.clone();
+    }
+    s.validate()?;
+    Ok(s)
+}
+
+/// The tokenised pairs of one file of `s`'s layout (or of `s`'s two aligned files).
+fn read_tokenised(s: &Settings, file: &Path, target_file: Option<&Path>, notes: &mut Vec<String>) -> Result<Vec<Pair>, String> {
+    let raw = match target_file {
+        Some(t) => read_parallel(file, t).map_err(|e| e.to_string())?,
+        None => {
+            let p = read_pairs(file, &s.columns()).map_err(|e| e.to_string())?;
+            notes.extend(p.notes.into_iter().map(|n| format!("{}: {n}", file.display())));
+            p.pairs
+        }
+    };
+    let tok = s.tokenizer_kind()?;
+    raw.iter().map(|(a, b)| Ok((tok.apply(a), s.target_tokens(b)?))).collect()
+}
+
+/// The train, validation and test pairs of a run's settings: the same seed gives the same splits.
+pub fn corpus(s: &Settings, notes: &mut Vec<String>) -> Result<Corpus, String> {
+    let mut all = read_tokenised(s, Path::new(&s.data), s.target_file.as_deref().map(Path::new), notes)?;
+    let mut rng = Rng::new(s.seed ^ 0x5e95_2_5e9);
+    rng.shuffle(&mut all);
+    let n = all.len();
+    let share = |f: f64| if f > 0.0 { ((f * n as f64).round() as usize).max(1) } else { 0 };
+    let n_test = if s.test.is_some() { 0 } else { share(s.split[2]) };
+    let n_valid = if s.valid.is_some() { 0 } else { share(s.split[1]) };
+    if n_test + n_valid >= n {
+        return Err(format!("{}: {n} pair(s) cannot be split {:?} with training pairs left; give more pairs, or --valid and --test files", s.data, s.split));
+    }
+    let test: Vec<Pair> = all.drain(n - n_test..).collect();
+    let valid: Vec<Pair> = all.drain(all.len() - n_valid..).collect();
+    let mut c = Corpus { train: all, valid, test };
+    if let Some(v) = &s.valid {
+        c.valid = read_tokenised(s, Path::new(v), None, notes)?;
+    }
+    if let Some(t) = &s.test {
+        c.test = read_tokenised(s, Path::new(t), None, notes)?;
+    }
+    let long = c.train.iter().filter(|p| p.0.len() > s.max_len || p.1.len() > s.max_len).count();
+    if long > 0 {
+        notes.push(format!("{long} of {} training pairs have more than --max-len {} tokens on a side and are left out", c.train.len(), s.max_len));
+    }
+    Ok(c)
+}
+
+/// One JSON object per line.
+fn json_lines<'a>(rows: impl Iterator<Item = &'a serde_json::Value>) -> String {
+    rows.map(|r| format!("{r}\n")).collect()
+}
+
+/// Runs `chi train --model seq2seq`.
+pub fn run_train(a: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> {
+    if crate::dist::world().is_some_and(|c| c.size() > 1) {
+        return Err("--model seq2seq trains in one process; run it without mpirun".into());
+    }
+    let s = settings_of(a, seed)?;
+    let mut notes = Vec::new();
+    let c = corpus(&s, &mut notes)?;
+    for n in &notes {
+        eprintln!("chi: {n}");
+    }
+    let _lock = rundir::prepare(out, false, a.overwrite)?;
+    let settings_json = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
+    rundir::write_atomic(&out.join(SETTINGS_FILE), &format!("{settings_json}\n"))?;
+    let model_path = out.join("model.safetensors");
+    let opts = TrainOptions { save_to: Some(model_path.clone()), ..s.train_options()? };
+    let cfg = s.model_config()?;
+    eprintln!("chi: {} training, {} validation, {} test pairs", c.train.len(), c.valid.len(), c.test.len());
+    let bar = super::progress::Progress::new(s.steps, 0, !a.quiet);
+    let log_path = out.join("log.jsonl");
+    let mut log = std::io::BufWriter::new(std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?);
+    let mut log_err = None;
+    let outcome = train_and_evaluate(&cfg, &c, &opts, &mut |step, loss| {
+        if step % 10 == 0 || step == s.steps {
+            bar.update(step, format!("loss {loss:.4}"));
+        }
+        if let Err(e) = writeln!(log, "{}", serde_json::json!({ "step": step, "loss": loss })) {
+            log_err.get_or_insert(e);
+        }
+    });
+    bar.finish();
+    if let Some(e) = log_err.or_else(|| log.flush().err()) {
+        return Err(format!("{}: {e}", log_path.display()));
+    }
+    let o = outcome.map_err(|e| e.to_string())?;
+    let mut evals = BTreeMap::<u64, serde_json::Map<String, serde_json::Value>>::new();
+    for (k, curve) in o.curves.iter().filter(|(k, _)| k.starts_with("valid_")) {
+        for &(step, v) in curve {
+            evals.entry(step as u64).or_default().insert(k.clone(), v.into());
+        }
+    }
+    let rows: Vec<serde_json::Value> = evals.into_iter().map(|(step, mut m)| {
+        m.insert("step".into(), step.into());
+        serde_json::Value::Object(m)
+    }).collect();
+    rundir::write_atomic(&out.join("eval.jsonl"), &json_lines(rows.iter()))?;
+    let summary = serde_json::json!({
+        "model": MODEL_NAME,
+        "data": s.data,
+        "steps": s.steps,
+        "seed": s.seed,
+        "train_pairs": o.train_pairs,
+        "valid_pairs": c.valid.len(),
+        "test_pairs": c.test.len(),
+        "src_vocab": o.src_vocab,
+        "tgt_vocab": o.tgt_vocab,
+        "parameters": o.parameters,
+        "train_seconds": o.train_seconds,
+        "target_tokens_per_second": o.tokens_per_sec,
+        "test": o.test,
+    });
+    rundir::write_atomic(&out.join("summary.json"), &format!("{}\n", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?))?;
+    if !a.no_plots {
+        let loss = o.curves.get("loss").cloned().unwrap_or_default();
+        let series = [("loss".to_string(), loss)];
+        for ext in ["svg", "png"] {
+            let p = super::plot::LinePlot { title: "training loss (mean NLL per target token)", x_label: "step", y_label: "loss", log_y: false, series: &series };
+            if let Err(e) = super::plot::line_plot(&out.join(format!("loss.{ext}")), &p) {
+                eprintln!("chi: warning: loss.{ext} not drawn: {e}");
+            }
+        }
+    }
+    println!("trained seq2seq on {} for {} steps (seed {}): test {}", s.data, s.steps, s.seed, super::fmt_metrics(&o.test));
+    println!("outputs in {} (chi translate {} translates lines)", out.display(), out.display());
+    Ok(())
+}
+
+/// The weights file of a sequence-to-sequence model named by `path` (a run directory holding
+/// one, or the file itself), or `None` when `path` is something else.
+pub fn seq2seq_weights(path: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let w = if path.is_dir() { path.join("model.safetensors") } else { path.to_path_buf() };
+    if !w.is_file() {
+        return None;
+    }
+    // Only the safetensors header is read (its length, then its JSON): a classifier's large
+    // checkpoint costs nothing here, and a damaged file is left to the loader's messages.
+    let mut f = std::fs::File::open(&w).ok()?;
+    let mut len = [0u8; 8];
+    f.read_exact(&mut len).ok()?;
+    let len = u64::from_le_bytes(len);
+    if len > 256 << 20 {
+        return None;
+    }
+    let mut header = Vec::new();
+    f.take(len).read_to_end(&mut header).ok()?;
+    let header: serde_json::Value = serde_json::from_slice(&header).ok()?;
+    (header["__metadata__"]["format"].as_str() == Some("chi-seq2seq-1")).then_some(w)
+}
+
+/// The settings beside a seq2seq weights file, when it lies in its run directory.
+fn settings_beside(weights: &Path) -> Result<Option<(Settings, PathBuf)>, String> {
+    let Some(dir) = weights.parent() else { return Ok(None) };
+    let f = dir.join(SETTINGS_FILE);
+    if !f.is_file() {
+        return Ok(None);
+    }
+    let text = rundir::read_config_text(&f)?;
+    let s: Settings = serde_json::from_str(&text).map_err(|e| format!("{}: not a seq2seq run's settings: {e}", f.display()))?;
+    s.validate().map_err(|e| format!("{}: {e}", f.display()))?;
+    Ok(Some((s, dir.to_path_buf())))
+}
+
+/// Runs `chi eval` on a sequence-to-sequence model.
+pub fn run_eval(weights: &Path, a: &EvalArgs) -> Result<(), String> {
+    let t = Translator::load(weights).map_err(|e| e.to_string())?;
+    let beside = settings_beside(weights)?;
+    let mut notes = Vec::new();
+    let (pairs, what, name) = match &a.data {
+        Some(d) => {
+            // The run's columns, header rule and tokenizers (a model file alone: its source's
+            // tokenizer on both sides), and this file's separator.
+            let base = beside.as_ref().map_or_else(|| alone(&t), |b| b.0.clone());
+            let csv = d.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+            let layout = Settings { separator: if csv { "comma" } else { "tab" }.into(), ..base };
+            let pairs = read_tokenised(&layout, d, a.target.as_deref(), &mut notes)?;
+            let stem = d.file_stem().map_or("data".into(), |s| s.to_string_lossy().to_string());
+            (pairs, format!("file {}", d.display()), format!("file-{stem}"))
+        }
+        None => {
+            let (s, _) = beside.as_ref().ok_or_else(|| format!("{}: no {SETTINGS_FILE} beside it to rebuild its splits; give --data FILE", weights.display()))?;
+            let c = corpus(s, &mut notes)?;
+            let pairs = match a.split.as_str() {
+                "test" => c.test,
+                "valid" => c.valid,
+                "train" => c.train,
+                other => return Err(format!("unknown split {other:?} (test, valid or train)")),
+            };
+            (pairs, format!("{} split", a.split), a.split.clone())
+        }
+    };
+    for n in &notes {
+        eprintln!("chi: {n}");
+    }
+    let s = beside.as_ref().map_or_else(|| alone(&t), |b| b.0.clone());
+    let opts = TrainOptions { topk: vec![1, 5], beam: s.beam, alpha: s.alpha, decode_pairs: usize::MAX, max_len: s.max_len, ..TrainOptions::default() };
+    let dir = match (&a.report, beside.as_ref().map(|b| &b.1)) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(run)) => Some(run.join(format!("eval-{name}"))),
+        (None, None) => None,
+    };
+    if let Some(d) = &dir {
+        rundir::check_new_name("--report", d)?;
+    }
+    let e = evaluate_pairs(&t.model, &t.src_vocab, &t.tgt_vocab, &pairs, &opts).map_err(|e| e.to_string())?;
+    println!("seq2seq on {what}: {} pairs: {}", e.pairs, super::fmt_metrics(&e.metrics));
+    if let Some(d) = dir {
+        std::fs::create_dir_all(&d).map_err(|e| format!("{}: cannot create: {e}", d.display()))?;
+        let report = serde_json::json!({ "data": what, "pairs": e.pairs, "decoded": e.decoded, "beam": s.beam, "metrics": e.metrics });
+        rundir::write_atomic(&d.join("report.json"), &format!("{}\n", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?))?;
+        let mut csv = String::from("source,reference,output\n");
+        let kept = pairs.iter().filter(|p| !p.0.is_empty() && !p.1.is_empty());
+        let j = s.joiner();
+        for (p, out) in kept.zip(&e.outputs) {
+            csv.push_str(&format!("{},{},{}\n", super::infer::csv_field(&p.0.join(" ")), super::infer::csv_field(&p.1.join(j)), super::infer::csv_field(&out.join(j))));
+        }
+        rundir::write_atomic(&d.join("translations.csv"), &csv)?;
+        println!("wrote {}, {}", d.join("report.json").display(), d.join("translations.csv").display());
+    }
+    Ok(())
+}
+
+/// The settings of a model file without its run directory: the defaults, with its tokenizer on
+/// both sides.
+fn alone(t: &Translator) -> Settings {
+    let tok = if t.tokenizer == Tokenizer::Chars { "chars" } else { "words" };
+    Settings { tokenizer: tok.into(), target_tokenizer: tok.into(), ..default_settings() }
+}
+
+/// The settings a model file without its run directory is evaluated with.
+fn default_settings() -> Settings {
+    Settings {
+        data: String::new(),
+        target_file: None,
+        valid: None,
+        test: None,
+        source_column: None,
+        target_column: None,
+        header: None,
+        separator: "tab".into(),
+        split: [0.8, 0.1, 0.1],
+        seed: 0,
+        tokenizer: "words".into(),
+        target_tokenizer: "words".into(),
+        max_len: 50,
+        max_vocab: 20_000,
+        steps: 1,
+        batch_size: 32,
+        optim: "adam".into(),
+        lr: 0.001,
+        momentum: 0.0,
+        weight_decay: None,
+        clip_norm: None,
+        eval_every: 1,
+        beam: 5,
+        alpha: 0.0,
+        cell: "lstm".into(),
+        attention: "luong-general".into(),
+        embed: 64,
+        hidden: 128,
+        layers: 1,
+        bidirectional: false,
+        input_feeding: false,
+        attn_dim: 64,
+    }
+}
+
+/// Runs `chi predict` with a sequence-to-sequence model: one CSV row per input line
+/// (`line,source,translation`; a blank line gets an empty translation).
+pub fn run_predict(weights: &Path, a: &PredictArgs) -> Result<(), String> {
+    if a.saliency > 0 || a.attribution.is_some() {
+        return Err("--saliency ranks the words of a classifier's input; for a seq2seq model, chi translate MODEL --heatmap DIR draws each output word's attention".into());
+    }
+    let t = Translator::load(weights).map_err(|e| e.to_string())?;
+    let s = settings_beside(weights)?.map_or_else(|| alone(&t), |b| b.0);
+    let (input, stdin) = super::cli::input_path(&a.input)?;
+    if let Some(o) = &a.output {
+        if rundir::lies_within(o, &a.input) || checkpoint::same_file(o, weights) {
+            return Err(format!("--output {} is the input or the model; write the translations elsewhere", o.display()));
+        }
+        rundir::check_text_output("--output", o)?;
+    }
+    let bytes = chi_nn::files::read_file_checked(&input, |h| if h.contains(&0) { Err("has NUL bytes: a binary file, not text".to_string()) } else { Ok(()) })
+        .map_err(|e| format!("{}: {e}", a.input.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| format!("{}: not UTF-8 text (byte {})", a.input.display(), e.utf8_error().valid_up_to()))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let name = if stdin { "stdin".to_string() } else { a.input.display().to_string() };
+    let mut csv = String::from("line,source,translation\n");
+    let mut n = 0;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.chars().count() > crate::translate::MAX_LINE_CHARS {
+            return Err(format!("{name}: line {} is longer than {} characters", i + 1, crate::translate::MAX_LINE_CHARS));
+        }
+        let out = if line.trim().is_empty() {
+            String::new()
+        } else {
+            let max = (2 * t.tokenizer.apply(line).len() + 10).min(4 * s.max_len);
+            t.translate(line, s.beam, s.alpha, max).map_err(|e| format!("{name}: line {}: {e}", i + 1))?.output.join(s.joiner())
+        };
+        csv.push_str(&format!("{}:{},{},{}\n", name, i + 1, super::infer::csv_field(line), super::infer::csv_field(&out)));
+        n += 1;
+    }
+    match &a.output {
+        Some(o) => {
+            checkpoint::atomic_write(o, csv.as_bytes())?;
+            eprintln!("wrote {n} translations to {}", o.display());
+        }
+        None => print!("{csv}"),
+    }
+    Ok(())
+}
