@@ -66,6 +66,53 @@ pub struct TrainOptions {
     pub save_to: Option<std::path::PathBuf>,
     /// The tokenizer recorded with a saved model (how `chi translate` splits its input).
     pub tokenizer: crate::translator::Tokenizer,
+    /// Full checkpoints to write, and one to resume from (`None`: neither).
+    pub checkpoints: Option<Checkpoints>,
+}
+
+/// Resumable training: full checkpoints (parameters, optimiser state, the batch generator's
+/// state and the step) written every `every` steps and at the end, and a run continued from
+/// one. The batches drawn after a resume are those an uninterrupted run draws, so a resumed
+/// run ends bit-identical to one that never stopped.
+#[derive(Clone, Debug)]
+pub struct Checkpoints {
+    /// Folder of the checkpoints (`step-NNNNNNNN.ckpt.safetensors`).
+    pub dir: std::path::PathBuf,
+    /// Steps between checkpoints (≥ 1).
+    pub every: u64,
+    /// Checkpoints kept: older ones are deleted once a newer one is written (≥ 1).
+    pub keep: usize,
+    /// Text saved in every checkpoint (the caller's settings) and required equal on resume.
+    pub config: String,
+    /// A checkpoint of this run to continue from.
+    pub resume_from: Option<std::path::PathBuf>,
+}
+
+/// Name of the batch generator's state in a checkpoint.
+const BATCH_RNG: &str = "batches";
+
+/// Writes a checkpoint at every due step and prunes the old ones.
+struct CheckpointWriter<'a> {
+    c: &'a Checkpoints,
+    rng: Rc<std::cell::RefCell<Rng>>,
+}
+
+impl chi_nn::trainer::Callback<f32> for CheckpointWriter<'_> {
+    fn on_checkpoint(&mut self, s: &chi_nn::trainer::Snapshot<'_, f32>) -> chi_nn::trainer::CallbackResult {
+        let meta = chi_nn::checkpoint::CheckpointMeta {
+            step: s.state.step,
+            rngs: [(BATCH_RNG.to_string(), self.rng.borrow().state())].into_iter().collect(),
+            config: self.c.config.clone(),
+            extra: BTreeMap::new(),
+        };
+        std::fs::create_dir_all(&self.c.dir).map_err(|e| format!("{}: {e}", self.c.dir.display()))?;
+        chi_nn::checkpoint::save_checkpoint(&self.c.dir.join(chi_nn::checkpoint::checkpoint_name(s.state.step)), s.params, s.optimizer, &meta)?;
+        let all = chi_nn::checkpoint::list_checkpoints(&self.c.dir);
+        for (_, old) in all.iter().take(all.len().saturating_sub(self.c.keep.max(1))) {
+            let _ = std::fs::remove_file(old);
+        }
+        Ok(())
+    }
 }
 
 impl Default for TrainOptions {
@@ -87,6 +134,7 @@ impl Default for TrainOptions {
             seed: 1,
             save_to: None,
             tokenizer: crate::translator::Tokenizer::Words,
+            checkpoints: None,
         }
     }
 }
@@ -254,7 +302,30 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
 
     let mut optim = Optimizer::new(opts.optim.clone());
     let mut rng = Rng::new(opts.seed ^ 0x5eed_0f_ba7c4e5);
-    let batches = std::iter::from_fn(|| Some((0..opts.batch).map(|_| rng.below(train_ids.len())).collect::<Vec<usize>>()));
+    let mut resumed = chi_nn::trainer::TrainerState::default();
+    if let Some(c) = &opts.checkpoints {
+        if group.is_some() {
+            return Err(Seq2SeqError::Config("checkpoints are written by one process only".into()));
+        }
+        if c.every == 0 {
+            return Err(Seq2SeqError::Config("checkpoints every 0 steps".into()));
+        }
+        if let Some(from) = &c.resume_from {
+            let meta = chi_nn::checkpoint::read_checkpoint_meta(from).map_err(|e| Seq2SeqError::Data(e.to_string()))?;
+            if meta.config != c.config {
+                return Err(Seq2SeqError::Data(format!("{}: the checkpoint was written with other settings than this run's", from.display())));
+            }
+            let state = meta.rngs.get(BATCH_RNG).ok_or_else(|| Seq2SeqError::Data(format!("{}: no batch generator state in the checkpoint", from.display())))?;
+            // The vocabularies come from the training pairs: a changed data file shows here as
+            // tensors of other shapes, refused before anything is loaded.
+            chi_nn::checkpoint::load_checkpoint(from, model.store.params(), &mut optim).map_err(|e| Seq2SeqError::Data(format!("{e} (has the data changed since the run started?)")))?;
+            rng = Rng::from_state(*state);
+            resumed.step = meta.step;
+        }
+    }
+    let rng = Rc::new(std::cell::RefCell::new(rng));
+    let (draw, n_train, batch) = (rng.clone(), train_ids.len(), opts.batch);
+    let batches = std::iter::from_fn(move || Some((0..batch).map(|_| draw.borrow_mut().below(n_train)).collect::<Vec<usize>>()));
     let mut tokens = 0usize;
     let start = Instant::now();
     let mut eval_time = 0.0;
@@ -264,7 +335,12 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
         Some(c) => trainer.data_parallel(DataParallel::new(c.clone())),
         None => trainer,
     };
+    let trainer = match &opts.checkpoints {
+        Some(c) => trainer.checkpoint_every(c.every).checkpoint_at_end(true).callback(CheckpointWriter { c, rng: rng.clone() }),
+        None => trainer,
+    };
     let fit = trainer
+        .resume(resumed)
         .steps(opts.steps)
         .clip_norm_opt(opts.clip_norm)
         .eval_every(opts.eval_every)
@@ -404,6 +480,46 @@ mod tests {
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         assert!(errs.iter().all(|e| e.contains("a batch of 1 pairs cannot be split over 2 ranks")), "{errs:?}");
+    }
+
+    /// Stopped at step 20 and resumed from its checkpoint, a run ends with the bytes of one that
+    /// never stopped; a checkpoint of other settings is refused.
+    #[test]
+    fn a_resumed_run_equals_an_uninterrupted_one() {
+        let mut rng = Rng::new(5);
+        let c = Corpus { train: corpus(&mut rng, 100), valid: corpus(&mut rng, 10), test: corpus(&mut rng, 10) };
+        let cfg = Seq2SeqConfig { emb: 8, hidden: 16, attention: AttentionKind::Bahdanau, attn_dim: 8, ..Seq2SeqConfig::default() };
+        let root = std::env::temp_dir().join(format!("chi-s2s-resume-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let ck = |name: &str, resume_from: Option<std::path::PathBuf>| Checkpoints { dir: root.join(name), every: 10, keep: 2, config: "settings A".into(), resume_from };
+        let opts = |steps: u64, name: &str, from: Option<std::path::PathBuf>| TrainOptions {
+            steps,
+            batch: 8,
+            optim: OptimConfig::adam(0.01),
+            eval_every: 10,
+            topk: vec![1],
+            beam: 2,
+            decode_pairs: 5,
+            save_to: Some(root.join(format!("{name}-{steps}.safetensors"))),
+            checkpoints: Some(ck(name, from)),
+            ..TrainOptions::default()
+        };
+        let whole = train_and_evaluate(&cfg, &c, &opts(40, "whole", None), &mut |_, _| {}).unwrap();
+        let names: Vec<u64> = chi_nn::checkpoint::list_checkpoints(&root.join("whole")).into_iter().map(|(s, _)| s).collect();
+        assert_eq!(names, [30, 40], "the newest two are kept");
+        train_and_evaluate(&cfg, &c, &opts(20, "parts", None), &mut |_, _| {}).unwrap();
+        let at20 = root.join("parts").join(chi_nn::checkpoint::checkpoint_name(20));
+        let mut steps = Vec::new();
+        let rest = train_and_evaluate(&cfg, &c, &opts(40, "parts", Some(at20)), &mut |s, _| steps.push(s)).unwrap();
+        assert_eq!(steps, (21..=40).collect::<Vec<u64>>());
+        let bytes = |p: &str| std::fs::read(root.join(p)).unwrap();
+        assert!(bytes("whole-40.safetensors") == bytes("parts-40.safetensors"), "resumed weights differ");
+        assert_eq!(whole.test, rest.test);
+        let mut other = opts(40, "parts", Some(root.join("parts").join(chi_nn::checkpoint::checkpoint_name(40))));
+        other.checkpoints.as_mut().unwrap().config = "settings B".into();
+        let e = train_and_evaluate(&cfg, &c, &other, &mut |_, _| {}).unwrap_err().to_string();
+        assert!(e.contains("other settings"), "{e}");
+        std::fs::remove_dir_all(&root).ok();
     }
 
     #[test]

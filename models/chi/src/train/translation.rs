@@ -20,8 +20,11 @@
 //! **Run directory.** `model.safetensors` (weights, sizes and both vocabularies: what
 //! `chi translate` loads), `seq2seq.json` (these settings: how `chi eval` rebuilds the splits),
 //! `log.jsonl` (`step`, `loss` per step), `eval.jsonl` (validation token accuracy), `summary.json`
-//! (the test metrics), `loss.svg/.png`. The directory is owned as `chi train` owns its runs
-//! ([`super::rundir`]). Such a run is not resumable: it writes no checkpoints.
+//! (the test metrics), `loss.svg/.png`, and `checkpoints/` (the newest two of every
+//! `--checkpoint-every` steps, 500 by default, and the last). The directory is owned as
+//! `chi train` owns its runs ([`super::rundir`]); `--resume` continues a stopped run from its
+//! newest checkpoint with its own settings (`--steps` may extend it), and ends bit-identical to
+//! a run that never stopped.
 
 use super::cli::{EvalArgs, PredictArgs, TrainArgs};
 use super::rundir;
@@ -29,7 +32,7 @@ use chi_autodiff::Rng;
 use chi_nn::checkpoint;
 use chi_nn::optim::{OptimConfig, OptimKind};
 use chi_seq2seq::data::{read_pairs, read_parallel, tokenize, PairColumns};
-use chi_seq2seq::experiment::{evaluate_pairs, train_and_evaluate, Corpus, Pair, TrainOptions};
+use chi_seq2seq::experiment::{evaluate_pairs, train_and_evaluate, Checkpoints, Corpus, Pair, TrainOptions};
 use chi_seq2seq::model::{AttentionKind, CellKind, Seq2SeqConfig};
 use chi_seq2seq::{Tokenizer, Translator};
 use serde::{Deserialize, Serialize};
@@ -94,6 +97,8 @@ pub struct Settings {
     pub clip_norm: Option<f64>,
     /// Validation accuracy every this many steps.
     pub eval_every: u64,
+    /// A full checkpoint every this many steps (and at the end).
+    pub checkpoint_every: u64,
     /// Beam width of the test and of `chi predict` (1: greedy).
     pub beam: usize,
     /// Length normalisation of the beam score.
@@ -212,6 +217,7 @@ impl Settings {
             seed: self.seed,
             save_to: None,
             tokenizer: self.tokenizer_kind()?,
+            checkpoints: None,
         })
     }
 
@@ -230,6 +236,7 @@ impl Settings {
         range("layers (entries of --hidden)", self.layers, 1, 16)?;
         range("attn_dim", self.attn_dim, 1, 1 << 16)?;
         range("--eval-every", self.eval_every.min(usize::MAX as u64) as usize, 1, usize::MAX)?;
+        range("--checkpoint-every", self.checkpoint_every.min(usize::MAX as u64) as usize, 1, usize::MAX)?;
         if !self.alpha.is_finite() || !(0.0..=5.0).contains(&self.alpha) {
             return Err(format!("alpha {} is out of range 0..=5", self.alpha));
         }
@@ -274,9 +281,7 @@ fn unused_flags(a: &TrainArgs) -> Vec<&'static str> {
     check(a.em_steps.is_some(), "--em-steps");
     check(a.em_blocks.is_some(), "--em-blocks");
     check(a.dropout.is_some(), "--dropout");
-    check(a.checkpoint_every.is_some(), "--checkpoint-every");
     check(a.log_format.as_deref().is_some_and(|f| f != "jsonl"), "--log-format csv");
-    check(a.resume, "--resume");
     check(a.local_sgd.is_some(), "--local-sgd");
     check(a.bucket_kib.is_some(), "--bucket-kib");
     check(a.no_overlap, "--no-overlap");
@@ -291,8 +296,7 @@ fn absolute(p: &str) -> String {
 pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
     let unused = unused_flags(a);
     if !unused.is_empty() {
-        let resume = if a.resume { " (a seq2seq run writes no checkpoints, so it cannot be resumed: train it again with more --steps)" } else { "" };
-        return Err(format!("--model seq2seq does not take {}{resume}", unused.join(", ")));
+        return Err(format!("--model seq2seq does not take {}", unused.join(", ")));
     }
     let data = a.data.clone().ok_or("--model seq2seq needs --data: a file of sentence pairs (TSV or CSV), or a source file with --target naming its aligned target file")?;
     if !Path::new(&data).is_file() {
@@ -356,6 +360,7 @@ pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
         weight_decay: a.weight_decay,
         clip_norm: Some(a.clip_norm.unwrap_or(5.0)),
         eval_every: a.eval_every.unwrap_or((steps / 10).max(1)),
+        checkpoint_every: a.checkpoint_every.unwrap_or(500),
         beam: 5,
         alpha: 0.0,
         cell: "lstm".into(),
@@ -439,27 +444,118 @@ fn json_lines<'a>(rows: impl Iterator<Item = &'a serde_json::Value>) -> String {
     rows.map(|r| format!("{r}\n")).collect()
 }
 
+/// Rows of a JSON-lines log up to and including `step` (what a run resumed from a checkpoint
+/// of that step keeps); lines that do not parse are dropped.
+fn rows_up_to(path: &Path, step: u64) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|r| r["step"].as_u64().is_some_and(|s| s <= step)).collect()
+}
+
+/// The flags `--resume` takes besides `--steps`: every other one would change the run.
+fn flags_besides_steps(a: &TrainArgs) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let mut check = |given: bool, name: &'static str| {
+        if given {
+            out.push(name);
+        }
+    };
+    check(a.data.is_some(), "--data");
+    check(a.target.is_some(), "--target");
+    check(a.text_column.is_some(), "--text-column");
+    check(a.format.is_some(), "--format");
+    check(a.header.is_some(), "--header");
+    check(a.split.is_some(), "--split");
+    check(a.valid.is_some(), "--valid");
+    check(a.test.is_some(), "--test");
+    check(a.max_vocab.is_some(), "--max-vocab");
+    check(a.max_len.is_some(), "--max-len");
+    check(a.embed.is_some(), "--embed");
+    check(a.hidden.is_some(), "--hidden");
+    check(a.bidirectional, "--bidirectional");
+    check(!a.model_option.is_empty(), "--model-option");
+    check(a.batch_size.is_some(), "--batch-size");
+    check(a.optim.is_some(), "--optim");
+    check(a.lr.is_some(), "--lr");
+    check(a.momentum.is_some(), "--momentum");
+    check(a.weight_decay.is_some(), "--weight-decay");
+    check(a.clip_norm.is_some(), "--clip-norm");
+    check(a.eval_every.is_some(), "--eval-every");
+    check(a.checkpoint_every.is_some(), "--checkpoint-every");
+    out
+}
+
+/// The settings and starting checkpoint of `chi train --model seq2seq --resume` in `out`
+/// (`None`: the run already finished).
+fn resume_settings(a: &TrainArgs, out: &Path) -> Result<Option<(Settings, Option<(u64, PathBuf)>)>, String> {
+    let unused = unused_flags(a);
+    let others = flags_besides_steps(a);
+    if !unused.is_empty() || !others.is_empty() {
+        let all: Vec<&str> = unused.into_iter().chain(others).collect();
+        return Err(format!("--resume continues the run with its own settings ({}); only --steps may change, not {}", out.join(SETTINGS_FILE).display(), all.join(", ")));
+    }
+    let f = out.join(SETTINGS_FILE);
+    if !f.is_file() {
+        return Err(format!("--resume: {} holds no seq2seq run (no {SETTINGS_FILE})", out.display()));
+    }
+    let text = rundir::read_config_text(&f)?;
+    let mut s: Settings = serde_json::from_str(&text).map_err(|e| format!("{}: not a seq2seq run's settings: {e}", f.display()))?;
+    if let Some(steps) = a.steps {
+        s.steps = steps;
+    }
+    s.validate().map_err(|e| format!("{}: {e}", f.display()))?;
+    let last = checkpoint::list_checkpoints(&out.join("checkpoints")).pop();
+    match &last {
+        Some((step, _)) if *step >= s.steps => {
+            println!("the run in {} already finished at step {step} of {}; nothing to do (pass --steps N with N > {step} to extend it)", out.display(), s.steps);
+            return Ok(None);
+        }
+        Some((step, _)) => eprintln!("chi: resuming the run in {} from step {step}", out.display()),
+        None => eprintln!("chi: resuming the run in {} from step 0 (it stopped before its first checkpoint)", out.display()),
+    }
+    Ok(Some((s, last)))
+}
+
+/// Settings as a checkpoint records them: all but the step count, which `--resume --steps`
+/// may change.
+fn checkpoint_config(s: &Settings) -> Result<String, String> {
+    serde_json::to_string(&Settings { steps: 0, ..s.clone() }).map_err(|e| e.to_string())
+}
+
 /// Runs `chi train --model seq2seq`.
 pub fn run_train(a: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> {
     if crate::dist::world().is_some_and(|c| c.size() > 1) {
         return Err("--model seq2seq trains in one process; run it without mpirun".into());
     }
-    let s = settings_of(a, seed)?;
+    let (s, from) = if a.resume {
+        match resume_settings(a, out)? {
+            Some(r) => r,
+            None => return Ok(()),
+        }
+    } else {
+        (settings_of(a, seed)?, None)
+    };
     let mut notes = Vec::new();
     let c = corpus(&s, &mut notes)?;
     for n in &notes {
         eprintln!("chi: {n}");
     }
-    let _lock = rundir::prepare(out, false, a.overwrite)?;
+    let _lock = rundir::prepare(out, a.resume, a.overwrite)?;
     let settings_json = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
     rundir::write_atomic(&out.join(SETTINGS_FILE), &format!("{settings_json}\n"))?;
     let model_path = out.join("model.safetensors");
-    let opts = TrainOptions { save_to: Some(model_path.clone()), ..s.train_options()? };
+    let start = from.as_ref().map_or(0, |f| f.0);
+    let checkpoints = Checkpoints { dir: out.join("checkpoints"), every: s.checkpoint_every, keep: 2, config: checkpoint_config(&s)?, resume_from: from.map(|f| f.1) };
+    let opts = TrainOptions { save_to: Some(model_path.clone()), checkpoints: Some(checkpoints), ..s.train_options()? };
     let cfg = s.model_config()?;
     eprintln!("chi: {} training, {} validation, {} test pairs", c.train.len(), c.valid.len(), c.test.len());
-    let bar = super::progress::Progress::new(s.steps, 0, !a.quiet);
+    let bar = super::progress::Progress::new(s.steps, start, !a.quiet);
+    // The log keeps the steps up to the checkpoint resumed from: those after it are trained again.
     let log_path = out.join("log.jsonl");
-    let mut log = std::io::BufWriter::new(std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?);
+    let kept_log = if a.resume { rows_up_to(&log_path, start) } else { Vec::new() };
+    let kept_evals = if a.resume { rows_up_to(&out.join("eval.jsonl"), start) } else { Vec::new() };
+    rundir::write_atomic(&log_path, &json_lines(kept_log.iter()))?;
+    let file = std::fs::OpenOptions::new().append(true).open(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut log = std::io::BufWriter::new(file);
     let mut log_err = None;
     let outcome = train_and_evaluate(&cfg, &c, &opts, &mut |step, loss| {
         if step % 10 == 0 || step == s.steps {
@@ -480,10 +576,13 @@ pub fn run_train(a: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> {
             evals.entry(step as u64).or_default().insert(k.clone(), v.into());
         }
     }
-    let rows: Vec<serde_json::Value> = evals.into_iter().map(|(step, mut m)| {
-        m.insert("step".into(), step.into());
-        serde_json::Value::Object(m)
-    }).collect();
+    let rows: Vec<serde_json::Value> = kept_evals
+        .into_iter()
+        .chain(evals.into_iter().map(|(step, mut m)| {
+            m.insert("step".into(), step.into());
+            serde_json::Value::Object(m)
+        }))
+        .collect();
     rundir::write_atomic(&out.join("eval.jsonl"), &json_lines(rows.iter()))?;
     let summary = serde_json::json!({
         "model": MODEL_NAME,
@@ -502,7 +601,7 @@ pub fn run_train(a: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> {
     });
     rundir::write_atomic(&out.join("summary.json"), &format!("{}\n", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?))?;
     if !a.no_plots {
-        let loss = o.curves.get("loss").cloned().unwrap_or_default();
+        let loss: Vec<(f64, f64)> = rows_up_to(&log_path, s.steps).iter().filter_map(|r| Some((r["step"].as_f64()?, r["loss"].as_f64()?))).collect();
         let series = [("loss".to_string(), loss)];
         for ext in ["svg", "png"] {
             let p = super::plot::LinePlot { title: "training loss (mean NLL per target token)", x_label: "step", y_label: "loss", log_y: false, series: &series };
@@ -643,6 +742,7 @@ fn default_settings() -> Settings {
         weight_decay: None,
         clip_norm: None,
         eval_every: 1,
+        checkpoint_every: 500,
         beam: 5,
         alpha: 0.0,
         cell: "lstm".into(),

@@ -120,6 +120,39 @@ fn bleu_of(summary: &serde_json::Value) -> f64 {
     summary["test"]["beam_bleu"].as_f64().unwrap()
 }
 
+/// A run stopped at step 30 (as a kill leaves it: checkpoints, a log running past the newest
+/// one, no final model) and resumed to step 60 ends with the weights of a run that never stopped.
+#[test]
+fn a_stopped_run_resumes_to_the_bytes_of_an_unstopped_one() {
+    let d = tmp("resume");
+    let tsv = d.join("pairs.tsv");
+    std::fs::write(&tsv, pairs(200, 8).iter().map(|(a, b)| format!("{a}\t{b}\n")).collect::<String>()).unwrap();
+    let train = |run: &Path, steps: &str| {
+        let mut args = vec!["--out", s(run), "train", "--data", s(&tsv), "--steps", steps, "--checkpoint-every", "10"];
+        args.extend(SMALL);
+        ok(&args)
+    };
+    let (whole, parts) = (d.join("whole"), d.join("parts"));
+    train(&whole, "60");
+    train(&parts, "30");
+    for f in ["model.safetensors", "summary.json"] {
+        std::fs::remove_file(parts.join(f)).unwrap();
+    }
+    let mut log = std::fs::read_to_string(parts.join("log.jsonl")).unwrap();
+    log.push_str("{\"loss\":1.0,\"step\":31}\n{\"loss\":1.0,\"step\":32}\n");
+    std::fs::write(parts.join("log.jsonl"), log).unwrap();
+    fails_with(&["--out", s(&parts), "train", "--model", "seq2seq", "--resume", "--lr", "0.1"], &["only --steps may change, not --lr"]);
+    let out = ok(&["--out", s(&parts), "train", "--model", "seq2seq", "--resume", "--steps", "60", "--quiet"]);
+    assert!(out.contains("resuming the run") && out.contains("from step 30"), "{out}");
+    assert!(std::fs::read(whole.join("model.safetensors")).unwrap() == std::fs::read(parts.join("model.safetensors")).unwrap(), "resumed weights differ");
+    let steps: Vec<u64> = std::fs::read_to_string(parts.join("log.jsonl")).unwrap().lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["step"].as_u64().unwrap()).collect();
+    assert_eq!(steps, (1..=60).collect::<Vec<u64>>(), "the log holds each step once");
+    assert_eq!(std::fs::read_to_string(whole.join("log.jsonl")).unwrap(), std::fs::read_to_string(parts.join("log.jsonl")).unwrap());
+    let done = ok(&["--out", s(&parts), "train", "--model", "seq2seq", "--resume"]);
+    assert!(done.contains("already finished at step 60"), "{done}");
+    std::fs::remove_dir_all(&d).ok();
+}
+
 #[test]
 fn csv_with_named_columns_and_a_character_model() {
     let d = tmp("csv");
@@ -164,7 +197,7 @@ fn what_a_seq2seq_run_does_not_take_is_refused_by_name() {
         let r: Vec<&str> = v.iter().map(String::as_str).collect();
         fails_with(&r, needles);
     };
-    fails(&["--resume"], &["does not take --resume", "cannot be resumed"]);
+    fails(&["--resume"], &["--data", "only --steps may change"]);
     fails(&["--dropout", "0.2", "--schedule", "exp:0.9"], &["does not take --schedule, --dropout"]);
     fails(&["--hidden", "32,16"], &["layers share one size"]);
     fails(&["--model-option", "heads=4"], &["--model-option heads", "cell, attention"]);
