@@ -123,7 +123,7 @@ pub(crate) fn memory_available() -> Option<u64> {
 /// and at most `CHI_MEMORY_LIMIT`. For estimates of what a whole phase needs (reading a data
 /// file): the allocator reserves address space ahead of use (mimalloc, a gigabyte), which the
 /// process's mapped size counts but its allocations then fill.
-pub(crate) fn machine_memory() -> Option<u64> {
+pub fn machine_memory() -> Option<u64> {
     static MACHINE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
     *MACHINE.get_or_init(|| {
         let machine = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| parse_meminfo(&m));

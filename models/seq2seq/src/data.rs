@@ -263,7 +263,12 @@ pub fn read_cmudict(path: &Path, first_only: bool) -> Result<Vec<Pronunciation>,
 pub fn read_parallel(src: &Path, tgt: &Path) -> Result<Vec<(String, String)>, Seq2SeqError> {
     let read = |p: &Path| -> Result<String, Seq2SeqError> {
         let b = read_bounded(p)?;
-        String::from_utf8(b).map_err(|e| Seq2SeqError::Data(format!("{}: not UTF-8 text ({e})", p.display())))
+        if b.contains(&0) {
+            return Err(Seq2SeqError::Data(format!("{}: has NUL bytes: a binary file, not text", p.display())));
+        }
+        let t = String::from_utf8(b).map_err(|e| Seq2SeqError::Data(format!("{}: not UTF-8 text ({e})", p.display())))?;
+        // A byte-order mark (what some editors save first) is not part of the first sentence.
+        Ok(t.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(t))
     };
     let (a, b) = (read(src)?, read(tgt)?);
     let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
@@ -287,7 +292,7 @@ pub fn read_parallel(src: &Path, tgt: &Path) -> Result<Vec<(String, String)>, Se
 }
 
 /// Which columns of a pairs file hold the source and the target, and how it is laid out.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PairColumns {
     /// Source column: a header name or a 1-based number (default: a column named `source`,
     /// `src` or `input`, else column 1).
@@ -301,6 +306,13 @@ pub struct PairColumns {
     /// Field separator: `b'\t'` (tab-separated, fields taken literally, quotes and all, as
     /// Tatoeba and Anki files have them) or `b','` (CSV with RFC 4180 quoting).
     pub sep: u8,
+}
+
+impl Default for PairColumns {
+    /// Columns and header detected, tab-separated.
+    fn default() -> Self {
+        PairColumns { source: None, target: None, header: None, sep: b'\t' }
+    }
 }
 
 /// Header names taken as the source column when none is given.
@@ -349,11 +361,15 @@ pub fn read_pairs(path: &Path, cols: &PairColumns) -> Result<PairsFile, Seq2SeqE
     let by_name = |given: &str| lower.iter().position(|f| *f == given.trim().to_lowercase());
     let by_number = |given: &str| given.trim().parse::<usize>().ok().filter(|&n| n >= 1).map(|n| n - 1);
     let known = |names: &[&str]| lower.iter().position(|f| names.contains(&f.as_str()));
-    // A given name that line 1 holds makes line 1 a header; so do the usual names.
-    let named = [&cols.source, &cols.target].iter().any(|c| c.as_deref().is_some_and(|c| by_name(c).is_some()));
+    // A given name that line 1 holds makes line 1 a header; so do the usual names. A column
+    // number is not a name, even when line 1 holds it as text.
+    let named = [&cols.source, &cols.target].iter().any(|c| c.as_deref().is_some_and(|c| by_number(c).is_none() && by_name(c).is_some()));
     let usual = known(&SOURCE_NAMES).is_some() && known(&TARGET_NAMES).is_some();
     let header = cols.header.unwrap_or(named || usual);
     let pick = |given: &Option<String>, names: &[&str], default: usize, role: &str| -> Result<usize, Seq2SeqError> {
+        if let Some(n) = given.as_deref().and_then(|g| g.trim().parse::<i64>().ok()).filter(|&n| n < 1) {
+            return Err(err(format!("the {role} column number {n}: columns are numbered from 1")));
+        }
         match given {
             Some(g) => match (header.then(|| by_name(g)).flatten(), by_number(g)) {
                 (Some(i), _) => Ok(i),
@@ -491,6 +507,12 @@ mod tests {
         assert_eq!(read_parallel(&a, &b).unwrap().len(), 2);
         std::fs::write(&b, "hola\nmundo\n").unwrap();
         assert!(read_parallel(&a, &b).unwrap_err().to_string().contains("must align line by line"));
+        std::fs::write(&a, "\u{feff}hello\n\nworld\n").unwrap();
+        std::fs::write(&b, "hola\n\nmundo\n").unwrap();
+        assert_eq!(read_parallel(&a, &b).unwrap()[0].0, "hello", "the byte-order mark is not text");
+        std::fs::write(&b, "ho\0la\n\nmundo\n").unwrap();
+        assert!(read_parallel(&a, &b).unwrap_err().to_string().contains("NUL bytes"));
+        std::fs::write(&a, "hello\n\nworld\n").unwrap();
         std::fs::write(&b, "hola\nx\nmundo\n").unwrap();
         assert!(read_parallel(&a, &b).unwrap_err().to_string().contains("line 2: one side is blank"));
         assert!(read_parallel(&root, &b).unwrap_err().to_string().contains("not a regular file"));
@@ -525,6 +547,8 @@ mod tests {
         let e = read_pairs(&f, &tab(Some("fr"), None, Some(false))).unwrap_err().to_string();
         assert!(e.contains("line 1 is read as data"), "{e}");
         assert!(read_pairs(&f, &tab(Some("2"), Some("2"), None)).unwrap_err().to_string().contains("same column"));
+        assert!(read_pairs(&f, &tab(Some("0"), None, None)).unwrap_err().to_string().contains("source column number 0: columns are numbered from 1"));
+        assert!(read_pairs(&f, &tab(None, Some("-1"), None)).unwrap_err().to_string().contains("target column number -1"));
         // Broken rows are errors naming their line.
         std::fs::write(&f, "a\tb\nc\n").unwrap();
         assert!(read_pairs(&f, &tab(None, None, None)).unwrap_err().to_string().contains("line 2: 1 tab-separated field(s)"));
@@ -540,6 +564,9 @@ mod tests {
         let c = root.join("p.csv");
         std::fs::write(&c, "source,target\n\"Yes, sir.\",\"Oui, monsieur.\"\n").unwrap();
         let p = read_pairs(&c, &PairColumns { sep: b',', ..PairColumns::default() }).unwrap();
+        // A column number is not a name, even when line 1 holds it as text.
+        std::fs::write(&f, "1\t2\nx\ty\n").unwrap();
+        assert_eq!(read_pairs(&f, &tab(Some("1"), Some("2"), None)).unwrap().pairs.len(), 2);
         assert_eq!(p.pairs, [("Yes, sir.".to_string(), "Oui, monsieur.".to_string())]);
         std::fs::write(&c, "a,\"b\n").unwrap();
         assert!(read_pairs(&c, &PairColumns { sep: b',', ..PairColumns::default() }).unwrap_err().to_string().contains("unterminated"));

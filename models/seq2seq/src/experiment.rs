@@ -64,6 +64,8 @@ pub struct TrainOptions {
     pub seed: u64,
     /// Where to save the trained model for `chi translate` (`None`: not saved).
     pub save_to: Option<std::path::PathBuf>,
+    /// The caller's own metadata saved with the model ([`crate::translator::Translator::save_with`]).
+    pub save_extra: BTreeMap<String, String>,
     /// The tokenizer recorded with a saved model (how `chi translate` splits its input).
     pub tokenizer: crate::translator::Tokenizer,
     /// Full checkpoints to write, and one to resume from (`None`: neither).
@@ -86,6 +88,9 @@ pub struct Checkpoints {
     pub config: String,
     /// A checkpoint of this run to continue from.
     pub resume_from: Option<std::path::PathBuf>,
+    /// A JSON-lines file each validation evaluation is appended to as it happens (`step` and
+    /// the `valid_top{k}` accuracies), before the checkpoint of its step is written.
+    pub eval_log: Option<std::path::PathBuf>,
 }
 
 /// Name of the batch generator's state in a checkpoint.
@@ -133,6 +138,7 @@ impl Default for TrainOptions {
             decode_pairs: 200,
             seed: 1,
             save_to: None,
+            save_extra: BTreeMap::new(),
             tokenizer: crate::translator::Tokenizer::Words,
             checkpoints: None,
         }
@@ -330,6 +336,8 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
     let start = Instant::now();
     let mut eval_time = 0.0;
     let topk = opts.topk.clone();
+    let eval_log = opts.checkpoints.as_ref().and_then(|c| c.eval_log.clone());
+    let mut eval_log_error: Option<String> = None;
     let trainer = Trainer::new(&model.store, &mut optim);
     let trainer = match &group {
         Some(c) => trainer.data_parallel(DataParallel::new(c.clone())),
@@ -344,7 +352,7 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
         .steps(opts.steps)
         .clip_norm_opt(opts.clip_norm)
         .eval_every(opts.eval_every)
-        .evaluate(|_| {
+        .evaluate(|step| {
             let t0 = Instant::now();
             let mut m = Metrics::new();
             if !valid_ids.is_empty() {
@@ -352,6 +360,14 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
                     for (k, r) in topk.iter().zip(rates) {
                         m.insert(format!("valid_top{k}"), r);
                     }
+                }
+            }
+            if let Some(p) = eval_log.as_ref().filter(|_| eval_log_error.is_none()) {
+                let fields: Vec<String> = std::iter::once(format!("\"step\":{step}")).chain(m.iter().map(|(k, v)| if v.is_finite() { format!("\"{k}\":{v}") } else { format!("\"{k}\":null") })).collect();
+                let line = format!("{{{}}}\n", fields.join(","));
+                let appended = std::fs::OpenOptions::new().create(true).append(true).open(p).and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+                if let Err(e) = appended {
+                    eval_log_error = Some(format!("{}: {e}", p.display()));
                 }
             }
             eval_time += t0.elapsed().as_secs_f64();
@@ -370,6 +386,9 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
             StepOutput::new(tf.loss).weight(tf.tokens as f64)
         })
         .map_err(|e| Seq2SeqError::Input(format!("training stopped: {e}")))?;
+    if let Some(e) = eval_log_error {
+        return Err(Seq2SeqError::Data(e));
+    }
     let train_seconds = start.elapsed().as_secs_f64() - eval_time;
 
     let mut out = Outcome {
@@ -389,7 +408,7 @@ pub fn train_and_evaluate_on(config: &Seq2SeqConfig, corpus: &Corpus, opts: &Tra
     // Saved before the test, so that a failing evaluation loses no training.
     let translator = crate::translator::Translator { model, src_vocab, tgt_vocab, tokenizer: opts.tokenizer };
     if let Some(path) = &opts.save_to {
-        translator.save(path)?;
+        translator.save_with(path, &opts.save_extra)?;
     }
     let test = evaluate_pairs(&translator.model, &translator.src_vocab, &translator.tgt_vocab, &corpus.test, opts)?;
     out.test = test.metrics;
@@ -491,7 +510,7 @@ mod tests {
         let cfg = Seq2SeqConfig { emb: 8, hidden: 16, attention: AttentionKind::Bahdanau, attn_dim: 8, ..Seq2SeqConfig::default() };
         let root = std::env::temp_dir().join(format!("chi-s2s-resume-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        let ck = |name: &str, resume_from: Option<std::path::PathBuf>| Checkpoints { dir: root.join(name), every: 10, keep: 2, config: "settings A".into(), resume_from };
+        let ck = |name: &str, resume_from: Option<std::path::PathBuf>| Checkpoints { dir: root.join(name), every: 10, keep: 2, config: "settings A".into(), resume_from, eval_log: None };
         let opts = |steps: u64, name: &str, from: Option<std::path::PathBuf>| TrainOptions {
             steps,
             batch: 8,

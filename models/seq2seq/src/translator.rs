@@ -15,7 +15,8 @@ use std::path::Path;
 pub enum Tokenizer {
     /// [`tokenize`]: lower-cased words and punctuation (translation).
     Words,
-    /// One token per character of the lower-cased, trimmed line (grapheme-to-phoneme).
+    /// One token per character of the lower-cased, trimmed line (grapheme-to-phoneme), with
+    /// [`WORD_BOUNDARY`] for each run of whitespace between words.
     Chars,
 }
 
@@ -24,7 +25,17 @@ impl Tokenizer {
     pub fn apply(&self, line: &str) -> Vec<String> {
         match self {
             Tokenizer::Words => tokenize(line),
-            Tokenizer::Chars => line.trim().to_lowercase().chars().filter(|c| !c.is_whitespace()).map(|c| c.to_string()).collect(),
+            Tokenizer::Chars => {
+                let lower = line.to_lowercase();
+                let mut out = Vec::new();
+                for (i, word) in lower.split_whitespace().enumerate() {
+                    if i > 0 {
+                        out.push(WORD_BOUNDARY.to_string());
+                    }
+                    out.extend(word.chars().map(|c| c.to_string()));
+                }
+                out
+            }
         }
     }
     fn name(&self) -> &'static str {
@@ -82,11 +93,29 @@ fn cell_name(c: CellKind) -> &'static str {
     }
 }
 
+/// The token [`Tokenizer::Chars`] puts between words (U+2581, as SentencePiece marks them), so
+/// that a character model can read and write spaces.
+pub const WORD_BOUNDARY: &str = "\u{2581}";
+
+/// Text of character tokens: concatenated, each [`WORD_BOUNDARY`] a space.
+pub fn join_chars(tokens: &[String]) -> String {
+    tokens.iter().map(|t| if t == WORD_BOUNDARY { " " } else { t.as_str() }).collect()
+}
+
+/// Prefix of the caller's own metadata entries in a saved model ([`Translator::save_with`]).
+pub const EXTRA_PREFIX: &str = "extra.";
+
 impl Translator {
     /// Saves weights, configuration, vocabularies and tokenizer to `path` (atomically).
     pub fn save(&self, path: &Path) -> Result<(), Seq2SeqError> {
+        self.save_with(path, &BTreeMap::new())
+    }
+
+    /// [`Translator::save`] with the caller's own metadata entries (each key prefixed with
+    /// [`EXTRA_PREFIX`]; [`Translator::load`] ignores them).
+    pub fn save_with(&self, path: &Path, extra: &BTreeMap<String, String>) -> Result<(), Seq2SeqError> {
         let c = &self.model.config;
-        let mut m = BTreeMap::new();
+        let mut m: BTreeMap<String, String> = extra.iter().map(|(k, v)| (format!("{EXTRA_PREFIX}{k}"), v.clone())).collect();
         m.insert("format".to_string(), "chi-seq2seq-1".to_string());
         for (k, v) in [
             ("emb", c.emb.to_string()),
@@ -262,6 +291,9 @@ mod tests {
         std::fs::write(&path, b"not a model").unwrap();
         assert!(Translator::load(&path).err().unwrap().to_string().contains("m.safetensors"));
         assert_eq!(Tokenizer::Chars.apply(" Cat "), ["c", "a", "t"]);
+        let two = Tokenizer::Chars.apply(" Le  chat ");
+        assert_eq!(two, ["l", "e", WORD_BOUNDARY, "c", "h", "a", "t"]);
+        assert_eq!(join_chars(&two), "le chat");
         assert!(t.translate("   ", 2, 0.0, 5).is_err());
         std::fs::remove_dir_all(&dir).ok();
     }

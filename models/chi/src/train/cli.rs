@@ -552,7 +552,8 @@ pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> 
         }
         return Ok(());
     }
-    if super::translation::selected(args) {
+    // `--resume` of a seq2seq run needs no `--model`: its directory says what it is.
+    if super::translation::selected(args) || (args.resume && args.model.is_none() && out.join(super::translation::SETTINGS_FILE).is_file()) {
         return super::translation::run_train(args, seed, out);
     }
     let opts = TrainOptions {
@@ -621,6 +622,9 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
     if let Some(w) = super::translation::seq2seq_weights(&path) {
         return super::translation::run_eval(&w, args);
     }
+    if let Some(m) = super::translation::unfinished_seq2seq(&path) {
+        return Err(m);
+    }
     let t = infer::load_trained(&path, args.data.is_none())?;
     let (split, what, mut warnings) = match &args.data {
         Some(d) => {
@@ -688,7 +692,7 @@ const REPORT_SOURCE: &str = "source.txt";
 /// `eval-NAME-3`, … that is. Files of one stem in different folders thus keep their own reports
 /// instead of replacing each other's; a directory made before its source was recorded is left
 /// alone. The directory is created and its source recorded before it is returned.
-fn file_report_dir(run: &Path, name: &str, data: &Path) -> Result<PathBuf, String> {
+pub(crate) fn file_report_dir(run: &Path, name: &str, data: &Path) -> Result<PathBuf, String> {
     // The same file however it is named on the command line (relative, through a link);
     // standard input is its own source.
     let source = std::fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf()).display().to_string();
@@ -719,6 +723,9 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
     }
     if let Some(w) = super::translation::seq2seq_weights(&args.model) {
         return super::translation::run_predict(&w, args);
+    }
+    if let Some(m) = super::translation::unfinished_seq2seq(&args.model) {
+        return Err(m);
     }
     let t = infer::load_trained(&args.model, false)?;
     if let Some(o) = &args.output {

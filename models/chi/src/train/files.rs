@@ -241,7 +241,7 @@ fn fingerprint_path(role: &str, path: &str) -> Result<SourceFingerprint, String>
 }
 
 /// Feeds a file's bytes to `h`; returns their number.
-fn hash_file(p: &std::path::Path, h: &mut Fnv1a) -> Result<u64, String> {
+pub(crate) fn hash_file(p: &std::path::Path, h: &mut Fnv1a) -> Result<u64, String> {
     use std::io::Read;
     let mut f = std::fs::File::open(p).map_err(|e| format!("{}: cannot read the data to fingerprint it: {e}", p.display()))?;
     let mut buf = vec![0u8; 1 << 16];

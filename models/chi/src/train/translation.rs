@@ -49,6 +49,10 @@ pub const SETTINGS_FILE: &str = "seq2seq.json";
 /// Largest decoding beam.
 const MAX_BEAM: usize = 100;
 
+fn default_checkpoint_every() -> u64 {
+    500
+}
+
 /// Everything a sequence-to-sequence run was made with: enough to rebuild its splits.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Settings {
@@ -77,7 +81,8 @@ pub struct Settings {
     /// How targets are split: `words`, `chars`, or `spaces` (at whitespace, case kept: phoneme
     /// strings, pre-tokenised text).
     pub target_tokenizer: String,
-    /// Training pairs longer than this many tokens on either side are left out.
+    /// Training pairs longer than this many tokens on either side are left out; held-out pairs
+    /// longer than [`EVAL_LEN_FACTOR`] times it are left out of evaluations.
     pub max_len: usize,
     /// Most vocabulary entries per side (0: every training token).
     pub max_vocab: usize,
@@ -98,11 +103,16 @@ pub struct Settings {
     /// Validation accuracy every this many steps.
     pub eval_every: u64,
     /// A full checkpoint every this many steps (and at the end).
+    #[serde(default = "default_checkpoint_every")]
     pub checkpoint_every: u64,
     /// Beam width of the test and of `chi predict` (1: greedy).
     pub beam: usize,
     /// Length normalisation of the beam score.
     pub alpha: f64,
+    /// FNV-1a hash of the data files' bytes (data, aligned target, validation, test), hex: a
+    /// split is rebuilt only from the same data (empty: not recorded, not checked).
+    #[serde(default)]
+    pub data_fingerprint: String,
     /// Cell: lstm, gru, ca-rnn.
     pub cell: String,
     /// Attention name (`local-p:D` with its half-window).
@@ -157,13 +167,10 @@ impl Settings {
         }
     }
 
-    /// How output tokens are joined into text: characters without spaces, else with them.
-    fn joiner(&self) -> &'static str {
-        if self.target_tokenizer == "chars" {
-            ""
-        } else {
-            " "
-        }
+    /// The text of target tokens: characters concatenated (word boundaries as spaces), other
+    /// tokens joined by spaces.
+    fn target_text(&self, tokens: &[String]) -> String {
+        text_of(tokens, &self.target_tokenizer)
     }
 
     fn tokenizer_kind(&self) -> Result<Tokenizer, String> {
@@ -216,6 +223,7 @@ impl Settings {
             decode_pairs: usize::MAX,
             seed: self.seed,
             save_to: None,
+            save_extra: BTreeMap::new(),
             tokenizer: self.tokenizer_kind()?,
             checkpoints: None,
         })
@@ -226,6 +234,9 @@ impl Settings {
         self.model_config()?;
         self.train_options()?;
         self.target_tokens("")?;
+        if !matches!(self.separator.as_str(), "tab" | "comma") {
+            return Err(format!("separator {:?} is not one of tab, comma", self.separator));
+        }
         let range = |name: &str, v: usize, lo: usize, hi: usize| if (lo..=hi).contains(&v) { Ok(()) } else { Err(format!("{name} {v} is out of range {lo}..={hi}")) };
         range("--steps", self.steps.min(usize::MAX as u64) as usize, 1, 100_000_000)?;
         range("--batch-size", self.batch_size, 1, 100_000)?;
@@ -299,12 +310,23 @@ pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
         return Err(format!("--model seq2seq does not take {}", unused.join(", ")));
     }
     let data = a.data.clone().ok_or("--model seq2seq needs --data: a file of sentence pairs (TSV or CSV), or a source file with --target naming its aligned target file")?;
-    if !Path::new(&data).is_file() {
-        let why = if Path::new(&data).is_dir() { "is a folder: give a file of sentence pairs" } else { "no such file" };
-        return Err(format!("--data {data}: {why}"));
+    match std::fs::metadata(&data) {
+        Ok(m) if m.is_file() => {}
+        Ok(m) if m.is_dir() => return Err(format!("--data {data}: is a folder: give a file of sentence pairs")),
+        Ok(_) => return Err(format!("--data {data}: not a regular file (a device, pipe or socket): give a file of sentence pairs")),
+        Err(e) => return Err(format!("--data {data}: {e}")),
     }
-    // `--target` names the aligned target file when it is one, else the target column.
-    let target_file = a.target.as_deref().filter(|t| Path::new(t).is_file()).map(absolute);
+    // `--target` is a column number when it is a number, else the aligned target file when a
+    // file of that name exists, else a column name.
+    let target_is_number = a.target.as_deref().is_some_and(|t| t.trim().parse::<i64>().is_ok());
+    let target_file = a.target.as_deref().filter(|t| !target_is_number && Path::new(t).is_file()).map(absolute);
+    let two_files = target_file.is_some();
+    if let Some(t) = a.target.as_deref().filter(|_| !two_files && !target_is_number) {
+        let path_like = t.contains('/') || t.contains(std::path::MAIN_SEPARATOR) || [".txt", ".tsv", ".csv"].iter().any(|e| t.to_ascii_lowercase().ends_with(e));
+        if path_like {
+            return Err(format!("--target {t}: no such file (an aligned target file must exist; a target column is named without a path)"));
+        }
+    }
     let ext = Path::new(&data).extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     let separator = match (a.format.as_deref(), ext.as_deref()) {
         (Some("csv"), _) => "comma",
@@ -343,7 +365,7 @@ pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
         valid: a.valid.as_deref().map(absolute),
         test: a.test.as_deref().map(absolute),
         source_column: a.text_column.clone(),
-        target_column: a.target.clone().filter(|_| !a.target.as_deref().is_some_and(|t| Path::new(t).is_file())),
+        target_column: a.target.clone().filter(|_| !two_files),
         header: a.header,
         separator: separator.to_string(),
         split,
@@ -363,6 +385,7 @@ pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
         checkpoint_every: a.checkpoint_every.unwrap_or(500),
         beam: 5,
         alpha: 0.0,
+        data_fingerprint: String::new(),
         cell: "lstm".into(),
         attention: "luong-general".into(),
         embed: a.embed.unwrap_or(64),
@@ -394,13 +417,83 @@ pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
         s.target_tokenizer = s.tokenizer.clone();
     }
     s.validate()?;
+    s.data_fingerprint = fingerprint(&s)?;
     Ok(s)
+}
+
+/// Held-out pairs longer than this many times `--max-len` tokens on a side are left out of
+/// evaluations (decoding stops at 4 × `--max-len` tokens anyway; a one-megabyte line would
+/// otherwise take gigabytes of teacher-forced logits).
+pub const EVAL_LEN_FACTOR: usize = 4;
+
+/// The FNV-1a hash of the bytes of every data file `s` names.
+fn fingerprint(s: &Settings) -> Result<String, String> {
+    let mut h = super::files::Fnv1a::default();
+    for f in std::iter::once(&s.data).chain(&s.target_file).chain(&s.valid).chain(&s.test) {
+        let n = super::files::hash_file(Path::new(f), &mut h)?;
+        h.update(&n.to_le_bytes());
+    }
+    Ok(format!("{:016x}", h.finish()))
+}
+
+/// Refuses to rebuild `s`'s splits from data that changed since the run was trained.
+fn check_fingerprint(s: &Settings, what: &str) -> Result<(), String> {
+    let now = fingerprint(s)?;
+    if !s.data_fingerprint.is_empty() && now != s.data_fingerprint {
+        return Err(format!("{}: the data changed since the run was trained (fingerprint {now}, the run's {}), so {what}", s.data, s.data_fingerprint));
+    }
+    Ok(())
+}
+
+/// Leaves out of `pairs` those longer than [`EVAL_LEN_FACTOR`] × `max_len` tokens on a side,
+/// with a note naming `what`.
+fn bounded(pairs: Vec<Pair>, max_len: usize, what: &str, notes: &mut Vec<String>) -> Vec<Pair> {
+    let limit = EVAL_LEN_FACTOR * max_len;
+    let n = pairs.len();
+    let kept: Vec<Pair> = pairs.into_iter().filter(|p| p.0.len() <= limit && p.1.len() <= limit).collect();
+    if kept.len() < n {
+        notes.push(format!("{} of {n} {what} pairs have more than {limit} tokens on a side ({EVAL_LEN_FACTOR} × --max-len) and are left out of the evaluation", n - kept.len()));
+    }
+    kept
+}
+
+/// Refuses, before anything is allocated or written, a model whose training would not fit in
+/// the memory available: parameters with their gradients and Adam's two moments (16 bytes
+/// each), and a step's output logits with their gradients and softmax (`batch × max_len ×
+/// target vocabulary`, about 12 bytes each).
+fn check_memory(s: &Settings, c: &Corpus) -> Result<(), String> {
+    let vocab = |side: fn(&Pair) -> &Vec<String>| {
+        let fits = |p: &&Pair| p.0.len() <= s.max_len && p.1.len() <= s.max_len;
+        let distinct: std::collections::HashSet<&str> = c.train.iter().filter(fits).flat_map(|p| side(p).iter().map(String::as_str)).collect();
+        4 + if s.max_vocab > 0 { distinct.len().min(s.max_vocab) } else { distinct.len() }
+    };
+    let cfg = Seq2SeqConfig { src_vocab: vocab(|p| &p.0).max(5), tgt_vocab: vocab(|p| &p.1).max(5), ..s.model_config()? };
+    cfg.validate().map_err(|e| e.to_string())?;
+    let params = cfg.min_parameter_count();
+    let logits = (s.batch_size as u128) * (s.max_len as u128 + 1) * cfg.tgt_vocab as u128;
+    chi_nn::limits::check_elements("a step's output logits", &[s.batch_size * (s.max_len + 1), cfg.tgt_vocab]).map_err(|e| format!("{e}; give a smaller --batch-size, --max-len or --max-vocab"))?;
+    let need = 16 * params + 12 * logits;
+    if let Some(have) = chi_nn::files::machine_memory() {
+        if need > have as u128 {
+            return Err(format!(
+                "this model needs about {:.1} GB to train ({params} parameters with gradients and Adam's moments, {logits} logits a step with vocabularies {} and {}), more than the {:.1} GB available; give a smaller --hidden, --embed, --max-vocab, --batch-size or --max-len",
+                need as f64 / 1e9,
+                cfg.src_vocab,
+                cfg.tgt_vocab,
+                have as f64 / 1e9
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The tokenised pairs of one file of `s`'s layout (or of `s`'s two aligned files).
 fn read_tokenised(s: &Settings, file: &Path, target_file: Option<&Path>, notes: &mut Vec<String>) -> Result<Vec<Pair>, String> {
     let raw = match target_file {
-        Some(t) => read_parallel(file, t).map_err(|e| e.to_string())?,
+        Some(t) => {
+            notes.push(format!("two aligned files: sources from {}, targets from {}", file.display(), t.display()));
+            read_parallel(file, t).map_err(|e| e.to_string())?
+        }
         None => {
             let p = read_pairs(file, &s.columns()).map_err(|e| e.to_string())?;
             notes.extend(p.notes.into_iter().map(|n| format!("{}: {n}", file.display())));
@@ -432,6 +525,8 @@ pub fn corpus(s: &Settings, notes: &mut Vec<String>) -> Result<Corpus, String> {
     if let Some(t) = &s.test {
         c.test = read_tokenised(s, Path::new(t), None, notes)?;
     }
+    c.valid = bounded(std::mem::take(&mut c.valid), s.max_len, "validation", notes);
+    c.test = bounded(std::mem::take(&mut c.test), s.max_len, "test", notes);
     let long = c.train.iter().filter(|p| p.0.len() > s.max_len || p.1.len() > s.max_len).count();
     if long > 0 {
         notes.push(format!("{long} of {} training pairs have more than --max-len {} tokens on a side and are left out", c.train.len(), s.max_len));
@@ -439,16 +534,19 @@ pub fn corpus(s: &Settings, notes: &mut Vec<String>) -> Result<Corpus, String> {
     Ok(c)
 }
 
-/// One JSON object per line.
-fn json_lines<'a>(rows: impl Iterator<Item = &'a serde_json::Value>) -> String {
+/// Lines, each ended by a newline.
+fn json_lines<'a>(rows: impl Iterator<Item = &'a String>) -> String {
     rows.map(|r| format!("{r}\n")).collect()
 }
 
-/// Rows of a JSON-lines log up to and including `step` (what a run resumed from a checkpoint
-/// of that step keeps); lines that do not parse are dropped.
-fn rows_up_to(path: &Path, step: u64) -> Vec<serde_json::Value> {
+/// Lines of a JSON-lines log up to and including `step` (what a run resumed from a checkpoint
+/// of that step keeps), as written; a line cut short by a kill does not parse and goes.
+fn rows_up_to(path: &Path, step: u64) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|r| r["step"].as_u64().is_some_and(|s| s <= step)).collect()
+    text.lines()
+        .filter(|l| serde_json::from_str::<serde_json::Value>(l).ok().is_some_and(|r| r["step"].as_u64().is_some_and(|s| s <= step)))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The flags `--resume` takes besides `--steps`: every other one would change the run.
@@ -504,8 +602,14 @@ fn resume_settings(a: &TrainArgs, out: &Path) -> Result<Option<(Settings, Option
     }
     s.validate().map_err(|e| format!("{}: {e}", f.display()))?;
     let last = checkpoint::list_checkpoints(&out.join("checkpoints")).pop();
+    // Finished means trained, saved and tested: a run stopped during its final test resumes from
+    // its last checkpoint, trains no step, and saves and tests.
+    let finished = out.join("summary.json").is_file() && out.join("model.safetensors").is_file();
     match &last {
-        Some((step, _)) if *step >= s.steps => {
+        Some((step, _)) if *step > s.steps => {
+            return Err(format!("the run in {} has a checkpoint of step {step}, past --steps {}: a run cannot be shortened", out.display(), s.steps));
+        }
+        Some((step, _)) if *step == s.steps && finished => {
             println!("the run in {} already finished at step {step} of {}; nothing to do (pass --steps N with N > {step} to extend it)", out.display(), s.steps);
             return Ok(None);
         }
@@ -534,26 +638,33 @@ pub fn run_train(a: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> {
     } else {
         (settings_of(a, seed)?, None)
     };
+    if a.resume {
+        check_fingerprint(&s, "the run cannot be resumed on it")?;
+    }
     let mut notes = Vec::new();
     let c = corpus(&s, &mut notes)?;
     for n in &notes {
         eprintln!("chi: {n}");
     }
+    check_memory(&s, &c)?;
     let _lock = rundir::prepare(out, a.resume, a.overwrite)?;
     let settings_json = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
     rundir::write_atomic(&out.join(SETTINGS_FILE), &format!("{settings_json}\n"))?;
     let model_path = out.join("model.safetensors");
     let start = from.as_ref().map_or(0, |f| f.0);
-    let checkpoints = Checkpoints { dir: out.join("checkpoints"), every: s.checkpoint_every, keep: 2, config: checkpoint_config(&s)?, resume_from: from.map(|f| f.1) };
-    let opts = TrainOptions { save_to: Some(model_path.clone()), checkpoints: Some(checkpoints), ..s.train_options()? };
+    let eval_path = out.join("eval.jsonl");
+    let checkpoints = Checkpoints { dir: out.join("checkpoints"), every: s.checkpoint_every, keep: 2, config: checkpoint_config(&s)?, resume_from: from.map(|f| f.1), eval_log: Some(eval_path.clone()) };
+    let save_extra = [("target_tokenizer".to_string(), s.target_tokenizer.clone())].into_iter().collect();
+    let opts = TrainOptions { save_to: Some(model_path.clone()), save_extra, checkpoints: Some(checkpoints), ..s.train_options()? };
     let cfg = s.model_config()?;
     eprintln!("chi: {} training, {} validation, {} test pairs", c.train.len(), c.valid.len(), c.test.len());
     let bar = super::progress::Progress::new(s.steps, start, !a.quiet);
     // The log keeps the steps up to the checkpoint resumed from: those after it are trained again.
     let log_path = out.join("log.jsonl");
     let kept_log = if a.resume { rows_up_to(&log_path, start) } else { Vec::new() };
-    let kept_evals = if a.resume { rows_up_to(&out.join("eval.jsonl"), start) } else { Vec::new() };
+    let kept_evals = if a.resume { rows_up_to(&eval_path, start) } else { Vec::new() };
     rundir::write_atomic(&log_path, &json_lines(kept_log.iter()))?;
+    rundir::write_atomic(&eval_path, &json_lines(kept_evals.iter()))?;
     let file = std::fs::OpenOptions::new().append(true).open(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let mut log = std::io::BufWriter::new(file);
     let mut log_err = None;
@@ -564,26 +675,19 @@ pub fn run_train(a: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> {
         if let Err(e) = writeln!(log, "{}", serde_json::json!({ "step": step, "loss": loss })) {
             log_err.get_or_insert(e);
         }
+        // On disk before the checkpoint of this step is written: a resumed run finds every
+        // step up to its checkpoint in the log.
+        if step % s.checkpoint_every == 0 || step == s.steps {
+            if let Err(e) = log.flush() {
+                log_err.get_or_insert(e);
+            }
+        }
     });
     bar.finish();
     if let Some(e) = log_err.or_else(|| log.flush().err()) {
         return Err(format!("{}: {e}", log_path.display()));
     }
     let o = outcome.map_err(|e| e.to_string())?;
-    let mut evals = BTreeMap::<u64, serde_json::Map<String, serde_json::Value>>::new();
-    for (k, curve) in o.curves.iter().filter(|(k, _)| k.starts_with("valid_")) {
-        for &(step, v) in curve {
-            evals.entry(step as u64).or_default().insert(k.clone(), v.into());
-        }
-    }
-    let rows: Vec<serde_json::Value> = kept_evals
-        .into_iter()
-        .chain(evals.into_iter().map(|(step, mut m)| {
-            m.insert("step".into(), step.into());
-            serde_json::Value::Object(m)
-        }))
-        .collect();
-    rundir::write_atomic(&out.join("eval.jsonl"), &json_lines(rows.iter()))?;
     let summary = serde_json::json!({
         "model": MODEL_NAME,
         "data": s.data,
@@ -601,7 +705,9 @@ pub fn run_train(a: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> {
     });
     rundir::write_atomic(&out.join("summary.json"), &format!("{}\n", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?))?;
     if !a.no_plots {
-        let loss: Vec<(f64, f64)> = rows_up_to(&log_path, s.steps).iter().filter_map(|r| Some((r["step"].as_f64()?, r["loss"].as_f64()?))).collect();
+        let rows = rows_up_to(&log_path, s.steps);
+        let parsed = rows.iter().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+        let loss: Vec<(f64, f64)> = parsed.filter_map(|r| Some((r["step"].as_f64()?, r["loss"].as_f64()?))).collect();
         let series = [("loss".to_string(), loss)];
         for ext in ["svg", "png"] {
             let p = super::plot::LinePlot { title: "training loss (mean NLL per target token)", x_label: "step", y_label: "loss", log_y: false, series: &series };
@@ -618,14 +724,19 @@ pub fn run_train(a: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> {
 /// The weights file of a sequence-to-sequence model named by `path` (a run directory holding
 /// one, or the file itself), or `None` when `path` is something else.
 pub fn seq2seq_weights(path: &Path) -> Option<PathBuf> {
-    use std::io::Read;
     let w = if path.is_dir() { path.join("model.safetensors") } else { path.to_path_buf() };
     if !w.is_file() {
         return None;
     }
-    // Only the safetensors header is read (its length, then its JSON): a classifier's large
-    // checkpoint costs nothing here, and a damaged file is left to the loader's messages.
-    let mut f = std::fs::File::open(&w).ok()?;
+    (metadata(&w)?["format"].as_str() == Some("chi-seq2seq-1")).then_some(w)
+}
+
+/// The metadata of a safetensors file, reading only its header (its length, then its JSON): a
+/// classifier's large checkpoint costs nothing here, and a damaged file is left to the loader's
+/// messages.
+fn metadata(w: &Path) -> Option<serde_json::Value> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(w).ok()?;
     let mut len = [0u8; 8];
     f.read_exact(&mut len).ok()?;
     let len = u64::from_le_bytes(len);
@@ -634,8 +745,42 @@ pub fn seq2seq_weights(path: &Path) -> Option<PathBuf> {
     }
     let mut header = Vec::new();
     f.take(len).read_to_end(&mut header).ok()?;
-    let header: serde_json::Value = serde_json::from_slice(&header).ok()?;
-    (header["__metadata__"]["format"].as_str() == Some("chi-seq2seq-1")).then_some(w)
+    let mut header: serde_json::Value = serde_json::from_slice(&header).ok()?;
+    Some(header["__metadata__"].take())
+}
+
+/// How a seq2seq model file's targets were split (`words`, `chars`, `spaces`), as `chi train`
+/// records it; `None` for a model saved without it (`chi reproduce`'s).
+pub fn saved_target_tokenizer(weights: &Path) -> Option<String> {
+    let t = metadata(weights)?[format!("{}target_tokenizer", chi_seq2seq::translator::EXTRA_PREFIX)].as_str()?.to_string();
+    matches!(t.as_str(), "words" | "chars" | "spaces").then_some(t)
+}
+
+/// The text of tokens split by `tokenizer`: characters concatenated (word boundaries as
+/// spaces), other tokens joined by spaces.
+pub fn text_of(tokens: &[String], tokenizer: &str) -> String {
+    if tokenizer == "chars" {
+        chi_seq2seq::translator::join_chars(tokens)
+    } else {
+        tokens.join(" ")
+    }
+}
+
+/// The text of output tokens of the model in `weights` ([`text_of`] with its saved target
+/// tokenizer; tokens joined by spaces for a model saved without one).
+pub fn output_text(weights: &Path, tokens: &[String]) -> String {
+    text_of(tokens, saved_target_tokenizer(weights).as_deref().unwrap_or("words"))
+}
+
+/// What to say when `path` is a seq2seq run's checkpoint, or its directory before the final
+/// model exists: checkpoints are for `--resume`, which also finishes such a run.
+pub fn unfinished_seq2seq(path: &Path) -> Option<String> {
+    let run = if path.is_dir() { path.to_path_buf() } else { path.parent()?.parent()?.to_path_buf() };
+    if !run.join(SETTINGS_FILE).is_file() || (path.is_dir() && run.join("model.safetensors").is_file()) {
+        return None;
+    }
+    let finish = format!("chi --out {} train --resume finishes the run (from its newest checkpoint), then chi eval {} evaluates it", run.display(), run.display());
+    Some(if path.is_dir() { format!("{}: a seq2seq run without its final model (it stopped before the end); {finish}", path.display()) } else { format!("{}: a seq2seq run's checkpoint, kept for --resume; {finish}", path.display()) })
 }
 
 /// The settings beside a seq2seq weights file, when it lies in its run directory.
@@ -658,17 +803,26 @@ pub fn run_eval(weights: &Path, a: &EvalArgs) -> Result<(), String> {
     let mut notes = Vec::new();
     let (pairs, what, name) = match &a.data {
         Some(d) => {
-            // The run's columns, header rule and tokenizers (a model file alone: its source's
-            // tokenizer on both sides), and this file's separator.
-            let base = beside.as_ref().map_or_else(|| alone(&t), |b| b.0.clone());
-            let csv = d.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-            let layout = Settings { separator: if csv { "comma" } else { "tab" }.into(), ..base };
+            // The run's columns, header rule and tokenizers (a model file alone: as saved with
+            // it); the separator of the file's extension (.csv, .tsv), else the run's.
+            let base = beside.as_ref().map_or_else(|| alone(&t, weights), |b| b.0.clone());
+            let ext = d.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+            let separator = match ext.as_deref() {
+                Some("csv") => "comma".to_string(),
+                Some("tsv") => "tab".to_string(),
+                _ => base.separator.clone(),
+            };
+            // A header is detected in this file afresh: the training file's `--header yes`
+            // would drop line 1 of a file without one.
+            let header = base.header.filter(|_| false);
+            let layout = Settings { separator, header, ..base };
             let pairs = read_tokenised(&layout, d, a.target.as_deref(), &mut notes)?;
             let stem = d.file_stem().map_or("data".into(), |s| s.to_string_lossy().to_string());
             (pairs, format!("file {}", d.display()), format!("file-{stem}"))
         }
         None => {
             let (s, _) = beside.as_ref().ok_or_else(|| format!("{}: no {SETTINGS_FILE} beside it to rebuild its splits; give --data FILE", weights.display()))?;
+            check_fingerprint(s, "its splits cannot be rebuilt: evaluate a file with --data FILE")?;
             let c = corpus(s, &mut notes)?;
             let pairs = match a.split.as_str() {
                 "test" => c.test,
@@ -679,15 +833,17 @@ pub fn run_eval(weights: &Path, a: &EvalArgs) -> Result<(), String> {
             (pairs, format!("{} split", a.split), a.split.clone())
         }
     };
+    let s = beside.as_ref().map_or_else(|| alone(&t, weights), |b| b.0.clone());
+    let pairs = bounded(pairs, s.max_len, &what, &mut notes);
     for n in &notes {
         eprintln!("chi: {n}");
     }
-    let s = beside.as_ref().map_or_else(|| alone(&t), |b| b.0.clone());
     let opts = TrainOptions { topk: vec![1, 5], beam: s.beam, alpha: s.alpha, decode_pairs: usize::MAX, max_len: s.max_len, ..TrainOptions::default() };
-    let dir = match (&a.report, beside.as_ref().map(|b| &b.1)) {
-        (Some(d), _) => Some(d.clone()),
-        (None, Some(run)) => Some(run.join(format!("eval-{name}"))),
-        (None, None) => None,
+    let dir = match (&a.report, beside.as_ref().map(|b| &b.1), &a.data) {
+        (Some(d), _, _) => Some(d.clone()),
+        (None, Some(run), Some(d)) => Some(super::cli::file_report_dir(run, &name, d)?),
+        (None, Some(run), None) => Some(run.join(format!("eval-{name}"))),
+        (None, None, _) => None,
     };
     if let Some(d) = &dir {
         rundir::check_new_name("--report", d)?;
@@ -700,9 +856,8 @@ pub fn run_eval(weights: &Path, a: &EvalArgs) -> Result<(), String> {
         rundir::write_atomic(&d.join("report.json"), &format!("{}\n", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?))?;
         let mut csv = String::from("source,reference,output\n");
         let kept = pairs.iter().filter(|p| !p.0.is_empty() && !p.1.is_empty());
-        let j = s.joiner();
         for (p, out) in kept.zip(&e.outputs) {
-            csv.push_str(&format!("{},{},{}\n", super::infer::csv_field(&p.0.join(" ")), super::infer::csv_field(&p.1.join(j)), super::infer::csv_field(&out.join(j))));
+            csv.push_str(&format!("{},{},{}\n", super::infer::csv_field(&text_of(&p.0, &s.tokenizer)), super::infer::csv_field(&s.target_text(&p.1)), super::infer::csv_field(&s.target_text(out))));
         }
         rundir::write_atomic(&d.join("translations.csv"), &csv)?;
         println!("wrote {}, {}", d.join("report.json").display(), d.join("translations.csv").display());
@@ -710,11 +865,12 @@ pub fn run_eval(weights: &Path, a: &EvalArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The settings of a model file without its run directory: the defaults, with its tokenizer on
-/// both sides.
-fn alone(t: &Translator) -> Settings {
+/// The settings of a model file without its run directory: the defaults, with its tokenizers
+/// (the target's as saved with it, else the source's).
+fn alone(t: &Translator, weights: &Path) -> Settings {
     let tok = if t.tokenizer == Tokenizer::Chars { "chars" } else { "words" };
-    Settings { tokenizer: tok.into(), target_tokenizer: tok.into(), ..default_settings() }
+    let target = saved_target_tokenizer(weights).unwrap_or_else(|| tok.to_string());
+    Settings { tokenizer: tok.into(), target_tokenizer: target, ..default_settings() }
 }
 
 /// The settings a model file without its run directory is evaluated with.
@@ -745,6 +901,7 @@ fn default_settings() -> Settings {
         checkpoint_every: 500,
         beam: 5,
         alpha: 0.0,
+        data_fingerprint: String::new(),
         cell: "lstm".into(),
         attention: "luong-general".into(),
         embed: 64,
@@ -763,7 +920,7 @@ pub fn run_predict(weights: &Path, a: &PredictArgs) -> Result<(), String> {
         return Err("--saliency ranks the words of a classifier's input; for a seq2seq model, chi translate MODEL --heatmap DIR draws each output word's attention".into());
     }
     let t = Translator::load(weights).map_err(|e| e.to_string())?;
-    let s = settings_beside(weights)?.map_or_else(|| alone(&t), |b| b.0);
+    let s = settings_beside(weights)?.map_or_else(|| alone(&t, weights), |b| b.0);
     let (input, stdin) = super::cli::input_path(&a.input)?;
     if let Some(o) = &a.output {
         if rundir::lies_within(o, &a.input) || checkpoint::same_file(o, weights) {
@@ -787,9 +944,10 @@ pub fn run_predict(weights: &Path, a: &PredictArgs) -> Result<(), String> {
             String::new()
         } else {
             let max = (2 * t.tokenizer.apply(line).len() + 10).min(4 * s.max_len);
-            t.translate(line, s.beam, s.alpha, max).map_err(|e| format!("{name}: line {}: {e}", i + 1))?.output.join(s.joiner())
+            let tokens = t.translate(line, s.beam, s.alpha, max).map_err(|e| format!("{name}: line {}: {e}", i + 1))?.output;
+            s.target_text(&tokens)
         };
-        csv.push_str(&format!("{}:{},{},{}\n", name, i + 1, super::infer::csv_field(line), super::infer::csv_field(&out)));
+        csv.push_str(&format!("{},{},{}\n", super::infer::csv_field(&format!("{name}:{}", i + 1)), super::infer::csv_field(line), super::infer::csv_field(&out)));
         n += 1;
     }
     match &a.output {

@@ -89,13 +89,14 @@ fn trains_on_a_pairs_file_and_eval_predict_translate_read_the_run() {
     assert!((metric(&ev2, "beam_bleu") - metric(&ev, "beam_bleu")).abs() < 1e-9, "{ev}\n{ev2}");
 
     // chi predict: one row per line, blank lines kept; chi translate: the same outputs.
-    let input = d.join("in.txt");
+    // The input's name holds a comma: the line field is quoted.
+    let input = d.join("in,put.txt");
     std::fs::write(&input, "One two three.\n\nNine eight seven six.\n").unwrap();
     let p = ok(&["predict", s(&run), "--input", s(&input)]);
-    let rows: Vec<&str> = p.lines().filter(|l| l.contains("in.txt:")).collect();
+    let rows: Vec<&str> = p.lines().filter(|l| l.contains("put.txt:")).collect();
     assert_eq!(rows.len(), 3, "{p}");
     assert!(rows[0].ends_with(",One two three.,trois deux un ."), "{p}");
-    assert!(rows[1].ends_with(":2,,"), "{p}");
+    assert!(rows[1].ends_with(":2\",,") && rows[1].starts_with('"'), "{p}");
     assert!(rows[2].ends_with(",six sept huit neuf ."), "{p}");
     let o = std::process::Command::new(super::user_data::chi_bin()).args(["translate", s(&run), "--input", s(&input)]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
@@ -120,15 +121,16 @@ fn bleu_of(summary: &serde_json::Value) -> f64 {
     summary["test"]["beam_bleu"].as_f64().unwrap()
 }
 
-/// A run stopped at step 30 (as a kill leaves it: checkpoints, a log running past the newest
-/// one, no final model) and resumed to step 60 ends with the weights of a run that never stopped.
+/// A run stopped at step 30 as a kill during its final test leaves it (checkpoints, logs running
+/// past the newest one, no final model), resumed to finish it and then extended to step 60,
+/// ends with the weights and logs of a run that never stopped.
 #[test]
 fn a_stopped_run_resumes_to_the_bytes_of_an_unstopped_one() {
     let d = tmp("resume");
     let tsv = d.join("pairs.tsv");
     std::fs::write(&tsv, pairs(200, 8).iter().map(|(a, b)| format!("{a}\t{b}\n")).collect::<String>()).unwrap();
     let train = |run: &Path, steps: &str| {
-        let mut args = vec!["--out", s(run), "train", "--data", s(&tsv), "--steps", steps, "--checkpoint-every", "10"];
+        let mut args = vec!["--out", s(run), "train", "--data", s(&tsv), "--steps", steps, "--checkpoint-every", "10", "--eval-every", "10"];
         args.extend(SMALL);
         ok(&args)
     };
@@ -141,13 +143,25 @@ fn a_stopped_run_resumes_to_the_bytes_of_an_unstopped_one() {
     let mut log = std::fs::read_to_string(parts.join("log.jsonl")).unwrap();
     log.push_str("{\"loss\":1.0,\"step\":31}\n{\"loss\":1.0,\"step\":32}\n");
     std::fs::write(parts.join("log.jsonl"), log).unwrap();
+    let mut evals = std::fs::read_to_string(parts.join("eval.jsonl")).unwrap();
+    evals.push_str("{\"step\":40,\"valid_top1\":0.5}\n");
+    std::fs::write(parts.join("eval.jsonl"), evals).unwrap();
+    fails_with(&["eval", s(&parts)], &["without its final model", "train --resume finishes the run"]);
+    let ckpt = parts.join("checkpoints").join("step-00000030.ckpt.safetensors");
+    fails_with(&["eval", s(&ckpt)], &["checkpoint, kept for --resume"]);
     fails_with(&["--out", s(&parts), "train", "--model", "seq2seq", "--resume", "--lr", "0.1"], &["only --steps may change, not --lr"]);
+    // Finishing needs no --model: the directory says what it is.
+    let fin = ok(&["--out", s(&parts), "train", "--resume", "--quiet"]);
+    assert!(fin.contains("from step 30") && fin.contains("trained seq2seq"), "{fin}");
+    assert!(parts.join("model.safetensors").is_file() && parts.join("summary.json").is_file());
     let out = ok(&["--out", s(&parts), "train", "--model", "seq2seq", "--resume", "--steps", "60", "--quiet"]);
     assert!(out.contains("resuming the run") && out.contains("from step 30"), "{out}");
     assert!(std::fs::read(whole.join("model.safetensors")).unwrap() == std::fs::read(parts.join("model.safetensors")).unwrap(), "resumed weights differ");
     let steps: Vec<u64> = std::fs::read_to_string(parts.join("log.jsonl")).unwrap().lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["step"].as_u64().unwrap()).collect();
     assert_eq!(steps, (1..=60).collect::<Vec<u64>>(), "the log holds each step once");
-    assert_eq!(std::fs::read_to_string(whole.join("log.jsonl")).unwrap(), std::fs::read_to_string(parts.join("log.jsonl")).unwrap());
+    for f in ["log.jsonl", "eval.jsonl"] {
+        assert_eq!(std::fs::read_to_string(whole.join(f)).unwrap(), std::fs::read_to_string(parts.join(f)).unwrap(), "{f}");
+    }
     let done = ok(&["--out", s(&parts), "train", "--model", "seq2seq", "--resume"]);
     assert!(done.contains("already finished at step 60"), "{done}");
     std::fs::remove_dir_all(&d).ok();
@@ -176,8 +190,7 @@ fn csv_with_named_columns_and_a_character_model() {
     std::fs::write(&input, "one.\n").unwrap();
     let p = ok(&["predict", s(&run), "--input", s(&input)]);
     let row = p.lines().find(|l| l.contains("in.txt:1")).unwrap();
-    let translation = row.rsplit(',').next().unwrap();
-    assert!(!translation.contains(' ') || translation.is_empty(), "{row}");
+    assert!(!row.contains('\u{2581}'), "word boundaries are written as spaces: {row}");
     std::fs::remove_dir_all(&d).ok();
 }
 
@@ -207,6 +220,15 @@ fn what_a_seq2seq_run_does_not_take_is_refused_by_name() {
     fails(&["--target", "fr"], &["target column \"fr\" is a name", "line 1 is read as data"]);
     fails(&["--split", "0.5,0.5,0"], &["test no pairs"]);
     fails(&["--format", "npy"], &["reads csv or tsv"]);
+    fails(&["--target", "elsewhere/tgt.txt"], &["--target elsewhere/tgt.txt: no such file"]);
+    fails(&["--text-column", "0"], &["source column number 0: columns are numbered from 1"]);
+    // A model too big for the memory is refused before the run directory is touched.
+    let o = std::process::Command::new(super::user_data::chi_bin())
+        .args(["--out", s(&run), "train", "--data", s(&tsv), "--model", "seq2seq", "--hidden", "1024", "--quiet"])
+        .env("CHI_MEMORY_LIMIT", "100000000")
+        .output()
+        .unwrap();
+    assert!(!o.status.success() && text(&o).contains("GB to train") && text(&o).contains("smaller --hidden"), "{}", text(&o));
     assert!(!run.join("model.safetensors").exists(), "nothing is trained after a refusal");
     // Two aligned files whose lines do not align.
     let (a, b) = (d.join("a.txt"), d.join("b.txt"));
@@ -218,6 +240,7 @@ fn what_a_seq2seq_run_does_not_take_is_refused_by_name() {
     fails_with(&["--out", s(&run), "train", "--model", "seq2seq", "--data", s(&a)], &["cannot be split"]);
     // A folder, and no data at all.
     fails_with(&["--out", s(&run), "train", "--model", "seq2seq", "--data", s(&d)], &["is a folder"]);
+    fails_with(&["--out", s(&run), "train", "--model", "seq2seq", "--data", "/dev/null"], &["not a regular file"]);
     let o = chi(&["--out", s(&run), "train", "--model", "seq2seq"]);
     assert!(!o.status.success() && text(&o).contains("needs --data"), "{}", text(&o));
     std::fs::remove_dir_all(&d).ok();
