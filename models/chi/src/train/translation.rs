@@ -923,8 +923,10 @@ pub fn run_predict(weights: &Path, a: &PredictArgs) -> Result<(), String> {
     let s = settings_beside(weights)?.map_or_else(|| alone(&t, weights), |b| b.0);
     let (input, stdin) = super::cli::input_path(&a.input)?;
     if let Some(o) = &a.output {
-        if rundir::lies_within(o, &a.input) || checkpoint::same_file(o, weights) {
-            return Err(format!("--output {} is the input or the model; write the translations elsewhere", o.display()));
+        // The input itself is refused before this model is known (`chi predict`'s own check).
+        let run_file = |d: &Path| o.parent().is_some_and(|p| checkpoint::same_file(p, d)) && o.file_name().and_then(|n| n.to_str()).is_some_and(|n| rundir::RUN_FILES.contains(&n));
+        if checkpoint::same_file(o, weights) || weights.parent().is_some_and(run_file) {
+            return Err(format!("--output {} is the model or a file of its run; write the translations elsewhere", o.display()));
         }
         rundir::check_text_output("--output", o)?;
     }

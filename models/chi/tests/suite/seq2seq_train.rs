@@ -103,6 +103,9 @@ fn trains_on_a_pairs_file_and_eval_predict_translate_read_the_run() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "trois deux un .\n\nsix sept huit neuf .\n");
     fails_with(&["predict", s(&run), "--input", s(&input), "--saliency", "2"], &["chi translate MODEL --heatmap DIR"]);
     fails_with(&["explain", s(&run), "--text", "one two."], &["is a seq2seq model", "--heatmap DIR"]);
+    let log = run.join("log.jsonl");
+    fails_with(&["predict", s(&run), "--input", s(&input), "--output", s(&log)], &["a file of its run"]);
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 400, "the log is intact");
     // The model file alone (out of its run): its own tokenizer and default decoding.
     let alone = d.join("alone.safetensors");
     std::fs::copy(run.join("model.safetensors"), &alone).unwrap();
