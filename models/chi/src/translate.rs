@@ -32,8 +32,7 @@ pub struct TranslateArgs {
     pub heatmap: Option<PathBuf>,
 }
 
-/// Largest input line accepted (characters); longer lines are an error naming the line.
-pub const MAX_LINE_CHARS: usize = 10_000;
+pub use crate::train::translation::MAX_LINE_CHARS;
 
 /// Most bytes read for one line: [`MAX_LINE_CHARS`] characters of up to 4 UTF-8 bytes each,
 /// plus a `\r` before the newline.

@@ -545,16 +545,12 @@ pub fn run_train(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> 
             let optim = m.optim.as_ref().map_or_else(String::new, |o| format!(" [default optimiser: {} lr {}]", format!("{:?}", o.name).to_lowercase(), o.lr));
             println!("  {:<10} {:<16} {}{optim}", m.name, fits.join(", "), m.about);
         }
-        println!("  {:<10} {:<16} {}", super::translation::MODEL_NAME, "sentence pairs", "attention encoder–decoder translating your pairs file (TSV/CSV, or --data SRC --target TGT); chi translate, eval (BLEU) and predict take the run");
+        println!("  {:<10} {:<16} {}", "seq2seq", "sentence pairs", "attention encoder–decoder translating your pairs file (TSV/CSV, or --data SRC --target TGT); chi translate, eval (BLEU) and predict take the run");
         println!("datasets (--data NAME, or --data PATH for your own file or folder):");
         for d in &r.datasets {
             println!("  {:<14} {}", d.name, d.about);
         }
         return Ok(());
-    }
-    // `--resume` of a seq2seq run needs no `--model`: its directory says what it is.
-    if super::translation::selected(args) || (args.resume && args.model.is_none() && out.join(super::translation::SETTINGS_FILE).is_file()) {
-        return super::translation::run_train(args, seed, out);
     }
     let opts = TrainOptions {
         progress: !args.quiet,
@@ -618,12 +614,6 @@ pub fn run_eval(args: &EvalArgs, out: &Path) -> Result<(), String> {
     let path = args.checkpoint.clone().or_else(|| args.model.clone()).unwrap_or_else(|| out.to_path_buf());
     if args.target.is_some() && args.data.is_none() {
         return Err("--target is the label file of --data; give --data too".into());
-    }
-    if let Some(w) = super::translation::seq2seq_weights(&path) {
-        return super::translation::run_eval(&w, args);
-    }
-    if let Some(m) = super::translation::unfinished_seq2seq(&path) {
-        return Err(m);
     }
     let t = infer::load_trained(&path, args.data.is_none())?;
     let (split, what, mut warnings) = match &args.data {
@@ -720,12 +710,6 @@ pub fn run_predict(args: &PredictArgs) -> Result<(), String> {
         if super::rundir::lies_within(o, &args.input) {
             return Err(format!("--output {} is the input file or inside the input folder; write the predictions elsewhere", o.display()));
         }
-    }
-    if let Some(w) = super::translation::seq2seq_weights(&args.model) {
-        return super::translation::run_predict(&w, args);
-    }
-    if let Some(m) = super::translation::unfinished_seq2seq(&args.model) {
-        return Err(m);
     }
     let t = infer::load_trained(&args.model, false)?;
     if let Some(o) = &args.output {

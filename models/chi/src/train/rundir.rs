@@ -42,8 +42,11 @@ pub const RUN_FILES: &[&str] = &[
     "model.safetensors",
     "summary.json",
     super::files::DATA_FINGERPRINT_FILE,
-    super::translation::SETTINGS_FILE,
+    SEQ2SEQ_SETTINGS_FILE,
 ];
+
+/// The settings file of a sequence-to-sequence run ([`super::translation`]).
+pub const SEQ2SEQ_SETTINGS_FILE: &str = "seq2seq.json";
 
 /// The other files a training run writes into its directory: a directory without a run that
 /// holds one of them (a user's own `data.json`, a plot) is not taken.

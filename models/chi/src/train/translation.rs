@@ -44,7 +44,11 @@ use std::path::{Path, PathBuf};
 pub const MODEL_NAME: &str = "seq2seq";
 
 /// The settings file of a sequence-to-sequence run.
-pub const SETTINGS_FILE: &str = "seq2seq.json";
+pub const SETTINGS_FILE: &str = rundir::SEQ2SEQ_SETTINGS_FILE;
+
+/// Largest input line accepted by `chi translate` and `chi predict` (characters); longer lines
+/// are an error naming the line.
+pub const MAX_LINE_CHARS: usize = 10_000;
 
 /// Largest decoding beam.
 const MAX_BEAM: usize = 100;
@@ -268,9 +272,46 @@ impl Settings {
     }
 }
 
-/// Whether `chi train`'s flags select this path.
-pub fn selected(args: &TrainArgs) -> bool {
-    args.model.as_deref() == Some(MODEL_NAME)
+/// Whether `chi train`'s flags select this path: `--model seq2seq`, or `--resume` without
+/// `--model` in a seq2seq run's directory (it says what it is).
+pub fn selected(args: &TrainArgs, out: &Path) -> bool {
+    args.model.as_deref() == Some(MODEL_NAME) || (args.resume && args.model.is_none() && out.join(SETTINGS_FILE).is_file())
+}
+
+/// `chi train`: this path when [`selected`], else the classic one.
+pub fn train_command(args: &TrainArgs, seed: u64, out: &Path) -> Result<(), String> {
+    if selected(args, out) {
+        run_train(args, seed, out)
+    } else {
+        super::cli::run_train(args, seed, out)
+    }
+}
+
+/// `chi eval`: [`run_eval`] for a seq2seq model, a clear error for a seq2seq checkpoint or an
+/// unfinished run, else the classic evaluation.
+pub fn eval_command(args: &EvalArgs, out: &Path) -> Result<(), String> {
+    let path = args.checkpoint.clone().or_else(|| args.model.clone()).unwrap_or_else(|| out.to_path_buf());
+    if let Some(w) = seq2seq_weights(&path) {
+        if args.target.is_some() && args.data.is_none() {
+            return Err("--target is the aligned target file of --data; give --data too".into());
+        }
+        return run_eval(&w, args);
+    }
+    if let Some(m) = unfinished_seq2seq(&path) {
+        return Err(m);
+    }
+    super::cli::run_eval(args, out)
+}
+
+/// `chi predict`: [`run_predict`] for a seq2seq model, else the classic predictions.
+pub fn predict_command(args: &PredictArgs) -> Result<(), String> {
+    if let Some(w) = seq2seq_weights(&args.model) {
+        return run_predict(&w, args);
+    }
+    if let Some(m) = unfinished_seq2seq(&args.model) {
+        return Err(m);
+    }
+    super::cli::run_predict(args)
 }
 
 /// The flags of `chi train` that a sequence-to-sequence run does not read: refused, naming
@@ -923,7 +964,9 @@ pub fn run_predict(weights: &Path, a: &PredictArgs) -> Result<(), String> {
     let s = settings_beside(weights)?.map_or_else(|| alone(&t, weights), |b| b.0);
     let (input, stdin) = super::cli::input_path(&a.input)?;
     if let Some(o) = &a.output {
-        // The input itself is refused before this model is known (`chi predict`'s own check).
+        if rundir::lies_within(o, &a.input) {
+            return Err(format!("--output {} is the input file or inside the input folder; write the translations elsewhere", o.display()));
+        }
         let run_file = |d: &Path| o.parent().is_some_and(|p| checkpoint::same_file(p, d)) && o.file_name().and_then(|n| n.to_str()).is_some_and(|n| rundir::RUN_FILES.contains(&n));
         if checkpoint::same_file(o, weights) || weights.parent().is_some_and(run_file) {
             return Err(format!("--output {} is the model or a file of its run; write the translations elsewhere", o.display()));
@@ -939,8 +982,8 @@ pub fn run_predict(weights: &Path, a: &PredictArgs) -> Result<(), String> {
     let mut n = 0;
     for (i, line) in text.lines().enumerate() {
         let line = line.trim_end_matches('\r');
-        if line.chars().count() > crate::translate::MAX_LINE_CHARS {
-            return Err(format!("{name}: line {} is longer than {} characters", i + 1, crate::translate::MAX_LINE_CHARS));
+        if line.chars().count() > MAX_LINE_CHARS {
+            return Err(format!("{name}: line {} is longer than {MAX_LINE_CHARS} characters", i + 1));
         }
         let out = if line.trim().is_empty() {
             String::new()
