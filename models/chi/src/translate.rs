@@ -117,6 +117,7 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
         }
     }
     let t = Translator::load(&model).map_err(|e| e.to_string())?;
+    let target_tokenizer = crate::train::translation::target_tokenizer_of(&model);
 
     let mut reader: Box<dyn BufRead> = match a.input.as_deref() {
         Some(p) if p != Path::new("-") => Box::new(std::io::BufReader::new(std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?)),
@@ -147,7 +148,7 @@ pub fn run(a: &TranslateArgs) -> Result<(), String> {
             continue;
         }
         let tr = t.translate(&line, a.beam, a.alpha, a.max_len).map_err(|e| format!("{what}: line {}: {e}", n + 1))?;
-        writeln!(out, "{}", crate::train::translation::output_text(&model, &tr.output)).map_err(|e| e.to_string())?;
+        writeln!(out, "{}", crate::train::translation::text_of(&tr.output, &target_tokenizer)).map_err(|e| e.to_string())?;
         if a.heatmap.is_some() {
             maps.push((format!("line-{:04}.svg", n + 1), attention_svg(&tr, &line)));
         }

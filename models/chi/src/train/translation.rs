@@ -275,7 +275,7 @@ impl Settings {
 /// Whether `chi train`'s flags select this path: `--model seq2seq`, or `--resume` without
 /// `--model` in a seq2seq run's directory (it says what it is).
 pub fn selected(args: &TrainArgs, out: &Path) -> bool {
-    args.model.as_deref() == Some(MODEL_NAME) || (args.resume && args.model.is_none() && out.join(SETTINGS_FILE).is_file())
+    !args.list && (args.model.as_deref() == Some(MODEL_NAME) || (args.resume && args.model.is_none() && out.join(SETTINGS_FILE).is_file()))
 }
 
 /// `chi train`: this path when [`selected`], else the classic one.
@@ -361,6 +361,15 @@ pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
     // file of that name exists, else a column name.
     let target_is_number = a.target.as_deref().is_some_and(|t| t.trim().parse::<i64>().is_ok());
     let target_file = a.target.as_deref().filter(|t| !target_is_number && Path::new(t).is_file()).map(absolute);
+    for (flag, f) in [("--valid", &a.valid), ("--test", &a.test)] {
+        if let Some(f) = f {
+            match std::fs::metadata(f) {
+                Ok(m) if m.is_file() => {}
+                Ok(_) => return Err(format!("{flag} {f}: not a regular file (a folder, device, pipe or socket): give a file of sentence pairs")),
+                Err(e) => return Err(format!("{flag} {f}: {e}")),
+            }
+        }
+    }
     let two_files = target_file.is_some();
     if let Some(t) = a.target.as_deref().filter(|_| !two_files && !target_is_number) {
         let path_like = t.contains('/') || t.contains(std::path::MAIN_SEPARATOR) || [".txt", ".tsv", ".csv"].iter().any(|e| t.to_ascii_lowercase().ends_with(e));
@@ -511,8 +520,10 @@ fn check_memory(s: &Settings, c: &Corpus) -> Result<(), String> {
     let cfg = Seq2SeqConfig { src_vocab: vocab(|p| &p.0).max(5), tgt_vocab: vocab(|p| &p.1).max(5), ..s.model_config()? };
     cfg.validate().map_err(|e| e.to_string())?;
     let params = cfg.min_parameter_count();
-    let logits = (s.batch_size as u128) * (s.max_len as u128 + 1) * cfg.tgt_vocab as u128;
-    chi_nn::limits::check_elements("a step's output logits", &[s.batch_size * (s.max_len + 1), cfg.tgt_vocab]).map_err(|e| format!("{e}; give a smaller --batch-size, --max-len or --max-vocab"))?;
+    // A step's targets are at most the longest kept one (and `</s>`).
+    let longest = c.train.iter().filter(|p| p.0.len() <= s.max_len && p.1.len() <= s.max_len).map(|p| p.1.len()).max().unwrap_or(0) + 1;
+    let logits = (s.batch_size as u128) * (longest as u128) * cfg.tgt_vocab as u128;
+    chi_nn::limits::check_elements("a step's output logits", &[s.batch_size * longest, cfg.tgt_vocab]).map_err(|e| format!("{e}; give a smaller --batch-size, --max-len or --max-vocab"))?;
     let need = 16 * params + 12 * logits;
     if let Some(have) = chi_nn::files::machine_memory() {
         if need > have as u128 {
@@ -645,7 +656,10 @@ fn resume_settings(a: &TrainArgs, out: &Path) -> Result<Option<(Settings, Option
     let last = checkpoint::list_checkpoints(&out.join("checkpoints")).pop();
     // Finished means trained, saved and tested: a run stopped during its final test resumes from
     // its last checkpoint, trains no step, and saves and tests.
-    let finished = out.join("summary.json").is_file() && out.join("model.safetensors").is_file();
+    // An extended run stopped in its final test still holds the shorter run's summary: finished
+    // means a summary of these steps.
+    let summary_steps = std::fs::read_to_string(out.join("summary.json")).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()).and_then(|v| v["steps"].as_u64());
+    let finished = summary_steps == Some(s.steps) && out.join("model.safetensors").is_file();
     match &last {
         Some((step, _)) if *step > s.steps => {
             return Err(format!("the run in {} has a checkpoint of step {step}, past --steps {}: a run cannot be shortened", out.display(), s.steps));
@@ -807,10 +821,10 @@ pub fn text_of(tokens: &[String], tokenizer: &str) -> String {
     }
 }
 
-/// The text of output tokens of the model in `weights` ([`text_of`] with its saved target
-/// tokenizer; tokens joined by spaces for a model saved without one).
-pub fn output_text(weights: &Path, tokens: &[String]) -> String {
-    text_of(tokens, saved_target_tokenizer(weights).as_deref().unwrap_or("words"))
+/// How the model in `weights` splits its targets: as saved, else `words` (a model saved by
+/// `chi reproduce`, whose outputs are joined by spaces).
+pub fn target_tokenizer_of(weights: &Path) -> String {
+    saved_target_tokenizer(weights).unwrap_or_else(|| "words".to_string())
 }
 
 /// What to say when `path` is a seq2seq run's checkpoint, or its directory before the final
@@ -910,7 +924,9 @@ pub fn run_eval(weights: &Path, a: &EvalArgs) -> Result<(), String> {
 /// (the target's as saved with it, else the source's).
 fn alone(t: &Translator, weights: &Path) -> Settings {
     let tok = if t.tokenizer == Tokenizer::Chars { "chars" } else { "words" };
-    let target = saved_target_tokenizer(weights).unwrap_or_else(|| tok.to_string());
+    // Saved without it (`chi reproduce`'s models): character models are grapheme-to-phoneme
+    // ones, whose targets are space-separated phonemes.
+    let target = saved_target_tokenizer(weights).unwrap_or_else(|| if tok == "chars" { "spaces" } else { "words" }.to_string());
     Settings { tokenizer: tok.into(), target_tokenizer: target, ..default_settings() }
 }
 
@@ -970,6 +986,11 @@ pub fn run_predict(weights: &Path, a: &PredictArgs) -> Result<(), String> {
         let run_file = |d: &Path| o.parent().is_some_and(|p| checkpoint::same_file(p, d)) && o.file_name().and_then(|n| n.to_str()).is_some_and(|n| rundir::RUN_FILES.contains(&n));
         if checkpoint::same_file(o, weights) || weights.parent().is_some_and(run_file) {
             return Err(format!("--output {} is the model or a file of its run; write the translations elsewhere", o.display()));
+        }
+        // The run's data files are the user's too.
+        let data = [Some(&s.data), s.target_file.as_ref(), s.valid.as_ref(), s.test.as_ref()];
+        if let Some(d) = data.into_iter().flatten().find(|d| !d.is_empty() && rundir::lies_within(o, Path::new(d))) {
+            return Err(format!("--output {} is the model's data ({d}); write the translations elsewhere", o.display()));
         }
         rundir::check_text_output("--output", o)?;
     }

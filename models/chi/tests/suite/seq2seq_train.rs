@@ -103,6 +103,7 @@ fn trains_on_a_pairs_file_and_eval_predict_translate_read_the_run() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "trois deux un .\n\nsix sept huit neuf .\n");
     fails_with(&["predict", s(&run), "--input", s(&input), "--saliency", "2"], &["chi translate MODEL --heatmap DIR"]);
     fails_with(&["explain", s(&run), "--text", "one two."], &["is a seq2seq model", "--heatmap DIR"]);
+    fails_with(&["predict", s(&run), "--input", s(&input), "--output", s(&tsv)], &["is the model's data"]);
     let log = run.join("log.jsonl");
     fails_with(&["predict", s(&run), "--input", s(&input), "--output", s(&log)], &["a file of its run"]);
     assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 400, "the log is intact");
@@ -157,6 +158,7 @@ fn a_stopped_run_resumes_to_the_bytes_of_an_unstopped_one() {
     let fin = ok(&["--out", s(&parts), "train", "--resume", "--quiet"]);
     assert!(fin.contains("from step 30") && fin.contains("trained seq2seq"), "{fin}");
     assert!(parts.join("model.safetensors").is_file() && parts.join("summary.json").is_file());
+    let summary_at_30 = std::fs::read_to_string(parts.join("summary.json")).unwrap();
     let out = ok(&["--out", s(&parts), "train", "--model", "seq2seq", "--resume", "--steps", "60", "--quiet"]);
     assert!(out.contains("resuming the run") && out.contains("from step 30"), "{out}");
     assert!(std::fs::read(whole.join("model.safetensors")).unwrap() == std::fs::read(parts.join("model.safetensors")).unwrap(), "resumed weights differ");
@@ -167,6 +169,13 @@ fn a_stopped_run_resumes_to_the_bytes_of_an_unstopped_one() {
     }
     let done = ok(&["--out", s(&parts), "train", "--model", "seq2seq", "--resume"]);
     assert!(done.contains("already finished at step 60"), "{done}");
+    // Extended, then stopped in its final test: the summary is still the 30-step run's, so the
+    // run is not finished, and --resume tests it again.
+    std::fs::write(parts.join("summary.json"), summary_at_30).unwrap();
+    let again = ok(&["--out", s(&parts), "train", "--resume", "--quiet"]);
+    assert!(again.contains("from step 60") && again.contains("trained seq2seq"), "{again}");
+    assert_eq!(json(&parts.join("summary.json"))["steps"], 60);
+    assert!(std::fs::read(whole.join("model.safetensors")).unwrap() == std::fs::read(parts.join("model.safetensors")).unwrap());
     std::fs::remove_dir_all(&d).ok();
 }
 
@@ -244,6 +253,10 @@ fn what_a_seq2seq_run_does_not_take_is_refused_by_name() {
     // A folder, and no data at all.
     fails_with(&["--out", s(&run), "train", "--model", "seq2seq", "--data", s(&d)], &["is a folder"]);
     fails_with(&["--out", s(&run), "train", "--model", "seq2seq", "--data", "/dev/null"], &["not a regular file"]);
+    fails_with(&["--out", s(&run), "train", "--model", "seq2seq", "--data", s(&tsv), "--test", "/dev/null"], &["--test /dev/null: not a regular file"]);
+    // --list lists, whatever the model.
+    let listed = ok(&["train", "--model", "seq2seq", "--list"]);
+    assert!(listed.contains("seq2seq    sentence pairs"), "{listed}");
     let o = chi(&["--out", s(&run), "train", "--model", "seq2seq"]);
     assert!(!o.status.success() && text(&o).contains("needs --data"), "{}", text(&o));
     std::fs::remove_dir_all(&d).ok();
