@@ -46,6 +46,22 @@ pub enum CellKind {
     CaRnn,
 }
 
+impl CellKind {
+    /// The cell's name: `lstm`, `gru`, `ca-rnn`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CellKind::Lstm => "lstm",
+            CellKind::Gru => "gru",
+            CellKind::CaRnn => "ca-rnn",
+        }
+    }
+
+    /// The cell of a [`CellKind::name`].
+    pub fn from_name(name: &str) -> Option<CellKind> {
+        [CellKind::Lstm, CellKind::Gru, CellKind::CaRnn].into_iter().find(|c| c.name() == name)
+    }
+}
+
 /// The decoder's attention.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttentionKind {
@@ -79,6 +95,23 @@ impl AttentionKind {
         AttentionKind::CaAttLuong,
         AttentionKind::CaAttBahdanau,
     ];
+
+    /// The attention of a [`AttentionKind::spec`]: a [`AttentionKind::name`], local-p as
+    /// `local-p:D` with its half-window.
+    pub fn from_spec(spec: &str) -> Option<AttentionKind> {
+        if let Some(d) = spec.strip_prefix("local-p:") {
+            return d.parse().ok().map(|d| AttentionKind::LocalP { d });
+        }
+        AttentionKind::ALL.into_iter().find(|k| k.name() == spec && !matches!(k, AttentionKind::LocalP { .. }))
+    }
+
+    /// The name with local-p's half-window (`local-p:D`): what [`AttentionKind::from_spec`] reads.
+    pub fn spec(&self) -> String {
+        match self {
+            AttentionKind::LocalP { d } => format!("local-p:{d}"),
+            other => other.name().to_string(),
+        }
+    }
 
     /// A short name (`bahdanau`, `luong-dot`, `luong-general`, `luong-concat`, `local-p`,
     /// `ca-att-luong`, `ca-att-bahdanau`).

@@ -71,28 +71,6 @@ pub struct Translation {
     pub log_prob: f64,
 }
 
-fn attention_to_str(a: AttentionKind) -> String {
-    match a {
-        AttentionKind::LocalP { d } => format!("local-p:{d}"),
-        other => other.name().to_string(),
-    }
-}
-
-fn attention_from_str(s: &str) -> Option<AttentionKind> {
-    if let Some(d) = s.strip_prefix("local-p:") {
-        return d.parse().ok().map(|d| AttentionKind::LocalP { d });
-    }
-    AttentionKind::ALL.into_iter().find(|k| k.name() == s && !matches!(k, AttentionKind::LocalP { .. }))
-}
-
-fn cell_name(c: CellKind) -> &'static str {
-    match c {
-        CellKind::Lstm => "lstm",
-        CellKind::Gru => "gru",
-        CellKind::CaRnn => "ca-rnn",
-    }
-}
-
 /// The token [`Tokenizer::Chars`] puts between words (U+2581, as SentencePiece marks them), so
 /// that a character model can read and write spaces.
 pub const WORD_BOUNDARY: &str = "\u{2581}";
@@ -122,8 +100,8 @@ impl Translator {
             ("hidden", c.hidden.to_string()),
             ("layers", c.layers.to_string()),
             ("bidirectional", c.bidirectional.to_string()),
-            ("cell", cell_name(c.cell).to_string()),
-            ("attention", attention_to_str(c.attention)),
+            ("cell", c.cell.name().to_string()),
+            ("attention", c.attention.spec()),
             ("input_feeding", c.input_feeding.to_string()),
             ("attn_dim", c.attn_dim.to_string()),
             ("tokenizer", self.tokenizer.name().to_string()),
@@ -158,13 +136,8 @@ impl Translator {
             Ok(Vocab::build(std::iter::once(&toks[4..]), None))
         };
         let (src_vocab, tgt_vocab) = (vocab("src_vocab")?, vocab("tgt_vocab")?);
-        let cell = match get("cell")?.as_str() {
-            "lstm" => CellKind::Lstm,
-            "gru" => CellKind::Gru,
-            "ca-rnn" => CellKind::CaRnn,
-            other => return Err(bad(format!("unknown cell {other:?}"))),
-        };
-        let attention = attention_from_str(get("attention")?).ok_or_else(|| bad(format!("unknown attention {:?}", meta["attention"])))?;
+        let cell = CellKind::from_name(get("cell")?).ok_or_else(|| bad(format!("unknown cell {:?}", meta["cell"])))?;
+        let attention = AttentionKind::from_spec(get("attention")?).ok_or_else(|| bad(format!("unknown attention {:?}", meta["attention"])))?;
         let tokenizer = match get("tokenizer")?.as_str() {
             "words" => Tokenizer::Words,
             "chars" => Tokenizer::Chars,

@@ -137,28 +137,18 @@ pub struct Settings {
 
 impl Settings {
     fn cell_kind(&self) -> Result<CellKind, String> {
-        match self.cell.as_str() {
-            "lstm" => Ok(CellKind::Lstm),
-            "gru" => Ok(CellKind::Gru),
-            "ca-rnn" => Ok(CellKind::CaRnn),
-            other => Err(format!("cell {other:?} is not one of lstm, gru, ca-rnn")),
-        }
+        CellKind::from_name(&self.cell).ok_or_else(|| format!("cell {:?} is not one of lstm, gru, ca-rnn", self.cell))
     }
 
     fn attention_kind(&self) -> Result<AttentionKind, String> {
         let a = self.attention.as_str();
-        if let Some(d) = a.strip_prefix("local-p:") {
-            return match d.parse::<usize>() {
-                Ok(d) if (1..=1000).contains(&d) => Ok(AttentionKind::LocalP { d }),
-                _ => Err(format!("attention {a:?}: the half-window D of local-p:D is a whole number 1..=1000")),
-            };
+        // Bare `local-p` takes the half-window the experiments use.
+        match AttentionKind::from_spec(if a == "local-p" { "local-p:2" } else { a }) {
+            Some(AttentionKind::LocalP { d }) if !(1..=1000).contains(&d) => Err(format!("attention {a:?}: the half-window D of local-p:D is a whole number 1..=1000")),
+            Some(k) => Ok(k),
+            None if a.starts_with("local-p:") => Err(format!("attention {a:?}: the half-window D of local-p:D is a whole number 1..=1000")),
+            None => Err(format!("attention {a:?} is not one of bahdanau, luong-dot, luong-general, luong-concat, local-p:D, ca-att-luong, ca-att-bahdanau")),
         }
-        if a == "local-p" {
-            return Ok(AttentionKind::LocalP { d: 2 });
-        }
-        AttentionKind::ALL.into_iter().find(|k| k.name() == a).ok_or_else(|| {
-            format!("attention {a:?} is not one of bahdanau, luong-dot, luong-general, luong-concat, local-p:D, ca-att-luong, ca-att-bahdanau")
-        })
     }
 
     /// The target side's tokens of `text`.
