@@ -504,6 +504,18 @@ pub fn checkpoint_name(step: u64) -> String {
     format!("step-{step:08}.ckpt.safetensors")
 }
 
+/// Deletes all but the newest `keep` full checkpoints (by step) of `dir`; `keep = 0` keeps all.
+/// Deletion is best effort: a file that cannot be removed is left.
+pub fn prune_checkpoints(dir: &Path, keep: usize) {
+    if keep == 0 {
+        return;
+    }
+    let all = list_checkpoints(dir);
+    for (_, p) in &all[..all.len().saturating_sub(keep)] {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
 /// Full checkpoints in `dir`, sorted by step.
 pub fn list_checkpoints(dir: &Path) -> Vec<(u64, PathBuf)> {
     let mut v: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)

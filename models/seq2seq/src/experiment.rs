@@ -112,10 +112,7 @@ impl chi_nn::trainer::Callback<f32> for CheckpointWriter<'_> {
         };
         std::fs::create_dir_all(&self.c.dir).map_err(|e| format!("{}: {e}", self.c.dir.display()))?;
         chi_nn::checkpoint::save_checkpoint(&self.c.dir.join(chi_nn::checkpoint::checkpoint_name(s.state.step)), s.params, s.optimizer, &meta)?;
-        let all = chi_nn::checkpoint::list_checkpoints(&self.c.dir);
-        for (_, old) in all.iter().take(all.len().saturating_sub(self.c.keep.max(1))) {
-            let _ = std::fs::remove_file(old);
-        }
+        chi_nn::checkpoint::prune_checkpoints(&self.c.dir, self.c.keep.max(1));
         Ok(())
     }
 }

@@ -378,15 +378,7 @@ pub fn is_finished(dir: &Path, step: u64, steps: u64) -> bool {
 /// The checkpoint just written has the highest step of the run (the directory belongs to one
 /// run, see the module docs), so it is never deleted.
 pub fn prune_checkpoints(dir: &Path, keep: usize) {
-    if keep == 0 {
-        return;
-    }
-    let all = checkpoint::list_checkpoints(dir);
-    if all.len() > keep {
-        for (_, p) in &all[..all.len() - keep] {
-            let _ = std::fs::remove_file(p);
-        }
-    }
+    checkpoint::prune_checkpoints(dir, keep)
 }
 
 /// Whether two paths name the same existing file (or directory), links and `..` resolved.
