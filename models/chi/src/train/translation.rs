@@ -135,6 +135,48 @@ pub struct Settings {
     pub attn_dim: usize,
 }
 
+impl Default for Settings {
+    /// `chi train --model seq2seq`'s defaults, with no data.
+    fn default() -> Self {
+        Settings {
+            data: String::new(),
+            target_file: None,
+            valid: None,
+            test: None,
+            source_column: None,
+            target_column: None,
+            header: None,
+            separator: "tab".into(),
+            split: [0.8, 0.1, 0.1],
+            seed: 0,
+            tokenizer: "words".into(),
+            target_tokenizer: "words".into(),
+            max_len: 50,
+            max_vocab: 20_000,
+            steps: 2000,
+            batch_size: 32,
+            optim: "adam".into(),
+            lr: 0.001,
+            momentum: 0.0,
+            weight_decay: None,
+            clip_norm: Some(5.0),
+            eval_every: 200,
+            checkpoint_every: default_checkpoint_every(),
+            beam: 5,
+            alpha: 0.0,
+            data_fingerprint: String::new(),
+            cell: "lstm".into(),
+            attention: "luong-general".into(),
+            embed: 64,
+            hidden: 128,
+            layers: 1,
+            bidirectional: false,
+            input_feeding: false,
+            attn_dim: 64,
+        }
+    }
+}
+
 impl Settings {
     fn cell_kind(&self) -> Result<CellKind, String> {
         CellKind::from_name(&self.cell).ok_or_else(|| format!("cell {:?} is not one of lstm, gru, ca-rnn", self.cell))
@@ -307,27 +349,27 @@ pub fn predict_command(args: &PredictArgs) -> Result<(), String> {
 /// The flags of `chi train` that a sequence-to-sequence run does not read: refused, naming
 /// each, rather than silently ignored.
 fn unused_flags(a: &TrainArgs) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    let mut check = |given: bool, name: &'static str| {
-        if given {
-            out.push(name);
-        }
-    };
-    check(a.config.is_some(), "--config");
-    check(a.dataset.is_some(), "--dataset");
-    check(a.features.is_some(), "--features");
-    check(a.task.is_some(), "--task");
-    check(a.min_count.is_some(), "--min-count");
-    check(a.pretrained.is_some(), "--pretrained");
-    check(a.schedule.is_some(), "--schedule");
-    check(a.em_steps.is_some(), "--em-steps");
-    check(a.em_blocks.is_some(), "--em-blocks");
-    check(a.dropout.is_some(), "--dropout");
-    check(a.log_format.as_deref().is_some_and(|f| f != "jsonl"), "--log-format csv");
-    check(a.local_sgd.is_some(), "--local-sgd");
-    check(a.bucket_kib.is_some(), "--bucket-kib");
-    check(a.no_overlap, "--no-overlap");
-    out
+    given(&[
+        (a.config.is_some(), "--config"),
+        (a.dataset.is_some(), "--dataset"),
+        (a.features.is_some(), "--features"),
+        (a.task.is_some(), "--task"),
+        (a.min_count.is_some(), "--min-count"),
+        (a.pretrained.is_some(), "--pretrained"),
+        (a.schedule.is_some(), "--schedule"),
+        (a.em_steps.is_some(), "--em-steps"),
+        (a.em_blocks.is_some(), "--em-blocks"),
+        (a.dropout.is_some(), "--dropout"),
+        (a.log_format.as_deref().is_some_and(|f| f != "jsonl"), "--log-format csv"),
+        (a.local_sgd.is_some(), "--local-sgd"),
+        (a.bucket_kib.is_some(), "--bucket-kib"),
+        (a.no_overlap, "--no-overlap"),
+    ])
+}
+
+/// The names of the flags given.
+fn given(flags: &[(bool, &'static str)]) -> Vec<&'static str> {
+    flags.iter().filter(|f| f.0).map(|f| f.1).collect()
 }
 
 fn absolute(p: &str) -> String {
@@ -378,8 +420,9 @@ pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
     if target_file.is_some() && (a.text_column.is_some() || a.header.is_some() || a.format.is_some()) {
         return Err("--text-column, --header and --format choose columns of one pairs file; with two aligned files (--data SRC --target TGT) every line is a sentence".into());
     }
+    let d = Settings::default();
     let (hidden, layers) = match a.hidden.as_deref() {
-        None => (128, 1),
+        None => (d.hidden, d.layers),
         Some(h) => {
             let sizes = super::cli::parse_hidden(h)?;
             match sizes.first() {
@@ -389,15 +432,15 @@ pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
             }
         }
     };
-    let optim = a.optim.map_or(OptimKind::Adam, |o| o);
-    let lr = a.lr.unwrap_or(if a.optim.is_none() { 0.001 } else { optim.default_lr() });
-    let steps = a.steps.unwrap_or(2000);
+    // Named without --lr, an optimiser gets its own rate (Adam's is the default's 0.001).
+    let optim = a.optim.unwrap_or(OptimKind::Adam);
+    let steps = a.steps.unwrap_or(d.steps);
     let split = match a.split.as_deref() {
         Some(s) => {
             let v = super::cli::parse_split(s)?;
             [v[0], v[1], v[2]]
         }
-        None => [0.8, 0.1, 0.1],
+        None => d.split,
     };
     let mut s = Settings {
         data: absolute(&data),
@@ -410,30 +453,23 @@ pub fn settings_of(a: &TrainArgs, seed: u64) -> Result<Settings, String> {
         separator: separator.to_string(),
         split,
         seed,
-        tokenizer: "words".into(),
         target_tokenizer: String::new(),
-        max_len: a.max_len.unwrap_or(50),
-        max_vocab: a.max_vocab.unwrap_or(20_000),
+        max_len: a.max_len.unwrap_or(d.max_len),
+        max_vocab: a.max_vocab.unwrap_or(d.max_vocab),
         steps,
-        batch_size: a.batch_size.unwrap_or(32),
+        batch_size: a.batch_size.unwrap_or(d.batch_size),
         optim: format!("{optim:?}").to_lowercase(),
-        lr,
-        momentum: a.momentum.unwrap_or(0.0),
+        lr: a.lr.unwrap_or(optim.default_lr()),
+        momentum: a.momentum.unwrap_or(d.momentum),
         weight_decay: a.weight_decay,
-        clip_norm: Some(a.clip_norm.unwrap_or(5.0)),
+        clip_norm: a.clip_norm.or(d.clip_norm),
         eval_every: a.eval_every.unwrap_or((steps / 10).max(1)),
-        checkpoint_every: a.checkpoint_every.unwrap_or(500),
-        beam: 5,
-        alpha: 0.0,
-        data_fingerprint: String::new(),
-        cell: "lstm".into(),
-        attention: "luong-general".into(),
-        embed: a.embed.unwrap_or(64),
+        checkpoint_every: a.checkpoint_every.unwrap_or(d.checkpoint_every),
+        embed: a.embed.unwrap_or(d.embed),
         hidden,
         layers,
         bidirectional: a.bidirectional,
-        input_feeding: false,
-        attn_dim: 64,
+        ..d
     };
     for kv in &a.model_option {
         let (k, v) = kv.split_once('=').ok_or_else(|| format!("bad --model-option {kv:?}: expected KEY=VALUE"))?;
@@ -502,16 +538,16 @@ fn bounded(pairs: Vec<Pair>, max_len: usize, what: &str, notes: &mut Vec<String>
 /// each), and a step's output logits with their gradients and softmax (`batch × max_len ×
 /// target vocabulary`, about 12 bytes each).
 fn check_memory(s: &Settings, c: &Corpus) -> Result<(), String> {
+    let kept: Vec<&Pair> = c.train.iter().filter(|p| p.0.len() <= s.max_len && p.1.len() <= s.max_len).collect();
     let vocab = |side: fn(&Pair) -> &Vec<String>| {
-        let fits = |p: &&Pair| p.0.len() <= s.max_len && p.1.len() <= s.max_len;
-        let distinct: std::collections::HashSet<&str> = c.train.iter().filter(fits).flat_map(|p| side(p).iter().map(String::as_str)).collect();
+        let distinct: std::collections::HashSet<&str> = kept.iter().flat_map(|p| side(p).iter().map(String::as_str)).collect();
         4 + if s.max_vocab > 0 { distinct.len().min(s.max_vocab) } else { distinct.len() }
     };
     let cfg = Seq2SeqConfig { src_vocab: vocab(|p| &p.0).max(5), tgt_vocab: vocab(|p| &p.1).max(5), ..s.model_config()? };
     cfg.validate().map_err(|e| e.to_string())?;
     let params = cfg.min_parameter_count();
     // A step's targets are at most the longest kept one (and `</s>`).
-    let longest = c.train.iter().filter(|p| p.0.len() <= s.max_len && p.1.len() <= s.max_len).map(|p| p.1.len()).max().unwrap_or(0) + 1;
+    let longest = kept.iter().map(|p| p.1.len()).max().unwrap_or(0) + 1;
     let logits = (s.batch_size as u128) * (longest as u128) * cfg.tgt_vocab as u128;
     chi_nn::limits::check_elements("a step's output logits", &[s.batch_size * longest, cfg.tgt_vocab]).map_err(|e| format!("{e}; give a smaller --batch-size, --max-len or --max-vocab"))?;
     let need = 16 * params + 12 * logits;
@@ -593,35 +629,30 @@ fn rows_up_to(path: &Path, step: u64) -> Vec<String> {
 
 /// The flags `--resume` takes besides `--steps`: every other one would change the run.
 fn flags_besides_steps(a: &TrainArgs) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    let mut check = |given: bool, name: &'static str| {
-        if given {
-            out.push(name);
-        }
-    };
-    check(a.data.is_some(), "--data");
-    check(a.target.is_some(), "--target");
-    check(a.text_column.is_some(), "--text-column");
-    check(a.format.is_some(), "--format");
-    check(a.header.is_some(), "--header");
-    check(a.split.is_some(), "--split");
-    check(a.valid.is_some(), "--valid");
-    check(a.test.is_some(), "--test");
-    check(a.max_vocab.is_some(), "--max-vocab");
-    check(a.max_len.is_some(), "--max-len");
-    check(a.embed.is_some(), "--embed");
-    check(a.hidden.is_some(), "--hidden");
-    check(a.bidirectional, "--bidirectional");
-    check(!a.model_option.is_empty(), "--model-option");
-    check(a.batch_size.is_some(), "--batch-size");
-    check(a.optim.is_some(), "--optim");
-    check(a.lr.is_some(), "--lr");
-    check(a.momentum.is_some(), "--momentum");
-    check(a.weight_decay.is_some(), "--weight-decay");
-    check(a.clip_norm.is_some(), "--clip-norm");
-    check(a.eval_every.is_some(), "--eval-every");
-    check(a.checkpoint_every.is_some(), "--checkpoint-every");
-    out
+    given(&[
+        (a.data.is_some(), "--data"),
+        (a.target.is_some(), "--target"),
+        (a.text_column.is_some(), "--text-column"),
+        (a.format.is_some(), "--format"),
+        (a.header.is_some(), "--header"),
+        (a.split.is_some(), "--split"),
+        (a.valid.is_some(), "--valid"),
+        (a.test.is_some(), "--test"),
+        (a.max_vocab.is_some(), "--max-vocab"),
+        (a.max_len.is_some(), "--max-len"),
+        (a.embed.is_some(), "--embed"),
+        (a.hidden.is_some(), "--hidden"),
+        (a.bidirectional, "--bidirectional"),
+        (!a.model_option.is_empty(), "--model-option"),
+        (a.batch_size.is_some(), "--batch-size"),
+        (a.optim.is_some(), "--optim"),
+        (a.lr.is_some(), "--lr"),
+        (a.momentum.is_some(), "--momentum"),
+        (a.weight_decay.is_some(), "--weight-decay"),
+        (a.clip_norm.is_some(), "--clip-norm"),
+        (a.eval_every.is_some(), "--eval-every"),
+        (a.checkpoint_every.is_some(), "--checkpoint-every"),
+    ])
 }
 
 /// The settings and starting checkpoint of `chi train --model seq2seq --resume` in `out`
@@ -644,10 +675,9 @@ fn resume_settings(a: &TrainArgs, out: &Path) -> Result<Option<(Settings, Option
     }
     s.validate().map_err(|e| format!("{}: {e}", f.display()))?;
     let last = checkpoint::list_checkpoints(&out.join("checkpoints")).pop();
-    // Finished means trained, saved and tested: a run stopped during its final test resumes from
-    // its last checkpoint, trains no step, and saves and tests.
-    // An extended run stopped in its final test still holds the shorter run's summary: finished
-    // means a summary of these steps.
+    // Finished means trained, saved and tested at these steps: a run stopped during its final
+    // test (an extended one still holds the shorter run's summary) resumes from its last
+    // checkpoint, trains no step, and saves and tests.
     let summary_steps = std::fs::read_to_string(out.join("summary.json")).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()).and_then(|v| v["steps"].as_u64());
     let finished = summary_steps == Some(s.steps) && out.join("model.safetensors").is_file();
     match &last {
@@ -859,8 +889,7 @@ pub fn run_eval(weights: &Path, a: &EvalArgs) -> Result<(), String> {
             };
             // A header is detected in this file afresh: the training file's `--header yes`
             // would drop line 1 of a file without one.
-            let header = base.header.filter(|_| false);
-            let layout = Settings { separator, header, ..base };
+            let layout = Settings { separator, header: None, ..base };
             let pairs = read_tokenised(&layout, d, a.target.as_deref(), &mut notes)?;
             let stem = d.file_stem().map_or("data".into(), |s| s.to_string_lossy().to_string());
             (pairs, format!("file {}", d.display()), format!("file-{stem}"))
@@ -917,47 +946,7 @@ fn alone(t: &Translator, weights: &Path) -> Settings {
     // Saved without it (`chi reproduce`'s models): character models are grapheme-to-phoneme
     // ones, whose targets are space-separated phonemes.
     let target = saved_target_tokenizer(weights).unwrap_or_else(|| if tok == "chars" { "spaces" } else { "words" }.to_string());
-    Settings { tokenizer: tok.into(), target_tokenizer: target, ..default_settings() }
-}
-
-/// The settings a model file without its run directory is evaluated with.
-fn default_settings() -> Settings {
-    Settings {
-        data: String::new(),
-        target_file: None,
-        valid: None,
-        test: None,
-        source_column: None,
-        target_column: None,
-        header: None,
-        separator: "tab".into(),
-        split: [0.8, 0.1, 0.1],
-        seed: 0,
-        tokenizer: "words".into(),
-        target_tokenizer: "words".into(),
-        max_len: 50,
-        max_vocab: 20_000,
-        steps: 1,
-        batch_size: 32,
-        optim: "adam".into(),
-        lr: 0.001,
-        momentum: 0.0,
-        weight_decay: None,
-        clip_norm: None,
-        eval_every: 1,
-        checkpoint_every: 500,
-        beam: 5,
-        alpha: 0.0,
-        data_fingerprint: String::new(),
-        cell: "lstm".into(),
-        attention: "luong-general".into(),
-        embed: 64,
-        hidden: 128,
-        layers: 1,
-        bidirectional: false,
-        input_feeding: false,
-        attn_dim: 64,
-    }
+    Settings { tokenizer: tok.into(), target_tokenizer: target, ..Settings::default() }
 }
 
 /// Runs `chi predict` with a sequence-to-sequence model: one CSV row per input line
