@@ -57,7 +57,7 @@ fn translate_refuses_an_endless_line_without_reading_it_all() {
     let cfg = Seq2SeqConfig { src_vocab: src_vocab.len(), tgt_vocab: tgt_vocab.len(), emb: 4, hidden: 4, attn_dim: 4, ..Seq2SeqConfig::default() };
     let model = d.join("m.safetensors");
     Translator { model: Seq2Seq::new(&cfg, 1).unwrap(), src_vocab, tgt_vocab, tokenizer: Tokenizer::Words }.save(&model).unwrap();
-    // A directory without a model is named as such (it was "cannot read: Is a directory").
+    // A directory without a model is named as such, not reported as an unreadable file.
     let o = chi(&["translate", s(&d), "--input", "/dev/zero"]);
     assert!(stderr(&o).contains("is a directory without a model.safetensors: give a run directory of chi train --model seq2seq, or the model's .safetensors file"), "{}", stderr(&o));
     let o = chi(&["translate", s(&model), "--input", "/dev/zero"]);

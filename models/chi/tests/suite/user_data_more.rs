@@ -207,8 +207,8 @@ fn explain_of_a_regression_model_speaks_in_the_targets_units() {
 }
 
 /// A data file that would take more memory to read than the machine has available is refused
-/// before it is read, with its size, the need and what is available (it was read until an
-/// allocation failed, an abort with no word from chi, or the kernel killed the process).
+/// before it is read, with its size, the need and what is available (reading it would end in a
+/// failed allocation, an abort with no word from chi, or the kernel killing the process).
 /// `CHI_MEMORY_LIMIT` stands in for a smaller machine.
 #[test]
 fn a_file_too_large_for_the_memory_is_refused_before_it_is_read() {
